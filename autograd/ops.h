@@ -1,0 +1,110 @@
+// autograd/ops.h — every differentiable op, in one list. This is the user's API:
+//   Tensor y = gelu(linear(x, w, b));  backward(mean(y));
+//
+// Each op `foo` is defined in autograd/ops/<stem>.cpp with its math, forward and backward
+// side by side; the kernels it calls are in runtime/cpu/<stem>.{h,cpp} and cuda/<stem>.{h,cu}.
+// Ops never modify their inputs. Shapes follow PyTorch's conventions; dims may be negative.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "runtime/random.h"
+#include "runtime/tensor.h"
+
+namespace mase {
+
+// ---- elementwise binary, with NumPy broadcasting (ops/binary.cpp) ------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double s);
+Tensor sub(const Tensor& a, double s);  // a - s
+Tensor rsub(double s, const Tensor& a); // s - a
+Tensor mul(const Tensor& a, double s);
+Tensor div(const Tensor& a, double s);
+// Raw, in place, no autograd: dst += src (same shape). Used to accumulate gradients.
+void accumulate_(const Tensor& dst, const Tensor& src);
+// Raw, no autograd: the sum of `t` over its broadcast dims, giving `shape` (NumPy rules
+// backwards). The gradient of a broadcast operand is sum_to(dout, operand.shape()).
+Tensor sum_to(const Tensor& t, const Shape& shape);
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, double s) { return add(a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return sub(a, s); }
+inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
+inline Tensor operator/(const Tensor& a, double s) { return div(a, s); }
+inline Tensor operator+(double s, const Tensor& a) { return add(a, s); }
+inline Tensor operator-(double s, const Tensor& a) { return rsub(s, a); }
+inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
+
+// ---- elementwise unary (ops/unary.cpp, ops/gelu.cpp) --------------------------------------
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // exact: 0.5·x·(1 + erf(x/√2)), as in BERT
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+
+// ---- matrix products (ops/matmul.cpp) ----------------------------------------------------
+// a (..., M, K) @ b (..., K, N) -> (..., M, N); batch dims broadcast; a 2-d b is shared by
+// every batch. Transposed views go to BLAS as flags, never copied.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x (..., in) · weightᵀ (in, out) + bias (out) -> (..., out): torch.nn.functional.linear.
+// weight is (out, in) as in PyTorch/HF checkpoints; bias may be undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// ---- reductions (ops/reduce.cpp) ---------------------------------------------------------
+Tensor sum(const Tensor& x);  // all elements -> shape ()
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
+
+// ---- softmax family over the last dim (ops/softmax.cpp) ----------------------------------
+Tensor softmax(const Tensor& x);      // y = exp(x - max) / sum(exp(x - max))
+Tensor log_softmax(const Tensor& x);  // y = x - max - log(sum(exp(x - max)))
+
+// ---- normalisation (ops/layer_norm.cpp) --------------------------------------------------
+// Over the last dim: y = (x - mean) / sqrt(var + eps) · weight + bias (biased variance).
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-12);
+
+// ---- lookups and losses ------------------------------------------------------------------
+// weight (V, C), ids (...) i32 -> (..., C). Backward scatters-adds rows (ops/embedding.cpp).
+Tensor embedding(const Tensor& ids, const Tensor& weight);
+// Mean over rows of -log softmax(logits)[target]. logits (N, C) float, targets (N) i32.
+// Rows whose target == ignore_index are skipped (and not counted in the mean).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);
+
+// ---- dropout (ops/dropout.cpp) -----------------------------------------------------------
+// Training: zero each element with probability p and scale survivors by 1/(1-p); the mask is
+// drawn from `gen` (Philox) and regenerated in backward. p == 0 or !training: identity.
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = default_generator());
+
+// ---- selection (ops/where.cpp) -------------------------------------------------------------
+// cond is u8 (0/1), broadcast against a and b.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);  // x where !mask else value
+
+// ---- shapes and views (ops/view.cpp, ops/concat.cpp) -------------------------------------
+// Views share storage with their input (no copy) whenever the strides allow it.
+Tensor reshape(const Tensor& x, const Shape& shape);  // one dim may be -1; copies if needed
+Tensor view(const Tensor& x, const Shape& shape);     // like reshape but never copies (throws)
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor select(const Tensor& x, int64_t dim, int64_t index);  // drops `dim`
+Tensor squeeze(const Tensor& x, int64_t dim);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+Tensor expand(const Tensor& x, const Shape& shape);  // broadcast view (stride 0), -1 keeps a dim
+Tensor contiguous(const Tensor& x);                  // packed copy if needed; identity grad
+Tensor concat(const Tensors& xs, int64_t dim);
+Tensor to_dtype(const Tensor& x, DType dtype);       // differentiable between f32 and f64
+
+}  // namespace mase

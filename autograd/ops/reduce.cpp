@@ -1,0 +1,104 @@
+// autograd/ops/reduce.cpp — sum and mean over dims.
+//
+//   y = Σ_{dims} x         dx = dy broadcast back over the reduced dims
+//   y = Σ_{dims} x / n     dx = dy / n broadcast back  (n = number of elements reduced)
+//
+// Adjacent reduced dims are merged and reduced in one (outer, reduce, inner) pass
+// (runtime/cpu/reduce.cpp); non-adjacent groups are reduced one after another.
+#include <algorithm>
+
+#include "autograd/ops.h"
+#include "autograd/ops/common.h"
+#include "runtime/cpu/reduce.h"
+
+namespace mase {
+namespace {
+
+std::vector<int64_t> normalized_dims(const Tensor& x, const std::vector<int64_t>& dims, const char* op) {
+  std::vector<int64_t> d;
+  for (int64_t v : dims) d.push_back(normalize_dim(v, x.ndim(), op));
+  std::sort(d.begin(), d.end());
+  MASE_CHECK(std::adjacent_find(d.begin(), d.end()) == d.end(), ShapeError, "[", op,
+             "] dims must be distinct");
+  return d;
+}
+
+// Σ over the sorted, distinct `dims` of x, keeping them as size-1 dims. No autograd.
+Tensor sum_keepdim_raw(const Tensor& x, const std::vector<int64_t>& dims, const char* op) {
+  MASE_CHECK(x.is_cpu(), DeviceError, "[", op, "] is not implemented on ", x.device(), " yet");
+  Tensor cur = x.contiguous().detach();  // a new handle even when no dim is reduced
+  // reduce groups of adjacent dims, last group first, so earlier dim indices stay valid
+  size_t g_end = dims.size();
+  while (g_end > 0) {
+    size_t g_begin = g_end - 1;
+    while (g_begin > 0 && dims[g_begin - 1] == dims[g_begin] - 1) --g_begin;
+    int64_t d0 = dims[g_begin], d1 = dims[g_end - 1];
+    const Shape& s = cur.shape();
+    int64_t outer = 1, red = 1, inner = 1;
+    for (int64_t d = 0; d < cur.ndim(); ++d) {
+      if (d < d0) outer *= s[d];
+      else if (d <= d1) red *= s[d];
+      else inner *= s[d];
+    }
+    Shape out_shape = s;
+    for (int64_t d = d0; d <= d1; ++d) out_shape[d] = 1;
+    Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+    dispatch_float(x.dtype(), op, [&]<class T>() {
+      cpu::sum_forward<T>(out.data<T>(), cur.data<T>(), outer, red, inner);
+    });
+    cur = out;
+    g_end = g_begin;
+  }
+  return cur;
+}
+
+Shape squeezed(const Shape& s, const std::vector<int64_t>& dims) {
+  Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
+    if (!std::binary_search(dims.begin(), dims.end(), d)) out.push_back(s[d]);
+  return out;
+}
+
+// dx = dy (reshaped to keepdim form) broadcast to x's shape, times `scale`
+Tensor broadcast_back(const Tensor& dy, const Shape& keep_shape, const Shape& x_shape, double scale) {
+  Tensor d = expand(reshape(dy, keep_shape), x_shape);
+  return scale == 1.0 ? contiguous(d) : mul(d, scale);
+}
+
+Tensor reduce(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim, bool is_mean) {
+  const char* op = is_mean ? "mean" : "sum";
+  ops::check_float(op, x);
+  std::vector<int64_t> dims = normalized_dims(x, dims_in, op);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.shape()[d];
+  Tensor y = sum_keepdim_raw(x, dims, op);
+  if (is_mean) {
+    NoGradGuard ng;
+    y = mul(y, 1.0 / static_cast<double>(n));
+  }
+  Shape keep_shape = y.shape();
+  if (!keepdim) y = y.as_strided(squeezed(keep_shape, dims), contiguous_strides(squeezed(keep_shape, dims)), 0);
+  double scale = is_mean ? 1.0 / static_cast<double>(n) : 1.0;
+  return record(op, {x}, y, [keep_shape, xs = x.shape(), scale](const Tensor& dy) -> Tensors {
+    return {broadcast_back(dy, keep_shape, xs, scale)};  // dx = dy (· 1/n) over reduced dims
+  }, {{"dims", dims_in}, {"keepdim", keepdim}});
+}
+
+std::vector<int64_t> all_dims(const Tensor& x) {
+  std::vector<int64_t> d(x.ndim());
+  for (int64_t i = 0; i < x.ndim(); ++i) d[i] = i;
+  return d;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce(x, dims, keepdim, false);
+}
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce(x, dims, keepdim, true);
+}
+Tensor sum(const Tensor& x) { return reduce(x, all_dims(x), false, false); }
+Tensor mean(const Tensor& x) { return reduce(x, all_dims(x), false, true); }
+
+}  // namespace mase

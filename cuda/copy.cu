@@ -1,0 +1,80 @@
+// cuda/copy.cu — strided copy and fill on the GPU (twin of runtime/cpu/copy.cpp).
+// One thread per element; the N-d index is unravelled from the flat index, as in
+// runtime/cpu/strided.h but without dimension merging (copies are rare on the GPU path).
+#include "cuda/check.h"
+#include "cuda/copy.h"
+
+namespace mase::cuda {
+namespace {
+
+constexpr int kMaxDims = 8;
+struct Geometry {
+  int ndim;
+  int64_t shape[kMaxDims], dst_strides[kMaxDims], src_strides[kMaxDims];
+};
+
+template <class T>
+__global__ void copy_strided_kernel(T* dst, const T* src, Geometry g, int64_t n) {
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  int64_t od = 0, os = 0, rest = i;
+  for (int d = g.ndim - 1; d >= 0; --d) {
+    int64_t k = rest % g.shape[d];
+    rest /= g.shape[d];
+    od += k * g.dst_strides[d];
+    os += k * g.src_strides[d];
+  }
+  dst[od] = src[os];
+}
+
+template <class T>
+__global__ void fill_kernel(T* dst, T value, int64_t n) {
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = value;
+}
+
+int blocks_for(int64_t n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
+
+}  // namespace
+
+void copy_strided(void* dst, const Strides& dst_strides, const void* src,
+                  const Strides& src_strides, const Shape& shape, size_t itemsize, int device) {
+  MASE_CHECK(shape.size() <= kMaxDims, ShapeError, "[copy] at most 8 dims, got ", shape.size());
+  MASE_CUDA_CHECK(cudaSetDevice(device));
+  Geometry g{static_cast<int>(shape.size()), {}, {}, {}};
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    g.shape[d] = shape[d];
+    g.dst_strides[d] = dst_strides[d];
+    g.src_strides[d] = src_strides[d];
+    n *= shape[d];
+  }
+  if (n == 0) return;
+  const int threads = 256;
+  switch (itemsize) {
+    case 1: copy_strided_kernel<<<blocks_for(n, threads), threads>>>(
+                static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), g, n); break;
+    case 4: copy_strided_kernel<<<blocks_for(n, threads), threads>>>(
+                static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), g, n); break;
+    case 8: copy_strided_kernel<<<blocks_for(n, threads), threads>>>(
+                static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), g, n); break;
+    default: throw Error(cat("[copy] unsupported item size ", itemsize));
+  }
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+void fill(void* dst, DType dtype, double value, int64_t n, int device) {
+  if (n == 0) return;
+  MASE_CUDA_CHECK(cudaSetDevice(device));
+  const int threads = 256, blocks = blocks_for(n, threads);
+  switch (dtype) {
+    case DType::f32: fill_kernel<<<blocks, threads>>>(static_cast<float*>(dst), float(value), n); break;
+    case DType::f64: fill_kernel<<<blocks, threads>>>(static_cast<double*>(dst), value, n); break;
+    case DType::i32: fill_kernel<<<blocks, threads>>>(static_cast<int32_t*>(dst), int32_t(value), n); break;
+    case DType::i8: fill_kernel<<<blocks, threads>>>(static_cast<int8_t*>(dst), int8_t(value), n); break;
+    case DType::u8: fill_kernel<<<blocks, threads>>>(static_cast<uint8_t*>(dst), uint8_t(value), n); break;
+  }
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace mase::cuda

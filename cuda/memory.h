@@ -1,0 +1,24 @@
+// cuda/memory.h — device memory and copies between host and device (twin of std::memcpy).
+#pragma once
+#include <cstddef>
+
+#include "cuda/cuda.h"
+
+namespace mase::cuda {
+
+// Number of usable GPUs; 0 when CUDA is not built, no driver is loaded or no GPU is present.
+// Never throws: tests call it to decide whether to skip.
+#ifdef MASE_HAS_CUDA
+int device_count();
+#else
+inline int device_count() { return 0; }
+#endif
+
+MASE_CUDA_FN(void*, malloc_device, (size_t nbytes, int device))
+MASE_CUDA_FN(void, free_device, (void* ptr, int device))
+MASE_CUDA_FN(void, copy_host_to_device, (void* dst, const void* src, size_t nbytes, int device))
+MASE_CUDA_FN(void, copy_device_to_host, (void* dst, const void* src, size_t nbytes, int device))
+MASE_CUDA_FN(void, copy_device_to_device, (void* dst, const void* src, size_t nbytes, int device))
+MASE_CUDA_FN(void, synchronize, (int device))
+
+}  // namespace mase::cuda

@@ -1,0 +1,23 @@
+// runtime/cpu/binary.h — elementwise a (op) b with broadcasting (twin: cuda/binary.h).
+#pragma once
+#include <cstdint>
+
+#include "runtime/shape.h"
+
+namespace mase {
+enum class BinaryOp : uint8_t { add, sub, mul, div };
+}
+
+namespace mase::cpu {
+
+// out[i] = a[i] op b[i] over `shape`; out is packed, a and b are read through their strides
+// (0 on broadcast dims). out may alias a or b when their strides equal out's.
+template <class T>
+void binary_forward(BinaryOp op, T* out, const T* a, const Strides& a_strides, const T* b,
+                    const Strides& b_strides, const Shape& shape);
+
+// out[i] = a[i] op s (or s op a[i] when `scalar_first`), n packed elements.
+template <class T>
+void binary_scalar_forward(BinaryOp op, T* out, const T* a, T s, bool scalar_first, int64_t n);
+
+}  // namespace mase::cpu

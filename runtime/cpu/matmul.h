@@ -1,0 +1,22 @@
+// runtime/cpu/matmul.h — GEMM through OpenBLAS (twin: cuda/matmul.h, cuBLAS).
+//
+// Row-major, as BLAS's CBLAS interface takes it: C (M×N) = alpha·op(A)·op(B) + beta·C with
+// op(X) = X or Xᵀ. A transposed *view* needs no copy: it is the same memory read with the
+// transpose flag, so ops pass (trans, ld) instead of materialising a transpose.
+#pragma once
+#include <cstdint>
+
+namespace mase::cpu {
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+          int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+
+// `batch` GEMMs of the same sizes; matrix i uses A + a_off[i], B + b_off[i], C + c_off[i].
+// Offsets (in elements) let batch dims have any strides, including 0 for a shared operand.
+template <class T>
+void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                  int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc, int64_t batch,
+                  const int64_t* a_off, const int64_t* b_off, const int64_t* c_off);
+
+}  // namespace mase::cpu

@@ -1,0 +1,36 @@
+// runtime/parallel.cpp — thread count shared by oneTBB and OpenBLAS (see parallel.h).
+#include "runtime/parallel.h"
+
+#include <cblas.h>
+
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <tbb/global_control.h>
+
+namespace mase {
+namespace {
+std::mutex g_mu;
+std::unique_ptr<tbb::global_control> g_control;
+int g_threads = 0;  // 0 until set: then the hardware count
+}  // namespace
+
+int set_num_threads(int n) {
+  std::lock_guard lock(g_mu);
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  if (n <= 0) n = 1;
+  g_control.reset();  // only one global_control of a kind may be active
+  g_control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                    static_cast<size_t>(n));
+  openblas_set_num_threads(n);
+  g_threads = n;
+  return n;
+}
+
+int num_threads() {
+  if (g_threads == 0) set_num_threads(0);
+  return g_threads;
+}
+
+}  // namespace mase

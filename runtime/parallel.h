@@ -1,0 +1,37 @@
+// runtime/parallel.h — the one thread pool (oneTBB) and the one thread count.
+//
+// Every parallel loop in the CPU kernels goes through parallel_for below, on oneTBB's pool.
+// OpenBLAS has its own threads for GEMM; set_num_threads gives both the same count, and
+// GEMMs are only ever called from outside a TBB task, so the two never run nested and the
+// machine is never oversubscribed (2 pools × 2 threads on 2 cores would halve throughput).
+#pragma once
+#include <cstdint>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+namespace mase {
+
+// Threads for TBB loops and OpenBLAS. 0 = all cores (the default). Call once, early
+// (mase-train's --threads does). Returns the count now in effect.
+int set_num_threads(int n);
+int num_threads();
+
+// f(lo, hi) over [begin, end) in chunks of at least `grain` elements. Runs inline when the
+// range is a single chunk, so small tensors pay no scheduling cost.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
+  if (end <= begin) return;
+  if (end - begin <= grain || num_threads() == 1) {
+    f(begin, end);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
+}
+
+// Elementwise kernels use chunks of this many elements: big enough to amortise a task
+// (~10 µs of work), small enough to balance 2..64 threads on the tensors of BERT.
+constexpr int64_t kGrainElems = 32 * 1024;
+
+}  // namespace mase
