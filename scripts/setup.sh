@@ -36,5 +36,9 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"
 if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${MASE_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build build -- -j"$(nproc)" | grep -v -E '^\[[0-9]+/[0-9]+\] ' || true
-test -x build/bin/test_runtime || { echo "setup: build failed"; exit 1; }
+echo "setup: building in build/ (log: build/build.log)"
+if ! cmake --build build -- -j"$(nproc)" >build/build.log 2>&1; then
+  grep -E -A5 'error|FAILED' build/build.log | head -60
+  echo "setup: build failed (full log: build/build.log)"
+  exit 1
+fi
