@@ -1,0 +1,187 @@
+// models/module.cpp — the Module tree (see module.h).
+#include "models/module.h"
+
+#include <sstream>
+
+namespace mase::nn {
+
+namespace {
+thread_local ModuleObserver* t_observer = nullptr;
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+}  // namespace
+
+ModuleObserver* set_module_observer(ModuleObserver* observer) {
+  ModuleObserver* prev = t_observer;
+  t_observer = observer;
+  return prev;
+}
+
+Tensor Module::forward(const Tensor&) {
+  throw Error(cat("[", type_name(), "] has no unary forward (call its own forward method)"));
+}
+
+Tensor Module::operator()(const Tensor& x) {
+  if (t_observer) return t_observer->on_call(*this, x, [&] { return forward(x); });
+  return forward(x);
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor& slot, Tensor value,
+                                   bool requires_grad) {
+  slot = std::move(value);
+  if (slot.defined()) slot.set_requires_grad(requires_grad);
+  params_.push_back({name, &slot});
+  return slot;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor& slot, Tensor value) {
+  slot = std::move(value);
+  buffers_.push_back({name, &slot});
+  return slot;
+}
+
+void Module::collect(const std::string& prefix, bool params, bool recurse, NamedTensors& out) const {
+  for (const auto& [name, slot] : params ? params_ : buffers_)
+    if (slot->defined()) out.push_back({join(prefix, name), *slot});
+  if (!recurse) return;
+  for (const auto& c : children_)
+    if (ModulePtr m = c.get()) m->collect(join(prefix, c.name), params, true, out);
+}
+
+NamedTensors Module::named_parameters(bool recurse) const {
+  NamedTensors out;
+  collect("", true, recurse, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters(recurse)) out.push_back(t);
+  return out;
+}
+
+NamedTensors Module::named_buffers(bool recurse) const {
+  NamedTensors out;
+  collect("", false, recurse, out);
+  return out;
+}
+
+NamedModules Module::named_children() const {
+  NamedModules out;
+  for (const auto& c : children_)
+    if (ModulePtr m = c.get()) out.push_back({c.name, m});
+  return out;
+}
+
+NamedModules Module::named_modules() {
+  NamedModules out{{"", shared_from_this()}};
+  for (const auto& [name, child] : named_children())
+    for (auto& [sub, m] : child->named_modules()) out.push_back({join(name, sub), m});
+  return out;
+}
+
+ModulePtr Module::submodule(const std::string& path) {
+  if (path.empty()) return shared_from_this();
+  auto dot = path.find('.');
+  std::string head = path.substr(0, dot);
+  for (const auto& c : children_) {
+    if (c.name != head) continue;
+    ModulePtr m = c.get();
+    return dot == std::string::npos ? m : m->submodule(path.substr(dot + 1));
+  }
+  throw ConfigError(cat("[submodule] no module '", head, "' in ", type_name(), " (path '", path, "')"));
+}
+
+void Module::replace_submodule(const std::string& path, ModulePtr m) {
+  auto dot = path.rfind('.');
+  ModulePtr parent = dot == std::string::npos ? shared_from_this() : submodule(path.substr(0, dot));
+  std::string leaf = dot == std::string::npos ? path : path.substr(dot + 1);
+  for (auto& c : parent->children_) {
+    if (c.name != leaf) continue;
+    MASE_CHECK(c.set(m), ConfigError, "[replace_submodule] '", path, "' holds a ",
+               c.get()->type_name(), " and cannot hold a ", m->type_name());
+    m->train(parent->training_);
+    return;
+  }
+  throw ConfigError(cat("[replace_submodule] no module at '", path, "'"));
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (const auto& c : children_)
+    if (ModulePtr m = c.get()) m->train(on);
+}
+
+void Module::zero_grad() {
+  for (const Tensor& p : parameters())
+    if (p.grad().defined()) fill_(p.grad(), 0.0);
+}
+
+int64_t Module::num_parameters(bool trainable_only) const {
+  int64_t n = 0;
+  for (const auto& [name, p] : named_parameters())
+    if (!trainable_only || p.requires_grad()) n += p.numel();
+  return n;
+}
+
+std::map<std::string, Tensor> Module::state_dict() const {
+  std::map<std::string, Tensor> out;
+  for (auto& [name, t] : named_parameters()) out[name] = t;
+  for (auto& [name, t] : named_buffers()) out[name] = t;
+  return out;
+}
+
+void Module::load_state_dict(const std::map<std::string, Tensor>& state, bool strict) {
+  std::map<std::string, Tensor> mine = state_dict();
+  std::vector<std::string> missing, unexpected, mismatched;
+  for (const auto& [name, t] : mine) {
+    auto it = state.find(name);
+    if (it == state.end()) {
+      missing.push_back(name);
+    } else if (it->second.shape() != t.shape()) {
+      mismatched.push_back(cat(name, " (checkpoint ", it->second.shape(), ", model ", t.shape(), ")"));
+    }
+  }
+  for (const auto& [name, t] : state)
+    if (!mine.count(name)) unexpected.push_back(name);
+  if (!mismatched.empty() || (strict && (!missing.empty() || !unexpected.empty()))) {
+    auto list = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+      return s;
+    };
+    std::string msg = "[load_state_dict] checkpoint does not match the model:";
+    if (!missing.empty()) msg += cat(" missing ", missing.size(), " key(s): ", list(missing), ";");
+    if (!unexpected.empty()) msg += cat(" unexpected ", unexpected.size(), " key(s): ", list(unexpected), ";");
+    if (!mismatched.empty()) msg += cat(" wrong shape: ", list(mismatched), ";");
+    msg.pop_back();
+    throw ConfigError(msg);
+  }
+  NoGradGuard ng;
+  for (auto& [name, t] : mine) {
+    auto it = state.find(name);
+    if (it != state.end()) copy_(t, it->second);
+  }
+}
+
+void Module::str_rec(std::string& out, const std::string& name, int indent) const {
+  std::string pad(indent, ' ');
+  out += pad + (name.empty() ? "" : "(" + name + "): ") + type_name() + "(" + extra_repr();
+  auto kids = named_children();
+  if (kids.empty()) {
+    out += ")\n";
+    return;
+  }
+  out += "\n";
+  for (const auto& [n, m] : kids) m->str_rec(out, n, indent + 2);
+  out += pad + ")\n";
+}
+
+std::string Module::str() const {
+  std::string out;
+  str_rec(out, "", 0);
+  return out;
+}
+
+}  // namespace mase::nn
