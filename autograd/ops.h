@@ -70,17 +70,29 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = fa
 // ---- softmax family over the last dim (ops/softmax.cpp) ----------------------------------
 Tensor softmax(const Tensor& x);      // y = exp(x - max) / sum(exp(x - max))
 Tensor log_softmax(const Tensor& x);  // y = x - max - log(sum(exp(x - max)))
+// A row of all -inf (fully masked) gives softmax 0s and log_softmax -infs, not PyTorch's NaN.
+// The same maths composed of primitive ops (exp, sum, div, log): the meaning of the fused
+// kernels, their test oracle and bench baseline. No max shift: only for |x| below ~80.
+Tensor softmax_reference(const Tensor& x);
+Tensor log_softmax_reference(const Tensor& x);
 
 // ---- normalisation (ops/layer_norm.cpp) --------------------------------------------------
 // Over the last dim: y = (x - mean) / sqrt(var + eps) · weight + bias (biased variance).
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-12);
+// The same maths composed of primitive ops: test oracle and bench baseline.
+Tensor layer_norm_reference(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                            double eps = 1e-12);
 
 // ---- lookups and losses ------------------------------------------------------------------
 // weight (V, C), ids (...) i32 -> (..., C). Backward scatters-adds rows (ops/embedding.cpp).
 Tensor embedding(const Tensor& ids, const Tensor& weight);
 // Mean over rows of -log softmax(logits)[target]. logits (N, C) float, targets (N) i32.
-// Rows whose target == ignore_index are skipped (and not counted in the mean).
+// Rows whose target == ignore_index are skipped (and not counted in the mean); when every
+// row is ignored the loss is 0 with a zero gradient (PyTorch: NaN).
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100);
+// The same maths composed of primitive ops (log_softmax_reference, mul, sum): test oracle.
+Tensor cross_entropy_reference(const Tensor& logits, const Tensor& targets,
+                               int64_t ignore_index = -100);
 
 // ---- dropout (ops/dropout.cpp) -----------------------------------------------------------
 // Training: zero each element with probability p and scale survivors by 1/(1-p); the mask is

@@ -1,0 +1,12 @@
+// cuda/gelu.h — twin of runtime/cpu/gelu.h (f32 only).
+#pragma once
+#include <cstdint>
+
+#include "cuda/cuda.h"
+
+namespace mase::cuda {
+
+MASE_CUDA_FN(void, gelu_forward, (float* out, const float* inp, int64_t n))
+MASE_CUDA_FN(void, gelu_backward, (float* dinp, const float* dout, const float* inp, int64_t n))
+
+}  // namespace mase::cuda

@@ -1,0 +1,106 @@
+// cuda/layer_norm.cu — layer norm on the GPU (twin of runtime/cpu/layer_norm.cpp).
+//
+// forward and dinp: one block per row, block reductions for the row means (block_reduce.cuh).
+// dweight/dbias are column sums over all rows: each block owns 32 adjacent columns (so a
+// warp reads 32 consecutive floats of a row: coalesced) and kRowGroups threads per column
+// walk every kRowGroups-th row; the groups' partial sums are then added in a fixed order.
+#include "cuda/block_reduce.cuh"
+#include "cuda/check.h"
+#include "cuda/layer_norm.h"
+
+namespace mase::cuda {
+namespace {
+
+constexpr int kColTile = 32, kRowGroups = 16;
+
+// mean = Σx/C, var = Σ(x − mean)²/C (two passes), y = (x − mean)·rstd·w + b
+__global__ void forward_kernel(float* out, float* mean, float* rstd, const float* inp,
+                               const float* w, const float* b, int64_t cols, float eps) {
+  const float* x = inp + blockIdx.x * cols;
+  float* y = out + blockIdx.x * cols;
+  float s = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += x[c];
+  const float m = block_sum(s) / float(cols);
+  float v = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) v += (x[c] - m) * (x[c] - m);
+  const float r = rsqrtf(block_sum(v) / float(cols) + eps);
+  if (threadIdx.x == 0) {
+    mean[blockIdx.x] = m;
+    rstd[blockIdx.x] = r;
+  }
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[c] = (x[c] - m) * r * w[c] + b[c];
+}
+
+// dx = rstd·(g − mean(g) − x̂·mean(g·x̂)), g = dy·w, x̂ = (x − mean)·rstd
+__global__ void backward_dx_kernel(float* dinp, const float* dout, const float* inp,
+                                   const float* w, const float* mean, const float* rstd,
+                                   int64_t cols) {
+  const int64_t base = blockIdx.x * cols;
+  const float *dy = dout + base, *x = inp + base;
+  float* dx = dinp + base;
+  const float m = mean[blockIdx.x], s = rstd[blockIdx.x];
+  float sg = 0.f, sgx = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float g = dy[c] * w[c];
+    sg += g;
+    sgx += g * (x[c] - m) * s;
+  }
+  const float g_mean = block_sum(sg) / float(cols);
+  const float gx_mean = block_sum(sgx) / float(cols);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    dx[c] = s * (dy[c] * w[c] - g_mean - (x[c] - m) * s * gx_mean);
+}
+
+// dweight = Σ_rows dy·x̂, dbias = Σ_rows dy; block (kColTile, kRowGroups), grid over columns
+__global__ void backward_dwdb_kernel(float* dweight, float* dbias, const float* dout,
+                                     const float* inp, const float* mean, const float* rstd,
+                                     int64_t rows, int64_t cols) {
+  __shared__ float part_w[kRowGroups][kColTile], part_b[kRowGroups][kColTile];
+  const int64_t c = blockIdx.x * int64_t(kColTile) + threadIdx.x;
+  float w = 0.f, b = 0.f;
+  if (c < cols) {
+    for (int64_t r = threadIdx.y; r < rows; r += kRowGroups) {
+      const float dy = dout[r * cols + c];
+      w += dy * (inp[r * cols + c] - mean[r]) * rstd[r];
+      b += dy;
+    }
+  }
+  part_w[threadIdx.y][threadIdx.x] = w;
+  part_b[threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= cols) return;
+  for (int k = 1; k < kRowGroups; ++k) {
+    w += part_w[k][threadIdx.x];
+    b += part_b[k][threadIdx.x];
+  }
+  dweight[c] = w;
+  dbias[c] = b;
+}
+
+}  // namespace
+
+void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp,
+                        const float* weight, const float* bias, int64_t rows, int64_t cols,
+                        double eps) {
+  if (rows == 0 || cols == 0) return;
+  forward_kernel<<<row_grid(rows), row_block_threads(cols)>>>(out, mean, rstd, inp, weight, bias,
+                                                              cols, static_cast<float>(eps));
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const float* weight, const float* mean,
+                         const float* rstd, int64_t rows, int64_t cols) {
+  if (cols == 0) return;
+  if (rows > 0) {
+    backward_dx_kernel<<<row_grid(rows), row_block_threads(cols)>>>(dinp, dout, inp, weight, mean,
+                                                                    rstd, cols);
+    MASE_CUDA_CHECK(cudaGetLastError());
+  }
+  const unsigned col_blocks = static_cast<unsigned>((cols + kColTile - 1) / kColTile);
+  backward_dwdb_kernel<<<col_blocks, dim3(kColTile, kRowGroups)>>>(dweight, dbias, dout, inp, mean,
+                                                                   rstd, rows, cols);
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace mase::cuda

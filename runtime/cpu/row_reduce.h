@@ -1,0 +1,43 @@
+// runtime/cpu/row_reduce.h — reductions along one packed row, shared by the row-wise kernels
+// (softmax.cpp, cross_entropy.cpp, layer_norm.cpp in this folder).
+//
+// Determinism: a row is always summed in the same order — four interleaved double
+// accumulators, then (s0 + s1) + (s2 + s3) — whatever the thread count, because a row is
+// never split between threads. Double accumulation keeps a float sum of 30522 terms (a BERT
+// vocabulary row) exact to float precision; four accumulators let the adds pipeline.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace mase::cpu {
+
+// Σ_{i<n} term(i), in double, in the fixed order described above.
+template <class F>
+inline double row_sum(int64_t n, F&& term) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += term(i);
+    s1 += term(i + 1);
+    s2 += term(i + 2);
+    s3 += term(i + 3);
+  }
+  for (; i < n; ++i) s0 += term(i);
+  return (s0 + s1) + (s2 + s3);
+}
+
+// max_{i<n} x[i]; -inf for an empty row or a row of -inf (max is exact in any order).
+template <class T>
+inline T row_max(const T* x, int64_t n) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// Rows per parallel_for chunk so that a chunk holds about `elems` elements (at least 1 row).
+inline int64_t rows_grain(int64_t cols, int64_t elems) {
+  return std::max<int64_t>(1, elems / std::max<int64_t>(1, cols));
+}
+
+}  // namespace mase::cpu
