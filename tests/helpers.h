@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda/memory.h"
+#include "runtime/random.h"
 #include "runtime/tensor.h"
 
 namespace mase::test {
@@ -25,6 +26,15 @@ inline void check_close(const Tensor& t, const std::vector<double>& expected, do
 inline void check_close(const Tensor& a, const Tensor& b, double atol = 1e-6, double rtol = 1e-6) {
   REQUIRE(a.shape() == b.shape());
   check_close(a, b.to_vector<double>(), atol, rtol);
+}
+
+// A CPU tensor of U[lo, hi) values drawn from Generator(seed): the same values on every run.
+inline Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1,
+                            DType dtype = DType::f64) {
+  Generator gen(seed);
+  Tensor t = Tensor::empty(shape, dtype);
+  uniform_(t, lo, hi, gen);
+  return t;
 }
 
 // For CPU == CUDA tests: true when a GPU is usable; otherwise prints why the test is skipped.
