@@ -11,7 +11,8 @@
 // The forward saves mean and rstd per row, so the backward never recomputes them.
 //
 // Reference: Ba et al., "Layer Normalization", arXiv:1607.06450; llm.c's layernorm_backward.
-// Kernels: runtime/cpu/layer_norm.cpp, cuda/layer_norm.cu. Tests: tests/autograd/test_layer_norm.cpp.
+// Kernels: runtime/cpu/layer_norm.cpp, cuda/layer_norm.cu.
+// Tests: tests/autograd/test_layer_norm.cpp.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
 #include "cuda/layer_norm.h"

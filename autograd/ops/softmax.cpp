@@ -44,7 +44,8 @@ Tensor softmax_over_rows(const char* name, const Tensor& x, bool log) {
     });
   }
 
-  return record(name, {x}, y, [name, log, rows, cols, y = y.detach()](const Tensor& dout) -> Tensors {
+  return record(name, {x}, y,
+                [name, log, rows, cols, y = y.detach()](const Tensor& dout) -> Tensors {
     // softmax: dx = y * (dy - sum(dy * y, -1));  log_softmax: dx = dy - exp(y) * sum(dy, -1)
     Tensor dy = dout.contiguous();
     Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());

@@ -13,7 +13,7 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/cpu/row_reduce.h"
+#include "runtime/cpu/rowwise.h"
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
@@ -24,20 +24,18 @@ constexpr int64_t kMaxChunks = 64;  // bounds the partial buffers at 64 × 2 × 
 template <class T>
 void layer_norm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
                         int64_t rows, int64_t cols, double eps) {
-  parallel_for(0, rows, rows_grain(cols, kGrainElems), [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      const T* x = inp + r * cols;
-      T* y = out + r * cols;
-      const double mu = row_sum(cols, [&](int64_t c) { return double(x[c]); }) / double(cols);
-      const double var = row_sum(cols, [&](int64_t c) {
-        const double d = x[c] - mu;
-        return d * d;
-      }) / double(cols);
-      const T m = static_cast<T>(mu), s = static_cast<T>(1.0 / std::sqrt(var + eps));
-      mean[r] = m;
-      rstd[r] = s;
-      for (int64_t c = 0; c < cols; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
-    }
+  for_each_row(rows, cols, [&](int64_t r) {
+    const T* x = inp + r * cols;
+    T* y = out + r * cols;
+    const double mu = row_sum(cols, [&](int64_t c) { return double(x[c]); }) / double(cols);
+    const double var = row_sum(cols, [&](int64_t c) {
+      const double d = x[c] - mu;
+      return d * d;
+    }) / double(cols);
+    const T m = static_cast<T>(mu), s = static_cast<T>(1.0 / std::sqrt(var + eps));
+    mean[r] = m;
+    rstd[r] = s;
+    for (int64_t c = 0; c < cols; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
   });
 }
 
@@ -45,7 +43,8 @@ template <class T>
 void layer_norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                          const T* weight, const T* mean, const T* rstd, int64_t rows,
                          int64_t cols) {
-  const int64_t chunk = std::max(rows_grain(cols, kGrainElems), (rows + kMaxChunks - 1) / kMaxChunks);
+  const int64_t chunk =
+      std::max(rows_grain(cols, kGrainElems), (rows + kMaxChunks - 1) / kMaxChunks);
   const int64_t nchunks = (rows + chunk - 1) / chunk;
   // chunk k owns partial[2k·cols, 2k·cols + cols) for Σ dy·x̂ and the next cols for Σ dy
   std::vector<double> partial(static_cast<size_t>(2 * nchunks * cols), 0.0);

@@ -42,7 +42,7 @@ TEST_CASE("softmax: hand-checked values and gradients") {
   // a 1-column row is always [1] (log: [0]); a 3-d input is read as rows of its last dim
   check_close(softmax(Tensor::from({-7, 3}, {2, 1})), {1, 1});
   check_close(log_softmax(Tensor::from({-7, 3}, {2, 1})), {0, 0});
-  check_close(softmax(Tensor::from({0, 0, 0, 0, 0, 0, 0, 0}, {2, 2, 2})), std::vector<double>(8, 0.5));
+  check_close(softmax(Tensor::zeros({2, 2, 2})), std::vector<double>(8, 0.5));
 }
 
 TEST_CASE("softmax: a fully masked row gives 0s and log_softmax gives -inf") {
@@ -122,7 +122,8 @@ TEST_CASE("softmax: gradcheck in f64") {
   Tensor x = random_tensor({4, 3}, 2, -3, 3).set_requires_grad(true);
   CHECK(gradcheck([](const Tensors& in) { return softmax(transpose(in[0], 0, 1)); }, {x}));
   CHECK(gradcheck([](const Tensors& in) { return log_softmax(transpose(in[0], 0, 1)); }, {x}));
-  Tensor mask = Tensor::from(std::vector<double>{0, -INFINITY, 0, 0, 0, 0, 0, 0, 0, 0, 0, -INFINITY}, {4, 3});
+  const double inf = INFINITY;
+  Tensor mask = Tensor::from(std::vector<double>{0, -inf, 0, 0, 0, 0, 0, 0, 0, 0, 0, -inf}, {4, 3});
   CHECK(gradcheck([&](const Tensors& in) { return softmax(in[0] + mask); }, {x}));
 }
 
