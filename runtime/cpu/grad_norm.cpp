@@ -1,0 +1,49 @@
+// runtime/cpu/grad_norm.cpp — deterministic Σ x² in double (see grad_norm.h).
+#include "runtime/cpu/grad_norm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "runtime/parallel.h"
+
+namespace mase::cpu {
+namespace {
+
+// Σ x² of n packed values: 8 independent accumulators (lane j takes i ≡ j mod 8), so the
+// compiler can keep them in two AVX2 registers without reassociating anything, and the order
+// of additions is fixed by the code, not by the vector width.
+template <class T>
+double sum_squares_run(const T* x, int64_t n) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      const double xi = static_cast<double>(x[i + j]);
+      acc[j] += xi * xi;
+    }
+  for (; i < n; ++i) acc[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+}  // namespace
+
+template <class T>
+double sum_squares(const T* x, int64_t n) {
+  if (n <= kGrainElems) return sum_squares_run(x, n);
+  const int64_t nchunks = (n + kGrainElems - 1) / kGrainElems;
+  std::vector<double> partial(nchunks);
+  parallel_for(0, nchunks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c) {
+      const int64_t begin = c * kGrainElems;
+      partial[c] = sum_squares_run(x + begin, std::min(kGrainElems, n - begin));
+    }
+  });
+  double s = 0;
+  for (double p : partial) s += p;  // in chunk order: deterministic
+  return s;
+}
+
+template double sum_squares<float>(const float*, int64_t);
+template double sum_squares<double>(const double*, int64_t);
+
+}  // namespace mase::cpu
