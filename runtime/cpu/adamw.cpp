@@ -18,7 +18,8 @@ void adamw_run(T* __restrict p, T* __restrict m, T* __restrict v, const T* __res
                const AdamWScalars& s, int64_t n) {
   // the scalars in T once, so the loop is pure T arithmetic (as PyTorch's CPU kernel)
   const T decay = static_cast<T>(s.decay), b2 = static_cast<T>(s.beta2);
-  const T one_minus_b1 = static_cast<T>(1.0 - s.beta1), one_minus_b2 = static_cast<T>(1.0 - s.beta2);
+  const T one_minus_b1 = static_cast<T>(1.0 - s.beta1);
+  const T one_minus_b2 = static_cast<T>(1.0 - s.beta2);
   const T eps = static_cast<T>(s.eps), step_size = static_cast<T>(s.step_size);
   const T bc2_sqrt = static_cast<T>(s.bc2_sqrt);
   for (int64_t i = 0; i < n; ++i) {

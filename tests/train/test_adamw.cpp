@@ -112,9 +112,8 @@ TEST_CASE("AdamW: fused kernel == tensor-op reference over several steps") {
     for (size_t i = 0; i < shapes.size(); ++i) {
       INFO(fused_ps[i].first << " " << dt);
       check_close(fused_ps[i].second, ref_ps[i].second, tol, tol);
-      check_close(fs.at(fused_ps[i].first + ".exp_avg"), rs.at(ref_ps[i].first + ".exp_avg"), tol, tol);
-      check_close(fs.at(fused_ps[i].first + ".exp_avg_sq"), rs.at(ref_ps[i].first + ".exp_avg_sq"),
-                  tol, tol);
+      for (const char* buf : {".exp_avg", ".exp_avg_sq"})
+        check_close(fs.at(fused_ps[i].first + buf), rs.at(ref_ps[i].first + buf), tol, tol);
     }
   }
 }
@@ -168,8 +167,8 @@ TEST_CASE("AdamW: CPU == CUDA") {
     gpu.step();
   }
   check_close(pg.to(Device::cpu()), p, 1e-6, 1e-6);
-  check_close(gpu.state_dict().at("w.exp_avg_sq").to(Device::cpu()), cpu.state_dict().at("w.exp_avg_sq"),
-              1e-9, 1e-6);
+  check_close(gpu.state_dict().at("w.exp_avg_sq").to(Device::cpu()),
+              cpu.state_dict().at("w.exp_avg_sq"), 1e-9, 1e-6);
 }
 
 TEST_CASE("AdamW: bad hyper-parameters and gradients are typed errors") {

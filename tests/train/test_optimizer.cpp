@@ -14,7 +14,8 @@ using mase::test::set_grad;
 TEST_CASE("is_no_decay: biases and LayerNorm weights by their HF paths") {
   for (const char* path : {"bert.encoder.layer.0.attention.self.query.bias",
                            "bert.embeddings.LayerNorm.weight", "bert.embeddings.LayerNorm.bias",
-                           "model.layer_norm.weight", "encoder.norm.weight", "norm.weight", "bias"}) {
+                           "model.layer_norm.weight", "encoder.norm.weight", "norm.weight",
+                           "bias"}) {
     INFO(path);
     CHECK(is_no_decay(path));
   }
@@ -40,7 +41,8 @@ TEST_CASE("decay_groups keeps the model order and takes another rule") {
   CHECK(*groups[1].weight_decay == 0.0);
   CHECK(!groups[0].lr.has_value());
   // another policy: no decay for every tensor with fewer than 2 dims
-  auto by_rank = decay_groups(ps, 0.01, [](const std::string&, const Tensor& p) { return p.ndim() < 2; });
+  auto rank1 = [](const std::string&, const Tensor& p) { return p.ndim() < 2; };
+  auto by_rank = decay_groups(ps, 0.01, rank1);
   CHECK(by_rank[0].params.size() == 2);
   CHECK(by_rank[1].params.size() == 2);
   // everything in one group: the empty no-decay group is dropped

@@ -96,7 +96,8 @@ TEST_CASE("SGD: bad options are ConfigErrors") {
   CHECK_THROWS_AS(SGD(ps, {.lr = -0.1}), ConfigError);
   CHECK_THROWS_AS(SGD(ps, {.momentum = -0.9}), ConfigError);
   CHECK_THROWS_AS(SGD(ps, {.dampening = -1}), ConfigError);
-  CHECK(test::error_message([&] { SGD(ps, {.momentum = 0.9, .dampening = 0.1, .nesterov = true}); }) ==
+  SGDOptions bad{.momentum = 0.9, .dampening = 0.1, .nesterov = true};
+  CHECK(test::error_message([&] { SGD(ps, bad); }) ==
         "[SGD] expected momentum > 0 and dampening == 0 for nesterov, got momentum 0.9 and "
         "dampening 0.1");
   CHECK_THROWS_AS(SGD(ps, {.nesterov = true}), ConfigError);
