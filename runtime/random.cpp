@@ -1,4 +1,4 @@
-// runtime/random.cpp — Philox4x32-10 and the fills built on it (see random.h).
+// runtime/random.cpp — the fills built on Philox4x32-10 (runtime/philox.h); see random.h.
 #include "runtime/random.h"
 
 #include <cmath>
@@ -7,25 +7,6 @@
 #include "runtime/parallel.h"
 
 namespace mase {
-
-std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
-  // 10 rounds of: multiply two words by constants, xor the high halves with the other words
-  // and the key; bump the key by the Weyl constants between rounds.
-  constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57;
-  constexpr uint32_t kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
-  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-  uint32_t k0 = key[0], k1 = key[1];
-  for (int round = 0; round < 10; ++round) {
-    uint64_t p0 = uint64_t{kM0} * c0, p1 = uint64_t{kM1} * c2;
-    uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
-    uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
-    uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
-    k0 += kW0;
-    k1 += kW1;
-  }
-  return {c0, c1, c2, c3};
-}
 
 Generator& default_generator() {
   static Generator g(0);

@@ -54,6 +54,13 @@ Tensor Tensor::scalar(double value, DType dtype, Device device) {
   return full(Shape{}, value, dtype, device);
 }
 
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape,
+                            const Strides& strides, int64_t offset, DType dtype) {
+  check_shape(shape, "from_storage");
+  Tensor whole(make_impl(std::move(storage), {}, {}, 0, dtype));
+  return whole.as_strided(shape, strides, offset);  // as_strided checks the bounds
+}
+
 template <class T>
 Tensor Tensor::from(const std::vector<T>& values, const Shape& shape) {
   MASE_CHECK(static_cast<int64_t>(values.size()) == mase::numel(shape), ShapeError,

@@ -47,6 +47,10 @@ class Tensor {
   static Tensor from(std::initializer_list<float> values, const Shape& shape) {
     return from(std::vector<float>(values), shape);
   }
+  // A view over an existing Storage — e.g. borrowed memory (a memory-mapped checkpoint). No
+  // copy; the view must lie inside the storage (ShapeError otherwise).
+  static Tensor from_storage(std::shared_ptr<Storage> storage, const Shape& shape,
+                             const Strides& strides, int64_t offset, DType dtype);
   static Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.dtype(), t.device()); }
   static Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,15 @@ inline bool have_gpu() {
   if (cuda::device_count() > 0) return true;
   MESSAGE("skipped: no CUDA device present");
   return false;
+}
+
+// A tensor that says it lives on cuda:0 but borrows host memory that nothing ever reads. It
+// lets a machine without a GPU check that ops refuse to mix devices: the device check must
+// throw before any kernel runs, so the memory is never touched. Never read its values.
+inline Tensor fake_cuda(const Shape& shape, DType dtype = DType::f32) {
+  auto host = std::make_shared<std::vector<unsigned char>>(numel(shape) * itemsize(dtype) + 1);
+  auto storage = std::make_shared<Storage>(host->data(), host->size(), Device::cuda(0), host);
+  return Tensor::from_storage(storage, shape, contiguous_strides(shape), 0, dtype);
 }
 
 // The message of the exception `f` throws (doctest's CHECK_THROWS_WITH needs the exact text).

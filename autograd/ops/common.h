@@ -25,12 +25,17 @@ inline void check_dtype(std::string_view op, const Tensor& t, DType want,
              ", got ", t.dtype());
 }
 
-inline void check_same(std::string_view op, const Tensor& a, const Tensor& b) {
+// Same device only: for operands of different dtypes (ids and weight, a mask and values).
+inline void check_same_device(std::string_view op, const Tensor& a, const Tensor& b) {
   check_defined(op, a);
   check_defined(op, b);
   MASE_CHECK(a.device() == b.device(), DeviceError, "[", op,
              "] expected tensors on the same device, got ", a.device(), " and ", b.device(),
              " (move one with .to())");
+}
+
+inline void check_same(std::string_view op, const Tensor& a, const Tensor& b) {
+  check_same_device(op, a, b);
   MASE_CHECK(a.dtype() == b.dtype(), DTypeError, "[", op, "] expected tensors of the same dtype, got ",
              a.dtype(), " and ", b.dtype());
 }

@@ -4,11 +4,12 @@
 //   y = Σ_{dims} x / n     dx = dy / n broadcast back  (n = number of elements reduced)
 //
 // Adjacent reduced dims are merged and reduced in one (outer, reduce, inner) pass
-// (runtime/cpu/reduce.cpp); non-adjacent groups are reduced one after another.
+// (runtime/cpu/reduce.cpp, cuda/reduce.cu); non-adjacent groups are reduced one after another.
 #include <algorithm>
 
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
+#include "cuda/reduce.h"
 #include "runtime/cpu/reduce.h"
 
 namespace mase {
@@ -25,7 +26,6 @@ std::vector<int64_t> normalized_dims(const Tensor& x, const std::vector<int64_t>
 
 // Σ over the sorted, distinct `dims` of x, keeping them as size-1 dims. No autograd.
 Tensor sum_keepdim_raw(const Tensor& x, const std::vector<int64_t>& dims, const char* op) {
-  MASE_CHECK(x.is_cpu(), DeviceError, "[", op, "] is not implemented on ", x.device(), " yet");
   Tensor cur = x.contiguous().detach();  // a new handle even when no dim is reduced
   // reduce groups of adjacent dims, last group first, so earlier dim indices stay valid
   size_t g_end = dims.size();
@@ -43,9 +43,12 @@ Tensor sum_keepdim_raw(const Tensor& x, const std::vector<int64_t>& dims, const 
     Shape out_shape = s;
     for (int64_t d = d0; d <= d1; ++d) out_shape[d] = 1;
     Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-    dispatch_float(x.dtype(), op, [&]<class T>() {
-      cpu::sum_forward<T>(out.data<T>(), cur.data<T>(), outer, red, inner);
-    });
+    if (x.is_cuda())
+      cuda::sum_forward(out.data<float>(), cur.data<float>(), outer, red, inner);
+    else
+      dispatch_float(x.dtype(), op, [&]<class T>() {
+        cpu::sum_forward<T>(out.data<T>(), cur.data<T>(), outer, red, inner);
+      });
     cur = out;
     g_end = g_begin;
   }
@@ -68,6 +71,7 @@ Tensor broadcast_back(const Tensor& dy, const Shape& keep_shape, const Shape& x_
 Tensor reduce(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim, bool is_mean) {
   const char* op = is_mean ? "mean" : "sum";
   ops::check_float(op, x);
+  ops::check_cuda_f32(op, x);
   std::vector<int64_t> dims = normalized_dims(x, dims_in, op);
   int64_t n = 1;
   for (int64_t d : dims) n *= x.shape()[d];

@@ -1,0 +1,55 @@
+// cuda/reduce.cu — the (outer, reduce, inner) sum on the GPU (twin of runtime/cpu/reduce.cpp).
+//
+// Like the CPU kernel, every output is summed in double in a fixed order, so results do not
+// depend on the launch shape or on timing (no atomics):
+//  * inner > 1 (column sums, e.g. a bias gradient): one thread per output (o, i) walks the
+//    `reduce` rows; adjacent threads read adjacent columns, so every step is coalesced.
+//  * inner == 1 (row sums, e.g. the sum of a whole tensor): one block per row, each thread a
+//    strided share of the row, then a tree reduction in shared memory.
+// Simple rather than fast: a single long row uses one block. A later issue can split it.
+#include "cuda/check.h"
+#include "cuda/reduce.h"
+
+namespace mase::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void sum_columns_kernel(float* out, const float* inp, int64_t outer, int64_t reduce,
+                                   int64_t inner) {
+  int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (j >= outer * inner) return;
+  const int64_t o = j / inner, i = j % inner;
+  const float* p = inp + o * reduce * inner + i;
+  double s = 0;
+  for (int64_t r = 0; r < reduce; ++r) s += p[r * inner];
+  out[j] = static_cast<float>(s);
+}
+
+__global__ void sum_rows_kernel(float* out, const float* inp, int64_t reduce) {
+  __shared__ double part[kThreads];
+  const float* row = inp + blockIdx.x * reduce;
+  double s = 0;
+  for (int64_t r = threadIdx.x; r < reduce; r += kThreads) s += row[r];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {  // part[t] += part[t + w], halving each step
+    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<float>(part[0]);
+}
+
+}  // namespace
+
+void sum_forward(float* out, const float* inp, int64_t outer, int64_t reduce, int64_t inner) {
+  if (outer * inner == 0) return;
+  if (inner == 1)
+    sum_rows_kernel<<<outer, kThreads>>>(out, inp, reduce);
+  else
+    sum_columns_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads>>>(out, inp, outer,
+                                                                              reduce, inner);
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace mase::cuda

@@ -1,0 +1,32 @@
+// runtime/cpu/dropout.h — the dropout mask drawn from Philox, and the kernel that applies it
+// (twin: cuda/dropout.h). The op and its math are in autograd/ops/dropout.cpp.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/philox.h"
+
+namespace mase {
+
+// Element i is kept iff uint_to_unit(word i) >= p. uint_to_unit(w) = (w >> 8) / 2^24 exactly,
+// so the test is done on the integers: (w >> 8) >= ceil(p · 2^24). Both devices compare the
+// same integers (no float rounding of p can make them disagree); p = 1 gives 2^24: none kept.
+inline uint32_t dropout_threshold(double p) {
+  return static_cast<uint32_t>(std::ceil(p * 16777216.0));
+}
+MASE_HOST_DEVICE inline bool dropout_keep(uint32_t word, uint32_t threshold) {
+  return (word >> 8) >= threshold;
+}
+
+}  // namespace mase
+
+namespace mase::cpu {
+
+// out[i] = keep(i) ? inp[i] · scale : 0 over n packed elements, where keep(i) tests word i of
+// the Philox stream (seed, offset) against `threshold`. The backward of dropout is this same
+// kernel applied to dout with the same (seed, offset): the mask is regenerated, never stored.
+template <class T>
+void dropout_forward(T* out, const T* inp, int64_t n, uint64_t seed, uint64_t offset,
+                     uint32_t threshold, T scale);
+
+}  // namespace mase::cpu

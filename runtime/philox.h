@@ -1,0 +1,61 @@
+// runtime/philox.h — the Philox4x32-10 counter-based generator, for host and device code.
+//
+// Header-only so that one definition serves the CPU (runtime/random.cpp, runtime/cpu/dropout.cpp)
+// and the GPU (cuda/dropout.cu): under nvcc every function here is __host__ __device__, so a
+// CUDA kernel draws bit-for-bit the numbers the CPU draws. std::array's members are constexpr,
+// which nvcc accepts in device code with --expt-relaxed-constexpr (cuda/CMakeLists.txt).
+//
+// Philox maps (counter, key) to four 32-bit words with 10 rounds of multiply / xor — no state,
+// so element i of a stream is a pure function of (seed, offset, i). The user-facing API
+// (Generator, fills) is runtime/random.h; read that first.
+// Reference: Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define MASE_HOST_DEVICE __host__ __device__
+#else
+#define MASE_HOST_DEVICE
+#endif
+
+namespace mase {
+
+// Philox4x32-10: four 32-bit random words for a 128-bit counter and a 64-bit key.
+MASE_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr,
+                                                               std::array<uint32_t, 2> key) {
+  // 10 rounds of: multiply two words by constants, xor the high halves with the other words
+  // and the key; bump the key by the Weyl constants between rounds.
+  constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57;
+  constexpr uint32_t kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = uint64_t{kM0} * c0, p1 = uint64_t{kM1} * c2;
+    uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+    uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+    uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return {c0, c1, c2, c3};
+}
+
+// The form mase uses: counter = (block index, 0), key = seed.
+MASE_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t key) {
+  return philox4x32_10({static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0, 0},
+                       {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+}
+
+// Element i of a stream: word i%4 of block (offset + i/4).
+MASE_HOST_DEVICE inline uint32_t philox_word(uint64_t seed, uint64_t offset, uint64_t i) {
+  return philox4x32(offset + i / 4, seed)[i % 4];
+}
+
+// A 32-bit word to a float in [0, 1): the top 24 bits, so every value is exact in f32.
+MASE_HOST_DEVICE inline float uint_to_unit(uint32_t w) {
+  return static_cast<float>(w >> 8) * (1.0f / 16777216.0f);
+}
+
+}  // namespace mase
