@@ -49,13 +49,23 @@ void gemm_any(const Tensor& like, bool ta, bool tb, int64_t M, int64_t N, int64_
   else cpu::gemm_batched<T>(ta, tb, M, N, K, T(alpha), A, lda, B, ldb, T(beta), C, ldc, batch, ao, bo, co);
 }
 
-// Can the dims before the last one be merged into a single evenly strided "rows" dim?
+// Can the dims before the last one be merged into a single evenly strided "rows" dim? Walk
+// the batch dims inwards-out: each must step over exactly the rows inside it. Size-1 dims
+// are skipped — their stride is never used, so it may be anything (0 after an expand).
 bool rows_fold(const Tensor& x) {
   const int64_t n = x.ndim();
-  for (int64_t d = 0; d + 2 < n; ++d)
-    if (x.shape()[d] != 1 && x.strides()[d] != x.strides()[d + 1] * x.shape()[d + 1]) return false;
+  int64_t expected = x.strides()[n - 2] * x.shape()[n - 2];
+  for (int64_t d = n - 3; d >= 0; --d) {
+    if (x.shape()[d] == 1) continue;
+    if (x.strides()[d] != expected) return false;
+    expected *= x.shape()[d];
+  }
   return true;
 }
+
+// The product of all dims but the last: the rows of x viewed as a matrix. Unlike
+// reshape(x, {-1, x.size(-1)}) it is defined when the last dim is 0.
+int64_t leading_rows(const Shape& s) { return numel(Shape(s.begin(), s.end() - 1)); }
 
 // C = A·B, no autograd.
 Tensor matmul_raw(const Tensor& a, const Tensor& b) {
@@ -124,7 +134,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (gb) {                                                           // dB = Aᵀ·dC
       if (b.ndim() == 2 && a.ndim() > 2) {
         // shared B: fold every batch into the reduction, one (K × rows)·(rows × N) GEMM
-        Tensor a2 = reshape(a, {-1, a.size(-1)}), dc2 = reshape(dc, {-1, dc.size(-1)});
+        const int64_t rows = leading_rows(a.shape());
+        Tensor a2 = reshape(a, {rows, a.size(-1)}), dc2 = reshape(dc, {rows, dc.size(-1)});
         db = matmul(transpose(a2, 0, 1), dc2);
       } else {
         db = sum_to(matmul(transpose(a, -2, -1), dc), b.shape());
@@ -149,27 +160,31 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                out, "), got ", bias.shape());
   }
   Tensor x2 = x.contiguous();  // (rows, in) with rows = every leading dim
-  const int64_t rows = in ? x.numel() / in : 0;
+  const int64_t rows = leading_rows(x.shape());
   Shape out_shape = x.shape();
   out_shape.back() = out;
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
   // y = bias broadcast to every row, then y += x·Wᵀ (beta = 1): the bias add costs no extra pass
   if (bias.defined()) copy_(y.as_strided({rows, out}, {out, 1}, 0), bias.as_strided({rows, out}, {0, bias.strides()[0]}, bias.offset()));
   MatrixArg W = matrix_arg(weight);  // weight (out, in) read as Wᵀ: flip its transpose flag
-  dispatch_float(x.dtype(), "linear", [&]<class T>() {
-    gemm_any<T>(x, false, !W.trans, rows, out, in, 1.0, x2.template data<T>(), in,
-                W.t.template data<T>(), W.ld, bias.defined() ? 1.0 : 0.0, y.template data<T>(), out);
-  });
+  if (in == 0) {  // an empty sum: y = bias, or 0 (and BLAS would reject lda = 0)
+    if (!bias.defined()) fill_(y, 0.0);
+  } else {
+    dispatch_float(x.dtype(), "linear", [&]<class T>() {
+      gemm_any<T>(x, false, !W.trans, rows, out, in, 1.0, x2.template data<T>(), in,
+                  W.t.template data<T>(), W.ld, bias.defined() ? 1.0 : 0.0, y.template data<T>(), out);
+    });
+  }
   bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();
   Tensors inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record("linear", inputs, y, [x2, weight, gx, gw, gb, has_bias = bias.defined(),
+  return record("linear", inputs, y, [x2, weight, gx, gw, gb, has_bias = bias.defined(), rows,
                                       xshape = x.shape()](const Tensor& dy) -> Tensors {
     const int64_t in = weight.size(1), out = weight.size(0);
-    Tensor dy2 = reshape(contiguous(dy), {-1, out});  // (rows, out)
+    Tensor dy2 = reshape(contiguous(dy), {rows, out});
     Tensors grads(has_bias ? 3 : 2);
     if (gx) grads[0] = reshape(matmul(dy2, weight), xshape);                     // dx = dy·W
-    if (gw) grads[1] = matmul(transpose(dy2, 0, 1), reshape(x2, {-1, in}));     // dW = dyᵀ·x
+    if (gw) grads[1] = matmul(transpose(dy2, 0, 1), reshape(x2, {rows, in}));   // dW = dyᵀ·x
     if (gb) grads[2] = sum(dy2, {0});                                            // db = Σ dy
     return grads;
   });
