@@ -81,7 +81,9 @@ Tensor reduce(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim
     y = mul(y, 1.0 / static_cast<double>(n));
   }
   Shape keep_shape = y.shape();
-  if (!keepdim) y = y.as_strided(squeezed(keep_shape, dims), contiguous_strides(squeezed(keep_shape, dims)), 0);
+  // y is packed; with no dim reduced it may still be x's own storage at x's offset (a 0-d
+  // select), so the squeezed view keeps y's offset
+  if (!keepdim) y = y.as_strided(squeezed(keep_shape, dims), contiguous_strides(squeezed(keep_shape, dims)), y.offset());
   double scale = is_mean ? 1.0 / static_cast<double>(n) : 1.0;
   return record(op, {x}, y, [keep_shape, xs = x.shape(), scale](const Tensor& dy) -> Tensors {
     return {broadcast_back(dy, keep_shape, xs, scale)};  // dx = dy (· 1/n) over reduced dims

@@ -166,9 +166,13 @@ Tensor expand(const Tensor& x, const Shape& shape) {
              x.shape(), " to fewer dims ", shape);
   Shape target = shape;
   const size_t lead = shape.size() - x.shape().size();
+  for (size_t i = 0; i < lead; ++i)  // new leading dims: -1 has no size to keep
+    MASE_CHECK(target[i] >= 0, ShapeError, "[expand] expected a size >= 0 for new dim ", i,
+               ", got ", shape, " (-1 keeps an existing dim only)");
   for (size_t i = 0; i < x.shape().size(); ++i) {
     if (target[lead + i] == -1) target[lead + i] = x.shape()[i];
-    MASE_CHECK(x.shape()[i] == target[lead + i] || x.shape()[i] == 1, ShapeError,
+    const int64_t want = target[lead + i];
+    MASE_CHECK(x.shape()[i] == want || (x.shape()[i] == 1 && want >= 0), ShapeError,
                "[expand] cannot expand ", x.shape(), " to ", shape, " (dim ", lead + i, ")");
   }
   Tensor y = x.as_strided(target, broadcast_strides(x.shape(), x.strides(), target), x.offset());

@@ -1,0 +1,109 @@
+// tests/autograd/test_reduce.cpp — sum and mean: all elements, one dim, several non-adjacent
+// dims, negative dims, keepdim, views as inputs; hand values, a loop oracle, gradcheck, errors.
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "helpers.h"
+
+using namespace mase;
+using mase::test::check_close;
+
+namespace {
+Tensor f64(const Shape& s, uint64_t seed) {
+  Generator g(seed);
+  Tensor t = Tensor::empty(s, DType::f64);
+  uniform_(t, -1, 1, g);
+  return t.set_requires_grad(true);
+}
+Tensor arange(int64_t n, const Shape& s) {
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i);
+  return Tensor::from(v, s);
+}
+}  // namespace
+
+TEST_CASE("sum and mean: hand-checked values and shapes") {
+  Tensor x = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  check_close(sum(x), {21});
+  CHECK(sum(x).shape() == Shape{});
+  check_close(sum(x, {0}), {5, 7, 9});    // column sums
+  check_close(sum(x, {1}), {6, 15});      // row sums: 1+2+3, 4+5+6
+  check_close(sum(x, {-1}), {6, 15});
+  CHECK(sum(x, {-1}, true).shape() == Shape{2, 1});
+  check_close(mean(x), {3.5});            // 21 / 6
+  check_close(mean(x, {1}), {2, 5});
+  check_close(mean(x, {0}, true), {2.5, 3.5, 4.5});
+  CHECK(mean(x, {0}, true).shape() == Shape{1, 3});
+  // x (2, 3, 4) = 0..23, x[i, j, k] = 12i + 4j + k. Over dims {0, 2} (not adjacent):
+  // Σ_i Σ_k (12i + 4j + k) = 4·12 + 8·4j + 2·6 = 60 + 32j  -> [60, 92, 124]
+  Tensor y = arange(24, {2, 3, 4});
+  check_close(sum(y, {0, 2}), {60, 92, 124});
+  CHECK(sum(y, {2, 0}, true).shape() == Shape{1, 3, 1});
+  check_close(mean(y, {0, 2}), {7.5, 11.5, 15.5});  // / 8
+  check_close(sum(y, {0, 1}), {60, 66, 72, 78});     // 12·3 + 4·(0+1+2)·2 + 6k = 60 + 6k
+}
+
+TEST_CASE("sum: views and 0-d inputs keep their offsets") {
+  Tensor x = Tensor::from({1, 2, 3}, {3});
+  // a 0-d select at offset 2: its sum is itself (was 1, the element at offset 0: fixed)
+  check_close(sum(select(x, 0, 2)), {3});
+  check_close(mean(select(x, 0, 1)), {2});
+  check_close(sum(slice(x, 0, 1, 3), {}), {2, 3});  // no dim reduced: the values themselves
+  // a transposed view: sum over its dim 0 = the rows of the original
+  Tensor m = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  check_close(sum(transpose(m, 0, 1), {0}), {6, 15});
+}
+
+TEST_CASE("sum: large reductions agree with a loop oracle") {
+  // 0 + 1 + ... + (n - 1) = n(n - 1)/2, exact in f64: crosses the parallel chunked path
+  const int64_t n = 300001;
+  check_close(sum(arange(n, {n}).to(DType::f64)), {n * (n - 1) / 2.0}, 0, 0);
+  // column sums over (5, 3, 300): inner > 256 spans two column blocks
+  Tensor x = f64({5, 3, 300}, 4).detach();
+  auto v = x.to_vector<double>();
+  std::vector<double> expected(5 * 300, 0.0);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 300; ++k) expected[i * 300 + k] += v[(i * 3 + j) * 300 + k];
+  check_close(sum(x, {1}), expected, 1e-12);
+}
+
+TEST_CASE("sum and mean: gradients") {
+  Tensor x = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}).set_requires_grad(true);
+  backward(mean(x, {1}), Tensor::from({3, 6}, {2}));
+  check_close(x.grad(), {1, 1, 1, 2, 2, 2});  // dx = dy / 3 spread over each row
+  std::vector<std::pair<std::vector<int64_t>, bool>> cases{
+      {{0}, false}, {{1}, true}, {{-1}, false}, {{0, 2}, false}, {{0, 2}, true}, {{0, 1, 2}, false},
+      {{1, 3}, false}, {{3, 0}, true}};
+  for (const auto& [dims, keep] : cases) {
+    INFO("dims " << Shape(dims) << " keepdim " << keep);
+    CHECK(gradcheck([&](const Tensors& t) { return sum(t[0], dims, keep); }, {f64({2, 3, 2, 2}, 1)}));
+    CHECK(gradcheck([&](const Tensors& t) { return mean(t[0], dims, keep); }, {f64({2, 3, 2, 2}, 2)}));
+  }
+  CHECK(gradcheck([](const Tensors& t) { return sum(t[0]); }, {f64({3, 4}, 3)}));
+  CHECK(gradcheck([](const Tensors& t) { return mean(t[0]); }, {f64({3, 4}, 4)}));
+  CHECK(gradcheck([](const Tensors& t) { return sum(transpose(t[0], 0, 1), {1}); }, {f64({3, 4}, 5)}));
+}
+
+TEST_CASE("sum and mean: CPU == CUDA") {
+  if (!test::have_gpu()) return;
+  Tensor x = rand({4, 3, 300});
+  Tensor xg = x.to(Device::cuda());
+  check_close(sum(xg).to(Device::cpu()), sum(x), 1e-3);
+  check_close(sum(xg, {1}).to(Device::cpu()), sum(x, {1}), 1e-5);
+  check_close(sum(xg, {0, 2}, true).to(Device::cpu()), sum(x, {0, 2}, true), 1e-4);
+  check_close(mean(xg, {-1}).to(Device::cpu()), mean(x, {-1}), 1e-6);
+  Tensor b = rand({300}).set_requires_grad(true);  // a broadcast gradient goes through sum_to
+  Tensor bg = b.detach().to(Device::cuda()).set_requires_grad(true);
+  backward(sum(x * b));
+  backward(sum(xg * bg));
+  check_close(bg.grad().to(Device::cpu()), b.grad(), 1e-4);
+}
+
+TEST_CASE("sum and mean: errors") {
+  Tensor x = Tensor::zeros({2, 3});
+  CHECK(test::error_message([&] { sum(x, {2}); }) ==
+        "[sum] dim 2 out of range for a 2-d tensor (expected -2..1)");
+  CHECK(test::error_message([&] { mean(x, {1, -1}); }) == "[mean] dims must be distinct");
+  CHECK_THROWS_AS(mean(x, {-3}), ShapeError);
+  CHECK_THROWS_AS(sum(Tensor::zeros({2}, DType::i32)), DTypeError);
+}
