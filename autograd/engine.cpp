@@ -100,6 +100,10 @@ void backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
   }
   MASE_CHECK(dout.shape() == root.shape(), ShapeError, "[backward] expected a seed of shape ",
              root.shape(), ", got ", dout.shape());
+  MASE_CHECK(dout.device() == root.device(), DeviceError, "[backward] expected a seed on ",
+             root.device(), ", got one on ", dout.device());
+  MASE_CHECK(dout.dtype() == root.dtype(), DTypeError, "[backward] expected a seed of dtype ",
+             root.dtype(), ", got ", dout.dtype());
 
   NoGradGuard no_grad;  // backward functions must not record new graph
   if (root.is_leaf()) {

@@ -54,6 +54,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   ops::check_float("masked_fill", x);
   ops::check_dtype("masked_fill", mask, DType::u8, "mask");
+  ops::check_same_device("masked_fill", x, mask);
   // unlike where, the result keeps x's shape: the mask may broadcast up to x, not beyond it
   MASE_CHECK(broadcast_shapes(mask.shape(), x.shape(), "masked_fill") == x.shape(), ShapeError,
              "[masked_fill] expected a mask that broadcasts to x ", x.shape(), ", got ", mask.shape());

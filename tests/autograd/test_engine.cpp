@@ -32,7 +32,7 @@ TEST_CASE("gradients accumulate across backward calls until zeroed") {
   check_close(w.grad(), {1, 1});
 }
 
-TEST_CASE("no_grad records nothing; detach cuts history") {
+TEST_CASE("no_grad records nothing and detach cuts history") {
   Tensor w = Tensor::from({1.0f}, {1}).set_requires_grad(true);
   {
     NoGradGuard ng;

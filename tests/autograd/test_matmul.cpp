@@ -98,7 +98,7 @@ TEST_CASE("matmul: batched and broadcast shapes agree with the naive loop") {
   check_close(matmul(cols, w), naive_matmul(cols, w), 1e-12);
 }
 
-TEST_CASE("matmul: attention scores on head-split views of (B, T, NH*HS)") {
+TEST_CASE("matmul: attention scores on head-split views of (B T NH*HS)") {
   // q and k are (B, T, C) = (2, 3, 4) with NH = 2 heads of HS = 2; the heads are views
   // (B, NH, T, HS) and kᵀ a view (B, NH, HS, T): att[b, h, i, j] = Σ_d q[b, i, h·HS + d]·k[b, j, h·HS + d]
   const int64_t B = 2, T = 3, NH = 2, HS = 2, C = NH * HS;

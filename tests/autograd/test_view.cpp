@@ -23,7 +23,7 @@ Tensor arange(int64_t n, const Shape& s) {
 }
 }  // namespace
 
-TEST_CASE("reshape and view: -1, shared storage, and the copying case") {
+TEST_CASE("reshape and view: -1 and shared storage and the copying case") {
   Tensor x = arange(6, {2, 3});
   Tensor r = reshape(x, {3, -1});
   CHECK(r.shape() == Shape{3, 2});
@@ -55,7 +55,7 @@ TEST_CASE("transpose and permute: values and strides") {
   check_close(permute(permute(x, {2, 0, 1}), {1, 2, 0}), x.to_vector<double>());  // inverse
 }
 
-TEST_CASE("slice and select: steps, negative and clamped indices") {
+TEST_CASE("slice and select: steps and negative and clamped indices") {
   Tensor x = arange(10, {10});
   check_close(slice(x, 0, 2, 9, 3), {2, 5, 8});
   check_close(slice(x, 0, -8, -1, 3), {2, 5, 8});  // -8 -> 2, -1 -> 9

@@ -14,7 +14,7 @@ TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors") {
         std::array<uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
 }
 
-TEST_CASE("fills are deterministic per (seed, offset) and advance the generator") {
+TEST_CASE("fills are deterministic per (seed and offset) and advance the generator") {
   Generator g1(42), g2(42);
   Tensor a = rand({1000}, g1), b = rand({1000}, g2);
   CHECK(a.to_vector<float>() == b.to_vector<float>());

@@ -32,7 +32,7 @@ TEST_CASE("factories fill values and report metadata") {
   CHECK(Tensor::scalar(3).item() == 3.0);
 }
 
-TEST_CASE("as_strided views share storage; contiguous() packs a copy") {
+TEST_CASE("as_strided views share storage and contiguous() packs a copy") {
   Tensor t = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor tt = t.as_strided({3, 2}, {1, 3}, 0);  // the transpose
   CHECK(!tt.is_contiguous());
@@ -58,14 +58,14 @@ TEST_CASE("copy_ converts dtypes and writes through strides") {
   CHECK_THROWS_AS(copy_(dst, Tensor::zeros({3})), ShapeError);
 }
 
-TEST_CASE("printing shows shape, dtype, device and values") {
+TEST_CASE("printing shows shape and dtype and device and values") {
   Tensor t = Tensor::from({1, 2, 3, 4}, {2, 2});
   CHECK(t.str() == "tensor((2, 2), f32, cpu)\n[[1, 2],\n [3, 4]]");
   Tensor big = Tensor::zeros({10});
   CHECK(big.str() == "tensor((10), f32, cpu)\n[0, 0, 0, ..., 0, 0, 0]");
 }
 
-TEST_CASE("moving to CUDA: a clear error without a GPU, a round trip with one") {
+TEST_CASE("moving to CUDA: a clear error without a GPU and a round trip with one") {
   Tensor t = Tensor::from({1, 2, 3}, {3});
   if (cuda::device_count() == 0) {
     CHECK_THROWS_AS(t.to(Device::cuda(0)), DeviceError);
@@ -94,4 +94,17 @@ TEST_CASE("the caching allocator reuses freed blocks") {
   }
   auto after = allocator_stats();
   CHECK(after.os_allocs - before.os_allocs <= 1);  // at most b's first block
+}
+
+TEST_CASE("from_storage views borrowed memory without a copy and checks its bounds") {
+  auto host = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6});
+  auto storage = std::make_shared<Storage>(host->data(), host->size() * sizeof(float),
+                                           Device::cpu(), host);
+  Tensor t = Tensor::from_storage(storage, {2, 2}, {1, 2}, 1, DType::f32);  // [[2 4] [3 5]]
+  check_close(t, {2, 4, 3, 5});
+  (*host)[1] = 20;  // the same memory: no copy was made
+  check_close(t, {20, 4, 3, 5});
+  CHECK(test::error_message([&] { Tensor::from_storage(storage, {2, 3}, {3, 1}, 1, DType::f32); }) ==
+        "[as_strided] view (2, 3) at offset 1 reaches outside its storage of 24 bytes");
+  CHECK_THROWS_AS(Tensor::from_storage(storage, {-1}, {1}, 0, DType::f32), ShapeError);
 }
