@@ -41,8 +41,9 @@ Tensor dropout_raw(const Tensor& src, uint64_t seed, uint64_t offset, uint32_t t
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   ops::check_float("dropout", x);
   ops::check_cuda_f32("dropout", x);
-  MASE_CHECK(p >= 0.0 && p <= 1.0, ConfigError, "[dropout] expected a drop probability p in [0, 1], got ",
-             p, " (p is the fraction of elements zeroed, e.g. 0.1)");
+  MASE_CHECK(p >= 0.0 && p <= 1.0, ConfigError,  // written so that NaN fails too
+             "[dropout] expected a drop probability p in [0, 1], got ", p,
+             " (p is the fraction of elements zeroed, e.g. 0.1)");
   Attrs attrs{{"p", p}, {"training", training}};
   if (!training || p == 0.0)  // dx = dy
     return record("dropout", {x}, x.detach(), [](const Tensor& dy) -> Tensors { return {dy}; },

@@ -56,7 +56,8 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
     Tensor doutc = dout.contiguous();  // (N, C)
     Tensor dweight = Tensor::zeros({V, C}, dout.dtype(), dout.device());
     if (dout.is_cuda())
-      cuda::embedding_backward(dweight.data<float>(), doutc.data<float>(), idsc.data<int32_t>(), N, C);
+      cuda::embedding_backward(dweight.data<float>(), doutc.data<float>(), idsc.data<int32_t>(), N,
+                               C);
     else
       dispatch_float(dout.dtype(), "embedding", [&]<class T>() {
         cpu::embedding_backward<T>(dweight.data<T>(), doutc.data<T>(), idsc.data<int32_t>(), N, C);

@@ -83,7 +83,10 @@ Tensor reduce(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim
   Shape keep_shape = y.shape();
   // y is packed; with no dim reduced it may still be x's own storage at x's offset (a 0-d
   // select), so the squeezed view keeps y's offset
-  if (!keepdim) y = y.as_strided(squeezed(keep_shape, dims), contiguous_strides(squeezed(keep_shape, dims)), y.offset());
+  if (!keepdim) {
+    Shape s = squeezed(keep_shape, dims);
+    y = y.as_strided(s, contiguous_strides(s), y.offset());
+  }
   double scale = is_mean ? 1.0 / static_cast<double>(n) : 1.0;
   return record(op, {x}, y, [keep_shape, xs = x.shape(), scale](const Tensor& dy) -> Tensors {
     return {broadcast_back(dy, keep_shape, xs, scale)};  // dx = dy (· 1/n) over reduced dims

@@ -17,7 +17,8 @@ namespace {
 
 // cond ? a : b, packed, of the shape the three broadcast to (no autograd, no checks).
 Tensor where_raw(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Shape shape =
+      broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   Strides cs = broadcast_strides(cond.shape(), cond.strides(), shape);
   Strides as = broadcast_strides(a.shape(), a.strides(), shape);
@@ -43,12 +44,13 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   ops::check_cuda_f32("where", a);
   Tensor y = where_raw(cond, a, b);
   bool ga = a.requires_grad(), gb = b.requires_grad();
-  return record("where", {cond, a, b}, y, [cond, ga, gb, sa = a.shape(), sb = b.shape()](const Tensor& dy) -> Tensors {
+  auto where_backward = [cond, ga, gb, sa = a.shape(), sb = b.shape()](const Tensor& dy) -> Tensors {
     Tensor zero = Tensor::zeros({}, dy.dtype(), dy.device());
     return {Tensor(),
             ga ? sum_to(where_raw(cond, dy, zero), sa) : Tensor(),   // da = dy · cond
             gb ? sum_to(where_raw(cond, zero, dy), sb) : Tensor()};  // db = dy · (1 - cond)
-  });
+  };
+  return record("where", {cond, a, b}, y, std::move(where_backward));
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
@@ -57,7 +59,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   ops::check_same_device("masked_fill", x, mask);
   // unlike where, the result keeps x's shape: the mask may broadcast up to x, not beyond it
   MASE_CHECK(broadcast_shapes(mask.shape(), x.shape(), "masked_fill") == x.shape(), ShapeError,
-             "[masked_fill] expected a mask that broadcasts to x ", x.shape(), ", got ", mask.shape());
+             "[masked_fill] expected a mask that broadcasts to x ", x.shape(), ", got ",
+             mask.shape());
   return where(mask, Tensor::scalar(value, x.dtype(), x.device()), x);
 }
 

@@ -19,7 +19,8 @@ void dropout_forward(T* out, const T* inp, int64_t n, uint64_t seed, uint64_t of
   });
 }
 
-template void dropout_forward<float>(float*, const float*, int64_t, uint64_t, uint64_t, uint32_t, float);
+template void dropout_forward<float>(float*, const float*, int64_t, uint64_t, uint64_t, uint32_t,
+                                     float);
 template void dropout_forward<double>(double*, const double*, int64_t, uint64_t, uint64_t, uint32_t,
                                       double);
 

@@ -14,7 +14,8 @@ Tensor ids_of(const std::vector<int32_t>& v, const Shape& s) { return Tensor::fr
 
 TEST_CASE("embedding: hand-checked rows and scatter-added gradient") {
   // weight row v = [10v, 10v + 1, 10v + 2]
-  Tensor w = Tensor::from({0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32}, {4, 3}).set_requires_grad(true);
+  Tensor w =
+      Tensor::from({0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32}, {4, 3}).set_requires_grad(true);
   Tensor ids = ids_of({3, 0, 1, 3}, {2, 2});
   Tensor y = embedding(ids, w);
   CHECK(y.shape() == Shape{2, 2, 3});

@@ -37,12 +37,14 @@ TEST_CASE("linear: hand-checked values and gradients") {
 TEST_CASE("linear: gradcheck in f64") {
   CHECK(gradcheck([](const Tensors& t) { return linear(t[0], t[1], t[2]); },
                   {f64({4, 3}, 1), f64({5, 3}, 2), f64({5}, 3)}));
-  CHECK(gradcheck([](const Tensors& t) { return linear(t[0], t[1]); }, {f64({4, 3}, 4), f64({2, 3}, 5)}));
+  CHECK(gradcheck([](const Tensors& t) { return linear(t[0], t[1]); },
+                  {f64({4, 3}, 4), f64({2, 3}, 5)}));
   CHECK(gradcheck([](const Tensors& t) { return linear(t[0], t[1], t[2]); },
                   {f64({2, 3, 4}, 6), f64({5, 4}, 7), f64({5}, 8)}));
   // a weight stored transposed (in, out) and used as a view; a transposed 3-d input
-  CHECK(gradcheck([](const Tensors& t) { return linear(transpose(t[0], 0, 1), transpose(t[1], 0, 1), t[2]); },
-                  {f64({3, 2, 4}, 9), f64({4, 5}, 10), f64({5}, 11)}));
+  CHECK(gradcheck(
+      [](const Tensors& t) { return linear(transpose(t[0], 0, 1), transpose(t[1], 0, 1), t[2]); },
+      {f64({3, 2, 4}, 9), f64({4, 5}, 10), f64({5}, 11)}));
 }
 
 TEST_CASE("linear: a frozen weight gets no gradient") {
@@ -55,7 +57,8 @@ TEST_CASE("linear: a frozen weight gets no gradient") {
 TEST_CASE("linear: zero input features give the bias") {
   // in = 0: y = Σ over no features + b = b in every row. The output was left uninitialised
   // and the backward threw on reshape(-1, 0): fixed.
-  Tensor x = Tensor::zeros({2, 0}).set_requires_grad(true), w = Tensor::zeros({3, 0}).set_requires_grad(true);
+  Tensor x = Tensor::zeros({2, 0}).set_requires_grad(true),
+         w = Tensor::zeros({3, 0}).set_requires_grad(true);
   Tensor b = Tensor::from({1, 2, 3}, {3}).set_requires_grad(true);
   Tensor y = linear(x, w, b);
   check_close(y, {1, 2, 3, 1, 2, 3});

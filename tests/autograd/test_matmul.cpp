@@ -21,7 +21,8 @@ Tensor f64(const Shape& s, uint64_t seed) {
 // (right-aligned, size-1 dims broadcast): NumPy's rule, written out.
 int64_t batch_index(int64_t i, const Shape& out_batch, const Shape& batch) {
   int64_t idx = 0, stride = 1;
-  for (int64_t d = static_cast<int64_t>(out_batch.size()) - 1, e = static_cast<int64_t>(batch.size()) - 1;
+  for (int64_t d = static_cast<int64_t>(out_batch.size()) - 1,
+               e = static_cast<int64_t>(batch.size()) - 1;
        d >= 0; --d, --e) {
     int64_t k = i % out_batch[d];
     i /= out_batch[d];
@@ -53,7 +54,8 @@ std::vector<double> naive_matmul(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST_CASE("matmul: hand-checked 2-d and batched products") {
-  Tensor a = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}), b = Tensor::from({7, 8, 9, 10, 11, 12}, {3, 2});
+  Tensor a = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}),
+         b = Tensor::from({7, 8, 9, 10, 11, 12}, {3, 2});
   // [1 2 3]·[7 9 11]ᵀ = 7 + 18 + 33 = 58, [1 2 3]·[8 10 12]ᵀ = 8 + 20 + 36 = 64,
   // [4 5 6]·[7 9 11]ᵀ = 28 + 45 + 66 = 139, [4 5 6]·[8 10 12]ᵀ = 32 + 50 + 72 = 154
   check_close(matmul(a, b), {58, 64, 139, 154});
@@ -67,7 +69,8 @@ TEST_CASE("matmul: hand-checked 2-d and batched products") {
   // K = 0: an empty sum is 0
   check_close(matmul(Tensor::zeros({2, 0}), Tensor::zeros({0, 3})), {0, 0, 0, 0, 0, 0});
   // an outer product (K = 1)
-  check_close(matmul(Tensor::from({1, 2}, {2, 1}), Tensor::from({3, 4, 5}, {1, 3})), {3, 4, 5, 6, 8, 10});
+  check_close(matmul(Tensor::from({1, 2}, {2, 1}), Tensor::from({3, 4, 5}, {1, 3})),
+              {3, 4, 5, 6, 8, 10});
 }
 
 TEST_CASE("matmul: batched and broadcast shapes agree with the naive loop") {
@@ -100,7 +103,8 @@ TEST_CASE("matmul: batched and broadcast shapes agree with the naive loop") {
 
 TEST_CASE("matmul: attention scores on head-split views of (B T NH*HS)") {
   // q and k are (B, T, C) = (2, 3, 4) with NH = 2 heads of HS = 2; the heads are views
-  // (B, NH, T, HS) and kᵀ a view (B, NH, HS, T): att[b, h, i, j] = Σ_d q[b, i, h·HS + d]·k[b, j, h·HS + d]
+  // (B, NH, T, HS) and kᵀ a view (B, NH, HS, T):
+  //   att[b, h, i, j] = Σ_d q[b, i, h·HS + d] · k[b, j, h·HS + d]
   const int64_t B = 2, T = 3, NH = 2, HS = 2, C = NH * HS;
   Tensor q = f64({B, T, C}, 6), k = f64({B, T, C}, 7), v = f64({B, T, C}, 8);
   auto heads = [&](const Tensor& x) { return permute(reshape(x, {B, T, NH, HS}), {0, 2, 1, 3}); };
@@ -113,12 +117,15 @@ TEST_CASE("matmul: attention scores on head-split views of (B T NH*HS)") {
       for (int64_t i = 0; i < T; ++i)
         for (int64_t j = 0; j < T; ++j) {
           double s = 0;
-          for (int64_t d = 0; d < HS; ++d) s += qv[(b * T + i) * C + h * HS + d] * kv[(b * T + j) * C + h * HS + d];
+          for (int64_t d = 0; d < HS; ++d)
+            s += qv[(b * T + i) * C + h * HS + d] * kv[(b * T + j) * C + h * HS + d];
           expected.push_back(s);
         }
   check_close(att, expected, 1e-12);
   // gradients through the views, and the att·v product on a head-split v
-  CHECK(gradcheck([&](const Tensors& x) { return matmul(heads(x[0]), transpose(heads(x[1]), -2, -1)); }, {q, k}));
+  CHECK(gradcheck(
+      [&](const Tensors& x) { return matmul(heads(x[0]), transpose(heads(x[1]), -2, -1)); },
+      {q, k}));
   CHECK(gradcheck([&](const Tensors& x) {
     return matmul(matmul(heads(x[0]), transpose(heads(x[1]), -2, -1)), heads(x[2]));
   }, {q, k, v}));
@@ -133,8 +140,9 @@ TEST_CASE("matmul: gradcheck in f64") {
     CHECK(gradcheck([](const Tensors& x) { return matmul(x[0], x[1]); }, {f64(sa, 1), f64(sb, 2)}));
   }
   // transposed views as inputs: aᵀ·bᵀ with a (4, 3), b (2, 4)
-  CHECK(gradcheck([](const Tensors& x) { return matmul(transpose(x[0], 0, 1), transpose(x[1], 0, 1)); },
-                  {f64({4, 3}, 3), f64({2, 4}, 4)}));
+  CHECK(gradcheck(
+      [](const Tensors& x) { return matmul(transpose(x[0], 0, 1), transpose(x[1], 0, 1)); },
+      {f64({4, 3}, 3), f64({2, 4}, 4)}));
   // a permuted 3-d a with a shared b, and a strided slice
   CHECK(gradcheck([](const Tensors& x) { return matmul(transpose(x[0], 0, 1), x[1]); },
                   {f64({3, 2, 4}, 5), f64({4, 5}, 6)}));
@@ -150,7 +158,8 @@ TEST_CASE("matmul: gradcheck in f64") {
 TEST_CASE("matmul: empty inner dim K = 0") {
   // C = Σ over no k = 0, dA is (.., M, 0) and dB (0, N): empty, but backward must run (it threw
   // "[reshape] cannot reshape (2, 3, 0) (0 elements) to (-1, 0)": fixed)
-  Tensor a = Tensor::zeros({2, 3, 0}).set_requires_grad(true), b = Tensor::zeros({0, 4}).set_requires_grad(true);
+  Tensor a = Tensor::zeros({2, 3, 0}).set_requires_grad(true),
+         b = Tensor::zeros({0, 4}).set_requires_grad(true);
   Tensor c = matmul(a, b);
   check_close(c, std::vector<double>(24, 0.0));
   backward(sum(c));
@@ -166,7 +175,8 @@ TEST_CASE("matmul: CPU == CUDA") {
   check_close(matmul(heads(cu(q)), transpose(heads(cu(k)), -2, -1)).to(Device::cpu()),
               matmul(heads(q), transpose(heads(k), -2, -1)), 1e-5);
   check_close(matmul(cu(q), cu(w)).to(Device::cpu()), matmul(q, w), 1e-5);
-  Tensor a = rand({2, 1, 3, 4}).set_requires_grad(true), b = rand({5, 4, 2}).set_requires_grad(true);
+  Tensor a = rand({2, 1, 3, 4}).set_requires_grad(true),
+         b = rand({5, 4, 2}).set_requires_grad(true);
   Tensor ag = cu(a.detach()).set_requires_grad(true), bg = cu(b.detach()).set_requires_grad(true);
   backward(sum(matmul(a, b)));
   backward(sum(matmul(ag, bg)));
@@ -178,8 +188,10 @@ TEST_CASE("matmul: errors") {
   CHECK(test::error_message([] { matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 2})); }) ==
         "[matmul] inner dims differ: a is (2, 3), b is (4, 2)");
   CHECK_THROWS_AS(matmul(Tensor::zeros({3}), Tensor::zeros({3, 2})), ShapeError);
-  CHECK_THROWS_AS(matmul(Tensor::zeros({2, 2, 3}), Tensor::zeros({3, 3, 2})), ShapeError);  // batch 2 vs 3
+  CHECK_THROWS_AS(matmul(Tensor::zeros({2, 2, 3}), Tensor::zeros({3, 3, 2})),
+                  ShapeError);  // batch 2 vs 3
   CHECK_THROWS_AS(matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 2}, DType::f64)), DTypeError);
-  CHECK_THROWS_AS(matmul(Tensor::zeros({2, 3}, DType::i32), Tensor::zeros({3, 2}, DType::i32)), DTypeError);
+  CHECK_THROWS_AS(matmul(Tensor::zeros({2, 3}, DType::i32), Tensor::zeros({3, 2}, DType::i32)),
+                  DTypeError);
   CHECK_THROWS_AS(matmul(Tensor::zeros({2, 3}), test::fake_cuda({3, 2})), DeviceError);
 }

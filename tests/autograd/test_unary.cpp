@@ -58,13 +58,15 @@ TEST_CASE("unary ops: gradcheck in f64") {
     for (int i = 0; i < 12; i += 2) p[i] = -p[i];
   }
   CHECK(gradcheck([](const Tensors& t) { return relu(t[0]); }, {x}));
-  CHECK(gradcheck([](const Tensors& t) { return tanh(exp(transpose(t[0], 0, 1))); }, {f64({3, 2}, 4, -1, 1)}));
+  CHECK(gradcheck([](const Tensors& t) { return tanh(exp(transpose(t[0], 0, 1))); },
+                  {f64({3, 2}, 4, -1, 1)}));
 }
 
 TEST_CASE("unary ops: CPU == CUDA") {
   if (!test::have_gpu()) return;
   Tensor x = rand({5, 7});
-  for (UnaryFn f : {UnaryFn(neg), UnaryFn(exp), UnaryFn(log), UnaryFn(sqrt), UnaryFn(tanh), UnaryFn(relu)}) {
+  for (UnaryFn f :
+       {UnaryFn(neg), UnaryFn(exp), UnaryFn(log), UnaryFn(sqrt), UnaryFn(tanh), UnaryFn(relu)}) {
     Tensor xc = (x - 0.2).detach().set_requires_grad(true);  // some negatives for relu
     if (f == UnaryFn(log) || f == UnaryFn(sqrt)) xc = (x + 0.1).detach().set_requires_grad(true);
     Tensor xg = xc.detach().to(Device::cuda()).set_requires_grad(true);

@@ -117,7 +117,8 @@ TEST_CASE("view ops: hand-checked gradients") {
   Tensor y = Tensor::from({1, 2, 3}, {3, 1}).set_requires_grad(true);
   backward(sum(expand(y, {2, 3, 4})));  // each element is used 2·4 = 8 times
   check_close(y.grad(), {8, 8, 8});
-  Tensor a = arange(4, {2, 2}).set_requires_grad(true), b = arange(2, {2, 1}).set_requires_grad(true);
+  Tensor a = arange(4, {2, 2}).set_requires_grad(true),
+         b = arange(2, {2, 1}).set_requires_grad(true);
   backward(concat({a, b}, 1), Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}));
   check_close(a.grad(), {1, 2, 4, 5});
   check_close(b.grad(), {3, 6});
@@ -145,15 +146,18 @@ TEST_CASE("view ops: gradcheck in f64") {
     INFO(name);
     CHECK(gradcheck(f, {x}));
   }
-  CHECK(gradcheck([](const Tensors& t) { return concat({t[0], t[1], t[0]}, -1); }, {f64({2, 3}, 2), f64({2, 1}, 3)}));
+  auto concat3 = [](const Tensors& t) { return concat({t[0], t[1], t[0]}, -1); };
+  CHECK(gradcheck(concat3, {f64({2, 3}, 2), f64({2, 1}, 3)}));
 }
 
 TEST_CASE("view ops: CPU == CUDA") {
   if (!test::have_gpu()) return;
   Tensor x = rand({2, 3, 4});
   Tensor xg = x.to(Device::cuda());
-  check_close(reshape(transpose(xg, 0, 2), {-1}).to(Device::cpu()), reshape(transpose(x, 0, 2), {-1}), 0, 0);
-  check_close(contiguous(slice(xg, 2, 1, 4, 2)).to(Device::cpu()), contiguous(slice(x, 2, 1, 4, 2)), 0, 0);
+  check_close(reshape(transpose(xg, 0, 2), {-1}).to(Device::cpu()),
+              reshape(transpose(x, 0, 2), {-1}), 0, 0);
+  check_close(contiguous(slice(xg, 2, 1, 4, 2)).to(Device::cpu()), contiguous(slice(x, 2, 1, 4, 2)),
+              0, 0);
   check_close(concat({xg, xg}, 1).to(Device::cpu()), concat({x, x}, 1), 0, 0);
   Tensor w = rand({3, 1}).set_requires_grad(true);
   Tensor wg = w.detach().to(Device::cuda()).set_requires_grad(true);
@@ -174,12 +178,16 @@ TEST_CASE("view ops: errors") {
   CHECK(test::error_message([&] { permute(x, {0, 0}); }) == "[permute] dim 0 appears twice");
   CHECK_THROWS_AS(permute(x, {0}), ShapeError);
   CHECK_THROWS_AS(slice(x, 0, 0, 2, 0), ShapeError);  // step 0
-  CHECK(test::error_message([&] { select(x, 1, 3); }) == "[select] index 3 out of range for dim 1 of size 3");
+  CHECK(test::error_message([&] { select(x, 1, 3); }) ==
+        "[select] index 3 out of range for dim 1 of size 3");
   CHECK_THROWS_AS(select(x, 0, -3), ShapeError);
-  CHECK(test::error_message([&] { squeeze(x, 0); }) == "[squeeze] expected dim 0 of size 1, got (2, 3)");
-  CHECK(test::error_message([&] { expand(x, {4, 3}); }) == "[expand] cannot expand (2, 3) to (4, 3) (dim 0)");
+  CHECK(test::error_message([&] { squeeze(x, 0); }) ==
+        "[squeeze] expected dim 0 of size 1, got (2, 3)");
+  CHECK(test::error_message([&] { expand(x, {4, 3}); }) ==
+        "[expand] cannot expand (2, 3) to (4, 3) (dim 0)");
   CHECK(test::error_message([&] { expand(x, {-1, 2, 3}); }) ==
-        "[expand] expected a size >= 0 for new dim 0, got (-1, 2, 3) (-1 keeps an existing dim only)");
+        "[expand] expected a size >= 0 for new dim 0, got (-1, 2, 3) "
+        "(-1 keeps an existing dim only)");
   CHECK_THROWS_AS(expand(arange(1, {1}), {-2}), ShapeError);
   CHECK_THROWS_AS(expand(x, {3}), ShapeError);
   CHECK(test::error_message([&] { concat({x, arange(4, {2, 2})}, 0); }) ==

@@ -40,7 +40,8 @@ TEST_CASE("masked_fill: hand-checked values and gradient") {
   check_close(x.grad(), {2, 0, 2, 2, 0, 2});  // masked elements get no gradient
   // the attention-mask shape: scores (B, NH, T, T) = (1, 2, 2, 2), mask (B, 1, 1, T)
   Tensor s = Tensor::from({1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 2, 2});
-  check_close(masked_fill(s, mask_of({0, 1}, {1, 1, 1, 2}), -1e4), {1, -1e4, 3, -1e4, 5, -1e4, 7, -1e4});
+  check_close(masked_fill(s, mask_of({0, 1}, {1, 1, 1, 2}), -1e4),
+              {1, -1e4, 3, -1e4, 5, -1e4, 7, -1e4});
 }
 
 TEST_CASE("where: gradcheck in f64") {
@@ -50,8 +51,8 @@ TEST_CASE("where: gradcheck in f64") {
   Tensor c2 = mask_of({1, 0, 1, 1, 0, 0}, {2, 3});
   Tensor a2 = f64({2, 3}, 3), b2 = f64({2, 3}, 4);
   CHECK(gradcheck([c2](const Tensors& x) { return where(c2, x[0], x[1]); }, {a2, b2}));
-  CHECK(gradcheck([](const Tensors& x) { return masked_fill(x[0], mask_of({1, 0, 0}, {3, 1}), 2.5); },
-                  {f64({3, 4}, 5)}));
+  auto fill_rows = [](const Tensors& x) { return masked_fill(x[0], mask_of({1, 0, 0}, {3, 1}), 2.5); };
+  CHECK(gradcheck(fill_rows, {f64({3, 4}, 5)}));
 }
 
 TEST_CASE("where: CPU == CUDA") {
@@ -67,9 +68,10 @@ TEST_CASE("where: CPU == CUDA") {
   check_close(ag.grad().to(Device::cpu()), a.grad(), 1e-6);
   check_close(bg.grad().to(Device::cpu()), b.grad(), 1e-6);
   Tensor x = rand({2, 5});
-  check_close(masked_fill(x.to(Device::cuda()), mask_of({1, 0, 0, 1, 0}, {5}).to(Device::cuda()), -3.0)
-                  .to(Device::cpu()),
-              masked_fill(x, mask_of({1, 0, 0, 1, 0}, {5}), -3.0), 0, 0);
+  check_close(
+      masked_fill(x.to(Device::cuda()), mask_of({1, 0, 0, 1, 0}, {5}).to(Device::cuda()), -3.0)
+          .to(Device::cpu()),
+      masked_fill(x, mask_of({1, 0, 0, 1, 0}, {5}), -3.0), 0, 0);
 }
 
 TEST_CASE("where: errors") {
@@ -79,7 +81,8 @@ TEST_CASE("where: errors") {
   CHECK_THROWS_AS(where(mask_of({1, 0}, {2}), a, b), ShapeError);  // (2) vs (2, 3)
   CHECK_THROWS_AS(where(mask_of({1}, {1}), a, Tensor::zeros({2, 3}, DType::f64)), DTypeError);
   CHECK_THROWS_AS(where(mask_of({1}, {1}), a, test::fake_cuda({2, 3})), DeviceError);
-  CHECK(test::error_message([&] { masked_fill(a, mask_of({1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0}, {2, 2, 3}), 0.0); }) ==
-        "[masked_fill] expected a mask that broadcasts to x (2, 3), got (2, 2, 3)");
+  CHECK(test::error_message([&] {
+          masked_fill(a, mask_of({1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0}, {2, 2, 3}), 0.0);
+        }) == "[masked_fill] expected a mask that broadcasts to x (2, 3), got (2, 2, 3)");
   CHECK_THROWS_AS(masked_fill(a, Tensor::zeros({3}, DType::i32), 0.0), DTypeError);
 }
