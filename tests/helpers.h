@@ -38,6 +38,18 @@ inline Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1, d
   return t;
 }
 
+// Inputs for gradcheck: a random_tensor in f64 that requires grad.
+inline Tensor random_f64(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1) {
+  return random_tensor(shape, seed, lo, hi, DType::f64).set_requires_grad(true);
+}
+
+// 0, 1, ..., numel(shape) - 1 laid out in `shape`: values that name their own index.
+inline Tensor arange(const Shape& shape, DType dtype = DType::f32) {
+  std::vector<double> v(numel(shape));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+  return Tensor::from(v, shape).to(dtype);
+}
+
 // For CPU == CUDA tests: true when a GPU is usable; otherwise prints why the test is skipped.
 inline bool have_gpu() {
   if (cuda::device_count() > 0) return true;

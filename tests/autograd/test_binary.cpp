@@ -5,15 +5,7 @@
 
 using namespace mase;
 using mase::test::check_close;
-
-namespace {
-Tensor f64(const Shape& s, uint64_t seed, double lo = -1, double hi = 1) {
-  Generator g(seed);
-  Tensor t = Tensor::empty(s, DType::f64);
-  uniform_(t, lo, hi, g);
-  return t.set_requires_grad(true);
-}
-}  // namespace
+using mase::test::random_f64;
 
 TEST_CASE("binary ops: hand-checked values with broadcasting") {
   Tensor a = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -31,13 +23,13 @@ TEST_CASE("binary ops: hand-checked values with broadcasting") {
 
 TEST_CASE("binary ops: gradcheck with broadcasting") {
   for (auto [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{3, 4}, {3, 4}}, {{2, 3, 4}, {4}}, {{2, 1, 4}, {3, 1}}}) {
-    Tensor a = f64(sa, 1), b = f64(sb, 2, 0.5, 2.0);
+    Tensor a = random_f64(sa, 1), b = random_f64(sb, 2, 0.5, 2.0);
     CHECK(gradcheck([](const Tensors& x) { return add(x[0], x[1]); }, {a, b}));
     CHECK(gradcheck([](const Tensors& x) { return sub(x[0], x[1]); }, {a, b}));
     CHECK(gradcheck([](const Tensors& x) { return mul(x[0], x[1]); }, {a, b}));
     CHECK(gradcheck([](const Tensors& x) { return div(x[0], x[1]); }, {a, b}));
   }
-  Tensor a = f64({3, 2}, 3);
+  Tensor a = random_f64({3, 2}, 3);
   CHECK(gradcheck([](const Tensors& x) { return (x[0] * 3.0 + 1.0) / 2.0 - 0.5; }, {a}));
   CHECK(gradcheck([](const Tensors& x) { return 2.0 - x[0]; }, {a}));
 }

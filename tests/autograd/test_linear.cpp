@@ -6,15 +6,7 @@
 
 using namespace mase;
 using mase::test::check_close;
-
-namespace {
-Tensor f64(const Shape& s, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = Tensor::empty(s, DType::f64);
-  uniform_(t, -1, 1, g);
-  return t.set_requires_grad(true);
-}
-}  // namespace
+using mase::test::random_f64;
 
 TEST_CASE("linear: hand-checked values and gradients") {
   Tensor x = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}).set_requires_grad(true);
@@ -36,20 +28,20 @@ TEST_CASE("linear: hand-checked values and gradients") {
 
 TEST_CASE("linear: gradcheck in f64") {
   CHECK(gradcheck([](const Tensors& t) { return linear(t[0], t[1], t[2]); },
-                  {f64({4, 3}, 1), f64({5, 3}, 2), f64({5}, 3)}));
+                  {random_f64({4, 3}, 1), random_f64({5, 3}, 2), random_f64({5}, 3)}));
   CHECK(gradcheck([](const Tensors& t) { return linear(t[0], t[1]); },
-                  {f64({4, 3}, 4), f64({2, 3}, 5)}));
+                  {random_f64({4, 3}, 4), random_f64({2, 3}, 5)}));
   CHECK(gradcheck([](const Tensors& t) { return linear(t[0], t[1], t[2]); },
-                  {f64({2, 3, 4}, 6), f64({5, 4}, 7), f64({5}, 8)}));
+                  {random_f64({2, 3, 4}, 6), random_f64({5, 4}, 7), random_f64({5}, 8)}));
   // a weight stored transposed (in, out) and used as a view; a transposed 3-d input
   CHECK(gradcheck(
       [](const Tensors& t) { return linear(transpose(t[0], 0, 1), transpose(t[1], 0, 1), t[2]); },
-      {f64({3, 2, 4}, 9), f64({4, 5}, 10), f64({5}, 11)}));
+      {random_f64({3, 2, 4}, 9), random_f64({4, 5}, 10), random_f64({5}, 11)}));
 }
 
 TEST_CASE("linear: a frozen weight gets no gradient") {
-  Tensor x = f64({3, 4}, 12), b = f64({2}, 13);
-  Tensor w = f64({2, 4}, 14).set_requires_grad(false);
+  Tensor x = random_f64({3, 4}, 12), b = random_f64({2}, 13);
+  Tensor w = random_f64({2, 4}, 14).set_requires_grad(false);
   CHECK(gradcheck([w](const Tensors& t) { return linear(t[0], w, t[1]); }, {x, b}));
   CHECK(!w.grad().defined());
 }

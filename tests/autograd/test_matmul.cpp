@@ -7,15 +7,10 @@
 
 using namespace mase;
 using mase::test::check_close;
+using mase::test::random_f64;
 
 namespace {
 
-Tensor f64(const Shape& s, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = Tensor::empty(s, DType::f64);
-  uniform_(t, -1, 1, g);
-  return t.set_requires_grad(true);
-}
 
 // Flat index of batch element `i` of `out_batch` in an operand with batch dims `batch`
 // (right-aligned, size-1 dims broadcast): NumPy's rule, written out.
@@ -82,21 +77,21 @@ TEST_CASE("matmul: batched and broadcast shapes agree with the naive loop") {
       {{3, 4}, {2, 4, 5}},           // a 2-d a shared by every batch of b
   };
   for (const auto& [sa, sb] : cases) {
-    Tensor a = f64(sa, 1), b = f64(sb, 2);
+    Tensor a = random_f64(sa, 1), b = random_f64(sb, 2);
     INFO("a " << sa << " b " << sb);
     check_close(matmul(a, b), naive_matmul(a, b), 1e-12);
   }
   // a (T, B, C) permuted view times a shared b: the batch does not fold, one GEMM per batch
-  Tensor x = f64({3, 2, 4}, 3), w = f64({4, 5}, 4);
+  Tensor x = random_f64({3, 2, 4}, 3), w = random_f64({4, 5}, 4);
   Tensor xp = transpose(x, 0, 1);
   check_close(matmul(xp, w), naive_matmul(xp, w), 1e-12);
   // an expanded a (2, 1, 3, 4) whose batch strides are 0: both batches are x itself, so the
   // rows must not be folded into one (6 × 4) GEMM (that read past x's 3 rows: fixed)
-  Tensor x34 = f64({3, 4}, 9);
+  Tensor x34 = random_f64({3, 4}, 9);
   Tensor xe = expand(x34, {2, 1, 3, 4});
   check_close(matmul(xe, w), naive_matmul(xe, w), 1e-12);
   // a strided slice (every other column) is packed before the GEMM
-  Tensor wide = f64({3, 8}, 5);
+  Tensor wide = random_f64({3, 8}, 5);
   Tensor cols = slice(wide, 1, 0, 8, 2);  // (3, 4), column stride 2
   check_close(matmul(cols, w), naive_matmul(cols, w), 1e-12);
 }
@@ -106,7 +101,7 @@ TEST_CASE("matmul: attention scores on head-split views of (B T NH*HS)") {
   // (B, NH, T, HS) and kᵀ a view (B, NH, HS, T):
   //   att[b, h, i, j] = Σ_d q[b, i, h·HS + d] · k[b, j, h·HS + d]
   const int64_t B = 2, T = 3, NH = 2, HS = 2, C = NH * HS;
-  Tensor q = f64({B, T, C}, 6), k = f64({B, T, C}, 7), v = f64({B, T, C}, 8);
+  Tensor q = random_f64({B, T, C}, 6), k = random_f64({B, T, C}, 7), v = random_f64({B, T, C}, 8);
   auto heads = [&](const Tensor& x) { return permute(reshape(x, {B, T, NH, HS}), {0, 2, 1, 3}); };
   Tensor att = matmul(heads(q), transpose(heads(k), -2, -1));
   CHECK(att.shape() == Shape{B, NH, T, T});
@@ -137,22 +132,22 @@ TEST_CASE("matmul: gradcheck in f64") {
       {{2, 3, 4}, {4, 5}}, {{2, 1, 3, 4}, {5, 4, 2}}, {{3, 4}, {2, 4, 5}}};
   for (const auto& [sa, sb] : cases) {
     INFO("a " << sa << " b " << sb);
-    CHECK(gradcheck([](const Tensors& x) { return matmul(x[0], x[1]); }, {f64(sa, 1), f64(sb, 2)}));
+    CHECK(gradcheck([](const Tensors& x) { return matmul(x[0], x[1]); }, {random_f64(sa, 1), random_f64(sb, 2)}));
   }
   // transposed views as inputs: aᵀ·bᵀ with a (4, 3), b (2, 4)
   CHECK(gradcheck(
       [](const Tensors& x) { return matmul(transpose(x[0], 0, 1), transpose(x[1], 0, 1)); },
-      {f64({4, 3}, 3), f64({2, 4}, 4)}));
+      {random_f64({4, 3}, 3), random_f64({2, 4}, 4)}));
   // a permuted 3-d a with a shared b, and a strided slice
   CHECK(gradcheck([](const Tensors& x) { return matmul(transpose(x[0], 0, 1), x[1]); },
-                  {f64({3, 2, 4}, 5), f64({4, 5}, 6)}));
+                  {random_f64({3, 2, 4}, 5), random_f64({4, 5}, 6)}));
   CHECK(gradcheck([](const Tensors& x) { return matmul(slice(x[0], 1, 0, 8, 2), x[1]); },
-                  {f64({3, 8}, 7), f64({4, 2}, 8)}));
+                  {random_f64({3, 8}, 7), random_f64({4, 2}, 8)}));
   CHECK(gradcheck([](const Tensors& x) { return matmul(expand(x[0], {2, 1, 3, 4}), x[1]); },
-                  {f64({3, 4}, 11), f64({4, 2}, 12)}));
+                  {random_f64({3, 4}, 11), random_f64({4, 2}, 12)}));
   // only one operand requires grad
-  Tensor fixed = f64({4, 2}, 9).set_requires_grad(false);
-  CHECK(gradcheck([fixed](const Tensors& x) { return matmul(x[0], fixed); }, {f64({2, 3, 4}, 10)}));
+  Tensor fixed = random_f64({4, 2}, 9).set_requires_grad(false);
+  CHECK(gradcheck([fixed](const Tensors& x) { return matmul(x[0], fixed); }, {random_f64({2, 3, 4}, 10)}));
 }
 
 TEST_CASE("matmul: empty inner dim K = 0") {

@@ -5,21 +5,9 @@
 #include "helpers.h"
 
 using namespace mase;
+using mase::test::arange;
 using mase::test::check_close;
-
-namespace {
-Tensor f64(const Shape& s, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = Tensor::empty(s, DType::f64);
-  uniform_(t, -1, 1, g);
-  return t.set_requires_grad(true);
-}
-Tensor arange(int64_t n, const Shape& s) {
-  std::vector<double> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i);
-  return Tensor::from(v, s);
-}
-}  // namespace
+using mase::test::random_f64;
 
 TEST_CASE("sum and mean: hand-checked values and shapes") {
   Tensor x = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -35,7 +23,7 @@ TEST_CASE("sum and mean: hand-checked values and shapes") {
   CHECK(mean(x, {0}, true).shape() == Shape{1, 3});
   // x (2, 3, 4) = 0..23, x[i, j, k] = 12i + 4j + k. Over dims {0, 2} (not adjacent):
   // Σ_i Σ_k (12i + 4j + k) = 4·12 + 8·4j + 2·6 = 60 + 32j  -> [60, 92, 124]
-  Tensor y = arange(24, {2, 3, 4});
+  Tensor y = arange({2, 3, 4});
   check_close(sum(y, {0, 2}), {60, 92, 124});
   CHECK(sum(y, {2, 0}, true).shape() == Shape{1, 3, 1});
   check_close(mean(y, {0, 2}), {7.5, 11.5, 15.5});  // / 8
@@ -56,9 +44,9 @@ TEST_CASE("sum: views and 0-d inputs keep their offsets") {
 TEST_CASE("sum: large reductions agree with a loop oracle") {
   // 0 + 1 + ... + (n - 1) = n(n - 1)/2, exact in f64: crosses the parallel chunked path
   const int64_t n = 300001;
-  check_close(sum(arange(n, {n}).to(DType::f64)), {n * (n - 1) / 2.0}, 0, 0);
+  check_close(sum(arange({n}, DType::f64)), {n * (n - 1) / 2.0}, 0, 0);
   // column sums over (5, 3, 300): inner > 256 spans two column blocks
-  Tensor x = f64({5, 3, 300}, 4).detach();
+  Tensor x = random_f64({5, 3, 300}, 4).detach();
   auto v = x.to_vector<double>();
   std::vector<double> expected(5 * 300, 0.0);
   for (int64_t i = 0; i < 5; ++i)
@@ -76,12 +64,12 @@ TEST_CASE("sum and mean: gradients") {
       {{1, 3}, false}, {{3, 0}, true}};
   for (const auto& [dims, keep] : cases) {
     INFO("dims " << Shape(dims) << " keepdim " << keep);
-    CHECK(gradcheck([&](const Tensors& t) { return sum(t[0], dims, keep); }, {f64({2, 3, 2, 2}, 1)}));
-    CHECK(gradcheck([&](const Tensors& t) { return mean(t[0], dims, keep); }, {f64({2, 3, 2, 2}, 2)}));
+    CHECK(gradcheck([&](const Tensors& t) { return sum(t[0], dims, keep); }, {random_f64({2, 3, 2, 2}, 1)}));
+    CHECK(gradcheck([&](const Tensors& t) { return mean(t[0], dims, keep); }, {random_f64({2, 3, 2, 2}, 2)}));
   }
-  CHECK(gradcheck([](const Tensors& t) { return sum(t[0]); }, {f64({3, 4}, 3)}));
-  CHECK(gradcheck([](const Tensors& t) { return mean(t[0]); }, {f64({3, 4}, 4)}));
-  CHECK(gradcheck([](const Tensors& t) { return sum(transpose(t[0], 0, 1), {1}); }, {f64({3, 4}, 5)}));
+  CHECK(gradcheck([](const Tensors& t) { return sum(t[0]); }, {random_f64({3, 4}, 3)}));
+  CHECK(gradcheck([](const Tensors& t) { return mean(t[0]); }, {random_f64({3, 4}, 4)}));
+  CHECK(gradcheck([](const Tensors& t) { return sum(transpose(t[0], 0, 1), {1}); }, {random_f64({3, 4}, 5)}));
 }
 
 TEST_CASE("sum and mean: CPU == CUDA") {

@@ -8,15 +8,10 @@
 
 using namespace mase;
 using mase::test::check_close;
+using mase::test::random_f64;
 
 namespace {
 using UnaryFn = Tensor (*)(const Tensor&);
-Tensor f64(const Shape& s, uint64_t seed, double lo, double hi) {
-  Generator g(seed);
-  Tensor t = Tensor::empty(s, DType::f64);
-  uniform_(t, lo, hi, g);
-  return t.set_requires_grad(true);
-}
 }  // namespace
 
 TEST_CASE("unary ops: hand-checked values") {
@@ -47,11 +42,11 @@ TEST_CASE("unary ops: hand-checked gradients") {
 
 TEST_CASE("unary ops: gradcheck in f64") {
   for (UnaryFn f : {UnaryFn(neg), UnaryFn(exp), UnaryFn(tanh)})
-    CHECK(gradcheck([f](const Tensors& t) { return f(t[0]); }, {f64({3, 4}, 1, -2, 2)}));
+    CHECK(gradcheck([f](const Tensors& t) { return f(t[0]); }, {random_f64({3, 4}, 1, -2, 2)}));
   for (UnaryFn f : {UnaryFn(log), UnaryFn(sqrt)})  // positive inputs
-    CHECK(gradcheck([f](const Tensors& t) { return f(t[0]); }, {f64({3, 4}, 2, 0.5, 3)}));
+    CHECK(gradcheck([f](const Tensors& t) { return f(t[0]); }, {random_f64({3, 4}, 2, 0.5, 3)}));
   // relu away from its kink: |x| >= 0.1, much more than eps
-  Tensor x = f64({3, 4}, 3, 0.1, 1);
+  Tensor x = random_f64({3, 4}, 3, 0.1, 1);
   {
     NoGradGuard ng;
     double* p = x.data<double>();
@@ -59,7 +54,7 @@ TEST_CASE("unary ops: gradcheck in f64") {
   }
   CHECK(gradcheck([](const Tensors& t) { return relu(t[0]); }, {x}));
   CHECK(gradcheck([](const Tensors& t) { return tanh(exp(transpose(t[0], 0, 1))); },
-                  {f64({3, 2}, 4, -1, 1)}));
+                  {random_f64({3, 2}, 4, -1, 1)}));
 }
 
 TEST_CASE("unary ops: CPU == CUDA") {

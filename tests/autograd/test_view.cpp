@@ -7,24 +7,12 @@
 #include "helpers.h"
 
 using namespace mase;
+using mase::test::arange;
 using mase::test::check_close;
-
-namespace {
-Tensor f64(const Shape& s, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = Tensor::empty(s, DType::f64);
-  uniform_(t, -1, 1, g);
-  return t.set_requires_grad(true);
-}
-Tensor arange(int64_t n, const Shape& s) {
-  std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
-  return Tensor::from(v, s);
-}
-}  // namespace
+using mase::test::random_f64;
 
 TEST_CASE("reshape and view: -1 and shared storage and the copying case") {
-  Tensor x = arange(6, {2, 3});
+  Tensor x = arange({2, 3});
   Tensor r = reshape(x, {3, -1});
   CHECK(r.shape() == Shape{3, 2});
   CHECK(r.storage() == x.storage());  // contiguous: a view
@@ -35,13 +23,13 @@ TEST_CASE("reshape and view: -1 and shared storage and the copying case") {
   CHECK(rt.storage() != x.storage());
   check_close(rt, {0, 3, 1, 4, 2, 5});
   // a slice at an offset keeps it: rows 1.. of a (3, 2)
-  check_close(reshape(slice(arange(6, {3, 2}), 0, 1, 3), {-1}), {2, 3, 4, 5});
+  check_close(reshape(slice(arange({3, 2}), 0, 1, 3), {-1}), {2, 3, 4, 5});
   CHECK_THROWS_AS(reshape(x, Shape{}), ShapeError);    // 6 elements cannot be 0-d
-  CHECK(reshape(arange(1, {1, 1}), Shape{}).item() == 0.0);  // 1 element can
+  CHECK(reshape(arange({1, 1}), Shape{}).item() == 0.0);  // 1 element can
 }
 
 TEST_CASE("transpose and permute: values and strides") {
-  Tensor x = arange(24, {2, 3, 4});  // x[i, j, k] = 12i + 4j + k
+  Tensor x = arange({2, 3, 4});  // x[i, j, k] = 12i + 4j + k
   Tensor t = transpose(x, 0, -1);    // (4, 3, 2): t[k, j, i] = x[i, j, k]
   CHECK(t.shape() == Shape{4, 3, 2});
   CHECK(t.storage() == x.storage());
@@ -56,12 +44,12 @@ TEST_CASE("transpose and permute: values and strides") {
 }
 
 TEST_CASE("slice and select: steps and negative and clamped indices") {
-  Tensor x = arange(10, {10});
+  Tensor x = arange({10});
   check_close(slice(x, 0, 2, 9, 3), {2, 5, 8});
   check_close(slice(x, 0, -8, -1, 3), {2, 5, 8});  // -8 -> 2, -1 -> 9
   check_close(slice(x, 0, -100, 100, 4), {0, 4, 8});  // clamped to [0, 10)
   CHECK(slice(x, 0, 7, 3).numel() == 0);           // start after end: empty
-  Tensor m = arange(12, {3, 4});
+  Tensor m = arange({3, 4});
   check_close(slice(m, -1, 1, 4, 2), {1, 3, 5, 7, 9, 11});  // columns 1 and 3
   CHECK(slice(m, 1, 1, 4, 2).storage() == m.storage());
   check_close(select(m, 1, -1), {3, 7, 11});  // the last column
@@ -71,19 +59,19 @@ TEST_CASE("slice and select: steps and negative and clamped indices") {
 }
 
 TEST_CASE("squeeze unsqueeze expand contiguous: values and shapes") {
-  Tensor x = arange(3, {3, 1});
+  Tensor x = arange({3, 1});
   CHECK(squeeze(x, 1).shape() == Shape{3});
   CHECK(squeeze(x, -1).shape() == Shape{3});
-  CHECK(unsqueeze(arange(3, {3}), 0).shape() == Shape{1, 3});
-  CHECK(unsqueeze(arange(3, {3}), -1).shape() == Shape{3, 1});  // -1 = the new last dim
-  CHECK(unsqueeze(arange(6, {2, 3}), 1).shape() == Shape{2, 1, 3});
+  CHECK(unsqueeze(arange({3}), 0).shape() == Shape{1, 3});
+  CHECK(unsqueeze(arange({3}), -1).shape() == Shape{3, 1});  // -1 = the new last dim
+  CHECK(unsqueeze(arange({2, 3}), 1).shape() == Shape{2, 1, 3});
   // expand (3, 1) to (2, 3, 4): stride 0 on the new and the broadcast dims
   Tensor e = expand(x, {2, -1, 4});
   CHECK(e.shape() == Shape{2, 3, 4});
   CHECK(e.strides() == Strides{0, 1, 0});
   check_close(e, {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
   // contiguous: a packed copy of a view, a new handle (same storage) of a packed tensor
-  Tensor m = arange(6, {2, 3});
+  Tensor m = arange({2, 3});
   Tensor c = contiguous(transpose(m, 0, 1));
   CHECK(c.is_contiguous());
   CHECK(c.storage() != m.storage());
@@ -94,7 +82,7 @@ TEST_CASE("squeeze unsqueeze expand contiguous: values and shapes") {
 }
 
 TEST_CASE("concat and to_dtype: values") {
-  Tensor a = arange(4, {2, 2}), b = arange(2, {2, 1}) + 10.0;
+  Tensor a = arange({2, 2}), b = arange({2, 1}) + 10.0;
   check_close(concat({a, b}, 1), {0, 1, 10, 2, 3, 11});  // [[0 1 10] [2 3 11]]
   check_close(concat({a, a}, 0), {0, 1, 2, 3, 0, 1, 2, 3});
   check_close(concat({a, transpose(a, 0, 1)}, -2), {0, 1, 2, 3, 0, 2, 1, 3});  // views are fine
@@ -111,21 +99,21 @@ TEST_CASE("concat and to_dtype: values") {
 }
 
 TEST_CASE("view ops: hand-checked gradients") {
-  Tensor x = arange(10, {10}).set_requires_grad(true);
+  Tensor x = arange({10}).set_requires_grad(true);
   backward(sum(slice(x, 0, -8, -1, 3) * 2.0));  // elements 2, 5, 8 get 2
   check_close(x.grad(), {0, 0, 2, 0, 0, 2, 0, 0, 2, 0});
   Tensor y = Tensor::from({1, 2, 3}, {3, 1}).set_requires_grad(true);
   backward(sum(expand(y, {2, 3, 4})));  // each element is used 2·4 = 8 times
   check_close(y.grad(), {8, 8, 8});
-  Tensor a = arange(4, {2, 2}).set_requires_grad(true),
-         b = arange(2, {2, 1}).set_requires_grad(true);
+  Tensor a = arange({2, 2}).set_requires_grad(true),
+         b = arange({2, 1}).set_requires_grad(true);
   backward(concat({a, b}, 1), Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}));
   check_close(a.grad(), {1, 2, 4, 5});
   check_close(b.grad(), {3, 6});
 }
 
 TEST_CASE("view ops: gradcheck in f64") {
-  Tensor x = f64({2, 3, 4}, 1);
+  Tensor x = random_f64({2, 3, 4}, 1);
   using F = std::function<Tensor(const Tensors&)>;
   std::vector<std::pair<const char*, F>> cases{
       {"reshape", [](const Tensors& t) { return reshape(t[0], {4, -1}); }},
@@ -147,7 +135,7 @@ TEST_CASE("view ops: gradcheck in f64") {
     CHECK(gradcheck(f, {x}));
   }
   auto concat3 = [](const Tensors& t) { return concat({t[0], t[1], t[0]}, -1); };
-  CHECK(gradcheck(concat3, {f64({2, 3}, 2), f64({2, 1}, 3)}));
+  CHECK(gradcheck(concat3, {random_f64({2, 3}, 2), random_f64({2, 1}, 3)}));
 }
 
 TEST_CASE("view ops: CPU == CUDA") {
@@ -167,7 +155,7 @@ TEST_CASE("view ops: CPU == CUDA") {
 }
 
 TEST_CASE("view ops: errors") {
-  Tensor x = arange(6, {2, 3});
+  Tensor x = arange({2, 3});
   CHECK(test::error_message([&] { view(transpose(x, 0, 1), {6}); }) ==
         "[view] cannot view a non-contiguous tensor (3, 2) as (6) (use reshape, which copies, or "
         "contiguous() first)");
@@ -188,9 +176,9 @@ TEST_CASE("view ops: errors") {
   CHECK(test::error_message([&] { expand(x, {-1, 2, 3}); }) ==
         "[expand] expected a size >= 0 for new dim 0, got (-1, 2, 3) "
         "(-1 keeps an existing dim only)");
-  CHECK_THROWS_AS(expand(arange(1, {1}), {-2}), ShapeError);
+  CHECK_THROWS_AS(expand(arange({1}), {-2}), ShapeError);
   CHECK_THROWS_AS(expand(x, {3}), ShapeError);
-  CHECK(test::error_message([&] { concat({x, arange(4, {2, 2})}, 0); }) ==
+  CHECK(test::error_message([&] { concat({x, arange({2, 2})}, 0); }) ==
         "[concat] shapes differ outside dim 0: (2, 3) and (2, 2)");
   CHECK_THROWS_AS(concat({}, 0), ShapeError);
   CHECK_THROWS_AS(concat({x, Tensor::zeros({2, 3}, DType::f64)}, 0), DTypeError);

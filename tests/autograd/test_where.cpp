@@ -6,15 +6,10 @@
 
 using namespace mase;
 using mase::test::check_close;
+using mase::test::random_f64;
 
 namespace {
 Tensor mask_of(const std::vector<uint8_t>& v, const Shape& s) { return Tensor::from(v, s); }
-Tensor f64(const Shape& s, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = Tensor::empty(s, DType::f64);
-  uniform_(t, -1, 1, g);
-  return t.set_requires_grad(true);
-}
 }  // namespace
 
 TEST_CASE("where: hand-checked values and gradients with broadcasting") {
@@ -46,13 +41,13 @@ TEST_CASE("masked_fill: hand-checked values and gradient") {
 
 TEST_CASE("where: gradcheck in f64") {
   Tensor cond = mask_of({1, 0, 0, 1, 1, 1, 0, 0}, {2, 1, 4});
-  Tensor a = f64({3, 1}, 1), b = f64({2, 3, 4}, 2);  // all three broadcast to (2, 3, 4)
+  Tensor a = random_f64({3, 1}, 1), b = random_f64({2, 3, 4}, 2);  // all three broadcast to (2, 3, 4)
   CHECK(gradcheck([cond](const Tensors& x) { return where(cond, x[0], x[1]); }, {a, b}));
   Tensor c2 = mask_of({1, 0, 1, 1, 0, 0}, {2, 3});
-  Tensor a2 = f64({2, 3}, 3), b2 = f64({2, 3}, 4);
+  Tensor a2 = random_f64({2, 3}, 3), b2 = random_f64({2, 3}, 4);
   CHECK(gradcheck([c2](const Tensors& x) { return where(c2, x[0], x[1]); }, {a2, b2}));
   auto fill_rows = [](const Tensors& x) { return masked_fill(x[0], mask_of({1, 0, 0}, {3, 1}), 2.5); };
-  CHECK(gradcheck(fill_rows, {f64({3, 4}, 5)}));
+  CHECK(gradcheck(fill_rows, {random_f64({3, 4}, 5)}));
 }
 
 TEST_CASE("where: CPU == CUDA") {
