@@ -44,7 +44,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   ops::check_cuda_f32("where", a);
   Tensor y = where_raw(cond, a, b);
   bool ga = a.requires_grad(), gb = b.requires_grad();
-  auto where_backward = [cond, ga, gb, sa = a.shape(), sb = b.shape()](const Tensor& dy) -> Tensors {
+  auto where_backward = [cond, ga, gb, sa = a.shape(),
+                         sb = b.shape()](const Tensor& dy) -> Tensors {
     Tensor zero = Tensor::zeros({}, dy.dtype(), dy.device());
     return {Tensor(),
             ga ? sum_to(where_raw(cond, dy, zero), sa) : Tensor(),   // da = dy · cond
