@@ -8,7 +8,8 @@ namespace mase::nn {
 namespace {
 thread_local ModuleObserver* t_observer = nullptr;
 std::string join(const std::string& prefix, const std::string& name) {
-  return prefix.empty() ? name : prefix + "." + name;
+  if (prefix.empty()) return name;
+  return name.empty() ? prefix : prefix + "." + name;
 }
 }  // namespace
 
