@@ -104,6 +104,19 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = defaul
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);  // x where !mask else value
 
+// ---- attention (ops/sdpa.cpp) ---------------------------------------------------------------
+// Scaled dot-product attention, the one entry point every attention layer calls:
+//   out = dropout(softmax(q·kᵀ/√HS + mask), dropout_p) · v
+// q (B, NH, Tq, HS), k (B, NH, Tk, HS), v (B, NH, Tk, HSv): any strides (head-split views of
+// (B, T, C) projections are read in place). mask: additive, same dtype, broadcastable to
+// (B, NH, Tq, Tk) — e.g. (B, 1, 1, Tk) padding masks — or undefined. Returns (B, NH, Tq, HSv).
+// sdpa is the name a fused kernel will take over; today its body is sdpa_reference, the
+// composition of primitive ops, kept forever as its meaning and test oracle.
+Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+            double dropout_p, bool training, Generator& gen = default_generator());
+Tensor sdpa_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                      double dropout_p, bool training, Generator& gen = default_generator());
+
 // ---- shapes and views (ops/view.cpp, ops/concat.cpp) -------------------------------------
 // Views share storage with their input (no copy) whenever the strides allow it.
 Tensor reshape(const Tensor& x, const Shape& shape);  // one dim may be -1; copies if needed

@@ -82,7 +82,7 @@ class ModuleList : public Module {
   void push_back(ModulePtr m);
   size_t size() const { return items_.size(); }
   template <class M>
-  M& at(size_t i) const { return dynamic_cast<M&>(*items_.at(i)); }
+  M& at(size_t i) const { return dynamic_cast<M&>(**items_.at(i)); }  // the current child
   bool is_leaf() const override { return false; }
 
  private:

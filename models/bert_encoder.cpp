@@ -1,0 +1,90 @@
+// models/bert_encoder.cpp — the transformer encoder of BERT: self-attention, the "Add & Norm"
+// blocks, the feed-forward network, the layer and the stack (see bert.h for the tree).
+//
+// One post-LN layer (Vaswani et al. 2017; BERT keeps the original post-LN order):
+//   a = LayerNorm(x + dropout(Wo · MHA(x, mask)))       attention + BertSelfOutput
+//   y = LayerNorm(a + dropout(W2 · gelu(W1 · a)))       BertIntermediate + BertOutput
+// MHA: q, k, v = Wq·x, Wk·x, Wv·x split into NH heads of HS dims; each head attends with
+// sdpa (autograd/ops/sdpa.cpp): softmax(q·kᵀ/√HS + mask)·v; the heads are concatenated.
+// Read next: models/bert.cpp (embeddings, pooler, classifier).
+#include "models/bert.h"
+
+namespace mase::nn {
+
+BertSelfAttention::BertSelfAttention(const BertConfig& c)
+    : num_heads(c.num_attention_heads), head_size(c.head_size()) {
+  register_module("query", query, ModulePtr(std::make_shared<Linear>(c.hidden_size, c.hidden_size)));
+  register_module("key", key, ModulePtr(std::make_shared<Linear>(c.hidden_size, c.hidden_size)));
+  register_module("value", value, ModulePtr(std::make_shared<Linear>(c.hidden_size, c.hidden_size)));
+  register_module("dropout", dropout, ModulePtr(std::make_shared<Dropout>(c.attention_probs_dropout_prob)));
+}
+
+Tensor BertSelfAttention::forward(const Tensor& x, const Tensor& mask) {
+  // x is (B, T, C)
+  MASE_CHECK(x.ndim() == 3, ShapeError, "[BertSelfAttention] expected x (B, T, C), got ", x.shape());
+  const int64_t B = x.size(0), T = x.size(1), C = num_heads * head_size;
+  // (B, T, C) -> (B, T, NH, HS) -> (B, NH, T, HS): a strided view, no copy
+  auto split_heads = [&](const Tensor& t) {
+    return transpose(view(t, {B, T, num_heads, head_size}), 1, 2);
+  };
+  Tensor q = split_heads((*query)(x)), k = split_heads((*key)(x)), v = split_heads((*value)(x));
+  // The dropout child decides the attention dropout: a Dropout gives its p, anything else
+  // (Identity after a dropout-removal pass) means none.
+  auto* drop = dynamic_cast<Dropout*>(dropout.get());
+  const double p = drop ? drop->p : 0.0;
+  const bool training = drop ? drop->is_training() : false;
+  Tensor ctx = sdpa(q, k, v, mask, p, training);  // (B, NH, T, HS)
+  // merge heads: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C); reshape packs the transposed view
+  return reshape(transpose(ctx, 1, 2), {B, T, C});
+}
+
+BertSelfOutput::BertSelfOutput(const BertConfig& c, int64_t in_features) {
+  register_module("dense", dense, ModulePtr(std::make_shared<Linear>(in_features, c.hidden_size)));
+  register_module("LayerNorm", LayerNorm, ModulePtr(std::make_shared<nn::LayerNorm>(c.hidden_size, c.layer_norm_eps)));
+  register_module("dropout", dropout, ModulePtr(std::make_shared<Dropout>(c.hidden_dropout_prob)));
+}
+
+Tensor BertSelfOutput::forward(const Tensor& x, const Tensor& residual) {
+  // x is (B, T, in), residual is (B, T, C)
+  return (*LayerNorm)((*dropout)((*dense)(x)) + residual);
+}
+
+BertAttention::BertAttention(const BertConfig& c) {
+  register_module("self", self, std::make_shared<BertSelfAttention>(c));
+  register_module("output", output, std::make_shared<BertSelfOutput>(c, c.hidden_size));
+}
+
+Tensor BertAttention::forward(const Tensor& x, const Tensor& mask) {
+  return output->forward(self->forward(x, mask), x);
+}
+
+BertIntermediate::BertIntermediate(const BertConfig& c) {
+  register_module("dense", dense, ModulePtr(std::make_shared<Linear>(c.hidden_size, c.intermediate_size)));
+  register_module("intermediate_act_fn", intermediate_act_fn, ModulePtr(std::make_shared<GELU>()));
+}
+
+Tensor BertIntermediate::forward(const Tensor& x) { return (*intermediate_act_fn)((*dense)(x)); }
+
+BertLayer::BertLayer(const BertConfig& c) {
+  register_module("attention", attention, std::make_shared<BertAttention>(c));
+  register_module("intermediate", intermediate, std::make_shared<BertIntermediate>(c));
+  register_module("output", output, std::make_shared<BertOutput>(c));
+}
+
+Tensor BertLayer::forward(const Tensor& x, const Tensor& mask) {
+  Tensor a = attention->forward(x, mask);        // (B, T, C)
+  return output->forward((*intermediate)(a), a);  // FFN: (B, T, I) -> (B, T, C), + a, LayerNorm
+}
+
+BertEncoder::BertEncoder(const BertConfig& c) {
+  register_module("layer", layer, std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer->push_back(std::make_shared<BertLayer>(c));
+}
+
+Tensor BertEncoder::forward(const Tensor& x, const Tensor& mask) {
+  Tensor h = x;
+  for (size_t i = 0; i < layer->size(); ++i) h = layer->at<BertLayer>(i).forward(h, mask);
+  return h;
+}
+
+}  // namespace mase::nn
