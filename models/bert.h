@@ -113,7 +113,8 @@ class BertEncoder : public Module {
 };
 
 // activation(dense(x)) on the pooled token: x (B, C) -> (B, C). BertModel picks x: the first
-// token's hidden state ("cls", HF) or the masked mean over real tokens ("mean").
+// token's hidden state ("cls", HF) or the masked mean over real tokens ("mean"; a sequence
+// with no real token at all has no mean: NaN).
 class BertPooler : public Module {
  public:
   explicit BertPooler(const BertConfig& c);
@@ -160,7 +161,6 @@ class BertForSequenceClassification : public Module {
                                    const Tensor& labels = Tensor());
   // Unary form for tracing and quick use: logits of input_ids with no padding.
   Tensor forward(const Tensor& input_ids) override;
-  bool is_leaf() const override { return false; }
   const BertConfig& config() const { return config_; }
 
   std::shared_ptr<BertModel> bert;

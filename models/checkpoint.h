@@ -4,7 +4,7 @@
 //   <dir>/model.safetensors   every parameter under its HF key (models/safetensors.h)
 //
 // save_pretrained writes what BertForSequenceClassification.from_pretrained(dir) reads in
-// transformers (checked by scripts/check_hf_checkpoint.py); from_pretrained reads that, our own
+// transformers (checked by tests/fixtures/check_hf_load.py); from_pretrained reads that, our own
 // run directories, and HF BERT directories (config.json + model.safetensors; a tokenizer's
 // vocab.txt beside them is data/'s business; pytorch_model.bin is not read).
 //

@@ -12,8 +12,7 @@
 // A file is untrusted input: every header is checked before any byte of data is used — header
 // longer than the file, not JSON, duplicate keys, unknown dtype, shape × dtype ≠ span, offsets
 // out of range, overlapping, or leaving gaps — and each problem is an IoError naming the file
-// and the key. Tensors are read through a private memory map: native dtypes are views of the
-// map (no copy) when aligned, copies otherwise.
+// and the key. Then each tensor's bytes are read straight into a fresh tensor.
 //
 // dtypes: F32, F64, I32, I8, U8 load as such; I64 loads as i32 (values must fit), BOOL as u8,
 // BF16 and F16 widen exactly to f32. Writing: f32/f64/i32/i8/u8, tensors ordered by element

@@ -10,7 +10,7 @@
 //   dP' = dout·vᵀ   dv = P'ᵀ·dout   dP = dropout-backward(dP')   dS = P ⊙ (dP − Σ_k dP ⊙ P)
 //   dq = dS·k / √HS   dk = dSᵀ·q / √HS
 //
-// Why two names: `sdpa` is what models call (models/bert_attention.cpp); `sdpa_reference` is
+// Why two names: `sdpa` is what models call (models/bert_encoder.cpp); `sdpa_reference` is
 // the composition above. Today sdpa's body is the reference. A fused kernel (tiled, online
 // softmax, never materialising S — a later issue; runtime/cpu/sdpa.cpp and cuda/sdpa.cu) will
 // replace sdpa's body and keep sdpa_reference as its oracle (test: fused == reference).
