@@ -1,6 +1,7 @@
 // tests/models/test_bert.cpp — BertForSequenceClassification against HF transformers (the
-// fixture of tests/fixtures/gen_bert.py: logits, loss, every gradient, mean pooling, 5 AdamW
-// steps), HF's key names, parameter counts, masks, and bad input.
+// fixture of tests/fixtures/gen_bert.py: logits, loss, every gradient, mean pooling), HF's key
+// names, parameter counts, masks, and bad input. The fixture's 5 AdamW steps are checked in
+// tests/train/test_bert_adamw.cpp (train/ sits above models/).
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -56,34 +57,6 @@ SequenceClassifierOutput run(Loaded& l, bool with_labels = true) {
                           with_labels ? l.fx.at("labels") : Tensor());
 }
 
-// torch.optim.AdamW's update (decoupled weight decay), the oracle until train/'s AdamW is
-// used here: p −= lr·wd·p; m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²;
-// p −= lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + ε)
-struct ReferenceAdamW {
-  double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
-  int t = 0;
-  std::map<std::string, std::vector<double>> m, v;
-  void step(Module& model) {
-    ++t;
-    NoGradGuard ng;
-    for (auto& [name, p] : model.named_parameters()) {
-      std::vector<double> w = p.to_vector<double>(), g = p.grad().to_vector<double>();
-      auto& mm = m[name];
-      auto& vv = v[name];
-      mm.resize(w.size());
-      vv.resize(w.size());
-      const double bc1 = 1 - std::pow(b1, t), bc2 = 1 - std::pow(b2, t);
-      for (size_t i = 0; i < w.size(); ++i) {
-        w[i] -= lr * wd * w[i];
-        mm[i] = b1 * mm[i] + (1 - b1) * g[i];
-        vv[i] = b2 * vv[i] + (1 - b2) * g[i] * g[i];
-        w[i] -= lr / bc1 * mm[i] / (std::sqrt(vv[i]) / std::sqrt(bc2) + eps);
-      }
-      copy_(p, Tensor::from(w, p.shape()));
-    }
-  }
-};
-
 }  // namespace
 
 TEST_CASE("bert: logits and loss match HF transformers") {
@@ -104,21 +77,6 @@ TEST_CASE("bert: the gradient of every parameter matches HF transformers") {
     REQUIRE_MESSAGE(grads.count(name), name);
     REQUIRE_MESSAGE(p.grad().defined(), name);
     check_matches(p.grad(), grads.at(name), 1e-5, "grad of " + name);
-  }
-}
-
-TEST_CASE("bert: five AdamW steps follow PyTorch's losses") {
-  Loaded l = load_reference();
-  std::vector<float> expected = l.fx.at("adamw_losses").to_vector<float>();
-  REQUIRE(expected.size() == 5);
-  ReferenceAdamW opt;
-  for (int step = 0; step < 5; ++step) {
-    l.model->zero_grad();
-    backward(run(l).loss);
-    opt.step(*l.model);
-    double loss = run(l).loss.item();
-    INFO("after step " << step + 1);
-    CHECK(loss == doctest::Approx(expected[step]).epsilon(1e-5));
   }
 }
 
