@@ -1,13 +1,13 @@
 // runtime/parallel.cpp — thread count shared by oneTBB and OpenBLAS (see parallel.h).
 #include "runtime/parallel.h"
 
-#include <cblas.h>
-
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include <tbb/global_control.h>
+
+#include "runtime/cpu/blas.h"
 
 namespace mase {
 namespace {
@@ -23,7 +23,7 @@ int set_num_threads(int n) {
   g_control.reset();  // only one global_control of a kind may be active
   g_control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                     static_cast<size_t>(n));
-  openblas_set_num_threads(n);
+  blas::set_num_threads(n);
   g_threads = n;
   return n;
 }

@@ -5,26 +5,35 @@
 // oversubscribe the cores. A batch is a plain loop of GEMMs, each one using every thread.
 #include "runtime/cpu/matmul.h"
 
-#include <cblas.h>
+#include <cstdint>
+
+#include "runtime/cpu/blas.h"
+#include "runtime/error.h"
 
 namespace mase::cpu {
 
 namespace {
-CBLAS_TRANSPOSE flag(bool t) { return t ? CblasTrans : CblasNoTrans; }
+blas::Trans flag(bool t) { return t ? blas::DoTrans : blas::NoTrans; }
+int as_int(int64_t v) {  // BLAS takes 32-bit sizes
+  if (v > INT32_MAX) throw Error(cat("[gemm] size ", v, " exceeds the 32-bit BLAS interface"));
+  return static_cast<int>(v);
+}
 }
 
 template <>
 void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  cblas_sgemm(CblasRowMajor, flag(ta), flag(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  blas::sgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, A, as_int(lda), B, as_int(ldb),
+              beta, C, as_int(ldc));
 }
 
 template <>
 void gemm<double>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
                   int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  cblas_dgemm(CblasRowMajor, flag(ta), flag(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  blas::dgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, A, as_int(lda), B, as_int(ldb),
+              beta, C, as_int(ldc));
 }
 
 template <class T>
