@@ -1,0 +1,136 @@
+// data/sentencepiece_tokenizer.cpp — training, loading and using a sentencepiece model.
+#include "data/sentencepiece_tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <cstdio>
+#include <unordered_map>
+
+#include "data/io.h"
+#include "runtime/error.h"
+#include "runtime/parallel.h"
+
+namespace mase::data {
+
+SentencePieceTokenizer::SentencePieceTokenizer(std::string serialized, std::string source)
+    : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()), serialized_(std::move(serialized)) {
+  auto st = sp_->LoadFromSerializedProto(serialized_);
+  MASE_CHECK(st.ok(), IoError, "[sentencepiece] expected a sentencepiece model in ", source, ", got ",
+             st.ToString(), " (delete the file to retrain)");
+  special_.pad = sp_->pad_id();
+  special_.unk = sp_->unk_id();
+  special_.cls = sp_->bos_id();
+  special_.sep = sp_->eos_id();
+  int mask = sp_->PieceToId("[MASK]");
+  special_.mask = mask == special_.unk ? -1 : mask;
+  MASE_CHECK(special_.pad >= 0 && special_.cls >= 0 && special_.sep >= 0, IoError,
+             "[sentencepiece] expected pad, bos ([CLS]) and eos ([SEP]) ids in ", source, ", got pad ",
+             special_.pad, ", bos ", special_.cls, ", eos ", special_.sep,
+             " (train it with mase: it sets pad_id=0 bos_id=2 eos_id=3)");
+  fingerprint_ = fnv1a(serialized_, fnv1a("sentencepiece-v1\n"));
+}
+
+SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::filesystem::path& model) {
+  return std::make_unique<SentencePieceTokenizer>(read_file(model, "sentencepiece"), model.string());
+}
+
+int32_t SentencePieceTokenizer::vocab_size() const { return sp_->GetPieceSize(); }
+
+std::vector<int32_t> SentencePieceTokenizer::encode(std::string_view text, bool add_special) const {
+  std::vector<int> pieces;
+  auto st = sp_->Encode(text, &pieces);  // const and thread-safe
+  MASE_CHECK(st.ok(), IoError, "[sentencepiece] encode failed: ", st.ToString());
+  std::vector<int32_t> ids;
+  ids.reserve(pieces.size() + 2);
+  if (add_special) ids.push_back(special_.cls);
+  ids.insert(ids.end(), pieces.begin(), pieces.end());
+  if (add_special) ids.push_back(special_.sep);
+  return ids;
+}
+
+std::vector<std::string> SentencePieceTokenizer::pieces(std::string_view text) const {
+  std::vector<std::string> out;
+  auto st = sp_->Encode(text, &out);
+  MASE_CHECK(st.ok(), IoError, "[sentencepiece] encode failed: ", st.ToString());
+  return out;
+}
+
+std::string SentencePieceTokenizer::decode(std::span<const int32_t> ids) const {
+  std::vector<int> keep;
+  for (int32_t i : ids) {
+    MASE_CHECK(i >= 0 && i < vocab_size(), ConfigError, "[sentencepiece] expected an id in [0, ",
+               vocab_size(), "), got ", i);
+    if (i != special_.pad && i != special_.cls && i != special_.sep && i != special_.mask) keep.push_back(i);
+  }
+  std::string text;
+  auto st = sp_->Decode(keep, &text);
+  MASE_CHECK(st.ok(), IoError, "[sentencepiece] decode failed: ", st.ToString());
+  return text;
+}
+
+void SentencePieceTokenizer::save(const std::filesystem::path& path) const {
+  write_atomic(path, serialized_, "sentencepiece");
+}
+
+namespace {
+// Feeds training texts to sentencepiece without writing them to a file first.
+class TextIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit TextIterator(const std::vector<std::string_view>& texts) : texts_(texts) { load(); }
+  bool done() const override { return i_ >= texts_.size(); }
+  void Next() override {
+    ++i_;
+    load();
+  }
+  const std::string& value() const override { return value_; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  void load() {
+    if (!done()) value_.assign(texts_[i_]);
+  }
+  const std::vector<std::string_view>& texts_;
+  size_t i_ = 0;
+  std::string value_;
+};
+}  // namespace
+
+std::unique_ptr<SentencePieceTokenizer> train_sentencepiece(const std::vector<std::string_view>& texts,
+                                                            const SentencePieceOptions& opt) {
+  MASE_CHECK(opt.vocab_size >= 8, ConfigError, "[sentencepiece] expected a vocab size >= 8, got ",
+             opt.vocab_size);
+  MASE_CHECK(!texts.empty(), ConfigError, "[sentencepiece] expected training texts, got none");
+  const int threads = opt.threads > 0 ? opt.threads : num_threads();
+  std::unordered_map<std::string, std::string> args = {
+      {"model_type", "unigram"},
+      {"vocab_size", std::to_string(opt.vocab_size)},
+      {"character_coverage", std::to_string(opt.character_coverage)},
+      {"normalization_rule_name", "nmt_nfkc_cf"},
+      {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "2"}, {"eos_id", "3"},
+      {"pad_piece", "[PAD]"}, {"unk_piece", "[UNK]"}, {"bos_piece", "[CLS]"}, {"eos_piece", "[SEP]"},
+      {"control_symbols", "[MASK]"},
+      {"max_sentence_length", std::to_string(opt.max_sentence_bytes)},
+      {"num_threads", std::to_string(threads)},
+      {"minloglevel", "2"},  // errors only: training otherwise logs hundreds of lines
+  };
+  TextIterator it(texts);
+  std::string model;
+  auto st = sentencepiece::SentencePieceTrainer::Train(args, &it, &model);
+  MASE_CHECK(st.ok(), ConfigError, "[sentencepiece] training failed: ", st.ToString(),
+             " (for a small text, lower --vocab-size)");
+  return std::make_unique<SentencePieceTokenizer>(std::move(model), "the model just trained");
+}
+
+std::string sentencepiece_model_name(std::string_view dataset, uint64_t data_fingerprint,
+                                     const SentencePieceOptions& opt) {
+  char fp[17];
+  std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(data_fingerprint));
+  // character_coverage in ppm keeps the name free of dots: 0.9995 -> "cov999500".
+  return cat(dataset, "-sentencepiece-unigram-", opt.vocab_size, "-nfkc_cf-cov",
+             static_cast<long>(opt.character_coverage * 1e6 + 0.5), "-", fp, ".model");
+}
+
+}  // namespace mase::data
