@@ -33,6 +33,12 @@ Batcher::Batcher(const TokenizedSplit& data, BatchOptions opt) : data_(data), op
 
 int64_t Batcher::length(int64_t i) const { return std::min(data_.length(i), opt_.max_len); }
 
+int64_t Batcher::width(int64_t b) const {
+  int64_t T = opt_.fixed_length ? opt_.max_len : 0;
+  for (int64_t i : plan_[static_cast<size_t>(b)]) T = std::max(T, length(i));
+  return T;
+}
+
 void Batcher::set_epoch(int64_t epoch) {
   const int64_t n = data_.size(), bs = opt_.batch_size;
   std::vector<int64_t> order;
@@ -67,9 +73,7 @@ Batch Batcher::batch(int64_t b) const {
   MASE_CHECK(b >= 0 && b < num_batches(), ShapeError, "[batch] expected a batch index in [0, ",
              num_batches(), "), got ", b);
   const std::vector<int64_t>& rows = plan_[static_cast<size_t>(b)];
-  const int64_t B = static_cast<int64_t>(rows.size());
-  int64_t T = opt_.fixed_length ? opt_.max_len : 0;
-  for (int64_t i : rows) T = std::max(T, length(i));
+  const int64_t B = static_cast<int64_t>(rows.size()), T = width(b);
   Batch out;
   out.input_ids = Tensor::full({B, T}, opt_.pad_id, DType::i32);
   out.attention_mask = Tensor::zeros({B, T}, DType::i32);

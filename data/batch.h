@@ -61,6 +61,8 @@ class Batcher {
   const std::vector<std::vector<int64_t>>& plan() const { return plan_; }
   // Length of sequence i after truncation to max_len.
   int64_t length(int64_t i) const;
+  // T of batch b: max_len when fixed_length, else its longest (truncated) sequence.
+  int64_t width(int64_t b) const;
 
  private:
   const TokenizedSplit& data_;

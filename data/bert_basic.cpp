@@ -36,7 +36,6 @@ CharClass classify(char32_t c) {
     case UTF8PROC_CATEGORY_CF:
     case UTF8PROC_CATEGORY_CO:
     case UTF8PROC_CATEGORY_CS:
-    case UTF8PROC_CATEGORY_CN:
       return CharClass::kSkip;
     default:
       break;

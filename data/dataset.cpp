@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <optional>
 
@@ -45,6 +46,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }  // all threads
+
 }  // namespace
 
 ImdbData load_imdb(const ImdbOptions& opt) {
@@ -61,8 +64,10 @@ ImdbData load_imdb(const ImdbOptions& opt) {
   auto read = [&]() -> Imdb& {
     if (!imdb) {
       auto t0 = std::chrono::steady_clock::now();
+      double c0 = cpu_seconds();
       imdb = read_imdb(out.source);
       out.read_seconds = seconds_since(t0);
+      out.read_cpu_seconds = cpu_seconds() - c0;
       out.read_stats = imdb->stats;
     }
     return *imdb;
@@ -121,9 +126,11 @@ ImdbData load_imdb(const ImdbOptions& opt) {
   }
   Imdb& data = read();
   auto t0 = std::chrono::steady_clock::now();
+  double c0 = cpu_seconds();
   out.train = tokenize_all(data.train, *out.tokenizer);
   out.test = tokenize_all(data.test, *out.tokenizer);
   out.tokenize_seconds = seconds_since(t0);
+  out.tokenize_cpu_seconds = cpu_seconds() - c0;
   if (opt.cache != CacheMode::kOff) {
     try {
       save_token_cache(out.cache_path, tok_fp, data_fp, out.train, out.test);

@@ -52,7 +52,10 @@ struct ImdbData {
   std::filesystem::path cache_path;      // the .tokens file (may not exist: see notes)
   bool from_cache = false;
   ReadStats read_stats;                  // all zero when from_cache
+  // Wall-clock seconds, and CPU seconds of the whole process (all threads) for the same
+  // steps: on a shared machine the CPU time is the steadier figure.
   double read_seconds = 0, tokenize_seconds = 0, train_tokenizer_seconds = 0;
+  double read_cpu_seconds = 0, tokenize_cpu_seconds = 0;
 };
 
 ImdbData load_imdb(const ImdbOptions& opt);

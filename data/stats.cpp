@@ -43,4 +43,12 @@ LengthStats length_stats(const TokenizedSplit& split, int32_t label) {
   return s;
 }
 
+int64_t epoch_slots(const Batcher& b) {
+  int64_t slots = 0;
+  for (int64_t i = 0; i < b.num_batches(); ++i) {
+    slots += static_cast<int64_t>(b.plan()[static_cast<size_t>(i)].size()) * b.width(i);
+  }
+  return slots;
+}
+
 }  // namespace mase::data

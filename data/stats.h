@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "data/batch.h"
 #include "data/tokenized.h"
 
 namespace mase::data {
@@ -24,5 +25,9 @@ int64_t percentile(const std::vector<int64_t>& sorted, double p);
 
 // Statistics of the sequences with label `label`, or all of them when label < 0.
 LengthStats length_stats(const TokenizedSplit& split, int32_t label = -1);
+
+// Token slots a model computes on in one epoch of `b`: the sum of B x T over its batches.
+// Compared with the real tokens, it says how much compute padding costs.
+int64_t epoch_slots(const Batcher& b);
 
 }  // namespace mase::data

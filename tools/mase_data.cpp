@@ -53,9 +53,9 @@ int stats(ImdbOptions opt) {
   const int64_t reviews = d.train.size() + d.test.size();
   const int64_t ids = static_cast<int64_t>(d.train.ids.size() + d.test.ids.size());
   std::printf("data       %s\n", d.source.string().c_str());
-  std::printf("read       %s reviews (%.1f MB of text) in %.2f s, %.1f MB/s; %s empty, %s with invalid "
+  std::printf("read       %s reviews, %.1f MB of text, in %.2f s (%.2f s CPU); %s empty, %s with invalid "
               "UTF-8 (%s U+FFFD), %s other entries skipped\n",
-              commas(r.reviews).c_str(), r.bytes / 1e6, d.read_seconds, r.bytes / 1e6 / d.read_seconds,
+              commas(r.reviews).c_str(), r.bytes / 1e6, d.read_seconds, d.read_cpu_seconds,
               commas(r.empty).c_str(), commas(r.invalid_utf8).c_str(), commas(r.replaced_chars).c_str(),
               commas(r.ignored_entries).c_str());
   std::printf("tokenizer  %s, vocab %s, %s\n", d.tokenizer->name().c_str(),
@@ -63,18 +63,37 @@ int stats(ImdbOptions opt) {
   if (d.train_tokenizer_seconds > 0) {
     std::printf("trained    in %.1f s on the train split (not counted below)\n", d.train_tokenizer_seconds);
   }
-  std::printf("tokenize   %s reviews -> %s ids in %.2f s on %d threads: %s reviews/s, %.2f M ids/s, "
-              "%.1f MB/s\n",
+  std::printf("tokenize   %s reviews -> %s ids in %.2f s on %d threads (%.2f s CPU): %s reviews/s, "
+              "%.2f M ids/s\n",
               commas(reviews).c_str(), commas(ids).c_str(), d.tokenize_seconds, num_threads(),
-              commas(static_cast<int64_t>(reviews / d.tokenize_seconds)).c_str(),
-              ids / 1e6 / d.tokenize_seconds, r.bytes / 1e6 / d.tokenize_seconds);
+              d.tokenize_cpu_seconds, commas(static_cast<int64_t>(reviews / d.tokenize_seconds)).c_str(),
+              ids / 1e6 / d.tokenize_seconds);
   if (std::filesystem::exists(d.cache_path)) {
+    // What a second run does: fingerprint the data, load and check the cache.
     auto t0 = std::chrono::steady_clock::now();
     auto c = load_token_cache(d.cache_path, d.tokenizer->fingerprint(), data_fingerprint(d.source));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("cache      %s (%.1f MB), %s in %.2f s (fingerprints included)\n", d.cache_path.string().c_str(),
+    std::printf("cache      %s (%.1f MB), %s in %.2f s\n", d.cache_path.string().c_str(),
                 file_mb(d.cache_path), c ? "reloaded" : "NOT reloadable", secs);
   }
+  // Compute spent on padding in one training epoch (batch 32, max_len 256), by policy.
+  BatchOptions bo;
+  bo.batch_size = 32;
+  bo.max_len = 256;
+  Batcher dynamic(d.train, bo);
+  int64_t real = 0;
+  for (int64_t i = 0; i < d.train.size(); ++i) real += dynamic.length(i);
+  auto slots = [&](bool fixed, int64_t bucket) {
+    BatchOptions o = bo;
+    o.fixed_length = fixed;
+    o.bucket_batches = bucket;
+    return static_cast<double>(epoch_slots(Batcher(d.train, o)));
+  };
+  const double fixed = slots(true, 0), dyn = slots(false, 0), bucketed = slots(false, 100);
+  std::printf("padding    train epoch, batch 32, max_len 256: %.2f M real ids; slots computed: fixed %.2f M "
+              "(+%.0f%%), dynamic %.2f M (+%.0f%%), bucketed by 100 batches %.2f M (+%.1f%%)\n",
+              real / 1e6, fixed / 1e6, 100 * (fixed / real - 1), dyn / 1e6, 100 * (dyn / real - 1),
+              bucketed / 1e6, 100 * (bucketed / real - 1));
   std::printf("\nlengths in ids, [CLS] and [SEP] included; >N = share truncated at max_len N\n");
   std::printf("%-6s %-5s %8s %11s %6s %5s %5s %5s %5s %6s %7s %7s %7s\n", "split", "label", "reviews",
               "ids", "mean", "p50", "p90", "p95", "p99", "max", ">128", ">256", ">512");
