@@ -23,9 +23,10 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream) {
 }
 
 Batcher::Batcher(const TokenizedSplit& data, BatchOptions opt) : data_(data), opt_(opt) {
-  MASE_CHECK(opt_.batch_size >= 1, ConfigError, "[batch] expected batch_size >= 1, got ", opt_.batch_size);
-  MASE_CHECK(opt_.max_len >= 2, ConfigError, "[batch] expected max_len >= 2 (room for [CLS] and [SEP]), got ",
-             opt_.max_len);
+  MASE_CHECK(opt_.batch_size >= 1, ConfigError, "[batch] expected batch_size >= 1, got ",
+             opt_.batch_size);
+  MASE_CHECK(opt_.max_len >= 2, ConfigError,
+             "[batch] expected max_len >= 2 (room for [CLS] and [SEP]), got ", opt_.max_len);
   MASE_CHECK(opt_.bucket_batches >= 0, ConfigError, "[batch] expected bucket_batches >= 0, got ",
              opt_.bucket_batches);
   set_epoch(0);
@@ -62,7 +63,8 @@ void Batcher::set_epoch(int64_t epoch) {
     plan_.emplace_back(order.begin() + lo, order.begin() + hi);
   }
   if (opt_.bucket_batches > 0 && opt_.shuffle) {
-    std::vector<int64_t> p = permutation(num_batches(), opt_.seed, 2 * static_cast<uint64_t>(epoch) + 1);
+    std::vector<int64_t> p =
+        permutation(num_batches(), opt_.seed, 2 * static_cast<uint64_t>(epoch) + 1);
     std::vector<std::vector<int64_t>> shuffled(plan_.size());
     for (size_t k = 0; k < p.size(); ++k) shuffled[k] = std::move(plan_[static_cast<size_t>(p[k])]);
     plan_ = std::move(shuffled);
@@ -94,8 +96,8 @@ Batch Batcher::batch(int64_t b) const {
   return out;
 }
 
-std::pair<TokenizedSplit, TokenizedSplit> split_validation(const TokenizedSplit& train, double fraction,
-                                                           uint64_t seed) {
+std::pair<TokenizedSplit, TokenizedSplit> split_validation(const TokenizedSplit& train,
+                                                           double fraction, uint64_t seed) {
   MASE_CHECK(fraction >= 0 && fraction < 1, ConfigError,
              "[batch] expected a validation fraction in [0, 1), got ", fraction);
   // Per label: shuffle its indices, take the first round(fraction * count) for validation.
@@ -107,7 +109,8 @@ std::pair<TokenizedSplit, TokenizedSplit> split_validation(const TokenizedSplit&
     for (int64_t i = 0; i < train.size(); ++i) {
       if (train.labels[i] == label) idx.push_back(i);
     }
-    std::vector<int64_t> p = permutation(static_cast<int64_t>(idx.size()), seed, (1ull << 20) + label);
+    std::vector<int64_t> p =
+        permutation(static_cast<int64_t>(idx.size()), seed, (1ull << 20) + label);
     const auto take = static_cast<size_t>(fraction * static_cast<double>(idx.size()) + 0.5);
     for (size_t k = 0; k < take; ++k) is_val[idx[p[k]]] = 1;
   }

@@ -30,17 +30,17 @@
 namespace mase::data {
 
 struct Batch {
-  Tensor input_ids;       // (B, T) i32
-  Tensor attention_mask;  // (B, T) i32
-  Tensor token_type_ids;  // (B, T) i32
-  Tensor labels;          // (B) i32
+  Tensor input_ids;         // (B, T) i32
+  Tensor attention_mask;    // (B, T) i32
+  Tensor token_type_ids;    // (B, T) i32
+  Tensor labels;            // (B) i32
   int64_t real_tokens = 0;  // sum of attention_mask: tokens that are not padding
 };
 
 struct BatchOptions {
   int64_t batch_size = 32;
   int64_t max_len = 256;
-  bool fixed_length = false;   // pad to max_len instead of the batch's longest sequence
+  bool fixed_length = false;  // pad to max_len instead of the batch's longest sequence
   bool shuffle = true;
   uint64_t seed = 0;
   int64_t bucket_batches = 0;  // > 0: length bucketing with windows of this many batches
@@ -77,7 +77,7 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream = 0);
 // Splits off a validation set: `fraction` of the reviews of EACH label (rounded), chosen by
 // a seeded permutation, so both sets keep the label balance. Returns (train, validation),
 // each in the original order.
-std::pair<TokenizedSplit, TokenizedSplit> split_validation(const TokenizedSplit& train, double fraction,
-                                                           uint64_t seed);
+std::pair<TokenizedSplit, TokenizedSplit> split_validation(const TokenizedSplit& train,
+                                                           double fraction, uint64_t seed);
 
 }  // namespace mase::data

@@ -47,11 +47,15 @@ constexpr AsciiTable make_ascii() {
   AsciiTable t{};
   for (int c = 0; c < 128; ++c) {
     t.lower[c] = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    if (c == '\t' || c == '\n' || c == '\r' || c == ' ') t.cls[c] = CharClass::kSpace;
-    else if (c < 32 || c == 127) t.cls[c] = CharClass::kSkip;  // NUL and the other controls
+    if (c == '\t' || c == '\n' || c == '\r' || c == ' ')
+      t.cls[c] = CharClass::kSpace;
+    else if (c < 32 || c == 127)
+      t.cls[c] = CharClass::kSkip;  // NUL and the other controls
     else if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
-             (c >= 123 && c <= 126)) t.cls[c] = CharClass::kPunct;
-    else t.cls[c] = CharClass::kWord;
+             (c >= 123 && c <= 126))
+      t.cls[c] = CharClass::kPunct;
+    else
+      t.cls[c] = CharClass::kWord;
   }
   return t;
 }
@@ -85,10 +89,18 @@ void basic_tokenize(std::string_view text, F&& on_word) {
     char32_t c = next_codepoint(text, i);
     if (c < 128) {
       switch (detail::kAscii.cls[c]) {
-        case CharClass::kSkip: break;
-        case CharClass::kSpace: flush(); break;
-        case CharClass::kPunct: single(c); break;
-        default: word += detail::kAscii.lower[c]; ++chars; break;
+        case CharClass::kSkip:
+          break;
+        case CharClass::kSpace:
+          flush();
+          break;
+        case CharClass::kPunct:
+          single(c);
+          break;
+        default:
+          word += detail::kAscii.lower[c];
+          ++chars;
+          break;
       }
       continue;
     }

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <optional>
 
 #include "data/io.h"
@@ -29,8 +29,8 @@ uint64_t data_fingerprint(const fs::path& source) {
       for (const auto& e : fs::directory_iterator(dir)) {
         if (!e.is_regular_file()) continue;
         auto mtime = e.last_write_time().time_since_epoch().count();
-        lines.push_back(cat(split, "/", label, "/", e.path().filename().string(), " ", e.file_size(),
-                            " ", mtime, "\n"));
+        lines.push_back(cat(split, "/", label, "/", e.path().filename().string(), " ",
+                            e.file_size(), " ", mtime, "\n"));
       }
     }
   }
@@ -51,7 +51,9 @@ double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC
 }  // namespace
 
 ImdbData load_imdb(const ImdbOptions& opt) {
-  auto note = opt.note ? opt.note : [](const std::string& s) { std::fprintf(stderr, "[data] %s\n", s.c_str()); };
+  auto note = opt.note ? opt.note : [](const std::string& s) {
+    std::fprintf(stderr, "[data] %s\n", s.c_str());
+  };
   MASE_CHECK(opt.tokenizer == "wordpiece" || opt.tokenizer == "sentencepiece", ConfigError,
              "[data] expected --tokenizer wordpiece or sentencepiece, got '", opt.tokenizer, "'");
   ImdbData out;
@@ -75,7 +77,8 @@ ImdbData load_imdb(const ImdbOptions& opt) {
 
   // ---- tokenizer ----
   if (opt.tokenizer == "wordpiece") {
-    out.tokenizer_path = opt.vocab.empty() ? dir / "bert-uncased-vocab" / "vocab.txt" : fs::path(opt.vocab);
+    out.tokenizer_path =
+        opt.vocab.empty() ? dir / "bert-uncased-vocab" / "vocab.txt" : fs::path(opt.vocab);
     MASE_CHECK(fs::is_regular_file(out.tokenizer_path), ConfigError,
                "[data] expected a WordPiece vocab.txt at ", out.tokenizer_path.string(),
                ", got nothing there (pass --vocab FILE, e.g. the vocab.txt of bert-base-uncased)");
@@ -96,8 +99,8 @@ ImdbData load_imdb(const ImdbOptions& opt) {
       Imdb& data = read();
       std::vector<std::string_view> texts;
       for (const Review& r : data.train) texts.push_back(r.text);  // never the test split
-      note(cat("training a sentencepiece unigram model (vocab ", opt.sentencepiece.vocab_size, ") on ",
-               texts.size(), " training reviews"));
+      note(cat("training a sentencepiece unigram model (vocab ", opt.sentencepiece.vocab_size,
+               ") on ", texts.size(), " training reviews"));
       auto t0 = std::chrono::steady_clock::now();
       auto model = train_sentencepiece(texts, opt.sentencepiece);
       out.train_tokenizer_seconds = seconds_since(t0);
@@ -112,7 +115,8 @@ ImdbData load_imdb(const ImdbOptions& opt) {
   }
 
   // ---- token ids ----
-  out.cache_path = cache_dir / cat("imdb-", out.tokenizer->name(), "-", out.tokenizer->vocab_size(), ".tokens");
+  out.cache_path =
+      cache_dir / cat("imdb-", out.tokenizer->name(), "-", out.tokenizer->vocab_size(), ".tokens");
   const uint64_t tok_fp = out.tokenizer->fingerprint();
   if (opt.cache == CacheMode::kUse) {
     std::string why;

@@ -33,11 +33,11 @@ enum class CacheMode {
 };
 
 struct ImdbOptions {
-  std::string data_dir;                // "" = $MASE_DATA_DIR or ~/.cache/mase (fetch.h)
-  std::string cache_dir;               // "" = <data dir>/imdb
+  std::string data_dir;                 // "" = $MASE_DATA_DIR or ~/.cache/mase (fetch.h)
+  std::string cache_dir;                // "" = <data dir>/imdb
   std::string tokenizer = "wordpiece";  // or "sentencepiece"
-  std::string vocab;                   // vocab.txt (wordpiece) or .model (sentencepiece)
-  SentencePieceOptions sentencepiece;  // used when a model has to be trained
+  std::string vocab;                    // vocab.txt (wordpiece) or .model (sentencepiece)
+  SentencePieceOptions sentencepiece;   // used when a model has to be trained
   CacheMode cache = CacheMode::kUse;
   FetchOptions fetch;
   // Notes for the user ("training sentencepiece…", "cache rebuilt: …"); default: stderr.
@@ -51,7 +51,7 @@ struct ImdbData {
   std::filesystem::path tokenizer_path;  // the vocab.txt or .model in use
   std::filesystem::path cache_path;      // the .tokens file (may not exist: see notes)
   bool from_cache = false;
-  ReadStats read_stats;                  // all zero when from_cache
+  ReadStats read_stats;  // all zero when from_cache
   // Wall-clock seconds, and CPU seconds of the whole process (all threads) for the same
   // steps: on a shared machine the CPU time is the steadier figure.
   double read_seconds = 0, tokenize_seconds = 0, train_tokenizer_seconds = 0;

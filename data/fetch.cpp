@@ -26,7 +26,8 @@ fs::path data_dir(const std::string& flag) {
 
 fs::path find_imdb(const fs::path& dir) {
   if (fs::is_directory(dir / "imdb" / "aclImdb")) return dir / "imdb" / "aclImdb";
-  if (fs::is_regular_file(dir / "imdb" / "aclImdb_v1.tar.gz")) return dir / "imdb" / "aclImdb_v1.tar.gz";
+  if (fs::is_regular_file(dir / "imdb" / "aclImdb_v1.tar.gz"))
+    return dir / "imdb" / "aclImdb_v1.tar.gz";
   return {};
 }
 
@@ -72,7 +73,8 @@ void download(const std::string& url, const fs::path& dest, bool progress, bool 
 
   std::error_code ec;
   fs::create_directories(dest.parent_path(), ec);
-  MASE_CHECK(!ec, IoError, "[fetch] cannot create ", dest.parent_path().string(), ": ", ec.message());
+  MASE_CHECK(!ec, IoError, "[fetch] cannot create ", dest.parent_path().string(), ": ",
+             ec.message());
   // The temporary name is unique per process, so two runs never write the same file.
   fs::path tmp = dest;
   tmp += ".part." + std::to_string(::getpid());
@@ -135,14 +137,16 @@ fs::path resolve_imdb(const fs::path& dir, const FetchOptions& opt) {
   if (fs::path found = find_imdb(dir); !found.empty()) return found;
   fs::path dest = dir / "imdb" / "aclImdb_v1.tar.gz";
   try {
-    if (opt.progress) std::fprintf(stderr, "[fetch] downloading %s to %s\n", opt.url.c_str(), dest.c_str());
+    if (opt.progress)
+      std::fprintf(stderr, "[fetch] downloading %s to %s\n", opt.url.c_str(), dest.c_str());
     download(opt.url, dest, opt.progress, /*expect_gzip=*/true);
   } catch (const IoError& e) {
     std::string why = e.what();
     if (why.rfind("[fetch] ", 0) == 0) why.erase(0, 8);
     throw IoError(cat("[fetch] expected IMDb in ", (dir / "imdb/aclImdb").string(), "/ or ",
-                      dest.string(), ", got neither; ", why, " (download aclImdb_v1.tar.gz by hand ",
-                      "and place it at ", dest.string(), ", or pass --data-dir / set MASE_DATA_DIR ",
+                      dest.string(), ", got neither; ", why,
+                      " (download aclImdb_v1.tar.gz by hand ", "and place it at ", dest.string(),
+                      ", or pass --data-dir / set MASE_DATA_DIR ",
                       "to a folder with imdb/ in it)"));
   }
   return dest;

@@ -106,8 +106,9 @@ class Collector {
       });
       for (size_t i = 1; i < split->size(); ++i) {
         const Review &a = (*split)[i - 1], &b = (*split)[i];
-        MASE_CHECK(a.label != b.label || a.id != b.id, IoError, "[imdb] expected one file per id, got ",
-                   name, "/", b.label ? "pos" : "neg", "/", b.id, "_*.txt twice in ", source_);
+        MASE_CHECK(a.label != b.label || a.id != b.id, IoError,
+                   "[imdb] expected one file per id, got ", name, "/", b.label ? "pos" : "neg", "/",
+                   b.id, "_*.txt twice in ", source_);
       }
     }
     return std::move(imdb_);
@@ -171,9 +172,10 @@ Imdb read_imdb_archive(const fs::path& path) {
   archive_read_support_filter_all(a.get());  // gzip (and bz2/xz, harmless)
   archive_read_support_format_tar(a.get());  // tar only: a random file is "not an archive"
   auto fail = [&](const char* what) {
-    throw IoError(cat("[imdb] cannot ", what, " ", path.string(), ": ",
-                      archive_error_string(a.get()) ? archive_error_string(a.get()) : "unknown error",
-                      " (a truncated or corrupt download? delete it and run `mase-data fetch imdb`)"));
+    throw IoError(
+        cat("[imdb] cannot ", what, " ", path.string(), ": ",
+            archive_error_string(a.get()) ? archive_error_string(a.get()) : "unknown error",
+            " (a truncated or corrupt download? delete it and run `mase-data fetch imdb`)"));
   };
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) fail("open");
   Collector c(path.string());
@@ -208,8 +210,9 @@ Imdb read_imdb_archive(const fs::path& path) {
 }
 
 Imdb read_imdb(const fs::path& path) {
-  MASE_CHECK(fs::exists(path), IoError, "[imdb] expected an aclImdb folder or aclImdb_v1.tar.gz at ",
-             path.string(), ", got nothing there (run `mase-data fetch imdb` or pass --data-dir)");
+  MASE_CHECK(fs::exists(path), IoError,
+             "[imdb] expected an aclImdb folder or aclImdb_v1.tar.gz at ", path.string(),
+             ", got nothing there (run `mase-data fetch imdb` or pass --data-dir)");
   return fs::is_directory(path) ? read_imdb_folder(path) : read_imdb_archive(path);
 }
 

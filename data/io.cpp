@@ -30,7 +30,8 @@ void write_atomic(const fs::path& path, std::string_view bytes, std::string_view
   fs::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  MASE_CHECK(fd >= 0, IoError, "[", op, "] cannot write ", tmp.string(), ": ", std::strerror(errno));
+  MASE_CHECK(fd >= 0, IoError, "[", op, "] cannot write ", tmp.string(), ": ",
+             std::strerror(errno));
   const char* p = bytes.data();
   size_t left = bytes.size();
   int err = 0;

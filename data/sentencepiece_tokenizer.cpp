@@ -14,10 +14,11 @@
 namespace mase::data {
 
 SentencePieceTokenizer::SentencePieceTokenizer(std::string serialized, std::string source)
-    : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()), serialized_(std::move(serialized)) {
+    : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()),
+      serialized_(std::move(serialized)) {
   auto st = sp_->LoadFromSerializedProto(serialized_);
-  MASE_CHECK(st.ok(), IoError, "[sentencepiece] expected a sentencepiece model in ", source, ", got ",
-             st.ToString(), " (delete the file to retrain)");
+  MASE_CHECK(st.ok(), IoError, "[sentencepiece] expected a sentencepiece model in ", source,
+             ", got ", st.ToString(), " (delete the file to retrain)");
   special_.pad = sp_->pad_id();
   special_.unk = sp_->unk_id();
   special_.cls = sp_->bos_id();
@@ -25,16 +26,18 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::string serialized, std::stri
   int mask = sp_->PieceToId("[MASK]");
   special_.mask = mask == special_.unk ? -1 : mask;
   MASE_CHECK(special_.pad >= 0 && special_.cls >= 0 && special_.sep >= 0, IoError,
-             "[sentencepiece] expected pad, bos ([CLS]) and eos ([SEP]) ids in ", source, ", got pad ",
-             special_.pad, ", bos ", special_.cls, ", eos ", special_.sep,
+             "[sentencepiece] expected pad, bos ([CLS]) and eos ([SEP]) ids in ", source,
+             ", got pad ", special_.pad, ", bos ", special_.cls, ", eos ", special_.sep,
              " (train it with mase: it sets pad_id=0 bos_id=2 eos_id=3)");
   fingerprint_ = fnv1a(serialized_, fnv1a("sentencepiece-v1\n"));
 }
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 
-std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::filesystem::path& model) {
-  return std::make_unique<SentencePieceTokenizer>(read_file(model, "sentencepiece"), model.string());
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(
+    const std::filesystem::path& model) {
+  return std::make_unique<SentencePieceTokenizer>(read_file(model, "sentencepiece"),
+                                                  model.string());
 }
 
 int32_t SentencePieceTokenizer::vocab_size() const { return sp_->GetPieceSize(); }
@@ -63,7 +66,8 @@ std::string SentencePieceTokenizer::decode(std::span<const int32_t> ids) const {
   for (int32_t i : ids) {
     MASE_CHECK(i >= 0 && i < vocab_size(), ConfigError, "[sentencepiece] expected an id in [0, ",
                vocab_size(), "), got ", i);
-    if (i != special_.pad && i != special_.cls && i != special_.sep && i != special_.mask) keep.push_back(i);
+    if (i != special_.pad && i != special_.cls && i != special_.sep && i != special_.mask)
+      keep.push_back(i);
   }
   std::string text;
   auto st = sp_->Decode(keep, &text);
@@ -98,8 +102,8 @@ class TextIterator : public sentencepiece::SentenceIterator {
 };
 }  // namespace
 
-std::unique_ptr<SentencePieceTokenizer> train_sentencepiece(const std::vector<std::string_view>& texts,
-                                                            const SentencePieceOptions& opt) {
+std::unique_ptr<SentencePieceTokenizer> train_sentencepiece(
+    const std::vector<std::string_view>& texts, const SentencePieceOptions& opt) {
   MASE_CHECK(opt.vocab_size >= 8, ConfigError, "[sentencepiece] expected a vocab size >= 8, got ",
              opt.vocab_size);
   MASE_CHECK(!texts.empty(), ConfigError, "[sentencepiece] expected training texts, got none");
@@ -109,8 +113,14 @@ std::unique_ptr<SentencePieceTokenizer> train_sentencepiece(const std::vector<st
       {"vocab_size", std::to_string(opt.vocab_size)},
       {"character_coverage", std::to_string(opt.character_coverage)},
       {"normalization_rule_name", "nmt_nfkc_cf"},
-      {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "2"}, {"eos_id", "3"},
-      {"pad_piece", "[PAD]"}, {"unk_piece", "[UNK]"}, {"bos_piece", "[CLS]"}, {"eos_piece", "[SEP]"},
+      {"pad_id", "0"},
+      {"unk_id", "1"},
+      {"bos_id", "2"},
+      {"eos_id", "3"},
+      {"pad_piece", "[PAD]"},
+      {"unk_piece", "[UNK]"},
+      {"bos_piece", "[CLS]"},
+      {"eos_piece", "[SEP]"},
       {"control_symbols", "[MASK]"},
       {"max_sentence_length", std::to_string(opt.max_sentence_bytes)},
       {"num_threads", std::to_string(threads)},

@@ -60,8 +60,8 @@ class SentencePieceTokenizer : public Tokenizer {
 
 // Trains a unigram model on `texts`. ConfigError with sentencepiece's reason when it cannot
 // (e.g. vocab_size larger than the text supports).
-std::unique_ptr<SentencePieceTokenizer> train_sentencepiece(const std::vector<std::string_view>& texts,
-                                                            const SentencePieceOptions& opt);
+std::unique_ptr<SentencePieceTokenizer> train_sentencepiece(
+    const std::vector<std::string_view>& texts, const SentencePieceOptions& opt);
 
 // "imdb-sentencepiece-unigram-16000-nfkc_cf-<16 hex digits of the data fingerprint>.model"
 std::string sentencepiece_model_name(std::string_view dataset, uint64_t data_fingerprint,

@@ -65,12 +65,15 @@ void save_token_cache(const std::filesystem::path& path, uint64_t tokenizer_fp, 
   for (const TokenizedSplit* s : {&train, &test}) {
     for (int64_t o : s->offsets) put<uint64_t>(out, static_cast<uint64_t>(o));
     for (int32_t l : s->labels) {
-      MASE_CHECK(l >= 0 && l < 256, ConfigError, "[token-cache] expected labels in [0, 256), got ", l);
+      MASE_CHECK(l >= 0 && l < 256, ConfigError, "[token-cache] expected labels in [0, 256), got ",
+                 l);
       put<uint8_t>(out, static_cast<uint8_t>(l));
     }
     for (int32_t id : s->ids) {
-      if (width == 2) put<uint16_t>(out, static_cast<uint16_t>(id));
-      else put<uint32_t>(out, static_cast<uint32_t>(id));
+      if (width == 2)
+        put<uint16_t>(out, static_cast<uint16_t>(id));
+      else
+        put<uint32_t>(out, static_cast<uint32_t>(id));
     }
   }
   put<uint64_t>(out, fnv1a(out));
@@ -117,7 +120,8 @@ std::optional<TokenCache> load_token_cache(const std::filesystem::path& path, ui
   // Sizes must add up to the file size exactly before anything is allocated from them.
   if (width != 2 && width != 4) return fail(cat("bad id width ", width));
   unsigned __int128 expect = kHeaderBytes + 8;
-  for (int s = 0; s < 2; ++s) expect += (unsigned __int128)(n[s] + 1) * 8 + n[s] + (unsigned __int128)n_ids[s] * width;
+  for (int s = 0; s < 2; ++s)
+    expect += (unsigned __int128)(n[s] + 1) * 8 + n[s] + (unsigned __int128)n_ids[s] * width;
   if (expect != bytes.size()) return fail("sizes in the header do not match the file size");
   for (int s = 0; s < 2; ++s) {
     TokenizedSplit& sp = s == 0 ? c.train : c.test;
@@ -148,4 +152,3 @@ std::optional<TokenCache> load_token_cache(const std::filesystem::path& path, ui
 }
 
 }  // namespace mase::data
-

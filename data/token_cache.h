@@ -35,7 +35,8 @@ struct TokenCache {
 
 // Writes atomically; IoError when it cannot. ids must be in [0, 2^32).
 void save_token_cache(const std::filesystem::path& path, uint64_t tokenizer_fingerprint,
-                      uint64_t data_fingerprint, const TokenizedSplit& train, const TokenizedSplit& test);
+                      uint64_t data_fingerprint, const TokenizedSplit& train,
+                      const TokenizedSplit& test);
 
 // The cache at `path` if it exists, is intact, has the current version and both
 // fingerprints match. Otherwise nullopt, with the reason in *why ("" when there is no file).

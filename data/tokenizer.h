@@ -52,6 +52,8 @@ inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = kFnvOffset) {
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
-inline uint64_t fnv1a(std::string_view s, uint64_t h = kFnvOffset) { return fnv1a(s.data(), s.size(), h); }
+inline uint64_t fnv1a(std::string_view s, uint64_t h = kFnvOffset) {
+  return fnv1a(s.data(), s.size(), h);
+}
 
 }  // namespace mase::data

@@ -33,14 +33,17 @@ int64_t sanitize_utf8(std::string_view in, std::string& out) {
     const unsigned char lead = s[i];
     int len = 0;
     unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    // The rows of the table in the header comment.
+    // clang-format off
     if (lead >= 0xC2 && lead <= 0xDF) len = 2;
-    else if (lead == 0xE0) { len = 3; lo = 0xA0; }
+    else if (lead == 0xE0)                 { len = 3; lo = 0xA0; }
     else if (lead >= 0xE1 && lead <= 0xEC) len = 3;
-    else if (lead == 0xED) { len = 3; hi = 0x9F; }
+    else if (lead == 0xED)                 { len = 3; hi = 0x9F; }
     else if (lead >= 0xEE && lead <= 0xEF) len = 3;
-    else if (lead == 0xF0) { len = 4; lo = 0x90; }
+    else if (lead == 0xF0)                 { len = 4; lo = 0x90; }
     else if (lead >= 0xF1 && lead <= 0xF3) len = 4;
-    else if (lead == 0xF4) { len = 4; hi = 0x8F; }
+    else if (lead == 0xF4)                 { len = 4; hi = 0x8F; }
+    // clang-format on
 
     int ok = len == 0 ? 0 : 1;  // bytes of a valid prefix seen so far
     while (ok > 0 && ok < len && i + ok < n) {

@@ -22,8 +22,15 @@ int64_t sanitize_utf8(std::string_view in, std::string& out);
 inline char32_t next_codepoint(std::string_view s, size_t& i) {
   auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[k])); };
   char32_t c = b(i);
-  if (c < 0x80) { i += 1; return c; }
-  if (c < 0xE0) { c = ((c & 0x1F) << 6) | (b(i + 1) & 0x3F); i += 2; return c; }
+  if (c < 0x80) {
+    i += 1;
+    return c;
+  }
+  if (c < 0xE0) {
+    c = ((c & 0x1F) << 6) | (b(i + 1) & 0x3F);
+    i += 2;
+    return c;
+  }
   if (c < 0xF0) {
     c = ((c & 0x0F) << 12) | ((b(i + 1) & 0x3F) << 6) | (b(i + 2) & 0x3F);
     i += 3;

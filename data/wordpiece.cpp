@@ -9,7 +9,8 @@
 
 namespace mase::data {
 
-WordPiece::WordPiece(std::vector<std::string> tokens, std::string source) : tokens_(std::move(tokens)) {
+WordPiece::WordPiece(std::vector<std::string> tokens, std::string source)
+    : tokens_(std::move(tokens)) {
   start_.reserve(tokens_.size());
   cont_.reserve(tokens_.size() / 4);
   uint64_t h = fnv1a("wordpiece-uncased-v1\n");  // bump when the algorithm changes
@@ -67,7 +68,9 @@ void WordPiece::encode_word(std::string_view word, int64_t chars, std::vector<in
     return;
   }
   const size_t first = out.size();
-  auto is_cont_byte = [&](size_t k) { return (static_cast<unsigned char>(word[k]) & 0xC0) == 0x80; };
+  auto is_cont_byte = [&](size_t k) {
+    return (static_cast<unsigned char>(word[k]) & 0xC0) == 0x80;
+  };
   size_t start = 0;
   while (start < word.size()) {
     const Map& map = start == 0 ? start_ : cont_;
@@ -82,7 +85,8 @@ void WordPiece::encode_word(std::string_view word, int64_t chars, std::vector<in
         found = it->second;
         break;
       }
-      do --end; while (end > start && is_cont_byte(end));
+      do --end;
+      while (end > start && is_cont_byte(end));
     }
     if (found < 0) {  // no piece fits: the whole word is unknown
       out.resize(first);

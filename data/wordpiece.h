@@ -44,7 +44,7 @@ class WordPiece : public Tokenizer {
   uint64_t fingerprint() const override { return fingerprint_; }
 
   const std::string& token(int32_t id) const;  // "##ble"
-  int32_t id(std::string_view token) const;     // -1 when not in the vocabulary
+  int32_t id(std::string_view token) const;    // -1 when not in the vocabulary
   // The pieces of `text` as strings, no [CLS]/[SEP]: tests and debugging.
   std::vector<std::string> tokenize(std::string_view text) const;
 

@@ -7,10 +7,10 @@
 // from the library are printed as their one line and exit with status 1.
 // Read next: data/dataset.h, docs/data.md (what the figures mean, measured output).
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 #include "data/dataset.h"
 #include "data/stats.h"
@@ -40,33 +40,34 @@ double file_mb(const std::filesystem::path& p) {
 }
 
 void print_row(const char* split, const char* label, const LengthStats& s) {
-  std::printf("%-6s %-5s %8s %11s %6.1f %5lld %5lld %5lld %5lld %6lld %6.1f%% %6.1f%% %6.1f%%\n", split,
-              label, commas(s.count).c_str(), commas(s.tokens).c_str(), s.mean, (long long)s.p50,
-              (long long)s.p90, (long long)s.p95, (long long)s.p99, (long long)s.max, 100 * s.over128,
-              100 * s.over256, 100 * s.over512);
+  std::printf("%-6s %-5s %8s %11s %6.1f %5lld %5lld %5lld %5lld %6lld %6.1f%% %6.1f%% %6.1f%%\n",
+              split, label, commas(s.count).c_str(), commas(s.tokens).c_str(), s.mean,
+              (long long)s.p50, (long long)s.p90, (long long)s.p95, (long long)s.p99,
+              (long long)s.max, 100 * s.over128, 100 * s.over256, 100 * s.over512);
 }
 
-int stats(ImdbOptions opt) {
-  opt.cache = CacheMode::kRebuild;  // tokenize for real: the throughput is what is measured
-  ImdbData d = load_imdb(opt);
+// Where the data came from, and how long reading, tokenizing and reloading took.
+void print_timings(const ImdbData& d) {
   const ReadStats& r = d.read_stats;
   const int64_t reviews = d.train.size() + d.test.size();
-  const int64_t ids = static_cast<int64_t>(d.train.ids.size() + d.test.ids.size());
+  const auto ids = static_cast<int64_t>(d.train.ids.size() + d.test.ids.size());
   std::printf("data       %s\n", d.source.string().c_str());
-  std::printf("read       %s reviews, %.1f MB of text, in %.2f s (%.2f s CPU); %s empty, %s with invalid "
-              "UTF-8 (%s U+FFFD), %s other entries skipped\n",
-              commas(r.reviews).c_str(), r.bytes / 1e6, d.read_seconds, d.read_cpu_seconds,
-              commas(r.empty).c_str(), commas(r.invalid_utf8).c_str(), commas(r.replaced_chars).c_str(),
-              commas(r.ignored_entries).c_str());
+  std::printf("read       %s reviews, %.1f MB of text, in %.2f s (%.2f s CPU)\n",
+              commas(r.reviews).c_str(), r.bytes / 1e6, d.read_seconds, d.read_cpu_seconds);
+  std::printf("           %s empty, %s with invalid UTF-8 (%s U+FFFD), %s other entries skipped\n",
+              commas(r.empty).c_str(), commas(r.invalid_utf8).c_str(),
+              commas(r.replaced_chars).c_str(), commas(r.ignored_entries).c_str());
   std::printf("tokenizer  %s, vocab %s, %s\n", d.tokenizer->name().c_str(),
               commas(d.tokenizer->vocab_size()).c_str(), d.tokenizer_path.string().c_str());
   if (d.train_tokenizer_seconds > 0) {
-    std::printf("trained    in %.1f s on the train split (not counted below)\n", d.train_tokenizer_seconds);
+    std::printf("trained    in %.1f s on the train split (not counted below)\n",
+                d.train_tokenizer_seconds);
   }
-  std::printf("tokenize   %s reviews -> %s ids in %.2f s on %d threads (%.2f s CPU): %s reviews/s, "
-              "%.2f M ids/s\n",
+  std::printf("tokenize   %s reviews -> %s ids in %.2f s on %d threads (%.2f s CPU)\n",
               commas(reviews).c_str(), commas(ids).c_str(), d.tokenize_seconds, num_threads(),
-              d.tokenize_cpu_seconds, commas(static_cast<int64_t>(reviews / d.tokenize_seconds)).c_str(),
+              d.tokenize_cpu_seconds);
+  std::printf("           %s reviews/s, %.2f M ids/s\n",
+              commas(static_cast<int64_t>(reviews / d.tokenize_seconds)).c_str(),
               ids / 1e6 / d.tokenize_seconds);
   if (std::filesystem::exists(d.cache_path)) {
     // What a second run does: fingerprint the data, load and check the cache.
@@ -76,32 +77,50 @@ int stats(ImdbOptions opt) {
     std::printf("cache      %s (%.1f MB), %s in %.2f s\n", d.cache_path.string().c_str(),
                 file_mb(d.cache_path), c ? "reloaded" : "NOT reloadable", secs);
   }
-  // Compute spent on padding in one training epoch (batch 32, max_len 256), by policy.
+}
+
+// Compute spent on padding in one training epoch (batch 32, max_len 256), by batching policy.
+void print_padding(const TokenizedSplit& train) {
   BatchOptions bo;
   bo.batch_size = 32;
   bo.max_len = 256;
-  Batcher dynamic(d.train, bo);
-  int64_t real = 0;
-  for (int64_t i = 0; i < d.train.size(); ++i) real += dynamic.length(i);
   auto slots = [&](bool fixed, int64_t bucket) {
     BatchOptions o = bo;
     o.fixed_length = fixed;
     o.bucket_batches = bucket;
-    return static_cast<double>(epoch_slots(Batcher(d.train, o)));
+    return static_cast<double>(epoch_slots(Batcher(train, o)));
   };
-  const double fixed = slots(true, 0), dyn = slots(false, 0), bucketed = slots(false, 100);
-  std::printf("padding    train epoch, batch 32, max_len 256: %.2f M real ids; slots computed: fixed %.2f M "
-              "(+%.0f%%), dynamic %.2f M (+%.0f%%), bucketed by 100 batches %.2f M (+%.1f%%)\n",
-              real / 1e6, fixed / 1e6, 100 * (fixed / real - 1), dyn / 1e6, 100 * (dyn / real - 1),
-              bucketed / 1e6, 100 * (bucketed / real - 1));
+  Batcher any(train, bo);
+  double real = 0;
+  for (int64_t i = 0; i < train.size(); ++i) real += static_cast<double>(any.length(i));
+  std::printf("padding    one train epoch, batch 32, max_len 256: %.2f M real ids; computed:\n",
+              real / 1e6);
+  for (auto [name, fixed, bucket] :
+       {std::tuple{"fixed length", true, 0}, std::tuple{"dynamic (longest in batch)", false, 0},
+        std::tuple{"bucketed, windows of 100 batches", false, 100}}) {
+    double n = slots(fixed, bucket);
+    std::printf("           %-33s %6.2f M slots, %4.1f%% of them padding\n", name, n / 1e6,
+                100 * (1 - real / n));
+  }
+}
+
+void print_lengths(const ImdbData& d) {
   std::printf("\nlengths in ids, [CLS] and [SEP] included; >N = share truncated at max_len N\n");
-  std::printf("%-6s %-5s %8s %11s %6s %5s %5s %5s %5s %6s %7s %7s %7s\n", "split", "label", "reviews",
-              "ids", "mean", "p50", "p90", "p95", "p99", "max", ">128", ">256", ">512");
+  std::printf("%-6s %-5s %8s %11s %6s %5s %5s %5s %5s %6s %7s %7s %7s\n", "split", "label",
+              "reviews", "ids", "mean", "p50", "p90", "p95", "p99", "max", ">128", ">256", ">512");
   for (const auto& [name, split] : {std::pair{"train", &d.train}, std::pair{"test", &d.test}}) {
     print_row(name, "neg", length_stats(*split, 0));
     print_row(name, "pos", length_stats(*split, 1));
     print_row(name, "all", length_stats(*split));
   }
+}
+
+int stats(ImdbOptions opt) {
+  opt.cache = CacheMode::kRebuild;  // tokenize for real: the throughput is what is measured
+  ImdbData d = load_imdb(opt);
+  print_timings(d);
+  print_padding(d.train);
+  print_lengths(d);
   return 0;
 }
 
@@ -124,16 +143,18 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  mase-data fetch imdb\n"
       "  mase-data stats imdb --tokenizer wordpiece --vocab bert-uncased-vocab/vocab.txt\n"
-      "  mase-data stats imdb --tokenizer sentencepiece --vocab-size 16000 --data-dir ../shared/data "
-      "--cache-dir /tmp/mase\n"
+      "  mase-data stats imdb --tokenizer sentencepiece --vocab-size 16000 \\\n"
+      "      --data-dir ../shared/data --cache-dir /tmp/mase\n"
       "Data folder: --data-dir, else $MASE_DATA_DIR, else ~/.cache/mase (see docs/data.md).");
   app.require_subcommand(1);
   app.fallthrough();  // --data-dir and --threads work after the subcommand too
   ImdbOptions opt;
   std::string dataset = "imdb";
   int threads = 0;
-  app.add_option("--data-dir", opt.data_dir, "folder with imdb/ in it (default: $MASE_DATA_DIR or ~/.cache/mase)");
-  app.add_option("--threads", threads, "threads for tokenization (0 = all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--data-dir", opt.data_dir,
+                 "folder with imdb/ in it (default: $MASE_DATA_DIR or ~/.cache/mase)");
+  app.add_option("--threads", threads, "threads for tokenization (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
 
   CLI::App* f = app.add_subcommand("fetch", "find IMDb in the data folder, or download it there");
   f->add_option("dataset", dataset, "dataset name (imdb)")->check(CLI::IsMember({"imdb"}));
@@ -146,9 +167,11 @@ int main(int argc, char** argv) {
   s->add_option("--vocab", opt.vocab,
                 "wordpiece: vocab.txt (default <data dir>/bert-uncased-vocab/vocab.txt); "
                 "sentencepiece: a .model (default: trained on the train split and cached)");
-  s->add_option("--vocab-size", opt.sentencepiece.vocab_size, "sentencepiece vocabulary when training")
+  s->add_option("--vocab-size", opt.sentencepiece.vocab_size,
+                "sentencepiece vocabulary when training")
       ->check(CLI::Range(8, 1 << 20));
-  s->add_option("--cache-dir", opt.cache_dir, "where models and token caches go (default <data dir>/imdb)");
+  s->add_option("--cache-dir", opt.cache_dir,
+                "where models and token caches go (default <data dir>/imdb)");
   s->add_option("--url", opt.fetch.url, "where to download IMDb from if it is missing");
 
   CLI11_PARSE(app, argc, argv);

@@ -35,7 +35,8 @@ struct TempDir {
 
 inline void write_bytes(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(p, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 inline std::string read_bytes(const fs::path& p) {
@@ -89,7 +90,8 @@ inline void write_imdb_tarball(const fs::path& out,
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, 0644);
     REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
-    if (!bytes.empty()) REQUIRE(archive_write_data(a, bytes.data(), bytes.size()) == la_ssize_t(bytes.size()));
+    if (!bytes.empty())
+      REQUIRE(archive_write_data(a, bytes.data(), bytes.size()) == la_ssize_t(bytes.size()));
     archive_entry_free(e);
   }
   REQUIRE(archive_write_close(a) == ARCHIVE_OK);

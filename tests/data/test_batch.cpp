@@ -161,7 +161,8 @@ TEST_CASE("batch: length bucketing sorts within windows and saves padding") {
   std::set<int64_t> all;
   for (const auto& batch : bucketed.plan()) {
     all.insert(batch.begin(), batch.end());
-    for (size_t k = 1; k < batch.size(); ++k) CHECK(bucketed.length(batch[k - 1]) <= bucketed.length(batch[k]));
+    for (size_t k = 1; k < batch.size(); ++k)
+      CHECK(bucketed.length(batch[k - 1]) <= bucketed.length(batch[k]));
   }
   CHECK(all.size() == 400);
   CHECK(padding(bucketed) * 4 < padding(plain));  // lengths uniform in 2..201: far less padding

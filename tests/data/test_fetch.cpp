@@ -19,12 +19,16 @@ struct ScopedEnv {
   std::optional<std::string> old;
   ScopedEnv(const char* n, const char* value) : name(n) {
     if (const char* v = std::getenv(n)) old = v;
-    if (value) ::setenv(n, value, 1);
-    else ::unsetenv(n);
+    if (value)
+      ::setenv(n, value, 1);
+    else
+      ::unsetenv(n);
   }
   ~ScopedEnv() {
-    if (old) ::setenv(name.c_str(), old->c_str(), 1);
-    else ::unsetenv(name.c_str());
+    if (old)
+      ::setenv(name.c_str(), old->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
   }
 };
 
@@ -74,7 +78,8 @@ TEST_CASE("fetch: a failed download is one line and leaves nothing") {
 
   // Not gzip (an error page served with status 200, say): refused, nothing kept.
   write_bytes(tmp / "page.html", "<html>Service unavailable</html>");
-  msg = error_message([&] { download(file_url(tmp / "page.html"), tmp / "cache/x.tar.gz", false, true); });
+  msg = error_message(
+      [&] { download(file_url(tmp / "page.html"), tmp / "cache/x.tar.gz", false, true); });
   CHECK(msg.find("not a gzip archive") != std::string::npos);
   CHECK(list_files(tmp / "cache").empty());
 }
@@ -99,8 +104,8 @@ TEST_CASE("fetch: offline the error says where it looked why it failed and what 
   opt.progress = false;
   std::string msg = error_message([&] { resolve_imdb(tmp / "cache", opt); });
   const std::string dest = (tmp / "cache/imdb/aclImdb_v1.tar.gz").string();
-  CHECK(msg.find("[fetch] expected IMDb in " + (tmp / "cache/imdb/aclImdb").string() + "/ or " + dest +
-                 ", got neither; downloading " + opt.url + " failed: ") == 0);
+  CHECK(msg.find("[fetch] expected IMDb in " + (tmp / "cache/imdb/aclImdb").string() + "/ or " +
+                 dest + ", got neither; downloading " + opt.url + " failed: ") == 0);
   CHECK(msg.find("place it at " + dest) != std::string::npos);
   CHECK(msg.find("--data-dir") != std::string::npos);
   CHECK(msg.find('\n') == std::string::npos);

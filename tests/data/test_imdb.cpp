@@ -14,8 +14,8 @@ std::vector<std::string> describe(const Imdb& d) {
   std::vector<std::string> out;
   for (const auto* split : {&d.train, &d.test}) {
     for (const Review& r : *split) {
-      out.push_back(cat(split == &d.train ? "train" : "test", "/", r.label ? "pos" : "neg", "/", r.id, "_",
-                        r.rating, ": ", r.text));
+      out.push_back(cat(split == &d.train ? "train" : "test", "/", r.label ? "pos" : "neg", "/",
+                        r.id, "_", r.rating, ": ", r.text));
     }
   }
   return out;
@@ -70,9 +70,10 @@ TEST_CASE("imdb: review paths") {
   CHECK(rp.rating == 8);
   REQUIRE(parse_review_path("./test/neg/0_2.txt", rp));
   CHECK((rp.split == "test" && rp.label == 0 && rp.id == 0 && rp.rating == 2));
-  for (const char* bad : {"aclImdb/train/unsup/0_0.txt", "aclImdb/train/labeledBow.feat", "aclImdb/README",
-                          "train/pos/12.txt", "train/pos/a_1.txt", "train/pos/1_11.txt", "train/pos/1_0.txt",
-                          "train/pos/1_8.txt.bak", "pos/1_8.txt", "dev/pos/1_8.txt", "train/pos/_8.txt"}) {
+  for (const char* bad :
+       {"aclImdb/train/unsup/0_0.txt", "aclImdb/train/labeledBow.feat", "aclImdb/README",
+        "train/pos/12.txt", "train/pos/a_1.txt", "train/pos/1_11.txt", "train/pos/1_0.txt",
+        "train/pos/1_8.txt.bak", "pos/1_8.txt", "dev/pos/1_8.txt", "train/pos/_8.txt"}) {
     INFO(bad);
     CHECK_FALSE(parse_review_path(bad, rp));
   }
@@ -125,7 +126,8 @@ TEST_CASE("imdb: missing inputs name the path") {
   CHECK_THROWS_AS(read_imdb(tmp / "empty"), IoError);
   // A layout without any test reviews is not IMDb.
   write_imdb_folder(tmp / "half", {{"train/pos/0_9.txt", "x"}, {"test/pos/readme.md", "x"}});
-  CHECK(error_message([&] { read_imdb(tmp / "half"); }).find("expected reviews under") != std::string::npos);
+  CHECK(error_message([&] { read_imdb(tmp / "half"); }).find("expected reviews under") !=
+        std::string::npos);
 }
 
 TEST_CASE("imdb: truncated or non-gzip archives are clear errors") {
@@ -157,11 +159,13 @@ TEST_CASE("imdb: duplicate ids and oversized files are refused") {
   auto files = made_up_reviews();
   files.push_back({"train/pos/3_9.txt", "same id as 3_10"});
   write_imdb_folder(tmp / "dup", files);
-  CHECK(error_message([&] { read_imdb(tmp / "dup"); }).find("got train/pos/3_*.txt twice") != std::string::npos);
+  CHECK(error_message([&] { read_imdb(tmp / "dup"); }).find("got train/pos/3_*.txt twice") !=
+        std::string::npos);
 
   write_imdb_folder(tmp / "big", made_up_reviews());
   fs::path huge = tmp / "big/aclImdb/test/pos/9_9.txt";
   write_bytes(huge, "");
   fs::resize_file(huge, kMaxReviewBytes + 1);  // sparse: costs no disk
-  CHECK(error_message([&] { read_imdb(tmp / "big"); }).find("not the IMDb dataset?") != std::string::npos);
+  CHECK(error_message([&] { read_imdb(tmp / "big"); }).find("not the IMDb dataset?") !=
+        std::string::npos);
 }

@@ -12,9 +12,10 @@ using Ids = std::vector<int32_t>;
 
 // 400 made-up "reviews" from 24 words, picked by a fixed linear congruential sequence.
 std::vector<std::string> corpus() {
-  const char* words[] = {"the", "movie", "film", "was", "great", "terrible", "acting", "plot",
-                         "boring", "loved", "hated", "music", "story", "and", "but", "really",
-                         "not", "very", "good", "bad", "actors", "scenes", "ending", "watch"};
+  const char* words[] = {"the",    "movie", "film",   "was",    "great",  "terrible",
+                         "acting", "plot",  "boring", "loved",  "hated",  "music",
+                         "story",  "and",   "but",    "really", "not",    "very",
+                         "good",   "bad",   "actors", "scenes", "ending", "watch"};
   std::vector<std::string> out;
   uint32_t x = 12345;
   for (int i = 0; i < 400; ++i) {
@@ -54,14 +55,15 @@ TEST_CASE("sentencepiece: a tiny trained model has the fixed special ids") {
   CHECK(sp->encode("the movie was great.", false) == Ids(ids.begin() + 1, ids.end() - 1));
   CHECK(sp->encode("") == Ids{2, 3});
   // Frequent words of the corpus become single pieces "▁word".
-  CHECK(sp->pieces("movie was great") == std::vector<std::string>{"\u2581movie", "\u2581was", "\u2581great"});
+  CHECK(sp->pieces("movie was great") ==
+        std::vector<std::string>{"\u2581movie", "\u2581was", "\u2581great"});
 }
 
 TEST_CASE("sentencepiece: normalisation folds case and NFKC and decode inverts encode") {
   auto sp = tiny_model();
   CHECK(sp->encode("THE Movie WAS great") == sp->encode("the movie was great"));
   CHECK(sp->encode("\uff54\uff48\uff45 film") == sp->encode("the film"));  // full-width ｔｈｅ
-  CHECK(sp->encode("the   film") == sp->encode("the film"));              // runs of spaces
+  CHECK(sp->encode("the   film") == sp->encode("the film"));               // runs of spaces
   CHECK(sp->decode(sp->encode("The Acting was NOT good.")) == "the acting was not good.");
   // Special ids are skipped by decode, padding included.
   Ids ids = sp->encode("boring plot");
@@ -82,7 +84,8 @@ TEST_CASE("sentencepiece: save and load give the same model") {
   auto back = load_tokenizer(tmp / "m.model");
   CHECK(back->name() == "sentencepiece");
   CHECK(back->fingerprint() == sp->fingerprint());
-  CHECK(back->encode("loved the music and the ending") == sp->encode("loved the music and the ending"));
+  CHECK(back->encode("loved the music and the ending") ==
+        sp->encode("loved the music and the ending"));
   CHECK(tiny_model(40)->fingerprint() != sp->fingerprint());
 }
 
@@ -107,7 +110,8 @@ TEST_CASE("sentencepiece: errors are exceptions never aborts") {
   TempDir tmp;
   write_bytes(tmp / "bad.model", "not a protobuf at all");
   CHECK(error_message([&] { SentencePieceTokenizer::load(tmp / "bad.model"); })
-            .find("[sentencepiece] expected a sentencepiece model in " + (tmp / "bad.model").string()) == 0);
+            .find("[sentencepiece] expected a sentencepiece model in " +
+                  (tmp / "bad.model").string()) == 0);
   CHECK_THROWS_AS(SentencePieceTokenizer::load(tmp / "missing.model"), IoError);
 }
 

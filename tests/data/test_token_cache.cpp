@@ -27,8 +27,8 @@ void fix_checksum(std::string& bytes) {
   std::memcpy(bytes.data() + bytes.size() - 8, &h, 8);
 }
 
-const std::vector<std::string> kVocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "film", "was",
-                                         "great", "terrible", ".", "!", ","};
+const std::vector<std::string> kVocab = {"[PAD]", "[UNK]", "[CLS]",    "[SEP]", "the", "film",
+                                         "was",   "great", "terrible", ".",     "!",   ","};
 }  // namespace
 
 TEST_CASE("token cache: round trip with 16-bit and 32-bit ids") {
@@ -121,7 +121,8 @@ TEST_CASE("token cache: load_imdb builds reuses and invalidates it") {
   CHECK(first.test.size() == 4);
   // train/neg/0_2.txt "Terrible plot.<br />Boring." -> [CLS] terrible [UNK] . [UNK] . [SEP]
   CHECK(first.train.sequence(0).size() == 7);
-  CHECK(Ids(first.train.sequence(0).begin(), first.train.sequence(0).end()) == Ids{2, 8, 1, 9, 1, 9, 3});
+  CHECK(Ids(first.train.sequence(0).begin(), first.train.sequence(0).end()) ==
+        Ids{2, 8, 1, 9, 1, 9, 3});
   CHECK(notes.empty());
 
   ImdbData second = load_imdb(opt);
@@ -137,7 +138,8 @@ TEST_CASE("token cache: load_imdb builds reuses and invalidates it") {
   ImdbData third = load_imdb(opt);
   CHECK_FALSE(third.from_cache);
   REQUIRE(notes.size() == 1);
-  CHECK(notes[0] == cat("rebuilding ", third.cache_path.string(), ": it was built with another tokenizer"));
+  CHECK(notes[0] ==
+        cat("rebuilding ", third.cache_path.string(), ": it was built with another tokenizer"));
   CHECK(third.train.sequence(0)[1] == 1);  // "terrible" is now [UNK]
 
   // Changed data (one more review in the archive) -> rebuilt.
@@ -146,7 +148,8 @@ TEST_CASE("token cache: load_imdb builds reuses and invalidates it") {
   write_imdb_tarball(tmp / "data/imdb/aclImdb_v1.tar.gz", files);
   ImdbData fourth = load_imdb(opt);
   CHECK_FALSE(fourth.from_cache);
-  CHECK(notes.back() == cat("rebuilding ", third.cache_path.string(), ": it was built from other data"));
+  CHECK(notes.back() ==
+        cat("rebuilding ", third.cache_path.string(), ": it was built from other data"));
   CHECK(fourth.test.size() == 5);
 
   // A corrupt cache is rebuilt, and the rebuilt one is good.
@@ -180,8 +183,10 @@ TEST_CASE("token cache: load_imdb trains sentencepiece once then reuses the mode
   TempDir tmp;
   auto files = made_up_reviews();
   for (int i = 0; i < 60; ++i) {  // enough text for a 40-piece model
-    files.push_back({cat("train/pos/", 100 + i, "_8.txt"), "A great film with great music and a great story."});
-    files.push_back({cat("train/neg/", 100 + i, "_2.txt"), "A terrible film with a boring plot and bad acting."});
+    files.push_back(
+        {cat("train/pos/", 100 + i, "_8.txt"), "A great film with great music and a great story."});
+    files.push_back({cat("train/neg/", 100 + i, "_2.txt"),
+                     "A terrible film with a boring plot and bad acting."});
   }
   write_imdb_tarball(tmp / "data/imdb/aclImdb_v1.tar.gz", files);
   std::vector<std::string> notes;
@@ -215,7 +220,8 @@ TEST_CASE("token cache: bad tokenizer options are ConfigErrors") {
         "[data] expected --tokenizer wordpiece or sentencepiece, got 'bpe'");
   opt.tokenizer = "wordpiece";  // no --vocab and none in the data folder
   CHECK(error_message([&] { load_imdb(opt); }) ==
-        cat("[data] expected a WordPiece vocab.txt at ", (tmp / "data/bert-uncased-vocab/vocab.txt").string(),
+        cat("[data] expected a WordPiece vocab.txt at ",
+            (tmp / "data/bert-uncased-vocab/vocab.txt").string(),
             ", got nothing there (pass --vocab FILE, e.g. the vocab.txt of bert-base-uncased)"));
   CHECK_THROWS_AS(load_imdb(opt), ConfigError);
 }
