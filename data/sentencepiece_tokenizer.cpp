@@ -3,6 +3,7 @@
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
+#include <utf8proc.h>
 
 #include <cstdio>
 #include <unordered_map>
@@ -80,6 +81,26 @@ void SentencePieceTokenizer::save(const std::filesystem::path& path) const {
 }
 
 namespace {
+// True when `text` has a letter, number, punctuation or symbol. sentencepiece 0.1.97 aborts
+// the process (a CHECK, not a Status) when the training text has no such character at all,
+// e.g. only whitespace; train_sentencepiece refuses that case first.
+bool has_visible_char(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    utf8proc_int32_t c = 0;
+    auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data()) + i,
+                              static_cast<utf8proc_ssize_t>(text.size() - i), &c);
+    if (n <= 0) return false;  // not UTF-8: sentencepiece would reject it anyway
+    i += static_cast<size_t>(n);
+    // utf8proc orders its categories Cn, Lu..Lo, Mn..Me, Nd..No, Pc..Po, Sm..So, Z*, C*.
+    const utf8proc_category_t cat = utf8proc_category(c);
+    if ((cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
+        (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_SO)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Feeds training texts to sentencepiece without writing them to a file first.
 class TextIterator : public sentencepiece::SentenceIterator {
  public:
@@ -106,7 +127,16 @@ std::unique_ptr<SentencePieceTokenizer> train_sentencepiece(
     const std::vector<std::string_view>& texts, const SentencePieceOptions& opt) {
   MASE_CHECK(opt.vocab_size >= 8, ConfigError, "[sentencepiece] expected a vocab size >= 8, got ",
              opt.vocab_size);
-  MASE_CHECK(!texts.empty(), ConfigError, "[sentencepiece] expected training texts, got none");
+  bool visible = false;
+  for (std::string_view t : texts) {
+    if (t.size() <= static_cast<size_t>(opt.max_sentence_bytes) && has_visible_char(t)) {
+      visible = true;
+      break;
+    }
+  }
+  MASE_CHECK(visible, ConfigError, "[sentencepiece] expected training texts with visible ",
+             "characters, got ", texts.size(), " texts of whitespace, control characters or over ",
+             opt.max_sentence_bytes, " bytes");
   const int threads = opt.threads > 0 ? opt.threads : num_threads();
   std::unordered_map<std::string, std::string> args = {
       {"model_type", "unigram"},
@@ -130,7 +160,8 @@ std::unique_ptr<SentencePieceTokenizer> train_sentencepiece(
   std::string model;
   auto st = sentencepiece::SentencePieceTrainer::Train(args, &it, &model);
   MASE_CHECK(st.ok(), ConfigError, "[sentencepiece] training failed: ", st.ToString(),
-             " (for a small text, lower --vocab-size)");
+             " (--vocab-size must fit the text: more than its distinct characters, fewer than "
+             "the pieces it can give)");
   return std::make_unique<SentencePieceTokenizer>(std::move(model), "the model just trained");
 }
 

@@ -139,7 +139,7 @@ std::optional<TokenCache> load_token_cache(const std::filesystem::path& path, ui
         std::memcpy(&v, p + 2 * i, 2);
         sp.ids[i] = v;
       }
-    } else {
+    } else if (n_ids[s] > 0) {  // memcpy from/to nullptr is undefined even for 0 bytes
       std::memcpy(sp.ids.data(), p, n_ids[s] * 4);
     }
     r.pos += n_ids[s] * width;

@@ -106,6 +106,11 @@ TEST_CASE("sentencepiece: errors are exceptions never aborts") {
   CHECK(msg.find("[sentencepiece] training failed") == 0);
   CHECK_THROWS_AS(train_sentencepiece(few, opt), ConfigError);
   CHECK_THROWS_AS(train_sentencepiece({}, SentencePieceOptions{}), ConfigError);
+  // Only whitespace: sentencepiece itself would abort the process here (a CHECK).
+  std::vector<std::string_view> blank = {"   ", "\t\n", ""};
+  CHECK(error_message([&] { train_sentencepiece(blank, opt); }) ==
+        "[sentencepiece] expected training texts with visible characters, got 3 texts of "
+        "whitespace, control characters or over 65536 bytes");
 
   TempDir tmp;
   write_bytes(tmp / "bad.model", "not a protobuf at all");
