@@ -76,6 +76,12 @@ std::string SentencePieceTokenizer::decode(std::span<const int32_t> ids) const {
   return text;
 }
 
+std::string SentencePieceTokenizer::piece(int32_t id) const {
+  MASE_CHECK(id >= 0 && id < vocab_size(), ConfigError, "[sentencepiece] expected an id in [0, ",
+             vocab_size(), "), got ", id);
+  return sp_->IdToPiece(id);
+}
+
 void SentencePieceTokenizer::save(const std::filesystem::path& path) const {
   write_atomic(path, serialized_, "sentencepiece");
 }
@@ -169,7 +175,8 @@ std::string sentencepiece_model_name(std::string_view dataset, uint64_t data_fin
                                      const SentencePieceOptions& opt) {
   char fp[17];
   std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(data_fingerprint));
-  // character_coverage in ppm keeps the name free of dots: 0.9995 -> "cov999500".
+  // character_coverage in ppm keeps the name free of dots: 0.9995 -> "cov999500", 1 ->
+  // "cov1000000".
   return cat(dataset, "-sentencepiece-unigram-", opt.vocab_size, "-nfkc_cf-cov",
              static_cast<long>(opt.character_coverage * 1e6 + 0.5), "-", fp, ".model");
 }

@@ -33,6 +33,8 @@ class Tokenizer {
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special = true) const = 0;
   // Text of the ids, special ids (pad, cls, sep, mask) skipped. Lossy: see each tokenizer.
   virtual std::string decode(std::span<const int32_t> ids) const = 0;
+  // The vocabulary entry of one id, as stored: "##ble" (WordPiece), "\u2581the" (sentencepiece).
+  virtual std::string piece(int32_t id) const = 0;
   virtual const SpecialIds& special() const = 0;
   virtual int32_t vocab_size() const = 0;
   // Writes the file that load_tokenizer reads back (vocab.txt or a .model), atomically.

@@ -38,6 +38,7 @@ class WordPiece : public Tokenizer {
   // Pieces joined by spaces, "##" continuations glued on: "un ##af ##fa ##ble" -> "unaffable".
   // Lossy: case, accents and the spacing around punctuation are gone.
   std::string decode(std::span<const int32_t> ids) const override;
+  std::string piece(int32_t id) const override { return token(id); }
   const SpecialIds& special() const override { return special_; }
   int32_t vocab_size() const override { return static_cast<int32_t>(tokens_.size()); }
   void save(const std::filesystem::path& path) const override;

@@ -2,6 +2,7 @@
 //
 //   mase-data fetch imdb                      # find it, or download it into the cache
 //   mase-data stats imdb --tokenizer wordpiece --vocab vocab.txt
+//   mase-data encode "A masterpiece!" --vocab vocab.txt    # pieces and ids of one text
 //
 // A thin main over data/dataset.h: parse flags (CLI11), call the library, print. Errors
 // from the library are printed as their one line and exit with status 1.
@@ -124,6 +125,20 @@ int stats(ImdbOptions opt) {
   return 0;
 }
 
+// Prints the pieces and ids of `text`: what the model will see.
+int encode(const ImdbOptions& opt, const std::string& text) {
+  std::filesystem::path path = opt.vocab;
+  if (path.empty()) path = data_dir(opt.data_dir) / "bert-uncased-vocab" / "vocab.txt";
+  std::unique_ptr<Tokenizer> tok = load_tokenizer(path);
+  std::vector<int32_t> ids = tok->encode(text);
+  std::string pieces;
+  for (int32_t id : ids) pieces += (pieces.empty() ? "" : " ") + tok->piece(id);
+  std::printf("%s (%zu ids)\n", pieces.c_str(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
+  std::printf("\ndecoded: %s\n", tok->decode(ids).c_str());
+  return 0;
+}
+
 int fetch(const ImdbOptions& opt) {
   std::filesystem::path dir = data_dir(opt.data_dir);
   std::filesystem::path p = resolve_imdb(dir, opt.fetch);
@@ -143,6 +158,7 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  mase-data fetch imdb\n"
       "  mase-data stats imdb --tokenizer wordpiece --vocab bert-uncased-vocab/vocab.txt\n"
+      "  mase-data encode \"A masterpiece!\" --vocab bert-uncased-vocab/vocab.txt\n"
       "  mase-data stats imdb --tokenizer sentencepiece --vocab-size 16000 \\\n"
       "      --data-dir ../shared/data --cache-dir /tmp/mase\n"
       "Data folder: --data-dir, else $MASE_DATA_DIR, else ~/.cache/mase (see docs/data.md).");
@@ -174,10 +190,18 @@ int main(int argc, char** argv) {
                 "where models and token caches go (default <data dir>/imdb)");
   s->add_option("--url", opt.fetch.url, "where to download IMDb from if it is missing");
 
+  CLI::App* e = app.add_subcommand("encode", "tokenize one text and print its pieces and ids");
+  std::string text;
+  e->add_option("text", text, "the text")->required();
+  e->add_option("--vocab", opt.vocab,
+                "vocab.txt (WordPiece) or .model (sentencepiece); default "
+                "<data dir>/bert-uncased-vocab/vocab.txt");
+
   CLI11_PARSE(app, argc, argv);
   try {
     set_num_threads(threads);
     if (f->parsed()) return fetch(opt);
+    if (e->parsed()) return encode(opt, text);
     return stats(opt);
   } catch (const mase::Error& e) {
     std::fprintf(stderr, "mase-data: %s\n", e.what());

@@ -123,8 +123,9 @@ TEST_CASE("sentencepiece: errors are exceptions never aborts") {
 TEST_CASE("sentencepiece: model names derive from data and options") {
   SentencePieceOptions opt;
   CHECK(sentencepiece_model_name("imdb", 0x0123456789abcdefull, opt) ==
-        "imdb-sentencepiece-unigram-16000-nfkc_cf-cov999500-0123456789abcdef.model");
+        "imdb-sentencepiece-unigram-16000-nfkc_cf-cov1000000-0123456789abcdef.model");
   opt.vocab_size = 8000;
+  opt.character_coverage = 0.9995;
   CHECK(sentencepiece_model_name("imdb", 1, opt) ==
         "imdb-sentencepiece-unigram-8000-nfkc_cf-cov999500-0000000000000001.model");
 }
