@@ -27,6 +27,17 @@ void fix_checksum(std::string& bytes) {
   std::memcpy(bytes.data() + bytes.size() - 8, &h, 8);
 }
 
+// load_imdb options for data in tmp/data, the cache in tmp/<cache>, a WordPiece vocabulary
+// at tmp/vocab.txt, and notes collected into `notes`.
+ImdbOptions options(const TempDir& tmp, const std::string& cache, std::vector<std::string>& notes) {
+  ImdbOptions opt;
+  opt.data_dir = (tmp / "data").string();
+  opt.cache_dir = (tmp / cache).string();
+  opt.vocab = (tmp / "vocab.txt").string();
+  opt.note = [&notes](const std::string& s) { notes.push_back(s); };
+  return opt;
+}
+
 const std::vector<std::string> kVocab = {"[PAD]", "[UNK]", "[CLS]",    "[SEP]", "the", "film",
                                          "was",   "great", "terrible", ".",     "!",   ","};
 }  // namespace
@@ -108,11 +119,7 @@ TEST_CASE("token cache: load_imdb builds reuses and invalidates it") {
   write_imdb_tarball(tmp / "data/imdb/aclImdb_v1.tar.gz", made_up_reviews());
   WordPiece(kVocab).save(tmp / "vocab.txt");
   std::vector<std::string> notes;
-  ImdbOptions opt;
-  opt.data_dir = (tmp / "data").string();
-  opt.cache_dir = (tmp / "cache").string();
-  opt.vocab = (tmp / "vocab.txt").string();
-  opt.note = [&](const std::string& s) { notes.push_back(s); };
+  ImdbOptions opt = options(tmp, "cache", notes);
 
   ImdbData first = load_imdb(opt);
   CHECK_FALSE(first.from_cache);
@@ -167,11 +174,7 @@ TEST_CASE("token cache: an unwritable cache folder is a note not an error") {
   WordPiece(kVocab).save(tmp / "vocab.txt");
   write_bytes(tmp / "file", "x");  // the cache "folder" is a file: nothing can go in it
   std::vector<std::string> notes;
-  ImdbOptions opt;
-  opt.data_dir = (tmp / "data").string();
-  opt.cache_dir = (tmp / "file").string();
-  opt.vocab = (tmp / "vocab.txt").string();
-  opt.note = [&](const std::string& s) { notes.push_back(s); };
+  ImdbOptions opt = options(tmp, "file", notes);
   ImdbData d = load_imdb(opt);
   CHECK(d.source == tmp / "data/imdb/aclImdb");  // the extracted folder
   CHECK(d.train.size() == 6);
