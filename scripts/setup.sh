@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libopenblas-dev libtbb-dev            # GEMM, thread pool
-  libsentencepiece-dev                  # tokenizer
+  libsentencepiece-dev libutf8proc-dev  # tokenizers (utf8proc: Unicode tables for WordPiece)
   doctest-dev libbenchmark-dev          # tests, benchmarks
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev   # CLI flags, JSON, TOML configs
   libsqlite3-dev libarchive-dev libcurl4-openssl-dev    # studies, tar.gz reading, download
