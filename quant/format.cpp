@@ -291,6 +291,8 @@ Format make_format(std::string_view name, const json& params, std::string_view w
   return parse_format(cfg, "", where);
 }
 
+Format make_format(std::string_view name) { return make_format(name, json::object()); }
+
 Format parse_format(const json& cfg, std::string_view prefix_sv, std::string_view where) {
   const Kind kind = parse_kind(cfg, where);
   const std::string prefix(prefix_sv);

@@ -73,6 +73,7 @@ Format parse_format(const nlohmann::json& cfg, std::string_view prefix = "",
 // The same from a name and a prefix-free object, e.g. from mase-quant's flags.
 Format make_format(std::string_view name, const nlohmann::json& params,
                    std::string_view where = "format");
+Format make_format(std::string_view name);  // with every parameter at its default
 
 // The config of one quantized Linear: y = Q_out(Q_in(x) · Q_w(W)ᵀ + Q_b(b)).
 struct LinearQuantConfig {
