@@ -2,6 +2,7 @@
 // Quantizer. Math and conventions: quantize.h; kernels: quant/kernels/{scalar,sign,block}.cpp.
 #include "quant/quantize.h"
 
+#include "autograd/ops.h"
 #include "quant/kernels/block.h"
 #include "quant/kernels/scalar.h"
 #include "quant/kernels/sign.h"
@@ -172,5 +173,30 @@ std::vector<std::pair<std::string, Tensor>> Quantizer::parameters() const {
 }
 
 std::string Quantizer::str() const { return format_ ? format_->str() : "none"; }
+
+// ---- the four quantizers of a Linear -----------------------------------------------------
+
+LinearQuantizers make_linear_quantizers(const LinearQuantConfig& c, uint64_t seed, DType dtype) {
+  LinearQuantizers q;
+  if (c.bypass) return q;
+  q.data_in = Quantizer(c.data_in, Role::activation, seed, dtype);
+  q.weight = Quantizer(c.weight, Role::weight, seed + 1, dtype);
+  q.bias = Quantizer(c.bias, Role::bias, seed + 2, dtype);
+  if (c.data_out) q.data_out = Quantizer(*c.data_out, Role::activation, seed + 3, dtype);
+  return q;
+}
+
+std::vector<std::pair<std::string, Tensor>> LinearQuantizers::parameters() const {
+  std::vector<std::pair<std::string, Tensor>> p;
+  for (auto [name, qz] : {std::pair<const char*, const Quantizer*>{"data_in", &data_in}, {"weight", &weight},
+                          {"bias", &bias}, {"data_out", &data_out}})
+    for (auto& [pname, t] : qz->parameters()) p.emplace_back(cat(name, ".", pname), t);
+  return p;
+}
+
+Tensor quantized_linear(LinearQuantizers& q, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  Tensor y = linear(q.data_in(x), q.weight(weight), bias.defined() ? q.bias(bias) : Tensor());
+  return q.data_out(y);
+}
 
 }  // namespace mase::quant

@@ -15,8 +15,8 @@
 // optimizer given quantizer.parameters() trains them. Bias under binary_residual is left
 // unquantized, as in MASE's LinearBinaryResidualSign.
 //
-// QuantizedLinear (next) is four Quantizers — data_in, weight, bias, optional data_out — built
-// from parse_linear_config (quant/format.h) around linear(). Read next: quant/mxint8.h.
+// QuantizedLinear (next) is LinearQuantizers (four Quantizers built from parse_linear_config)
+// around quantized_linear() below. Read next: quant/mxint8.h.
 #pragma once
 #include <optional>
 #include <string>
@@ -71,5 +71,20 @@ class Quantizer {
   Tensor mu_, gamma_;
   Generator gen_;
 };
+
+// The four quantizers of one Linear, from parse_linear_config; all identity when bypassed.
+// Each stochastic quantizer gets its own Philox stream (seed, seed+1, seed+2, seed+3).
+struct LinearQuantizers {
+  Quantizer data_in, weight, bias, data_out;
+  // Trainable quantizer tensors by name: "data_in.mu", "weight.gamma" (binary_residual only).
+  std::vector<std::pair<std::string, Tensor>> parameters() const;
+};
+LinearQuantizers make_linear_quantizers(const LinearQuantConfig& config, uint64_t seed = 0,
+                                        DType dtype = DType::f32);
+
+// y = Q_out(Q_in(x) · Q_w(W)ᵀ + Q_b(b)), in fp32 (formats.md, "Quantized Linear wrapper").
+// x (..., in), weight (out, in), bias (out) or undefined. QuantizedLinear's forward is this.
+Tensor quantized_linear(LinearQuantizers& q, const Tensor& x, const Tensor& weight,
+                        const Tensor& bias = Tensor());
 
 }  // namespace mase::quant
