@@ -4,6 +4,7 @@
 
 #include "autograd/ops.h"
 #include "quant/kernels/block.h"
+#include "quant/kernels/mxint8.h"
 #include "quant/kernels/scalar.h"
 #include "quant/kernels/sign.h"
 
@@ -37,6 +38,9 @@ void forward(T* y, const T* x, int64_t rows, int64_t cols, const Format& f, uint
       for (double m : residual_levels_init(f.levels)) mu.push_back(static_cast<T>(m));
       return cpu::residual_sign_forward(y, x, mu.data(), f.levels, n);
     }
+    case Kind::mxint8:
+      if constexpr (std::is_same_v<T, float>) return cpu::mxint8_fake_quantize(y, x, rows, cols);
+      return cpu::block_forward(y, x, rows, cols, f);
     default:
       if (is_scalar(f.kind)) return cpu::scalar_forward(y, x, n, f);
       return cpu::block_forward(y, x, rows, cols, f);

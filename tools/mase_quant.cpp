@@ -4,6 +4,7 @@
 //   echo 0.1 0.2 0.3 | mase-quant --format integer --width 8 --frac-width 4
 //   mase-quant --format log --width 4 --table
 //   mase-quant --format mxint8 --speed 16777216
+//   mase-quant --format mxint8 --bytes 768x3072 3072x768
 //
 // The values are quantized as one row (block formats: consecutive blocks of block_size; the
 // sign formats' α is the row's). Each line shows the input (as the f32 it becomes), the output
@@ -72,6 +73,23 @@ const char* layout(const Format& f) {
     default: return is_mx(f.kind) ? "sign | exponent | mantissa, times the block's 2^s"
                                   : "sign | exponent | mantissa";
   }
+}
+
+// "768x3072" -> (768, 3072)
+Shape parse_shape(const std::string& text) {
+  Shape s;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('x', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(pos, end - pos);
+    char* stop = nullptr;
+    const long long v = std::strtoll(part.c_str(), &stop, 10);
+    MASE_CHECK(!part.empty() && *stop == '\0' && v > 0, ConfigError, "expected a shape like 768x3072, got '", text, "'");
+    s.push_back(v);
+    pos = end + 1;
+  }
+  return s;
 }
 
 // The block (or row) parameter line for formats that have one.
@@ -154,7 +172,7 @@ void print_speed(const Format& f, int64_t n) {
   const double t_q = best_ms([&] { quantize(x, f); });
   std::printf("%lld f32 values, %d threads (best of 10)\n", (long long)n, num_threads());
   std::printf("  memcpy              %8.3f ms  %6.2f GB/s (read + write)\n", t_copy, 8.0 * n / t_copy / 1e6);
-  std::printf("  quantize %-10s %8.3f ms  %6.2f x memcpy\n", kind_name(f.kind).data(), t_q, t_q / t_copy);
+  std::printf("  quantize            %8.3f ms  %6.2f x memcpy (%s)\n", t_q, t_q / t_copy, f.str().c_str());
   if (f.kind == Kind::mxint8) {
     MxInt8Tensor p = mxint8_pack(x);
     const double bytes_dq = double(n) * 4 + double(p.nbytes());  // f32 out + int8 and scales in
@@ -180,6 +198,7 @@ int main(int argc, char** argv) {
       "  echo 0.1 0.2 0.3 | mase-quant --format integer --width 8 --frac-width 4\n"
       "  mase-quant --format block_fp --width 4 --exponent-width 8 --block-size 4 0.9 0.3 -0.06 0.01\n"
       "  mase-quant --format log --width 4 --table\n"
+      "  mase-quant --format mxint8 --bytes 768x3072 10x100\n"
       "Formats: integer (fixed), minifloat_ieee, minifloat_denorm, log, binary, binary_scaling,\n"
       "binary_residual, ternary, block_fp, block_minifloat, block_log, mxint8, mxfp8_e4m3,\n"
       "mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4_e2m1 (definitions: docs/formats.md).");
@@ -190,6 +209,7 @@ int main(int argc, char** argv) {
   int64_t speed = 0;
   uint64_t seed = 0;
   int threads = 0;
+  std::vector<std::string> shapes;
   app.add_option("--format,-f", name, "format name")->required();
   // each parameter flag fills the MASE key of the same name (dashes become underscores)
   for (const char* key : {"width", "frac-width", "exponent-width", "exponent-bias", "exponent-bias-width",
@@ -205,6 +225,8 @@ int main(int argc, char** argv) {
   app.add_flag("--table", table, "list every code and value of a scalar format");
   app.add_option("--speed", speed, "time fake quantization of N random values against memcpy")
       ->check(CLI::Range(int64_t(1024), int64_t(1) << 30));
+  app.add_option("--bytes", shapes, "mxint8: fp32 vs packed bytes of tensors of these shapes, e.g. 768x3072")
+      ->take_all();
   app.add_option("--seed", seed, "seed of the stochastic formats");
   app.add_option("--threads", threads, "threads (0 = all cores)");
   app.add_option("values", values, "numbers to quantize (read from stdin when none are given)");
@@ -231,6 +253,13 @@ int main(int argc, char** argv) {
     const Format f = make_format(name, params, "--format " + name);
     if (table) {
       print_table(f);
+      return 0;
+    }
+    if (!shapes.empty()) {
+      MASE_CHECK(f.kind == Kind::mxint8, ConfigError, "--bytes reports MXINT8 storage (use --format mxint8)");
+      BytesReport r;
+      for (const std::string& sh : shapes) r.add(parse_shape(sh));
+      std::fputs(r.str().c_str(), stdout);
       return 0;
     }
     if (speed) {

@@ -84,4 +84,17 @@ void mxint8_dequantize_bf16(float* out, const int8_t* q, const uint8_t* scales, 
   dequantize_rows(out, q, scales, rows, K, dequantize_block_bf16);
 }
 
+void mxint8_fake_quantize(float* out, const float* x, int64_t rows, int64_t K) {
+  parallel_for(0, rows, grain_rows(K), [&](int64_t r0, int64_t r1) {
+    int8_t q[kMxBlock];
+    uint8_t s;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j = 0; j < K; j += kMxBlock) {
+        const int64_t n = std::min(kMxBlock, K - j);
+        quantize_block(q, &s, x + r * K + j, n);
+        dequantize_block_mul(out + r * K + j, q, s, n);
+      }
+  });
+}
+
 }  // namespace mase::quant::cpu

@@ -30,5 +30,8 @@ void mxint8_quantize(int8_t* q, uint8_t* scales, const float* x, int64_t rows, i
 void mxint8_dequantize(float* out, const int8_t* q, const uint8_t* scales, int64_t rows, int64_t K);
 void mxint8_dequantize_bf16(float* out, const int8_t* q, const uint8_t* scales, int64_t rows,
                             int64_t K);
+// Fake quantization: out = dequantize(quantize(x)), one block at a time through a 32-byte
+// buffer (no packed tensor in memory). Same values as block_forward's mxint8, faster.
+void mxint8_fake_quantize(float* out, const float* x, int64_t rows, int64_t K);
 
 }  // namespace mase::quant::cpu

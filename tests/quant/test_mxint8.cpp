@@ -9,6 +9,7 @@
 
 #include "helpers.h"
 #include "oracle.h"
+#include "quant/kernels/block.h"
 #include "quant/kernels/mxint8.h"
 #include "quant/mxint8.h"
 #include "quant/quantize.h"
@@ -90,6 +91,10 @@ TEST_CASE("mxint8 unpack(pack(x)) equals fake quantization with both methods") {
   for (int64_t K : {100, 32, 1, 64}) {
     Tensor x = tricky(8, K, uint64_t(K));
     std::vector<float> fake = quantize(x, make_format("mxint8")).to_vector<float>();
+    // the f32 fast path of quantize() against the reference block kernel (test_block's oracle)
+    std::vector<float> ref(fake.size());
+    cpu::block_forward<float>(ref.data(), x.data<float>(), 8, K, make_format("mxint8"));
+    CHECK(same_bits(fake, ref));
     MxInt8Tensor p = mxint8_pack(x);
     CHECK(same_bits(mxint8_unpack(p, Dequant::multiply).to_vector<float>(), fake));
     CHECK(same_bits(mxint8_unpack(p, Dequant::bf16).to_vector<float>(), fake));
