@@ -48,6 +48,19 @@ __device__ __forceinline__ float decode(int8_t q, uint32_t s, bool bf16) {
   return (a & 64u) ? v : v - copysignf(pow2f(int(s) - 127), v);
 }
 
+// Stage 1 for both kernels: thread t copies column col0 + t of tile rows row0..row0+7 from the
+// (rows, K) matrix src into shared memory; outside the matrix it writes 0 (a padding value that
+// never raises a block maximum and is never stored back).
+template <class T>
+__device__ __forceinline__ void load_tile(T (&tile)[kTileRows][kTileCols], const T* src, int64_t row0,
+                                          int64_t col0, int64_t rows, int64_t K) {
+  const int t = threadIdx.x;
+  for (int r = 0; r < kTileRows; ++r) {
+    const int64_t row = row0 + r, col = col0 + t;
+    tile[r][t] = (row < rows && col < K) ? src[row * K + col] : T(0);
+  }
+}
+
 __global__ void quantize_kernel(int8_t* q, uint8_t* scales, const float* x, int64_t rows, int64_t K) {
   __shared__ float tile[kTileRows][kTileCols];
   __shared__ int8_t qtile[kTileRows][kTileCols];
@@ -56,11 +69,7 @@ __global__ void quantize_kernel(int8_t* q, uint8_t* scales, const float* x, int6
   const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
   for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
     const int64_t row0 = rt * kTileRows;
-    // 1. load (coalesced); padding outside the matrix reads as 0 and never raises the max
-    for (int r = 0; r < kTileRows; ++r) {
-      const int64_t row = row0 + r, col = col0 + t;
-      tile[r][t] = (row < rows && col < K) ? x[row * K + col] : 0.f;
-    }
+    load_tile(tile, x, row0, col0, rows, K);  // 1. load (coalesced)
     __syncthreads();
     // 2. warp `warp` quantizes tile row `warp`, one MX block per iteration (lane = element)
     const int64_t row = row0 + warp;
@@ -99,10 +108,7 @@ __global__ void dequantize_kernel(float* out, const int8_t* q, const uint8_t* sc
   for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
     const int64_t row0 = rt * kTileRows;
     // 1. load the tile's elements (coalesced) and its 8 × 8 scale bytes (threads 0..63)
-    for (int r = 0; r < kTileRows; ++r) {
-      const int64_t row = row0 + r, col = col0 + t;
-      qtile[r][t] = (row < rows && col < K) ? q[row * K + col] : int8_t(0);
-    }
+    load_tile(qtile, q, row0, col0, rows, K);
     if (t < kTileRows * (kTileCols / kMx)) {
       const int r = t / (kTileCols / kMx), b = t % (kTileCols / kMx);
       const int64_t row = row0 + r, blk = col0 / kMx + b;

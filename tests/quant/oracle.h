@@ -76,31 +76,23 @@ inline std::vector<Coded> integer_codes(int w, int f) {
   return out;
 }
 
-// sign | exponent code c (E bits) | mantissa m (M bits)
-inline std::vector<Coded> minifloat_ieee_codes(int W, int E, int b) {
+// sign | exponent code c (E bits) | mantissa m (M bits). ieee: c = 0 is subnormal
+// 2^(1−b)·m/2^M, else 2^(c−b)·(1 + m/2^M); denorm: always 2^(c−b)·m/2^M (no implicit one).
+inline std::vector<Coded> minifloat_codes(int W, int E, int b, bool denorm) {
   const int M = W - E - 1;
   std::vector<Coded> out;
   for (uint64_t code = 0; code < (uint64_t(1) << W); ++code) {
     uint64_t m = code & ((uint64_t(1) << M) - 1), c = (code >> M) & ((uint64_t(1) << E) - 1);
     bool neg = (code >> (W - 1)) & 1;
-    double v = c == 0 ? std::ldexp(double(m), 1 - b - M)
-                      : std::ldexp(1.0 + std::ldexp(double(m), -M), int(c) - b);
+    double v = denorm   ? std::ldexp(double(m), int(c) - b - M)
+               : c == 0 ? std::ldexp(double(m), 1 - b - M)
+                        : std::ldexp(1.0 + std::ldexp(double(m), -M), int(c) - b);
     out.push_back({neg ? -v : v, code});
   }
   return out;
 }
-
-inline std::vector<Coded> minifloat_denorm_codes(int W, int E, int b) {
-  const int M = W - E - 1;
-  std::vector<Coded> out;
-  for (uint64_t code = 0; code < (uint64_t(1) << W); ++code) {
-    uint64_t m = code & ((uint64_t(1) << M) - 1), c = (code >> M) & ((uint64_t(1) << E) - 1);
-    bool neg = (code >> (W - 1)) & 1;
-    double v = std::ldexp(double(m), int(c) - b - M);  // 2^(c−b)·m/2^M, no implicit one
-    out.push_back({neg ? -v : v, code});
-  }
-  return out;
-}
+inline std::vector<Coded> minifloat_ieee_codes(int W, int E, int b) { return minifloat_codes(W, E, b, false); }
+inline std::vector<Coded> minifloat_denorm_codes(int W, int E, int b) { return minifloat_codes(W, E, b, true); }
 
 // sign | exponent code c (W−1 bits); c = 0 is zero
 inline std::vector<Coded> log_codes(int W, int b) {
