@@ -6,8 +6,8 @@
 //   mase-quant --format mxint8 --speed 16777216
 //   mase-quant --format mxint8 --bytes 768x3072 3072x768
 //
-// The values are quantized as one row (block formats: consecutive blocks of block_size; the
-// sign formats' α is the row's). Each line shows the input (as the f32 it becomes), the output
+// The values are quantized as one row: block formats take them as one block unless
+// --block-size cuts them (MX formats: blocks of 32), the sign formats' α is the row's. Each line shows the input (as the f32 it becomes), the output
 // and the element code in hex and in bits split into fields (sign | exponent | mantissa).
 // Everything here is a thin layer over quant/: quantize() for values, codes.h for codes,
 // block_shared_param for the per-block exponent or bias. Bad flags: one line on stderr, exit 2.
@@ -250,6 +250,13 @@ int main(int argc, char** argv) {
   }
   try {
     set_num_threads(threads);
+    const bool reads_values = !table && !speed && shapes.empty();
+    if (reads_values && values.empty())
+      for (std::string tok; std::cin >> tok;) values.push_back(tok);
+    // block formats without --block-size: the values given are one block
+    const auto kind = kind_from_name(name);
+    if (kind && is_block(*kind) && !is_mx(*kind) && !params.contains("block_size") && !values.empty())
+      params["block_size"] = int(values.size());
     const Format f = make_format(name, params, "--format " + name);
     if (table) {
       print_table(f);
@@ -266,8 +273,6 @@ int main(int argc, char** argv) {
       print_speed(f, speed);
       return 0;
     }
-    if (values.empty())
-      for (std::string tok; std::cin >> tok;) values.push_back(tok);
     MASE_CHECK(!values.empty(), ConfigError, "no values given (on the command line or stdin)");
     std::vector<float> xs;
     for (const std::string& v : values) xs.push_back(parse_value(v));
