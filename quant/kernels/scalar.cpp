@@ -94,22 +94,29 @@ LogParams<T> log_params(const LogSpec& s) {
 
 namespace {
 
-// out[i] = fn(inp[i]) in parallel chunks; fn takes the params by value so the compiler sees
-// that nothing in the loop aliases them (and vectorises).
+// out[i] = fn(inp[i], p) over [lo, hi). A function of its own with every argument by value:
+// inlined into a lambda that captures by reference, GCC left the loop scalar on the
+// single-thread path (parallel_for runs small or single-thread ranges inline).
 template <class T, class P, class Fn>
-void map(T* out, const T* inp, int64_t n, P p, Fn fn) {
-  parallel_for(0, n, kGrainElems, [&, p](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) out[i] = fn(inp[i], p);
-  });
+void map_span(T* out, const T* inp, int64_t lo, int64_t hi, P p, Fn fn) {
+  for (int64_t i = lo; i < hi; ++i) out[i] = fn(inp[i], p);
 }
 
-// f32 data, f64 arithmetic: for the rare parameters the f32 bit tricks cannot hold (integer
+// f32 data, f64 arithmetic, for the rare parameters the f32 bit tricks cannot hold (integer
 // wider than 25 bits, biases putting 2^emin below f32's normal range).
 template <class P, class Fn>
+void map_span_via_f64(float* out, const float* inp, int64_t lo, int64_t hi, P p, Fn fn) {
+  for (int64_t i = lo; i < hi; ++i) out[i] = static_cast<float>(fn(double(inp[i]), p));
+}
+
+template <class T, class P, class Fn>
+void map(T* out, const T* inp, int64_t n, P p, Fn fn) {
+  parallel_for(0, n, kGrainElems, [=](int64_t lo, int64_t hi) { map_span(out, inp, lo, hi, p, fn); });
+}
+
+template <class P, class Fn>
 void map_via_f64(float* out, const float* inp, int64_t n, P p, Fn fn) {
-  parallel_for(0, n, kGrainElems, [&, p](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) out[i] = static_cast<float>(fn(double(inp[i]), p));
-  });
+  parallel_for(0, n, kGrainElems, [=](int64_t lo, int64_t hi) { map_span_via_f64(out, inp, lo, hi, p, fn); });
 }
 
 }  // namespace

@@ -40,13 +40,18 @@ namespace mase::quant::cpu {
 
 // Bit-level facts about f32 and f64 used by the kernels.
 template <class T> struct FloatBits;
+// Comparisons between bit patterns go through the signed type S: every pattern compared is
+// that of a non-negative float (< 2^31 or 2^63), where signed and unsigned order agree, and
+// AVX2 has signed integer compares only (an unsigned one costs extra instructions).
 template <> struct FloatBits<float> {
   using U = uint32_t;
+  using S = int32_t;
   static constexpr int kMant = 23, kBias = 127;
   static constexpr U kSign = 0x80000000u, kInf = 0x7f800000u;
 };
 template <> struct FloatBits<double> {
   using U = uint64_t;
+  using S = int64_t;
   static constexpr int kMant = 52, kBias = 1023;
   static constexpr U kSign = 0x8000000000000000ull, kInf = 0x7ff0000000000000ull;
 };
@@ -119,9 +124,10 @@ inline T minifloat_one(T x, const MinifloatParams<T>& p) {
   // subnormal range: the FPU rounds a + magic to a multiple of 2^(emin−F), ties to even
   const T af = std::bit_cast<T>(a);
   const U rs = std::bit_cast<U>((af + p.magic) - p.magic);
-  U r = a >= p.emin_bits ? rn : rs;
-  r = r > p.max_bits ? p.max_bits : r;  // saturate (±inf included)
-  return a > B::kInf ? x : std::bit_cast<T>(r | sign);
+  using S = typename B::S;
+  U r = S(a) >= S(p.emin_bits) ? rn : rs;
+  r = S(r) > S(p.max_bits) ? p.max_bits : r;  // saturate (±inf included)
+  return S(a) > S(B::kInf) ? x : std::bit_cast<T>(r | sign);  // NaN: keep it
 }
 
 // ---- log: 0 and ±2^k for k = kmin..kmax ----------------------------------------------------
@@ -149,13 +155,14 @@ inline T log_one(T x, const LogParams<T>& p) {
   constexpr U mant_mask = (U(1) << B::kMant) - 1;
   const U u = std::bit_cast<U>(x);
   const U sign = u & B::kSign, a = u & ~B::kSign;
-  const U up = (a & mant_mask) >= p.sqrt2_mant ? 1 : 0;  // m > √2: round the exponent up
-  U r = ((a >> B::kMant) + up) << B::kMant;              // 2^(e + up), as a bit pattern
-  r = r > p.max_bits ? p.max_bits : r;
+  using S = typename B::S;
+  const U up = S(a & mant_mask) >= S(p.sqrt2_mant) ? 1 : 0;  // m > √2: round the exponent up
+  U r = ((a >> B::kMant) + up) << B::kMant;                  // 2^(e + up), as a bit pattern
+  r = S(r) > S(p.max_bits) ? p.max_bits : r;
   const T af = std::bit_cast<T>(a);
-  const U small = af > p.half_min ? p.min_bits : U(0);   // below 2^kmin: nearer of 0 and 2^kmin
-  r = a < p.min_bits ? small : r;
-  return a > B::kInf ? x : std::bit_cast<T>(r | sign);
+  const U small = af > p.half_min ? p.min_bits : U(0);  // below 2^kmin: nearer of 0 and 2^kmin
+  r = S(a) < S(p.min_bits) ? small : r;
+  return S(a) > S(B::kInf) ? x : std::bit_cast<T>(r | sign);  // NaN: keep it
 }
 
 // ---- array kernels -----------------------------------------------------------------------
