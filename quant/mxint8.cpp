@@ -1,0 +1,80 @@
+// quant/mxint8.cpp — MXINT8 pack / unpack (dispatch to the CPU or CUDA kernels) and the bytes
+// report (see mxint8.h).
+#include "quant/mxint8.h"
+
+#include <cstdio>
+
+#include "cuda/mxint8.h"
+#include "quant/kernels/mxint8.h"
+
+namespace mase::quant {
+
+int64_t MxInt8Tensor::cols() const { return shape().empty() ? 1 : shape().back(); }
+int64_t MxInt8Tensor::rows() const { return cols() ? elements.numel() / cols() : 0; }
+
+MxInt8Tensor mxint8_pack(const Tensor& x) {
+  MASE_CHECK(x.defined(), Error, "[mxint8_pack] input is an undefined tensor");
+  MASE_CHECK(x.dtype() == DType::f32, DTypeError, "[mxint8_pack] expected an f32 tensor, got ", x.dtype());
+  MASE_CHECK(x.ndim() >= 1, ShapeError, "[mxint8_pack] expected at least 1 dim (blocks run along the last), got a scalar");
+  const Tensor xc = x.contiguous();
+  const int64_t K = x.size(-1), rows = K ? x.numel() / K : 0;
+  Shape sshape = x.shape();
+  sshape.back() = cpu::mx_blocks(K);
+  MxInt8Tensor p{Tensor::empty(x.shape(), DType::i8, x.device()), Tensor::empty(sshape, DType::u8, x.device())};
+  if (x.numel() == 0) return p;
+  if (x.is_cuda())
+    cuda::mxint8_quantize(p.elements.data<int8_t>(), p.scales.data<uint8_t>(), xc.data<float>(), rows, K);
+  else
+    cpu::mxint8_quantize(p.elements.data<int8_t>(), p.scales.data<uint8_t>(), xc.data<float>(), rows, K);
+  return p;
+}
+
+Tensor mxint8_unpack(const MxInt8Tensor& p, Dequant how) {
+  MASE_CHECK(p.elements.defined() && p.scales.defined(), Error, "[mxint8_unpack] empty MxInt8Tensor");
+  MASE_CHECK(p.elements.dtype() == DType::i8 && p.scales.dtype() == DType::u8, DTypeError,
+             "[mxint8_unpack] expected i8 elements and u8 scales, got ", p.elements.dtype(), " and ",
+             p.scales.dtype());
+  Shape want = p.shape();
+  want.back() = cpu::mx_blocks(p.cols());
+  MASE_CHECK(p.scales.shape() == want, ShapeError, "[mxint8_unpack] expected scales of shape ", want,
+             " for elements ", p.shape(), ", got ", p.scales.shape());
+  MASE_CHECK(p.scales.device() == p.device(), DeviceError, "[mxint8_unpack] elements on ", p.device(),
+             " but scales on ", p.scales.device());
+  const Tensor q = p.elements.contiguous(), s = p.scales.contiguous();
+  Tensor out = Tensor::empty(p.shape(), DType::f32, p.device());
+  if (out.numel() == 0) return out;
+  const int64_t rows = p.rows(), K = p.cols();
+  if (p.device().is_cuda())
+    cuda::mxint8_dequantize(out.data<float>(), q.data<int8_t>(), s.data<uint8_t>(), rows, K, how == Dequant::bf16);
+  else if (how == Dequant::bf16)
+    cpu::mxint8_dequantize_bf16(out.data<float>(), q.data<int8_t>(), s.data<uint8_t>(), rows, K);
+  else
+    cpu::mxint8_dequantize(out.data<float>(), q.data<int8_t>(), s.data<uint8_t>(), rows, K);
+  return out;
+}
+
+void BytesReport::add(const Shape& shape) {
+  const int64_t K = shape.empty() ? 1 : shape.back(), n = numel(shape);
+  tensors += 1;
+  elements += n;
+  scale_bytes += K ? (n / K) * cpu::mx_blocks(K) : 0;
+}
+
+std::string BytesReport::str() const {
+  char buf[1024];
+  const double blocks_per_elem = elements ? double(scale_bytes) / double(elements) : 0;
+  std::snprintf(buf, sizeof buf,
+                "MXINT8 bytes of %lld tensor(s), %lld elements in %lld blocks of <= 32\n"
+                "  fp32   %lld x 4 B = %lld B (32 bits/element)\n"
+                "  packed %lld x 1 B elements + %lld x 1 B scales = %lld B "
+                "(8 + 8 x %lld/%lld = %.4f bits/element)\n"
+                "  saving 1 - %lld/%lld = %.2f%% (ideal with 32 | K: (32 - 8.25)/32 = 74.22%%)\n",
+                (long long)tensors, (long long)elements, (long long)scale_bytes, (long long)elements,
+                (long long)fp32_bytes(), (long long)elements, (long long)scale_bytes,
+                (long long)packed_bytes(), (long long)scale_bytes, (long long)elements,
+                8.0 + 8.0 * blocks_per_elem, (long long)packed_bytes(), (long long)fp32_bytes(),
+                100.0 * saving());
+  return buf;
+}
+
+}  // namespace mase::quant
