@@ -1,9 +1,9 @@
 // runtime/cpu/binary.cpp — broadcasting elementwise add/sub/mul/div.
 //
-// The loop is StridedLoop's: merged dims, rows in parallel, a tight inner loop. The inner
-// loop is instantiated per (op, stride pattern) so that the common cases — both operands
-// packed (1, 1), a row vector broadcast down a matrix (1, 0), a scalar (0, 1) — compile to
-// straight AVX2 code with constant strides.
+// The loop is StridedLoop's: merged dims, pieces of rows in parallel, a tight inner loop.
+// The inner loop is instantiated per (op, stride pattern) so that the common cases — both
+// operands packed (1, 1), a row vector broadcast down a matrix (1, 0), a scalar (0, 1) —
+// compile to straight AVX2 code with constant strides.
 #include "runtime/cpu/binary.h"
 
 #include "runtime/cpu/strided.h"
@@ -36,13 +36,9 @@ template <class Op, class T>
 void run(T* out, const T* a, const Strides& as, const T* b, const Strides& bs, const Shape& shape) {
   Strides os = contiguous_strides(shape);
   StridedLoop<3> loop(shape, {&os, &as, &bs});
-  const int64_t n = loop.inner();
   const int64_t sa = loop.inner_stride(1), sb = loop.inner_stride(2);
-  parallel_for(0, loop.rows(), std::max<int64_t>(1, kGrainElems / n), [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      auto [oo, oa, ob] = loop.row_offsets(r);
-      inner<Op>(out + oo, a + oa, sa, b + ob, sb, n);
-    }
+  loop.parallel_pieces(kGrainElems, [&](const std::array<int64_t, 3>& off, int64_t n) {
+    inner<Op>(out + off[0], a + off[1], sa, b + off[2], sb, n);
   });
 }
 

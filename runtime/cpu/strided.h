@@ -4,12 +4,15 @@
 // advances by its own strides (0 on a broadcast dim). StridedLoop first merges dims that are
 // contiguous in every operand — a (32, 128, 768) contiguous add becomes one dim of 3.1M —
 // so the inner loop is as long as possible, then splits the work into "rows": all dims but
-// the last. Kernels parallelise over rows and run a tight inner loop over the last dim.
+// the last. Kernels run a tight inner loop over the last dim, in parallel over pieces of rows
+// (parallel_pieces).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
 #include "runtime/error.h"
+#include "runtime/parallel.h"
 #include "runtime/shape.h"
 
 namespace mase::cpu {
@@ -64,6 +67,51 @@ struct StridedLoop {
     }
     return off;
   }
+
+  // Runs f(offsets, n) over the whole loop in parallel, in pieces of about `grain` elements:
+  // `offsets` are every operand's offset of the piece's first element and n its length
+  // along the inner dim (read with inner_stride). Long rows are cut into slices — a packed
+  // tensor merges into ONE row, and splitting only rows would leave it to one thread — and
+  // short rows are grouped, walked with an odometer instead of row_offsets' divisions
+  // (a head-split copy has 98k rows of 64 floats: the divisions would cost more than the copy).
+  template <class F>
+  void parallel_pieces(int64_t grain, F&& f) const;
 };
+
+template <int N>
+template <class F>
+void StridedLoop<N>::parallel_pieces(int64_t grain, F&& f) const {
+  const int64_t n = inner(), nrows = rows();
+  if (n >= grain) {
+    const int64_t per_row = (n + grain - 1) / grain;
+    parallel_for(0, nrows * per_row, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) {
+        const int64_t begin = (p % per_row) * grain;
+        std::array<int64_t, N> off = row_offsets(p / per_row);
+        for (int k = 0; k < N; ++k) off[k] += begin * strides[k][ndim - 1];
+        f(off, std::min(grain, n - begin));
+      }
+    });
+    return;
+  }
+  parallel_for(0, nrows, std::max<int64_t>(1, grain / std::max<int64_t>(1, n)), [&](int64_t lo, int64_t hi) {
+    std::array<int64_t, N> off = row_offsets(lo);
+    std::array<int64_t, kMaxDims> idx{};  // the row's index in the outer dims
+    for (int64_t r = lo, d = ndim - 2; d >= 0; --d) {
+      idx[d] = r % shape[d];
+      r /= shape[d];
+    }
+    for (int64_t r = lo; r < hi; ++r) {
+      f(off, n);
+      // next row: increment the last outer dim, carrying into earlier dims when it wraps
+      for (int d = ndim - 2; d >= 0; --d) {
+        for (int k = 0; k < N; ++k) off[k] += strides[k][d];
+        if (++idx[d] < shape[d]) break;
+        for (int k = 0; k < N; ++k) off[k] -= shape[d] * strides[k][d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
 
 }  // namespace mase::cpu

@@ -1,0 +1,103 @@
+// bench/common.h — what every mase-bench suite uses: registration, rate counters, ratios to a
+// baseline, validation before timing, and the named BERT shapes.
+//
+// A suite is one file bench/bench_<name>.cpp with one function `register_<name>()` that
+// registers its benchmarks (listed in bench/main.cpp, which runs them in that order). Every
+// benchmark body follows the same three steps:
+//   1. build its inputs (random, seeded: the same numbers on every run),
+//   2. validate the result once against an independent reference (a plain double-precision
+//      loop, or spot checks for GEMMs); on a mismatch SkipWithError and return, untimed,
+//   3. time the kernel in `for (auto _ : st)` and report bytes or flops per iteration.
+// Figures are read as ratios to a library baseline timed in the same run (memcpy of the same
+// bytes, OpenBLAS sgemm 4096³): see relative_to below and docs/benchmarks.md.
+//
+// Read next: bench/main.cpp (flags, suites), bench/bench_elementwise.cpp (a suite).
+#pragma once
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace mase::bench {
+
+// ---- BERT shapes: the sizes the benchmarks are named after --------------------------------
+// A training batch is B·T = 32·256 = 8192 token rows; each Linear is a GEMM with M = 8192.
+constexpr int64_t kBatch = 32;
+constexpr int64_t kSeq = 256;
+constexpr int64_t kTokens = kBatch * kSeq;  // 8192
+constexpr int64_t kHeadSize = 64;           // HS: every BERT config below has 64-wide heads
+
+struct BertConfig {
+  const char* name;
+  int64_t hidden;  // H (C in llm.c's letters)
+  int64_t heads;   // NH = H / HS
+  int64_t ffn;     // intermediate size, 4H
+};
+inline constexpr BertConfig kBertConfigs[] = {
+    {"bert-tiny", 128, 2, 512},
+    {"bert-mini", 256, 4, 1024},
+    {"bert-small", 512, 8, 2048},
+    {"bert-base", 768, 12, 3072},
+};
+inline constexpr BertConfig kBertBase = kBertConfigs[3];
+
+// ---- registration ---------------------------------------------------------------------------
+using Body = std::function<void(benchmark::State&)>;
+
+// Registers `body` as benchmark `name` ("suite/kernel/shape"), timed in wall-clock time:
+// the kernels run on several threads, and CPU time would count only the calling one.
+benchmark::internal::Benchmark* add(const std::string& name, Body body);
+
+// ---- counters: per-iteration work turned into rates (value · iterations / seconds) ---------
+// "bw" in bytes/s and "flops" in FLOP/s, printed with decimal prefixes (G = 1e9).
+// Count bytes honestly: every byte the kernel must read plus every byte it writes
+// (a + b reads 2N and writes N floats: 12N bytes; memcpy of N floats moves 8N bytes).
+inline void set_bytes(benchmark::State& st, double bytes_per_iter) {
+  st.counters["bw"] =
+      benchmark::Counter(bytes_per_iter, benchmark::Counter::kIsIterationInvariantRate);
+}
+inline void set_flops(benchmark::State& st, double flops_per_iter) {
+  st.counters["flops"] =
+      benchmark::Counter(flops_per_iter, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- ratios to a baseline -------------------------------------------------------------------
+// Benchmark `name` gets a counter `counter` = its rate / the rate of benchmark `baseline`
+// (its "bw", or "flops" when it has no "bw"), computed by the reporter (bench/report.h) when
+// both ran in this invocation, baseline first. Repeated runs compare like with like: the
+// median with the median, the mean with the mean.
+void relative_to(const std::string& name, const std::string& baseline, const std::string& counter);
+
+struct Relation {
+  std::string baseline, counter;
+};
+const Relation* relation_of(const std::string& name);  // nullptr when `name` has no baseline
+
+// Registers (once per size) "<suite>/memcpy/<M>MiB": a parallel memcpy whose reads plus writes
+// total `bytes` rounded to whole MiB, on as many threads as the kernels; returns its name. A kernel
+// registered after it with relative_to(kernel, that name, "vs_memcpy") reads as a fraction
+// of the copy bandwidth the machine gives for the same traffic.
+std::string memcpy_baseline(const std::string& suite, int64_t bytes);
+
+// ---- validation, once per benchmark, before timing ----------------------------------------
+// Calls `check` the first time benchmark `name` runs (not again on later repetitions); `check`
+// returns "" when the result is right, else what is wrong. On a mismatch (now or remembered
+// from the first run) calls st.SkipWithError and returns false: the body must return untimed.
+bool validate_once(benchmark::State& st, const std::string& name,
+                   const std::function<std::string()>& check);
+
+// "" when every got[i] is within atol + rtol·|want[i]|, else the first element that is not.
+std::string compare(const Tensor& got, const std::vector<double>& want, double atol, double rtol);
+
+// Seeded inputs (Philox): the same values on every run, whatever the thread count.
+Tensor uniform_tensor(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0);
+Tensor normal_tensor(const Shape& shape, uint64_t seed);
+
+// "8192x768"
+std::string shape_name(const Shape& shape);
+
+}  // namespace mase::bench

@@ -1,0 +1,122 @@
+// bench/main.cpp — mase-bench: the microbenchmarks of mase-cpp, on Google Benchmark.
+//
+//   build/bin/mase-bench                               # every suite, all cores
+//   build/bin/mase-bench --suite elementwise --threads 2 --benchmark_repetitions=5
+//   build/bin/mase-bench --benchmark_format=json > run.json
+//
+// Our own flags (--threads, --suite) are parsed here with CLI11; everything else is handed to
+// benchmark::Initialize, so every --benchmark_* flag works as documented by Google Benchmark.
+// Suites run in the order of kSuites: gemm first, and its first benchmark is sgemm 4096³,
+// so the machine's limit is the first figure printed.
+//
+// Read next: bench/common.h (helpers every suite uses), docs/benchmarks.md (how to read it).
+#include <CLI/CLI.hpp>
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench/report.h"
+#include "runtime/parallel.h"
+
+namespace mase::bench {
+void register_gemm();         // bench/bench_gemm.cpp
+void register_elementwise();  // bench/bench_elementwise.cpp
+}  // namespace mase::bench
+
+namespace {
+
+struct Suite {
+  const char* name;
+  const char* what;
+  void (*register_all)();
+};
+
+// The order here is the order of the output. A new suite: one file, one line.
+const Suite kSuites[] = {
+    {"gemm", "OpenBLAS sgemm: 4096³ (the machine's limit), BERT Linear fwd/bwd, attention",
+     mase::bench::register_gemm},
+    {"elementwise", "add, mul, bias add, exp, tanh, relu, sums, copies; each next to memcpy",
+     mase::bench::register_elementwise},
+};
+
+std::string footer() {
+  std::string s = "Suites (in the order they run):\n";
+  for (const Suite& suite : kSuites) s += "  " + std::string(suite.name) + "  " + suite.what + "\n";
+  s +=
+      "\nEvery other flag goes to Google Benchmark, written --flag=value, e.g.\n"
+      "  --benchmark_filter=REGEX       run the benchmarks whose name matches\n"
+      "  --benchmark_repetitions=5      repeat; with\n"
+      "  --benchmark_report_aggregates_only=true  print only mean, median, stddev, cv\n"
+      "  --benchmark_format=json        console (default) or json on stdout\n"
+      "  --benchmark_out=FILE           also write to FILE (--benchmark_out_format=json)\n"
+      "  --benchmark_list_tests         list the names and exit\n"
+      "\nCounters: bw = bytes/s (reads + writes), flops = FLOP/s, with decimal prefixes;\n"
+      "vs_memcpy = bw / bw of a memcpy of the same bytes, vs_4096 = flops / flops of sgemm\n"
+      "4096³, both from this same run. See docs/benchmarks.md.\n"
+      "\nExample:\n"
+      "  mase-bench --suite elementwise --threads 2 --benchmark_repetitions=5 \\\n"
+      "             --benchmark_report_aggregates_only=true\n";
+  return s;
+}
+
+// The value of --benchmark_format=X in `args` ("console" when absent), which we need before
+// Google Benchmark parses it because our reporter wraps the one it names.
+std::string format_flag(const std::vector<std::string>& args) {
+  const std::string key = "--benchmark_format=";
+  std::string format = "console";
+  for (const std::string& a : args)
+    if (a.rfind(key, 0) == 0) format = a.substr(key.size());
+  return format;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mase-bench: microbenchmarks of mase-cpp kernels (Google Benchmark)"};
+  app.allow_extras();  // --benchmark_* flags pass through to Google Benchmark
+  int threads = 0;
+  std::vector<std::string> suites;
+  std::vector<std::string> names;
+  for (const Suite& s : kSuites) names.push_back(s.name);
+  app.add_option("--threads", threads, "threads for kernels and OpenBLAS (default: all cores)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--suite", suites, "run only these suites (repeat, or comma-separate)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(names));
+  app.footer(footer());
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    const int n = mase::set_num_threads(threads);
+    for (const Suite& s : kSuites) {
+      bool on = suites.empty();
+      for (const std::string& want : suites) on = on || want == s.name;
+      if (on) s.register_all();
+    }
+
+    std::vector<std::string> rest = app.remaining();
+    std::vector<char*> args{argv[0]};
+    for (std::string& a : rest) args.push_back(a.data());
+    int bargc = static_cast<int>(args.size());
+    benchmark::Initialize(&bargc, args.data());
+    if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
+
+    benchmark::AddCustomContext("mase_threads", std::to_string(n));
+    benchmark::AddCustomContext("openblas", openblas_get_config());
+    mase::bench::RatioReporter display(format_flag(rest), isatty(STDOUT_FILENO) != 0);
+    benchmark::RunSpecifiedBenchmarks(&display);
+    benchmark::Shutdown();
+  } catch (const std::exception& e) {
+    std::cerr << "mase-bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,35 @@
+// bench/report.h — the reporter that turns figures into ratios to their baseline.
+//
+// Google Benchmark prints one line (or JSON object) per run. RatioReporter wraps the usual
+// console / JSON / CSV reporter and, before passing each run on, adds the ratio counters that
+// bench/common.h's relative_to asked for, e.g. vs_memcpy = bw(add) / bw(memcpy of the same
+// bytes). It remembers the last rate of every baseline, per aggregate ("" for a single run,
+// "mean", "median"), so a median is divided by a median. Nothing else in the output changes.
+//
+// Read next: bench/main.cpp (which installs it).
+#pragma once
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mase::bench {
+
+class RatioReporter : public benchmark::BenchmarkReporter {
+ public:
+  // `format` is console or json (--benchmark_format; Google Benchmark deprecates csv).
+  RatioReporter(const std::string& format, bool color);
+
+  bool ReportContext(const Context& context) override;
+  void ReportRuns(const std::vector<Run>& runs) override;
+  void Finalize() override;
+
+ private:
+  void sync_streams();  // the library sets our streams; the wrapped reporter writes to them
+  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+  std::map<std::string, double> rates_;  // "baseline name|aggregate" -> bytes/s or FLOP/s
+};
+
+}  // namespace mase::bench
