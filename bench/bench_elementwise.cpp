@@ -18,7 +18,9 @@
 // against a plain double-precision loop.
 //
 // Read next: runtime/cpu/binary.cpp, unary.cpp, reduce.cpp, copy.cpp (the kernels timed here).
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "autograd/ops.h"
 #include "bench/common.h"
@@ -81,10 +83,10 @@ void register_matrix_kernels(const Shape& s) {
 
   add_kernel({"elementwise/add" + tag, 12 * N, two,
               [](const Tensors& t) { return add(t[0], t[1]); },
-              [](const Tensors& t) { return zip(t[0], t[1], [](double a, double b) { return a + b; }); }});
+              [](const Tensors& t) { return zip(t[0], t[1], std::plus<double>()); }});
   add_kernel({"elementwise/mul" + tag, 12 * N, two,
               [](const Tensors& t) { return mul(t[0], t[1]); },
-              [](const Tensors& t) { return zip(t[0], t[1], [](double a, double b) { return a * b; }); }});
+              [](const Tensors& t) { return zip(t[0], t[1], std::multiplies<double>()); }});
   add_kernel({"elementwise/bias_add" + tag, 8 * N + 4 * C,
               [s, C] { return Tensors{uniform_tensor(s, 1), uniform_tensor({C}, 2)}; },
               [](const Tensors& t) { return add(t[0], t[1]); },
@@ -98,9 +100,10 @@ void register_matrix_kernels(const Shape& s) {
   add_kernel({"elementwise/tanh" + tag, 8 * N, one, [](const Tensors& t) { return tanh(t[0]); },
               [](const Tensors& t) { return map(t[0], [](double x) { return std::tanh(x); }); }});
   add_kernel({"elementwise/relu" + tag, 8 * N, one, [](const Tensors& t) { return relu(t[0]); },
-              [](const Tensors& t) { return map(t[0], [](double x) { return x > 0 ? x : 0.0; }); }});
+              [](const Tensors& t) { return map(t[0], [](double x) { return std::max(x, 0.0); }); }});
   // sums accumulate in double and round once to f32: 1e-6 relative is ~8 f32 ulps
-  add_kernel({"elementwise/sum_all" + tag, 4 * N + 4, one, [](const Tensors& t) { return sum(t[0]); },
+  add_kernel({"elementwise/sum_all" + tag, 4 * N + 4, one,
+              [](const Tensors& t) { return sum(t[0]); },
               [](const Tensors& t) {
                 V r = sums(t[0], 1);
                 double total = 0;

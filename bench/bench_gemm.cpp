@@ -64,7 +64,8 @@ std::string check(const Problem& p, const float* A, const float* B, const float*
     auto rnd = [s](uint64_t which, int64_t n) {
       return static_cast<int64_t>(philox_word(42, s, which) % static_cast<uint64_t>(n));
     };
-    const int64_t b = rnd(0, static_cast<int64_t>(p.a_off.size())), i = rnd(1, p.M), j = rnd(2, p.N);
+    const int64_t b = rnd(0, static_cast<int64_t>(p.a_off.size()));
+    const int64_t i = rnd(1, p.M), j = rnd(2, p.N);
     const float* a = A + p.a_off[b];
     const float* bb = B + p.b_off[b];
     double ref = 0, mag = 0;
@@ -139,8 +140,9 @@ void register_gemm() {
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < NH; ++h) {
         const int64_t i = b * NH + h, head = b * T * C + h * HS;  // head h of batch b in (B, T, C)
-        qk.a_off[i] = head, qk.b_off[i] = head, qk.c_off[i] = i * T * T;        // S is (B, NH, T, T)
-        pv.a_off[i] = i * T * T, pv.b_off[i] = head, pv.c_off[i] = i * T * HS;  // O is (B, NH, T, HS)
+        // S is (B, NH, T, T), O is (B, NH, T, HS)
+        qk.a_off[i] = head, qk.b_off[i] = head, qk.c_off[i] = i * T * T;
+        pv.a_off[i] = i * T * T, pv.b_off[i] = head, pv.c_off[i] = i * T * HS;
       }
     }
     qk.a_numel = qk.b_numel = B * T * C, qk.c_numel = n * T * T;

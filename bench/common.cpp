@@ -52,11 +52,12 @@ std::string memcpy_baseline(const std::string& suite, int64_t bytes) {
     // the same thread pool and chunking as the kernels: a fair yardstick for N threads
     const int64_t grain = kGrainElems * 4;  // bytes, = kGrainElems floats
     auto copy = [&] {
-      parallel_for(0, n, grain, [&](int64_t lo, int64_t hi) { std::memcpy(d + lo, s + lo, hi - lo); });
+      parallel_for(0, n, grain,
+                   [&](int64_t lo, int64_t hi) { std::memcpy(d + lo, s + lo, hi - lo); });
     };
     copy();
     if (!validate_once(st, name, [&] {
-          return std::memcmp(d, s, n) == 0 ? "" : std::string("memcpy copy differs from its source");
+          return std::memcmp(d, s, n) == 0 ? "" : std::string("the copy differs from its source");
         }))
       return;
     for (auto _ : st) {

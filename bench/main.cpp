@@ -51,6 +51,8 @@ std::string footer() {
       "  --benchmark_filter=REGEX       run the benchmarks whose name matches\n"
       "  --benchmark_repetitions=5      repeat; with\n"
       "  --benchmark_report_aggregates_only=true  print only mean, median, stddev, cv\n"
+      "  --benchmark_enable_random_interleaving=true  shuffle the repetitions of all\n"
+      "                                 benchmarks (fairer on a machine with varying load)\n"
       "  --benchmark_format=json        console (default) or json on stdout\n"
       "  --benchmark_out=FILE           also write to FILE (--benchmark_out_format=json)\n"
       "  --benchmark_list_tests         list the names and exit\n"
@@ -63,14 +65,15 @@ std::string footer() {
   return s;
 }
 
-// The value of --benchmark_format=X in `args` ("console" when absent), which we need before
-// Google Benchmark parses it because our reporter wraps the one it names.
-std::string format_flag(const std::vector<std::string>& args) {
-  const std::string key = "--benchmark_format=";
-  std::string format = "console";
+// The value of --benchmark_<name>=X in `args` (`otherwise` when absent). Our reporter needs
+// two of Google Benchmark's flags (format, random interleaving) to set itself up.
+std::string flag(const std::vector<std::string>& args, const std::string& name,
+                 const std::string& otherwise) {
+  const std::string key = "--benchmark_" + name + "=";
+  std::string value = otherwise;
   for (const std::string& a : args)
-    if (a.rfind(key, 0) == 0) format = a.substr(key.size());
-  return format;
+    if (a.rfind(key, 0) == 0) value = a.substr(key.size());
+  return value;
 }
 
 }  // namespace
@@ -111,7 +114,9 @@ int main(int argc, char** argv) {
 
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
     benchmark::AddCustomContext("openblas", openblas_get_config());
-    mase::bench::RatioReporter display(format_flag(rest), isatty(STDOUT_FILENO) != 0);
+    const std::string interleave = flag(rest, "enable_random_interleaving", "false");
+    mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,
+                                       interleave == "true" || interleave == "1");
     benchmark::RunSpecifiedBenchmarks(&display);
     benchmark::Shutdown();
   } catch (const std::exception& e) {

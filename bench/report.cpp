@@ -16,9 +16,19 @@ const benchmark::Counter* rate_of(const benchmark::BenchmarkReporter::Run& run) 
   return nullptr;
 }
 
+// The aggregate a run is compared within: "" for a single run, "mean" or "median"; false for
+// stddev and cv aggregates, which are spreads, not rates, and get no ratio.
+bool comparable(const benchmark::BenchmarkReporter::Run& run, std::string* agg) {
+  *agg = run.aggregate_name;
+  if (run.error_occurred || !rate_of(run)) return false;
+  return run.run_type != benchmark::BenchmarkReporter::Run::RT_Aggregate || *agg == "mean" ||
+         *agg == "median";
+}
+
 }  // namespace
 
-RatioReporter::RatioReporter(const std::string& format, bool color) {
+RatioReporter::RatioReporter(const std::string& format, bool color, bool interleaved)
+    : interleaved_(interleaved) {
   if (format == "console") {
     inner_ = std::make_unique<benchmark::ConsoleReporter>(
         color ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None);
@@ -42,27 +52,47 @@ bool RatioReporter::ReportContext(const Context& context) {
 
 void RatioReporter::ReportRuns(const std::vector<Run>& runs) {
   sync_streams();
-  std::vector<Run> out = runs;
-  for (Run& run : out) {
-    if (run.error_occurred) continue;
-    // stddev and cv aggregates are spreads, not rates: no ratio for them
-    const std::string& agg = run.aggregate_name;
-    if (run.run_type == Run::RT_Aggregate && agg != "mean" && agg != "median") continue;
-    const benchmark::Counter* rate = rate_of(run);
-    if (!rate) continue;
-    const std::string& name = run.run_name.function_name;
-    rates_[name + "|" + agg] = rate->value;  // any run may be someone's baseline
-    if (const Relation* rel = relation_of(name)) {
-      auto base = rates_.find(rel->baseline + "|" + agg);
-      if (base != rates_.end() && base->second > 0)
-        run.counters[rel->counter] = benchmark::Counter(rate->value / base->second);
-    }
+  std::string agg;
+  for (const Run& run : runs)  // any run may be someone's baseline
+    if (comparable(run, &agg)) rates_[run.run_name.function_name + "|" + agg] = rate_of(run)->value;
+  if (!interleaved_) {
+    report(runs);
+    return;
   }
-  inner_->ReportRuns(out);
+  held_.push_back(runs);
+  std::vector<std::vector<Run>> waiting;
+  for (auto& group : held_) {
+    if (ready(group)) report(std::move(group));
+    else waiting.push_back(std::move(group));
+  }
+  held_ = std::move(waiting);
+}
+
+bool RatioReporter::ready(const std::vector<Run>& runs) const {
+  std::string agg;
+  for (const Run& run : runs) {
+    const Relation* rel = relation_of(run.run_name.function_name);
+    if (rel && comparable(run, &agg) && !rates_.count(rel->baseline + "|" + agg)) return false;
+  }
+  return true;
+}
+
+void RatioReporter::report(std::vector<Run> runs) {
+  std::string agg;
+  for (Run& run : runs) {
+    const Relation* rel = relation_of(run.run_name.function_name);
+    if (!rel || !comparable(run, &agg)) continue;
+    auto base = rates_.find(rel->baseline + "|" + agg);
+    if (base != rates_.end() && base->second > 0)
+      run.counters[rel->counter] = benchmark::Counter(rate_of(run)->value / base->second);
+  }
+  inner_->ReportRuns(runs);
 }
 
 void RatioReporter::Finalize() {
   sync_streams();
+  for (auto& group : held_) report(std::move(group));  // baselines that never ran: no ratio
+  held_.clear();
   inner_->Finalize();
 }
 

@@ -5,6 +5,9 @@
 // bench/common.h's relative_to asked for, e.g. vs_memcpy = bw(add) / bw(memcpy of the same
 // bytes). It remembers the last rate of every baseline, per aggregate ("" for a single run,
 // "mean", "median"), so a median is divided by a median. Nothing else in the output changes.
+// With --benchmark_enable_random_interleaving=true (repetitions of all benchmarks shuffled,
+// so that a machine whose load drifts slows every benchmark alike) a benchmark may finish
+// before its baseline; its lines are then held back until the baseline's are in.
 //
 // Read next: bench/main.cpp (which installs it).
 #pragma once
@@ -19,8 +22,9 @@ namespace mase::bench {
 
 class RatioReporter : public benchmark::BenchmarkReporter {
  public:
-  // `format` is console or json (--benchmark_format; Google Benchmark deprecates csv).
-  RatioReporter(const std::string& format, bool color);
+  // `format` is console or json (--benchmark_format; Google Benchmark deprecates csv);
+  // `interleaved`: runs may arrive before their baseline's (random interleaving).
+  RatioReporter(const std::string& format, bool color, bool interleaved);
 
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
@@ -28,8 +32,12 @@ class RatioReporter : public benchmark::BenchmarkReporter {
 
  private:
   void sync_streams();  // the library sets our streams; the wrapped reporter writes to them
+  bool ready(const std::vector<Run>& runs) const;  // every baseline it needs has been seen
+  void report(std::vector<Run> runs);              // add the ratios, pass on to inner_
   std::unique_ptr<benchmark::BenchmarkReporter> inner_;
-  std::map<std::string, double> rates_;  // "baseline name|aggregate" -> bytes/s or FLOP/s
+  bool interleaved_ = false;
+  std::map<std::string, double> rates_;  // "benchmark name|aggregate" -> bytes/s or FLOP/s
+  std::vector<std::vector<Run>> held_;   // waiting for their baseline (interleaved only)
 };
 
 }  // namespace mase::bench

@@ -94,7 +94,8 @@ void StridedLoop<N>::parallel_pieces(int64_t grain, F&& f) const {
     });
     return;
   }
-  parallel_for(0, nrows, std::max<int64_t>(1, grain / std::max<int64_t>(1, n)), [&](int64_t lo, int64_t hi) {
+  const int64_t rows_per_piece = std::max<int64_t>(1, grain / std::max<int64_t>(1, n));
+  parallel_for(0, nrows, rows_per_piece, [&](int64_t lo, int64_t hi) {
     std::array<int64_t, N> off = row_offsets(lo);
     std::array<int64_t, kMaxDims> idx{};  // the row's index in the outer dims
     for (int64_t r = lo, d = ndim - 2; d >= 0; --d) {
