@@ -1,5 +1,5 @@
 // bench/bench_elementwise.cpp — the elementwise suite: memory-bound kernels in GB/s, each
-// next to a memcpy of the same bytes.
+// timed next to a memcpy of the same bytes (common.h, time_vs_memcpy).
 //
 // A kernel that reads and writes each byte once can at best move bytes as fast as memcpy
 // does, so vs_memcpy = bw(kernel) / bw(memcpy of the same traffic) says how close it is to
@@ -38,18 +38,15 @@ struct Kernel {
 };
 
 void add_kernel(const Kernel& k) {
-  const std::string base = memcpy_baseline("elementwise", k.bytes);
   add(k.name, [k](benchmark::State& st) {
     Tensors in = k.make();
     if (!validate_once(st, k.name, [&] { return compare(k.op(in), k.ref(in), k.atol, k.rtol); }))
       return;
-    for (auto _ : st) {
+    time_vs_memcpy(st, k.bytes, [&] {
       Tensor y = k.op(in);
       benchmark::DoNotOptimize(y.raw_data());
-    }
-    set_bytes(st, static_cast<double>(k.bytes));
-  });
-  relative_to(k.name, base, "vs_memcpy");
+    });
+  }, Timing::manual);
 }
 
 // Reference values computed in double, one element at a time.

@@ -1,12 +1,11 @@
 // bench/common.cpp — registration, baselines and validation helpers (see common.h).
 #include "bench/common.h"
 
-#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 #include <sstream>
 
 #include "runtime/parallel.h"
@@ -20,10 +19,11 @@ std::map<std::string, Relation>& relations() {
 }
 }  // namespace
 
-benchmark::internal::Benchmark* add(const std::string& name, Body body) {
-  return benchmark::RegisterBenchmark(name.c_str(), std::move(body))
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond);
+benchmark::internal::Benchmark* add(const std::string& name, Body body, Timing timing) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), std::move(body));
+  if (timing == Timing::manual) b->UseManualTime();
+  else b->UseRealTime();
+  return b->Unit(benchmark::kMillisecond);
 }
 
 void relative_to(const std::string& name, const std::string& baseline, const std::string& counter) {
@@ -35,38 +35,32 @@ const Relation* relation_of(const std::string& name) {
   return it == relations().end() ? nullptr : &it->second;
 }
 
-std::string memcpy_baseline(const std::string& suite, int64_t bytes) {
-  static std::set<std::string> registered;
-  // whole MiB, so that kernels whose traffic differs by a few output bytes (sum over rows or
-  // over columns) share one yardstick; 1 MiB is under 5% of the tensors compared to it
-  const int64_t mib = std::max<int64_t>(1, (bytes + (1 << 19)) >> 20);
-  std::string name = cat(suite, "/memcpy/", mib, "MiB");
-  if (!registered.insert(name).second) return name;
-  // memcpy reads n bytes and writes n: 2n bytes of traffic, the same as the kernel's
-  const int64_t n = (mib << 20) / 2;
-  add(name, [n, name](benchmark::State& st) {
-    Tensor src = Tensor::full({n}, 7, DType::u8);  // written, so no page is a shared zero page
-    Tensor dst = Tensor::zeros({n}, DType::u8);
-    const auto* s = static_cast<const char*>(src.raw_data());
-    auto* d = static_cast<char*>(dst.raw_data());
+void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel) {
+  using Clock = std::chrono::steady_clock;
+  const int64_t n = bytes / 2;  // memcpy reads n bytes and writes n
+  Tensor src = Tensor::full({n}, 7, DType::u8);  // written, so no page is a shared zero page
+  Tensor dst = Tensor::zeros({n}, DType::u8);
+  const auto* s = static_cast<const char*>(src.raw_data());
+  auto* d = static_cast<char*>(dst.raw_data());
+  double kernel_s = 0, copy_s = 0;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    kernel();
+    const auto t1 = Clock::now();
     // the same thread pool and chunking as the kernels: a fair yardstick for N threads
-    const int64_t grain = kGrainElems * 4;  // bytes, = kGrainElems floats
-    auto copy = [&] {
-      parallel_for(0, n, grain,
-                   [&](int64_t lo, int64_t hi) { std::memcpy(d + lo, s + lo, hi - lo); });
-    };
-    copy();
-    if (!validate_once(st, name, [&] {
-          return std::memcmp(d, s, n) == 0 ? "" : std::string("the copy differs from its source");
-        }))
-      return;
-    for (auto _ : st) {
-      copy();
-      benchmark::ClobberMemory();
-    }
-    set_bytes(st, 2.0 * static_cast<double>(n));
-  });
-  return name;
+    parallel_for(0, n, kGrainElems * 4,
+                 [&](int64_t lo, int64_t hi) { std::memcpy(d + lo, s + lo, hi - lo); });
+    benchmark::ClobberMemory();
+    const auto t2 = Clock::now();
+    const double k = std::chrono::duration<double>(t1 - t0).count();
+    st.SetIterationTime(k);
+    kernel_s += k;
+    copy_s += std::chrono::duration<double>(t2 - t1).count();
+  }
+  set_bytes(st, static_cast<double>(bytes));
+  const double moved = static_cast<double>(bytes) * static_cast<double>(st.iterations());
+  st.counters["memcpy_bw"] = copy_s > 0 ? moved / copy_s : 0.0;
+  st.counters["vs_memcpy"] = kernel_s > 0 ? copy_s / kernel_s : 0.0;  // same bytes: t ratio
 }
 
 bool validate_once(benchmark::State& st, const std::string& name,

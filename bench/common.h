@@ -8,8 +8,8 @@
 //   2. validate the result once against an independent reference (a plain double-precision
 //      loop, or spot checks for GEMMs); on a mismatch SkipWithError and return, untimed,
 //   3. time the kernel in `for (auto _ : st)` and report bytes or flops per iteration.
-// Figures are read as ratios to a library baseline timed in the same run (memcpy of the same
-// bytes, OpenBLAS sgemm 4096³): see relative_to below and docs/benchmarks.md.
+// Figures are read as ratios to a library baseline timed in the same run: a memcpy of the
+// same bytes (time_vs_memcpy), OpenBLAS sgemm 4096³ (relative_to). See docs/benchmarks.md.
 //
 // Read next: bench/main.cpp (flags, suites), bench/bench_elementwise.cpp (a suite).
 #pragma once
@@ -50,7 +50,9 @@ using Body = std::function<void(benchmark::State&)>;
 
 // Registers `body` as benchmark `name` ("suite/kernel/shape"), timed in wall-clock time:
 // the kernels run on several threads, and CPU time would count only the calling one.
-benchmark::internal::Benchmark* add(const std::string& name, Body body);
+// Timing::manual: the body reports each iteration's time itself (time_vs_memcpy does).
+enum class Timing { real, manual };
+benchmark::internal::Benchmark* add(const std::string& name, Body body, Timing timing = Timing::real);
 
 // ---- counters: per-iteration work turned into rates (value · iterations / seconds) ---------
 // "bw" in bytes/s and "flops" in FLOP/s, printed with decimal prefixes (G = 1e9).
@@ -65,23 +67,29 @@ inline void set_flops(benchmark::State& st, double flops_per_iter) {
       benchmark::Counter(flops_per_iter, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// ---- ratios to a baseline -------------------------------------------------------------------
+// ---- memory-bound kernels: timed next to a memcpy of the same bytes -----------------------
+// Runs the benchmark loop over `kernel` (one call per iteration) and, right after every call,
+// a memcpy whose reads plus writes total the same `bytes`, on the same threads, which the loop
+// does not time. Reports
+//   bw         the kernel's bytes/s       memcpy_bw  the copy's bytes/s, measured alongside
+//   vs_memcpy  bw / memcpy_bw: 1.0 = as fast as copying the same bytes
+// Why pair them call by call: on a shared machine the load drifts by 2x within a minute, and
+// a ratio of two benchmarks run a minute apart measures the drift; here both halves of each
+// ratio see the same moment's load. Register the body with add(name, body, Timing::manual).
+void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel);
+
+// ---- ratios to a baseline benchmark ---------------------------------------------------------
 // Benchmark `name` gets a counter `counter` = its rate / the rate of benchmark `baseline`
 // (its "bw", or "flops" when it has no "bw"), computed by the reporter (bench/report.h) when
-// both ran in this invocation, baseline first. Repeated runs compare like with like: the
-// median with the median, the mean with the mean.
+// both ran in this invocation. Repeated runs compare like with like: the median with the
+// median, the mean with the mean. (For kernels that take seconds, where pairing call by call
+// as time_vs_memcpy does would double a long run.)
 void relative_to(const std::string& name, const std::string& baseline, const std::string& counter);
 
 struct Relation {
   std::string baseline, counter;
 };
 const Relation* relation_of(const std::string& name);  // nullptr when `name` has no baseline
-
-// Registers (once per size) "<suite>/memcpy/<M>MiB": a parallel memcpy whose reads plus writes
-// total `bytes` rounded to whole MiB, on as many threads as the kernels; returns its name. A kernel
-// registered after it with relative_to(kernel, that name, "vs_memcpy") reads as a fraction
-// of the copy bandwidth the machine gives for the same traffic.
-std::string memcpy_baseline(const std::string& suite, int64_t bytes);
 
 // ---- validation, once per benchmark, before timing ----------------------------------------
 // Calls `check` the first time benchmark `name` runs (not again on later repetitions); `check`

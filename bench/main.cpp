@@ -39,7 +39,7 @@ struct Suite {
 const Suite kSuites[] = {
     {"gemm", "OpenBLAS sgemm: 4096³ (the machine's limit), BERT Linear fwd/bwd, attention",
      mase::bench::register_gemm},
-    {"elementwise", "add, mul, bias add, exp, tanh, relu, sums, copies; each next to memcpy",
+    {"elementwise", "add, mul, bias add, exp, tanh, relu, sums, copies; each vs memcpy",
      mase::bench::register_elementwise},
 };
 
@@ -57,8 +57,9 @@ std::string footer() {
       "  --benchmark_out=FILE           also write to FILE (--benchmark_out_format=json)\n"
       "  --benchmark_list_tests         list the names and exit\n"
       "\nCounters: bw = bytes/s (reads + writes), flops = FLOP/s, with decimal prefixes;\n"
-      "vs_memcpy = bw / bw of a memcpy of the same bytes, vs_4096 = flops / flops of sgemm\n"
-      "4096³, both from this same run. See docs/benchmarks.md.\n"
+      "memcpy_bw = bytes/s of a memcpy of the same bytes timed right after each call,\n"
+      "vs_memcpy = bw / memcpy_bw, vs_4096 = flops / flops of sgemm 4096³ in this run.\n"
+      "See docs/benchmarks.md.\n"
       "\nExample:\n"
       "  mase-bench --suite elementwise --threads 2 --benchmark_repetitions=5 \\\n"
       "             --benchmark_report_aggregates_only=true\n";

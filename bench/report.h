@@ -1,9 +1,9 @@
 // bench/report.h — the reporter that turns figures into ratios to their baseline.
 //
 // Google Benchmark prints one line (or JSON object) per run. RatioReporter wraps the usual
-// console / JSON / CSV reporter and, before passing each run on, adds the ratio counters that
-// bench/common.h's relative_to asked for, e.g. vs_memcpy = bw(add) / bw(memcpy of the same
-// bytes). It remembers the last rate of every baseline, per aggregate ("" for a single run,
+// console or JSON reporter and, before passing each run on, adds the ratio counters that
+// bench/common.h's relative_to asked for, e.g. vs_4096 = flops(a BERT GEMM) / flops(sgemm
+// 4096³). It remembers the last rate of every baseline, per aggregate ("" for a single run,
 // "mean", "median"), so a median is divided by a median. Nothing else in the output changes.
 // With --benchmark_enable_random_interleaving=true (repetitions of all benchmarks shuffled,
 // so that a machine whose load drifts slows every benchmark alike) a benchmark may finish
