@@ -12,7 +12,6 @@
 // Read next: bench/common.h (helpers every suite uses), docs/benchmarks.md (how to read it).
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
-#include <cblas.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "bench/report.h"
+#include "runtime/cpu/blas.h"
 #include "runtime/parallel.h"
 
 namespace mase::bench {
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
 
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
-    benchmark::AddCustomContext("openblas", openblas_get_config());
+    benchmark::AddCustomContext("openblas_core", mase::blas::corename());
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,
                                        interleave == "true" || interleave == "1");

@@ -25,17 +25,14 @@
 
 namespace mase::cpu {
 
-// e^x = 2^n · e^r with n = round(x / ln 2) and r = x - n·ln 2 in [-ln2/2, ln2/2];
-// e^r ≈ 1 + r + r²·P(r) (degree-5 P), 2^n is built in the exponent bits of a float.
-// No special case needs a branch: x is clamped to [-104, 89], where n ∈ [-150, 128], and then
-//   x > 88.72 (e^x > FLT_MAX) gives er·2^128 = +inf,   x = +inf clamps to 89: +inf,
-//   x < -103.97 (e^x < 2^-150) gives er·2^-150 -> 0,   x = -inf clamps to -104: 0,
-//   x = NaN passes min/max as NaN and gives NaN.
-inline float exp_f32(float x) {
-  const float xc = std::min(std::max(x, -104.0f), 89.0f);
-  const float n = std::nearbyint(xc * 1.44269504088896341f);  // x / ln 2
+// e^x for x in [-104, 89] (NaN passes through as NaN). e^x = 2^n · e^r with n = round(x/ln 2)
+// and r = x - n·ln 2 in [-ln2/2, ln2/2]; e^r ≈ 1 + r + r²·P(r) (degree-5 P); 2^n is built in
+// the exponent bits of a float. Over that range n ∈ [-150, 128], and the edges need no branch:
+//   x > 88.72 (e^x > FLT_MAX) gives er·2^128 = +inf,  x < -103.97 (e^x < 2^-150) rounds to 0.
+inline float exp_f32_in_range(float x) {
+  const float n = std::nearbyint(x * 1.44269504088896341f);  // x / ln 2
   // r = x - n·ln 2 in two steps (Cody–Waite): ln2_hi has few bits, so n·ln2_hi is exact
-  float r = std::fma(n, -0.693359375f, xc);
+  float r = std::fma(n, -0.693359375f, x);
   r = std::fma(n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
   p = std::fma(p, r, 1.3981999507e-3f);
@@ -53,6 +50,12 @@ inline float exp_f32(float x) {
   return er * s1 * s2;
 }
 
+// e^x for every float: clamped into [-104, 89] first, so e^(+inf) = +inf, e^(-inf) = 0, and
+// NaN stays NaN (std::max/min return their first argument when a comparison is false).
+inline float exp_f32(float x) {
+  return exp_f32_in_range(std::min(std::max(x, -104.0f), 89.0f));
+}
+
 // tanh x: an odd polynomial near 0, where 1 - 2/(e^2x + 1) would cancel, else
 // sign(x)·(1 - 2/(e^{2|x|} + 1)). Both are computed and one is selected: no branch.
 inline float tanh_f32(float x) {
@@ -64,7 +67,10 @@ inline float tanh_f32(float x) {
   p = std::fma(p, z, -3.33332819422e-1f);
   const float small = std::fma(p * z, x, x);  // x + x³·P(x²), for |x| < 0.625
   const float ax = std::abs(x);
-  const float big = std::copysign(1.0f - 2.0f / (exp_f32(2.0f * ax) + 1.0f), x);  // e = inf: ±1
+  // 2|x| needs only an upper bound: past |x| = 9.01 tanh rounds to ±1 anyway (a one-sided
+  // min is 2 instructions, exp_f32's NaN-keeping two-sided clamp about 8)
+  const float e = exp_f32_in_range(std::min(2.0f * ax, 20.0f));
+  const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
   return ax < 0.625f ? small : big;  // NaN: the comparison is false and big is NaN
 }
 
