@@ -66,8 +66,8 @@ std::string footer() {
   return s;
 }
 
-// The value of --benchmark_<name>=X in `args` (`otherwise` when absent). Our reporter needs
-// two of Google Benchmark's flags (format, random interleaving) to set itself up.
+// The value of --benchmark_<name>=X in `args` (`otherwise` when absent). Our reporters need
+// a few of Google Benchmark's flags (formats, output file, interleaving) to set themselves up.
 std::string flag(const std::vector<std::string>& args, const std::string& name,
                  const std::string& otherwise) {
   const std::string key = "--benchmark_" + name + "=";
@@ -116,9 +116,15 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
     benchmark::AddCustomContext("openblas_core", mase::blas::corename());
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
+    const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,
-                                       interleave == "true" || interleave == "1");
-    benchmark::RunSpecifiedBenchmarks(&display);
+                                       interleaved);
+    if (flag(rest, "out", "").empty()) {
+      benchmark::RunSpecifiedBenchmarks(&display);
+    } else {  // --benchmark_out=FILE: the file gets the ratios too (the library opens it)
+      mase::bench::RatioReporter file(flag(rest, "out_format", "json"), false, interleaved);
+      benchmark::RunSpecifiedBenchmarks(&display, &file);
+    }
     benchmark::Shutdown();
   } catch (const std::exception& e) {
     std::cerr << "mase-bench: " << e.what() << "\n";
