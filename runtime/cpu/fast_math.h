@@ -25,11 +25,14 @@
 
 namespace mase::cpu {
 
-// e^x for x in [-104, 89] (NaN passes through as NaN). e^x = 2^n · e^r with n = round(x/ln 2)
-// and r = x - n·ln 2 in [-ln2/2, ln2/2]; e^r ≈ 1 + r + r²·P(r) (degree-5 P); 2^n is built in
-// the exponent bits of a float. Over that range n ∈ [-150, 128], and the edges need no branch:
-//   x > 88.72 (e^x > FLT_MAX) gives er·2^128 = +inf,  x < -103.97 (e^x < 2^-150) rounds to 0.
-inline float exp_f32_in_range(float x) {
+// e^x = 2^n · e^r with n = round(x / ln 2) and r = x - n·ln 2 in [-ln2/2, ln2/2]. This part
+// returns n and e^r ≈ 1 + r + r²·P(r) (degree-5 P); the callers build 2^n in the exponent
+// bits of a float. Valid while n stays an int (|x| < 1e9); NaN gives a NaN e^r.
+struct ExpParts {
+  float er;   // e^r, in [0.7, 1.42]
+  int32_t n;  // the power of 2
+};
+inline ExpParts exp_parts(float x) {
   const float n = std::nearbyint(x * 1.44269504088896341f);  // x / ln 2
   // r = x - n·ln 2 in two steps (Cody–Waite): ln2_hi has few bits, so n·ln2_hi is exact
   float r = std::fma(n, -0.693359375f, x);
@@ -40,14 +43,20 @@ inline float exp_f32_in_range(float x) {
   p = std::fma(p, r, 4.1665795894e-2f);
   p = std::fma(p, r, 1.6666665459e-1f);
   p = std::fma(p, r, 5.0000001201e-1f);
-  const float er = std::fma(p, r * r, r) + 1.0f;
-  // 2^n as two factors 2^h · 2^(n-h), each a normal float even when n is -150 (the result
-  // is then subnormal, and only the last multiply rounds)
-  const int32_t ni = static_cast<int32_t>(n);
-  const int32_t h = ni >> 1;
-  const float s1 = std::bit_cast<float>((h + 127) << 23);
-  const float s2 = std::bit_cast<float>((ni - h + 127) << 23);
-  return er * s1 * s2;
+  return {std::fma(p, r * r, r) + 1.0f, static_cast<int32_t>(n)};
+}
+
+// 2^n for n in [-126, 127]: n + 127 in the exponent field.
+inline float pow2i(int32_t n) { return std::bit_cast<float>((n + 127) << 23); }
+
+// e^x for x in [-104, 89] (NaN passes through as NaN). There n ∈ [-150, 128], so 2^n is
+// applied as two factors 2^h · 2^(n-h), each a normal float (a subnormal result is rounded
+// once, by the last multiply), and the edges need no branch:
+//   x > 88.72 (e^x > FLT_MAX) gives er·2^128 = +inf,  x < -103.97 (e^x < 2^-150) rounds to 0.
+inline float exp_f32_in_range(float x) {
+  const ExpParts e = exp_parts(x);
+  const int32_t h = e.n >> 1;
+  return e.er * pow2i(h) * pow2i(e.n - h);
 }
 
 // e^x for every float: clamped into [-104, 89] first, so e^(+inf) = +inf, e^(-inf) = 0, and
@@ -67,9 +76,11 @@ inline float tanh_f32(float x) {
   p = std::fma(p, z, -3.33332819422e-1f);
   const float small = std::fma(p * z, x, x);  // x + x³·P(x²), for |x| < 0.625
   const float ax = std::abs(x);
-  // 2|x| needs only an upper bound: past |x| = 9.01 tanh rounds to ±1 anyway (a one-sided
-  // min is 2 instructions, exp_f32's NaN-keeping two-sided clamp about 8)
-  const float e = exp_f32_in_range(std::min(2.0f * ax, 20.0f));
+  // e^{2|x|} for 2|x| in [0, 20] (past |x| = 9.01 tanh rounds to ±1 anyway): a one-sided
+  // bound (2 instructions; exp_f32's NaN-keeping two-sided clamp takes about 8) and n in
+  // [0, 29], so 2^n is one factor — tanh is compute-bound, each instruction shows
+  const ExpParts ep = exp_parts(std::min(2.0f * ax, 20.0f));
+  const float e = ep.er * pow2i(ep.n);
   const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
   return ax < 0.625f ? small : big;  // NaN: the comparison is false and big is NaN
 }
