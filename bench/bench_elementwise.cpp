@@ -97,7 +97,9 @@ void register_matrix_kernels(const Shape& s) {
   add_kernel({"elementwise/tanh" + tag, 8 * N, one, [](const Tensors& t) { return tanh(t[0]); },
               [](const Tensors& t) { return map(t[0], [](double x) { return std::tanh(x); }); }});
   add_kernel({"elementwise/relu" + tag, 8 * N, one, [](const Tensors& t) { return relu(t[0]); },
-              [](const Tensors& t) { return map(t[0], [](double x) { return std::max(x, 0.0); }); }});
+              [](const Tensors& t) {
+                return map(t[0], [](double x) { return x > 0 ? x : 0.0; });
+              }});
   // sums accumulate in double and round once to f32: 1e-6 relative is ~8 f32 ulps
   add_kernel({"elementwise/sum_all" + tag, 4 * N + 4, one,
               [](const Tensors& t) { return sum(t[0]); },

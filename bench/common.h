@@ -52,7 +52,8 @@ using Body = std::function<void(benchmark::State&)>;
 // the kernels run on several threads, and CPU time would count only the calling one.
 // Timing::manual: the body reports each iteration's time itself (time_vs_memcpy does).
 enum class Timing { real, manual };
-benchmark::internal::Benchmark* add(const std::string& name, Body body, Timing timing = Timing::real);
+benchmark::internal::Benchmark* add(const std::string& name, Body body,
+                                    Timing timing = Timing::real);
 
 // ---- counters: per-iteration work turned into rates (value · iterations / seconds) ---------
 // "bw" in bytes/s and "flops" in FLOP/s, printed with decimal prefixes (G = 1e9).
