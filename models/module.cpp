@@ -128,17 +128,20 @@ int64_t Module::num_parameters(bool trainable_only) const {
   return n;
 }
 
-void Module::to(Device device) {
-  if (device.is_cuda()) {
+void require_device(Device device) {
+  if (device.is_cpu()) return;
 #ifndef MASE_HAS_CUDA
-    throw DeviceError("[to] built without CUDA; reconfigure with -DMASE_CUDA=ON (or use cpu)");
+  throw DeviceError("[to] built without CUDA; reconfigure with -DMASE_CUDA=ON (or use cpu)");
 #else
-    const int n = cuda::device_count();
-    MASE_CHECK(device.index < n, DeviceError, "[to] expected a CUDA device ", device, ", got ",
-               n == 0 ? "no GPU (no device or no driver found)" : cat(n, " device(s)"),
-               " (use --device cpu)");
+  const int n = cuda::device_count();
+  MASE_CHECK(device.index < n, DeviceError, "[to] expected CUDA device ", device, ", got ",
+             n == 0 ? std::string("no GPU (no device or no driver found)") : cat(n, " device(s)"),
+             " (use --device cpu)");
 #endif
-  }
+}
+
+void Module::to(Device device) {
+  require_device(device);
   // every tensor slot: parameters, buffers and the gradients of parameters
   std::vector<Tensor> tensors;
   for (auto& [name, t] : named_parameters()) {

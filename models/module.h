@@ -129,4 +129,8 @@ struct ModuleObserver {
 };
 ModuleObserver* set_module_observer(ModuleObserver* observer);  // thread-local; returns previous
 
+// DeviceError unless tensors can be placed on `device`: a CUDA device needs a CUDA build and
+// that GPU present. Module::to checks it; a trainer calls it before any slow work.
+void require_device(Device device);
+
 }  // namespace mase::nn

@@ -91,7 +91,7 @@ RunDir RunDir::open(const fs::path& path) {
   return run;
 }
 
-void RunDir::append_log(const nlohmann::json& line) const { append_line(file(kLog), line.dump()); }
+void RunDir::append_log(const nlohmann::ordered_json& line) const { append_line(file(kLog), line.dump()); }
 
 void RunDir::append_metrics(const MetricsRow& r) const {
   char buf[256];

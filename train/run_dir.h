@@ -53,7 +53,7 @@ class RunDir {
   fs::path file(const std::string& name) const { return path_ / name; }
 
   // Appends one line (flushed at once: the log survives a crash up to the last step).
-  void append_log(const nlohmann::json& line) const;
+  void append_log(const nlohmann::ordered_json& line) const;
   void append_metrics(const MetricsRow& row) const;
   // Resuming from step `step`: drops the log lines and metrics rows of later steps (written
   // after that checkpoint by the run that crashed), so the files read as one run.

@@ -220,13 +220,15 @@ int64_t freeze_parameters(nn::Module& model, const std::string& pattern) {
   return n;
 }
 
-TrainResult train_new(TrainConfig c, std::FILE* out) {
+TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
   c = resolve_recipe(c);
   if (c.out.empty()) c.out = default_run_name(c.model_name(), c.data);
   // refuse a used --out before the slow work (RunDir::create checks again)
   MASE_CHECK(!fs::exists(c.out) || (fs::is_directory(c.out) && fs::is_empty(c.out)), ConfigError,
              "[run] --out ", c.out, " is not empty (pass another --out, or continue that run with "
              "--resume ", c.out, ")");
+  nn::require_device(Device::parse(c.device));
+  if (!c.init.empty()) nn::load_config((model_folder(c.init) / "config.json").string());
   set_num_threads(c.threads);
   if (!c.init.empty() && c.vocab.empty()) {  // --init brings its tokenizer (HF: vocab.txt)
     const fs::path tok = find_tokenizer_file(c.init);
@@ -243,13 +245,15 @@ TrainResult train_new(TrainConfig c, std::FILE* out) {
   nn::write_text_atomic(run.file(RunDir::kConfig).string(), c.to_json().dump(2) + "\n");
   d.tokenizer->save(run.file(tokenizer_file_name(d.tokenizer->name())));
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
+  trainer.on_step = on_step;
   print_summary(c, d, *model, trainer, run, out);
   TrainResult r = trainer.fit();
   report(r, run, out);
   return r;
 }
 
-TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out) {
+TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out,
+                   const StepHook& on_step) {
   RunDir run = RunDir::open(dir);
   TrainConfig c = TrainConfig::from_json(read_json(run.file(RunDir::kConfig), "resume"),
                                          run.file(RunDir::kConfig).string());
@@ -257,6 +261,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   if (o.device) c.device = *o.device;
   if (o.log_every) c.log_every = *o.log_every;
   c.validate();
+  nn::require_device(Device::parse(c.device));
   set_num_threads(c.threads);
   const fs::path tok = find_tokenizer_file(dir);
   MASE_CHECK(!tok.empty(), ConfigError, "[resume] ", dir.string(),
@@ -272,6 +277,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   model->to(Device::parse(c.device));
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.restore(ckpt);
+  trainer.on_step = on_step;
   std::fprintf(out, "resume    %s at step %lld of %lld (epoch %lld, batch %lld of %lld)\n",
                ckpt.string().c_str(), (long long)trainer.state().step,
                (long long)trainer.total_steps(), (long long)trainer.state().epoch + 1,

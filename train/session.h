@@ -3,7 +3,8 @@
 // these; tests call them too (in process, with made-up data).
 //
 // A new run (train_new):
-//   1. check the config (resolve_recipe) and that --out is free — before any slow work;
+//   1. check the config (resolve_recipe), that --out is free, the device, and the --init
+//      folder's config.json — everything that can be refused before the slow work;
 //   2. data: load_imdb (data/dataset.h) with the tokenizer of --vocab, of the --init folder,
 //      or the default one (sentencepiece trained on IMDb train); subsets if asked;
 //   3. model: manual_seed(seed), then a preset / config.json from scratch, or the --init
@@ -28,8 +29,11 @@
 
 namespace mase::train {
 
+// Called after every step with (step, loss): Trainer::on_step (tests stop runs with it).
+using StepHook = std::function<void(int64_t step, double loss)>;
+
 // Start a run from `config` (recipe not yet resolved: train_new resolves it).
-TrainResult train_new(TrainConfig config, std::FILE* out = stdout);
+TrainResult train_new(TrainConfig config, std::FILE* out = stdout, const StepHook& on_step = {});
 
 // What a resumed run may change: how fast it runs and what it prints, not what it computes.
 // (A different thread count may change float rounding: the run is then no longer bit-identical
@@ -40,7 +44,7 @@ struct ResumeOverrides {
   std::optional<int64_t> log_every;
 };
 TrainResult resume(const fs::path& run_dir, const ResumeOverrides& overrides = {},
-                   std::FILE* out = stdout);
+                   std::FILE* out = stdout, const StepHook& on_step = {});
 
 // --eval-only: the model of config.init (a run folder or HF folder) on the test split (or
 // --test-subset of it), with the tokenizer found there (or --vocab). max_len 0 means the one the

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "models/bert_config.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 
@@ -70,11 +71,11 @@ void from_j(const json& j, T& v, const char* key, const std::string& src) {
   else if constexpr (std::is_same_v<T, bool>) ok = j.is_boolean();
   else if constexpr (std::is_integral_v<T>) ok = j.is_number_integer();
   else ok = j.is_number();
-  MASE_CHECK(ok, ConfigError, "[train] ", src, ": expected ", key, " to be a ",
-             std::is_same_v<T, std::string> ? "string"
-             : std::is_same_v<T, bool>      ? "boolean"
-             : std::is_integral_v<T>        ? "integer"
-                                            : "number",
+  MASE_CHECK(ok, ConfigError, "[train] ", src, ": expected ", key, " to be ",
+             std::is_same_v<T, std::string> ? "a string"
+             : std::is_same_v<T, bool>      ? "a boolean"
+             : std::is_integral_v<T>        ? "an integer"
+                                            : "a number",
              ", got ", j.dump());
   if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
     MASE_CHECK(j.is_number_unsigned(), ConfigError, "[train] ", src, ": expected ", key,
@@ -138,6 +139,9 @@ void TrainConfig::validate() const {
   at_least("eps", eps, 0);
   MASE_CHECK(!model.empty(), ConfigError, "[train] expected --model NAME or a config.json, got ''");
   Device::parse(device);  // ConfigError for anything but cpu, cuda, cuda:N
+  if (init.empty() && !model.ends_with(".json")) {
+    nn::BertConfig::preset(model);  // ConfigError listing the presets for an unknown name
+  }
 }
 
 json TrainConfig::to_json() const {

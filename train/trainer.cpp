@@ -194,6 +194,8 @@ void Trainer::restore(const fs::path& ckpt) {
   run_.truncate_after(s.step);
 }
 
+double Trainer::wall() const { return wall_at_start_ + seconds_since(fit_start_); }
+
 double Trainer::epoch_position() const {
   return static_cast<double>(state_.epoch) +
          static_cast<double>(state_.batch) / static_cast<double>(batches_.num_batches());
@@ -217,7 +219,7 @@ EvalResult Trainer::run_evaluation() {
   row.test_accuracy = e.accuracy;
   row.test_examples = e.examples;
   row.lr = optimizer_->lr();
-  row.elapsed_s = state_.wall_seconds;
+  row.elapsed_s = wall();
   run_.append_metrics(row);
   progress_.line(cat("eval  step ", state_.step, "  epoch ", epoch_position(), "  train_loss ",
                      row.train_loss, "  test_loss ", e.loss, "  test_accuracy ",
@@ -241,10 +243,10 @@ fs::path Trainer::save_checkpoint() {
 }
 
 TrainResult Trainer::fit() {
-  const auto t_start = std::chrono::steady_clock::now();
-  const double wall0 = state_.wall_seconds, train0 = state_.train_seconds;
+  fit_start_ = std::chrono::steady_clock::now();
+  wall_at_start_ = state_.wall_seconds;
+  const double train0 = state_.train_seconds;
   const int64_t step0 = state_.step, tokens0 = state_.train_tokens;
-  auto wall = [&] { return wall0 + seconds_since(t_start); };
   TrainResult r;
   fs::path last_ckpt;
   int64_t last_ckpt_step = -1;  // a checkpoint of this very step needs no second save
@@ -329,7 +331,7 @@ TrainResult Trainer::fit() {
                    static_cast<double>(total_steps_ - state_.step);
       progress_.step(info, log);
       if (log) {
-        run_.append_log({{"step", state_.step},
+        run_.append_log(nlohmann::ordered_json{{"step", state_.step},
                          {"epoch", epoch_position()},
                          {"loss", info.loss},
                          {"lr", info.lr},
@@ -383,7 +385,7 @@ TrainResult Trainer::fit() {
 }
 
 void Trainer::write_final(const TrainResult& r) {
-  json j;
+  nlohmann::ordered_json j;  // in this order in the file: the results first
   j["status"] = "completed";
   j["test_accuracy"] = r.eval.accuracy;
   j["test_loss"] = r.eval.loss;

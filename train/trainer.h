@@ -109,6 +109,7 @@ class Trainer {
   fs::path save_checkpoint();
   void write_final(const TrainResult& r);
   double epoch_position() const;  // state_.epoch + batch / batches per epoch
+  double wall() const;            // wall seconds of the run so far, earlier processes included
 
   TrainConfig config_;
   nn::BertForSequenceClassification& model_;
@@ -122,6 +123,8 @@ class Trainer {
   Device device_;
   TrainerState state_;
   Progress progress_;
+  std::chrono::steady_clock::time_point fit_start_{};
+  double wall_at_start_ = 0;  // state_.wall_seconds when fit() began
 };
 
 }  // namespace mase::train
