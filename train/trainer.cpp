@@ -11,6 +11,7 @@
 #include "models/atomic_file.h"
 #include "models/checkpoint.h"
 #include "models/safetensors.h"
+#include "runtime/allocator.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 #include "train/clip_grad_norm.h"
@@ -221,10 +222,14 @@ EvalResult Trainer::run_evaluation() {
   row.lr = optimizer_->lr();
   row.elapsed_s = wall();
   run_.append_metrics(row);
-  progress_.line(cat("eval  step ", state_.step, "  epoch ", epoch_position(), "  train_loss ",
-                     row.train_loss, "  test_loss ", e.loss, "  test_accuracy ",
-                     100 * e.accuracy, "%  (", e.examples, " reviews, ",
-                     format_duration(e.seconds), ")"));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "eval  step %lld  epoch %.2f  train_loss %.4f  test_loss %.4f  "
+                "test_accuracy %.2f%%  (%lld reviews, %s)",
+                static_cast<long long>(state_.step), row.epoch, row.train_loss, e.loss,
+                100 * e.accuracy, static_cast<long long>(e.examples),
+                format_duration(e.seconds).c_str());
+  progress_.line(line);
   state_.epoch_loss_sum = 0;
   state_.epoch_loss_count = 0;
   state_.last_eval_step = state_.step;
@@ -403,6 +408,8 @@ void Trainer::write_final(const TrainResult& r) {
   j["parameters"] = model_.num_parameters();
   j["trainable_parameters"] = model_.num_parameters(/*trainable_only=*/true);
   j["threads"] = num_threads();
+  // memory held from the OS at the peak (the caching allocator's view: runtime/allocator.h)
+  j["peak_memory_bytes"] = allocator_stats(device_).peak_os_bytes;
   j["config"] = config_.to_json();
   j["model_config"] = model_.config().to_json();
   nn::write_text_atomic(run_.file(RunDir::kFinal).string(), j.dump(2) + "\n");
