@@ -72,12 +72,15 @@ TEST_CASE("train config: the recipe fills what was not given") {
   CHECK(r.pooling == "mean");  // from scratch
   CHECK(r.lr == 1e-3);
   CHECK(r.dropout == 0.1);
+  CHECK(r.warmup == 0.02);
   c.model = "bert-small";
   CHECK(resolve_recipe(c).lr == 5e-4);  // wider models need a smaller step
+  CHECK(resolve_recipe(c).warmup == 0.06);  // and a longer ramp
   c.init = "some/hf/folder";
   TrainConfig f = resolve_recipe(c);
   CHECK(f.pooling == "cls");  // as the checkpoint was pretrained
   CHECK(f.lr == 5e-5);
+  CHECK(f.warmup == 0.1);
   c.lr = 0.01;  // given values are kept
   CHECK(resolve_recipe(c).lr == 0.01);
   // warm-up: a fraction of the steps, rounded, or a number of steps
