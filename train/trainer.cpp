@@ -243,7 +243,9 @@ fs::path Trainer::save_checkpoint() {
   return run_.save_checkpoint(state_.step, [&](const fs::path& dir) {
     nn::save_pretrained(model_, dir.string());  // model.safetensors + config.json
     nn::save_safetensors((dir / "optimizer.safetensors").string(), optimizer_->state_dict());
-    nn::write_text_atomic((dir / RunDir::kState).string(), state_.to_json().dump(2) + "\n");
+    json j = state_.to_json();
+    j["config"] = config_.to_json();  // for the record (resume reads train_config.json)
+    nn::write_text_atomic((dir / RunDir::kState).string(), j.dump(2) + "\n");
   });
 }
 
