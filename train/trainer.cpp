@@ -64,6 +64,16 @@ EvalResult eval_from(const json& j) {
   return e;
 }
 
+// Batches of varying length (bucketing, dynamic padding) ask the caching allocator for new
+// size classes step after step, and every freed block stays cached: memory held from the OS
+// kept growing (bert-small: 7 GB after 50 steps, for a 2 GB peak). Between steps nearly
+// nothing is in use, so when the cache holds more than twice the peak a step needs, hand it
+// back; the next step refills it from the OS once.
+void trim_allocator_cache(Device device) {
+  const AllocatorStats s = allocator_stats(device);
+  if (s.os_bytes > 2 * s.peak_in_use_bytes) empty_cache(device);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -312,6 +322,7 @@ TrainResult Trainer::fit() {
       if (!std::isfinite(norm)) return diverged("the gradient norm", norm);
       optimizer_->step();
       optimizer_->zero_grad();
+      trim_allocator_cache(device_);
       ++state_.step;
       ++state_.batch;
       state_.train_tokens += x.real_tokens;
