@@ -8,6 +8,14 @@ bin=$1
 dir=$(mktemp -d "${TMPDIR:-/tmp}/mase-train-e2e-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "e2e: FAILED: $*"; exit 1; }
+# wait_for PATTERN FILE PID: until FILE has a line matching PATTERN (at most 60 s)
+wait_for() {
+  n=0
+  until grep -q "$1" "$2" 2>/dev/null; do
+    n=$((n + 1)); [ $n -gt 600 ] && { kill "$3"; fail "never printed '$1': $(tail -n 3 "$2")"; }
+    sleep 0.1
+  done
+}
 
 # 24 reviews per label and split: "great"/"awful" words among neutral ones
 for split in train test; do
@@ -45,11 +53,7 @@ grep -q "test_accuracy $(printf '%.6f' "$acc")" "$dir/eval.log" || fail "eval-on
 # 4. SIGINT in the middle of a long run: exit 130, a checkpoint, how to resume
 "$bin" $common --epochs 400 --log-every 1 --ckpt-every 0 --out "$dir/long" > "$dir/long.log" 2>&1 &
 pid=$!
-n=0
-until grep -q "^step 3/" "$dir/long.log" 2>/dev/null; do
-  n=$((n + 1)); [ $n -gt 600 ] && { kill $pid; fail "the run never logged step 3"; }
-  sleep 0.1
-done
+wait_for "^step 3/" "$dir/long.log" $pid
 kill -INT $pid
 wait $pid
 code=$?
@@ -61,11 +65,7 @@ echo "interrupted: $(tail -n 1 "$dir/long.log")"
 # 5. --resume continues from that checkpoint; SIGTERM stops it the same way
 "$bin" --resume "$dir/long" --log-every 1000 > "$dir/resume.log" 2>&1 &
 pid=$!
-n=0
-until grep -q "^resume" "$dir/resume.log" 2>/dev/null; do
-  n=$((n + 1)); [ $n -gt 600 ] && { kill $pid; fail "resume never started"; }
-  sleep 0.1
-done
+wait_for "^resume" "$dir/resume.log" $pid
 sleep 0.5
 kill -TERM $pid
 wait $pid

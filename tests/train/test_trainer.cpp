@@ -13,9 +13,9 @@
 
 using namespace mase;
 using namespace mase::train;
-using mase::test::NullOut;
 using mase::test::read_json_file;
 using mase::test::TrainFixture;
+using mase::test::weights_of;
 using mase::test::write_bytes;
 
 namespace {
@@ -27,22 +27,11 @@ std::vector<std::string> lines_of(const fs::path& p) {
   return out;
 }
 
-// Every weight of a saved model, as raw f32 values in key order.
-std::vector<float> weights_of(const fs::path& safetensors) {
-  std::vector<float> out;
-  for (const auto& [name, t] : nn::load_safetensors(safetensors.string()).tensors) {
-    std::vector<float> v = t.to_vector<float>();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("trainer: a tiny BERT learns the made-up reviews and the loss decreases") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   TrainConfig c = fx.config("run");
   c.epochs = 8;
   TrainResult r = train_new(c, null);
@@ -62,8 +51,7 @@ TEST_CASE("trainer: a tiny BERT learns the made-up reviews and the loss decrease
 
 TEST_CASE("trainer: the same seed and threads give the same loss sequence and weights") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   TrainResult a = train_new(fx.config("a"), null);
   TrainResult b = train_new(fx.config("b"), null);
   REQUIRE(a.losses.size() == 24);
@@ -79,8 +67,7 @@ TEST_CASE("trainer: the same seed and threads give the same loss sequence and we
 
 TEST_CASE("trainer: the run folder holds the log, the metrics, the model and final.json") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   TrainConfig c = fx.config("run");
   c.log_every = 5;
   c.eval_every = 10;
@@ -141,8 +128,7 @@ TEST_CASE("trainer: the run folder holds the log, the metrics, the model and fin
 
 TEST_CASE("trainer: --eval-only on the run folder equals the evaluation at the end of training") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   TrainResult r = train_new(fx.config("run"), null);
   REQUIRE(r.status == TrainStatus::completed);
   TrainConfig e = fx.config("unused");
@@ -159,8 +145,7 @@ TEST_CASE("trainer: --eval-only on the run folder equals the evaluation at the e
 
 TEST_CASE("trainer: predict gives the probability that evaluate's loss implies") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   TrainConfig c = fx.config("run");
   c.epochs = 8;
   REQUIRE(train_new(c, null).status == TrainStatus::completed);
@@ -183,8 +168,7 @@ TEST_CASE("trainer: predict gives the probability that evaluate's loss implies")
 
 TEST_CASE("trainer: a NaN loss stops the run with the step and a hint and keeps the checkpoint") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   TrainConfig c = fx.config("run");
   c.lr = 1e30;
   c.warmup = 0;
@@ -207,8 +191,7 @@ TEST_CASE("trainer: a NaN loss stops the run with the step and a hint and keeps 
 
 TEST_CASE("trainer: --freeze keeps the matching parameters exactly as initialised") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   TrainConfig c = fx.config("run");
   c.freeze = "embeddings";
   REQUIRE(train_new(c, null).status == TrainStatus::completed);
@@ -238,8 +221,7 @@ TEST_CASE("trainer: --freeze keeps the matching parameters exactly as initialise
 
 TEST_CASE("trainer: bad input is refused before anything is written") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   SUBCASE("a non-empty --out") {
     write_bytes(fx.run("used") / "keep.txt", "precious");
     CHECK_THROWS_WITH_AS(train_new(fx.config("used"), null),

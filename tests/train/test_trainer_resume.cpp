@@ -4,24 +4,16 @@
 #include <sstream>
 
 #include "helpers.h"
-#include "models/safetensors.h"
 #include "train/trainer_fixture.h"
 
 using namespace mase;
 using namespace mase::train;
-using mase::test::NullOut;
 using mase::test::read_json_file;
 using mase::test::TrainFixture;
+using mase::test::weights_of;
 using mase::test::write_bytes;
 
 namespace {
-
-std::map<std::string, std::vector<float>> weights_of(const fs::path& safetensors) {
-  std::map<std::string, std::vector<float>> out;
-  for (const auto& [name, t] : nn::load_safetensors(safetensors.string()).tensors)
-    out[name] = t.to_vector<float>();
-  return out;
-}
 
 std::vector<int64_t> logged_steps(const fs::path& jsonl) {
   std::ifstream in(jsonl);
@@ -34,8 +26,7 @@ std::vector<int64_t> logged_steps(const fs::path& jsonl) {
 // `stop_at` (as Ctrl-C does: request_stop from inside the loop) then resumed. Checks that
 // both reach the same weights, losses, evaluations and logs.
 void check_resume_equivalence(const TrainFixture& fx, TrainConfig c, int64_t stop_at) {
-  NullOut null;
-  clear_stop();
+  std::FILE* null = fx.null;
   c.out = fx.run("full").string();
   TrainResult full = train_new(c, null);
   REQUIRE(full.status == TrainStatus::completed);
@@ -97,8 +88,7 @@ TEST_CASE("resume: stopped on the last batch of an epoch resumes with the epoch'
 
 TEST_CASE("resume: a second stop and resume in the same run still matches") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   TrainConfig c = fx.config("full");
   TrainResult full = train_new(c, null);
   c.out = fx.run("cut").string();
@@ -118,8 +108,7 @@ TEST_CASE("resume: a second stop and resume in the same run still matches") {
 
 TEST_CASE("resume: what is not a resumable run folder is refused with the reason") {
   TrainFixture fx;
-  NullOut null;
-  clear_stop();
+  auto& null = fx.null;
   CHECK_THROWS_WITH_AS(resume(fx.run("nothing"), {}, null), doctest::Contains("no such folder"),
                        ConfigError);
   write_bytes(fx.run("other") / "notes.txt", "hello");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/data_helpers.h"
+#include "models/safetensors.h"
 #include "train/session.h"
 
 namespace mase::test {
@@ -46,13 +47,22 @@ inline std::string fixture_review(int label, uint64_t& state) {
   return text + ".";
 }
 
+// Silences a session's printing: a FILE* that discards everything.
+struct NullOut {
+  std::FILE* f = std::fopen("/dev/null", "w");
+  ~NullOut() { std::fclose(f); }
+  operator std::FILE*() const { return f; }
+};
+
 struct TrainFixture {
   TempDir dir;
+  NullOut null;  // where the sessions under test print
   fs::path data_dir, vocab, model_config;
   int64_t vocab_size = 0;
 
   // `train_per_label` / `test_per_label` reviews of each label in each split.
   explicit TrainFixture(int train_per_label = 48, int test_per_label = 16) {
+    train::clear_stop();  // a stop requested by an earlier test must not leak into this one
     data_dir = dir.path / "data";
     std::vector<std::pair<std::string, std::string>> files;
     uint64_t state = 12345;
@@ -107,12 +117,13 @@ struct TrainFixture {
   fs::path run(const std::string& name) const { return dir.path / name; }
 };
 
-// Silences a session's printing: a FILE* that discards everything.
-struct NullOut {
-  std::FILE* f = std::fopen("/dev/null", "w");
-  ~NullOut() { std::fclose(f); }
-  operator std::FILE*() const { return f; }
-};
+// Every tensor of a saved model as its raw f32 values, by key: to compare runs bit for bit.
+inline std::map<std::string, std::vector<float>> weights_of(const fs::path& safetensors) {
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& [name, t] : nn::load_safetensors(safetensors.string()).tensors)
+    out[name] = t.to_vector<float>();
+  return out;
+}
 
 inline nlohmann::json read_json_file(const fs::path& p) {
   std::ifstream in(p);
