@@ -179,11 +179,13 @@ std::string TrainConfig::model_name() const {
 // The recipe. From scratch, measured on IMDb (docs/training.md, "Runs"): mean pooling over
 // the real tokens, which learns far faster than [CLS] pooling when nothing is pretrained;
 // a peak lr that shrinks with the model's width; a short warm-up. From a checkpoint: BERT's
-// fine-tuning values (Devlin et al. 2019, appendix A.3), [CLS] as the checkpoint was trained.
+// fine-tuning values (Devlin et al. 2019, appendix A.3); pooling and dropout as the checkpoint
+// has them (HF BERT: [CLS], as it was pretrained).
 TrainConfig resolve_recipe(TrainConfig c) {
   const bool scratch = c.init.empty();
-  if (!c.pooling) c.pooling = scratch ? "mean" : "cls";
-  if (!c.dropout) c.dropout = 0.1;
+  // from a checkpoint, pooling and dropout stay the checkpoint's (config.json) unless given
+  if (!c.pooling && scratch) c.pooling = "mean";
+  if (!c.dropout && scratch) c.dropout = 0.1;
   const bool narrow = c.model == "bert-tiny" || c.model == "bert-mini";
   // 2% of the steps was enough for bert-tiny (docs/training.md); wider post-LN models are
   // less stable early on, so they get a longer ramp

@@ -24,8 +24,9 @@ struct TrainConfig {
   // ---- model ----------------------------------------------------------------------------
   std::string model = "bert-small";  // a preset (bert-tiny … bert-base) or a config.json path
   std::string init;                  // start from this HF model folder or run folder ("" = random)
-  std::optional<std::string> pooling;  // "cls" or "mean" (recipe: mean from scratch)
-  std::optional<double> dropout;       // hidden and attention dropout (recipe: 0.1)
+  std::optional<std::string> pooling;  // "cls" or "mean" (recipe: mean from scratch; with
+                                       // --init unset = the checkpoint's)
+  std::optional<double> dropout;       // hidden and attention dropout (recipe: 0.1 from scratch)
   std::string freeze;                  // regex: matching parameter paths are not trained
 
   // ---- data -----------------------------------------------------------------------------
@@ -74,7 +75,8 @@ struct TrainConfig {
 
 // Fills the unset optionals (lr, warmup, dropout, pooling) from the recipe: the values that
 // docs/training.md measured for training from scratch, or standard fine-tuning values when
-// the model starts from a checkpoint (--init). Returns the config with everything set.
+// the model starts from a checkpoint (--init; pooling and dropout then stay unset: the
+// checkpoint's config.json decides).
 TrainConfig resolve_recipe(TrainConfig c);
 
 // Warm-up in steps for a run of `total_steps`: round(warmup · total) when warmup < 1.

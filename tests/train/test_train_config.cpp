@@ -78,7 +78,8 @@ TEST_CASE("train config: the recipe fills what was not given") {
   CHECK(resolve_recipe(c).warmup == 0.06);  // and a longer ramp
   c.init = "some/hf/folder";
   TrainConfig f = resolve_recipe(c);
-  CHECK(f.pooling == "cls");  // as the checkpoint was pretrained
+  CHECK_FALSE(f.pooling.has_value());  // the checkpoint's config.json decides
+  CHECK_FALSE(f.dropout.has_value());
   CHECK(f.lr == 5e-5);
   CHECK(f.warmup == 0.1);
   c.lr = 0.01;  // given values are kept

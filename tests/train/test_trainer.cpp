@@ -270,3 +270,49 @@ TEST_CASE("trainer: bad input is refused before anything is written") {
     CHECK_THROWS_WITH_AS(train_new(c, null), doctest::Contains("bert-tiny"), ConfigError);
   }
 }
+
+TEST_CASE("trainer: --init starts from an HF folder or a run folder with their tokenizer") {
+  TrainFixture fx;
+  auto& null = fx.null;
+  // HF: the fixture that transformers' save_pretrained wrote (L2 H32, vocab 100, dropout 0),
+  // plus a vocab.txt of 100 entries: the fixture's words, then fillers
+  const fs::path hf = fx.dir.path / "hf";
+  fs::create_directories(hf);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(fs::path(MASE_FIXTURES_DIR) / "hf_bert_tiny" / f, hf / f);
+  std::string vocab = mase::test::read_bytes(fx.vocab);
+  for (int64_t i = fx.vocab_size; i < 100; ++i) vocab += cat("[unused", i, "]\n");
+  write_bytes(hf / "vocab.txt", vocab);
+
+  TrainConfig c = fx.config("from-hf");
+  c.init = hf.string();
+  c.vocab = "";  // the folder's vocab.txt
+  c.max_len = 16;  // the fixture's max_position_embeddings
+  c.max_steps = 1;
+  c.lr = 1e-12;  // one step that cannot move the weights measurably
+  c.warmup = 0;
+  REQUIRE(train_new(c, null).status == TrainStatus::completed);
+  auto before = weights_of(hf / "model.safetensors");
+  auto after = weights_of(fx.run("from-hf") / "model.safetensors");
+  for (const auto& [name, v] : after) {
+    INFO(name);
+    REQUIRE(before.count(name));
+    test::check_close(Tensor::from(v, {static_cast<int64_t>(v.size())}),
+                      std::vector<double>(before[name].begin(), before[name].end()), 1e-7, 1e-6);
+  }
+  auto fin = read_json_file(fx.run("from-hf") / "final.json");
+  CHECK(fin["model_config"]["pooling"] == "cls");                // HF's, kept
+  CHECK(fin["model_config"]["hidden_dropout_prob"] == 0.0);       // the checkpoint's, kept
+  CHECK(fin["config"]["lr"] == 1e-12);
+  CHECK(mase::test::read_bytes(fx.run("from-hf") / "vocab.txt") == vocab);
+
+  // our run folder: a mean-pooled model stays mean-pooled
+  TrainConfig a = fx.config("first");
+  REQUIRE(train_new(a, null).status == TrainStatus::completed);
+  TrainConfig b = fx.config("second");
+  b.init = fx.run("first").string();
+  b.vocab = "";
+  b.max_steps = 2;
+  REQUIRE(train_new(b, null).status == TrainStatus::completed);
+  CHECK(read_json_file(fx.run("second") / "final.json")["model_config"]["pooling"] == "mean");
+}
