@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "cuda/memory.h"
+
 namespace mase::nn {
 
 namespace {
@@ -124,6 +126,38 @@ int64_t Module::num_parameters(bool trainable_only) const {
   for (const auto& [name, p] : named_parameters())
     if (!trainable_only || p.requires_grad()) n += p.numel();
   return n;
+}
+
+void require_device(Device device) {
+  if (device.is_cpu()) return;
+#ifndef MASE_HAS_CUDA
+  throw DeviceError("[to] built without CUDA; reconfigure with -DMASE_CUDA=ON (or use cpu)");
+#else
+  const int n = cuda::device_count();
+  MASE_CHECK(device.index < n, DeviceError, "[to] expected CUDA device ", device, ", got ",
+             n == 0 ? std::string("no GPU (no device or no driver found)") : cat(n, " device(s)"),
+             " (use --device cpu)");
+#endif
+}
+
+void Module::to(Device device) {
+  require_device(device);
+  // every tensor slot: parameters, buffers and the gradients of parameters
+  std::vector<Tensor> tensors;
+  for (auto& [name, t] : named_parameters()) {
+    tensors.push_back(t);
+    if (t.grad().defined()) tensors.push_back(t.grad());
+  }
+  for (auto& [name, t] : named_buffers()) tensors.push_back(t);
+  std::vector<Tensor> moved;
+  for (const Tensor& t : tensors) moved.push_back(t.to(device));  // may throw: nothing changed
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (moved[i].is_same(tensors[i])) continue;  // already there
+    TensorImpl* impl = tensors[i].impl();
+    impl->storage = moved[i].storage();
+    impl->strides = moved[i].strides();
+    impl->offset = moved[i].offset();
+  }
 }
 
 std::map<std::string, Tensor> Module::state_dict() const {

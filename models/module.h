@@ -65,6 +65,13 @@ class Module : public std::enable_shared_from_this<Module> {
   bool is_training() const { return training_; }
   void zero_grad();  // zeroes existing .grad() in place (keeps the buffers: no allocation)
   int64_t num_parameters(bool trainable_only = false) const;
+  // Move every parameter and buffer (and any gradient they hold) to `device`, in place, as
+  // torch's module.to(device). The Tensor handles keep their identity: each TensorImpl gets
+  // the copy's storage, strides and offset, so an optimizer, a state_dict or a user holding a
+  // parameter sees it on the new device. Everything is copied first and swapped in after, so
+  // a DeviceError (a build without CUDA, no GPU, out of memory) leaves the model untouched.
+  // Tensors that shared one storage (views of each other) get separate storages.
+  void to(Device device);
 
   // name -> tensor of every parameter and buffer (the tensors themselves, not copies)
   std::map<std::string, Tensor> state_dict() const;
@@ -121,5 +128,9 @@ struct ModuleObserver {
   virtual Tensor on_call(Module& m, const Tensor& x, const std::function<Tensor()>& run) = 0;
 };
 ModuleObserver* set_module_observer(ModuleObserver* observer);  // thread-local; returns previous
+
+// DeviceError unless tensors can be placed on `device`: a CUDA device needs a CUDA build and
+// that GPU present. Module::to checks it; a trainer calls it before any slow work.
+void require_device(Device device);
 
 }  // namespace mase::nn

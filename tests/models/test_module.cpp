@@ -114,3 +114,45 @@ TEST_CASE("Linear matches x·Wᵀ + b and initialises like PyTorch") {
   check_close(small(Tensor::from({1, 1}, {1, 2})), {13, 27});
   CHECK(small.str() == "Linear(in_features=2, out_features=2, bias=true)\n");
 }
+
+TEST_CASE("to(Device): on the CPU nothing moves and every handle is kept") {
+  auto m = std::make_shared<Toy>();
+  Tensor w = m->block->fc->named_parameters()[0].second;
+  void* before = w.raw_data();
+  m->to(Device::cpu());
+  CHECK(m->block->fc->named_parameters()[0].second.is_same(w));
+  CHECK(w.raw_data() == before);
+}
+
+TEST_CASE("to(Device): CUDA without a GPU is a DeviceError and the model is left as it was") {
+  if (cuda::device_count() > 0) return;  // this machine has a GPU: the next case covers it
+  auto m = std::make_shared<Toy>();
+  std::vector<float> before = m->head->weight.to_vector<float>();
+  std::string msg = test::error_message([&] { m->to(Device::cuda()); });
+  CHECK((msg.find("built without CUDA") != std::string::npos ||
+         msg.find("no GPU") != std::string::npos));
+  CHECK_THROWS_AS(m->to(Device::cuda()), DeviceError);
+  CHECK(m->head->weight.is_cpu());
+  CHECK(m->head->weight.to_vector<float>() == before);
+}
+
+TEST_CASE("to(Device): CPU -> GPU -> CPU in place keeps handles, values and gradients") {
+  if (!test::have_gpu()) return;
+  auto m = std::make_shared<Toy>();
+  Tensor w = m->head->weight;  // the handle an optimizer would hold
+  std::vector<float> before = w.to_vector<float>();
+  backward(sum((*m)(Tensor::from({1, -2, 3}, {1, 3}))));
+  std::vector<float> grad = w.grad().to_vector<float>();
+  m->to(Device::cuda());
+  CHECK(w.is_cuda());
+  CHECK(w.grad().is_cuda());
+  CHECK(m->scale.is_cuda());  // buffers too
+  CHECK(m->head->weight.is_same(w));
+  CHECK(w.to_vector<float>() == before);
+  CHECK(w.grad().to_vector<float>() == grad);
+  Tensor y = (*m)(Tensor::from({1, -2, 3}, {1, 3}).to(Device::cuda()));
+  CHECK(y.is_cuda());
+  m->to(Device::cpu());
+  CHECK(w.is_cpu());
+  CHECK(w.to_vector<float>() == before);
+}

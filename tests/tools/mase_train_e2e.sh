@@ -1,0 +1,76 @@
+#!/bin/sh
+# tests/tools/mase_train_e2e.sh MASE_TRAIN — the mase-train executable end to end on a made-up
+# IMDb (written here with the shell): train, predict, eval-only, then a real SIGINT in the
+# middle of a run (exit 130, a checkpoint, the resume hint) and --resume to the end.
+# Prints "e2e: ok" when every check passed (ctest matches it).
+set -u
+bin=$1
+dir=$(mktemp -d "${TMPDIR:-/tmp}/mase-train-e2e-XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "e2e: FAILED: $*"; exit 1; }
+# wait_for PATTERN FILE PID: until FILE has a line matching PATTERN (at most 60 s)
+wait_for() {
+  n=0
+  until grep -q "$1" "$2" 2>/dev/null; do
+    n=$((n + 1)); [ $n -gt 600 ] && { kill "$3"; fail "never printed '$1': $(tail -n 3 "$2")"; }
+    sleep 0.1
+  done
+}
+
+# 24 reviews per label and split: "great"/"awful" words among neutral ones
+for split in train test; do
+  for i in $(seq 0 23); do
+    mkdir -p "$dir/data/imdb/aclImdb/$split/pos" "$dir/data/imdb/aclImdb/$split/neg"
+    echo "the film was great and i loved it $i" > "$dir/data/imdb/aclImdb/$split/pos/${i}_9.txt"
+    echo "the film was awful and i hated it $i" > "$dir/data/imdb/aclImdb/$split/neg/${i}_2.txt"
+  done
+done
+printf '%s\n' '[PAD]' '[UNK]' '[CLS]' '[SEP]' '[MASK]' the film was great and i loved it \
+  awful hated 0 1 2 3 4 5 6 7 8 9 > "$dir/vocab.txt"
+printf '{"vocab_size": 25, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 64}' > "$dir/tiny.json"
+common="--model $dir/tiny.json --data-dir $dir/data --cache-dir $dir/cache --tokenizer wordpiece --vocab $dir/vocab.txt --max-len 16 --batch-size 8 --lr 1e-2 --warmup 2"
+
+# 1. train: exit 0, the summary and the result
+"$bin" $common --epochs 8 --out "$dir/run" > "$dir/train.log" 2>&1 || fail "training exited $?: $(tail -n 3 "$dir/train.log")"
+grep -q "^trainable parameters" "$dir/train.log" || fail "no parameter summary"
+grep -q "^done *test_accuracy" "$dir/train.log" || fail "no result line"
+for f in final.json metrics.csv train_log.jsonl config.json model.safetensors vocab.txt train_config.json; do
+  [ -f "$dir/run/$f" ] || fail "run folder lacks $f"
+done
+echo "trained: $(grep '^done' "$dir/train.log")"
+
+# 2. predict: a label and a probability per text
+"$bin" predict "$dir/run" "great, i loved it" "awful, i hated it" > "$dir/predict.log" 2>&1 || fail "predict exited $?"
+cat "$dir/predict.log"
+head -n 1 "$dir/predict.log" | grep -Eq '^positive 0\.[5-9][0-9]*|^positive 1\.0' || fail "first text not positive"
+tail -n 1 "$dir/predict.log" | grep -Eq '^negative 0\.[5-9][0-9]*|^negative 1\.0' || fail "second text not negative"
+
+# 3. --eval-only prints the test accuracy that final.json holds
+"$bin" --init "$dir/run" --eval-only --data-dir "$dir/data" --cache-dir "$dir/cache" > "$dir/eval.log" 2>&1 || fail "eval-only exited $?"
+acc=$(sed -n 's/.*"test_accuracy": \([0-9.e-]*\).*/\1/p' "$dir/run/final.json")
+grep -q "test_accuracy $(printf '%.6f' "$acc")" "$dir/eval.log" || fail "eval-only: $(cat "$dir/eval.log") vs final.json $acc"
+
+# 4. SIGINT in the middle of a long run: exit 130, a checkpoint, how to resume
+"$bin" $common --epochs 400 --log-every 1 --ckpt-every 0 --out "$dir/long" > "$dir/long.log" 2>&1 &
+pid=$!
+wait_for "^step 3/" "$dir/long.log" $pid
+kill -INT $pid
+wait $pid
+code=$?
+[ $code -eq 130 ] || fail "interrupted run exited $code, expected 130"
+grep -q "continue with: mase-train --resume $dir/long" "$dir/long.log" || fail "no resume hint: $(tail -n 2 "$dir/long.log")"
+ls "$dir/long/checkpoints" | grep -q '^step-' || fail "no checkpoint after SIGINT"
+echo "interrupted: $(tail -n 1 "$dir/long.log")"
+
+# 5. --resume continues from that checkpoint; SIGTERM stops it the same way
+"$bin" --resume "$dir/long" --log-every 1000 > "$dir/resume.log" 2>&1 &
+pid=$!
+wait_for "^resume" "$dir/resume.log" $pid
+sleep 0.5
+kill -TERM $pid
+wait $pid
+code=$?
+[ $code -eq 130 ] || fail "resumed run stopped with SIGTERM exited $code, expected 130"
+grep -q "^resume .*at step [1-9]" "$dir/resume.log" || fail "resume did not start from the checkpoint: $(cat "$dir/resume.log")"
+echo "resumed and stopped again: $(tail -n 1 "$dir/resume.log")"
+echo "e2e: ok"

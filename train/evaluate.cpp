@@ -1,0 +1,119 @@
+// train/evaluate.cpp — see evaluate.h.
+#include "train/evaluate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "autograd/engine.h"
+
+namespace mase::train {
+
+data::Batch to_device(const data::Batch& b, Device device) {
+  if (device.is_cpu()) return b;
+  data::Batch out = b;
+  out.input_ids = b.input_ids.to(device);
+  out.attention_mask = b.attention_mask.to(device);
+  out.token_type_ids = b.token_type_ids.to(device);
+  out.labels = b.labels.to(device);
+  return out;
+}
+
+EvalResult evaluate(nn::BertForSequenceClassification& model, const data::TokenizedSplit& split,
+                    const EvalOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool was_training = model.is_training();
+  model.eval();
+  NoGradGuard no_grad;
+  data::BatchOptions bo;
+  bo.batch_size = opt.batch_size;
+  bo.max_len = opt.max_len;
+  bo.pad_id = opt.pad_id;
+  bo.shuffle = false;
+  // one window over the whole split: every batch holds reviews of neighbouring lengths
+  bo.bucket_batches = std::max<int64_t>(1, (split.size() + opt.batch_size - 1) / opt.batch_size);
+  data::Batcher batches(split, bo);
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (int64_t b = 0; b < batches.num_batches(); ++b) {
+    data::Batch x = to_device(batches.batch(b), opt.device);
+    nn::SequenceClassifierOutput out =
+        model.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels);
+    const int64_t B = x.labels.size(0);
+    loss_sum += out.loss.item() * static_cast<double>(B);  // the batch mean back to a sum
+    std::vector<float> logits = out.logits.to_vector<float>();  // (B, num_labels)
+    std::vector<int32_t> labels = x.labels.to_vector<int32_t>();
+    const int64_t C = out.logits.size(1);
+    for (int64_t i = 0; i < B; ++i) {
+      const float* row = logits.data() + i * C;
+      const auto pred = std::max_element(row, row + C) - row;  // first max on ties
+      correct += pred == labels[static_cast<size_t>(i)];
+    }
+    r.examples += B;
+    r.tokens += x.real_tokens;
+  }
+  model.train(was_training);
+  if (r.examples > 0) {
+    r.loss = loss_sum / static_cast<double>(r.examples);
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.examples);
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+data::TokenizedSplit balanced_subset(const data::TokenizedSplit& split, int64_t n, uint64_t seed) {
+  if (n <= 0 || n >= split.size()) return split;
+  std::vector<int64_t> by_label[2];
+  for (int64_t i = 0; i < split.size(); ++i) by_label[split.labels[i] == 1 ? 1 : 0].push_back(i);
+  // shares: n/2 negatives, the rest positives; a short label gives up its shortfall
+  int64_t want[2] = {n / 2, n - n / 2};
+  for (int l = 0; l < 2; ++l) {
+    const int64_t have = static_cast<int64_t>(by_label[l].size());
+    if (want[l] > have) {
+      want[1 - l] += want[l] - have;
+      want[l] = have;
+    }
+  }
+  std::vector<char> keep(static_cast<size_t>(split.size()), 0);
+  for (int l = 0; l < 2; ++l) {
+    // a stream of its own, apart from split_validation's (data/batch.cpp)
+    std::vector<int64_t> p = data::permutation(static_cast<int64_t>(by_label[l].size()), seed,
+                                               (1ull << 21) + static_cast<uint64_t>(l));
+    for (int64_t k = 0; k < want[l]; ++k) keep[static_cast<size_t>(by_label[l][p[k]])] = 1;
+  }
+  data::TokenizedSplit out;
+  for (int64_t i = 0; i < split.size(); ++i) {
+    if (keep[static_cast<size_t>(i)]) out.push_back(split.sequence(i), split.labels[i]);
+  }
+  return out;
+}
+
+Prediction predict(nn::BertForSequenceClassification& model, const data::Tokenizer& tokenizer,
+                   const std::string& text, int64_t max_len, Device device) {
+  std::vector<int32_t> ids = tokenizer.encode(text);
+  if (static_cast<int64_t>(ids.size()) > max_len) {  // keep the start and the final [SEP]
+    const int32_t sep = ids.back();
+    ids.resize(static_cast<size_t>(max_len));
+    ids.back() = sep;
+  }
+  const auto T = static_cast<int64_t>(ids.size());
+  const bool was_training = model.is_training();
+  model.eval();
+  NoGradGuard no_grad;
+  Tensor input = Tensor::from(ids, {1, T}).to(device);
+  Tensor logits = model.forward(input, Tensor()).logits;  // (1, num_labels)
+  model.train(was_training);
+  std::vector<double> z = logits.to_vector<double>();
+  Prediction p;
+  const double zmax = *std::max_element(z.begin(), z.end());
+  double total = 0;
+  for (double v : z) total += std::exp(v - zmax);
+  for (double v : z) p.probs.push_back(std::exp(v - zmax) / total);
+  p.label = static_cast<int32_t>(std::max_element(p.probs.begin(), p.probs.end()) - p.probs.begin());
+  p.probability = p.probs[static_cast<size_t>(p.label)];
+  p.tokens = T;
+  return p;
+}
+
+}  // namespace mase::train

@@ -1,0 +1,59 @@
+// train/evaluate.h — accuracy and loss on a split, test subsets, and one-text prediction.
+//
+// evaluate() runs the model in eval mode (no dropout) and without autograd over every review
+// of a split, in batches sorted by length (so almost nothing is spent on padding; the order
+// does not change the result beyond float rounding of the loss sum), and returns
+//   loss      = Σ_i −log p(y_i | x_i) / N   (the mean cross-entropy over reviews, not batches)
+//   accuracy  = #{i : argmax_c logits_ic = y_i} / N
+// The mode the model was in is restored afterwards.
+//
+// Read next: train/trainer.h (when evaluations happen).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/batch.h"
+#include "data/tokenizer.h"
+#include "models/bert.h"
+
+namespace mase::train {
+
+struct EvalOptions {
+  int64_t batch_size = 64;
+  int64_t max_len = 256;
+  int32_t pad_id = 0;
+  Device device = Device::cpu();
+};
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  int64_t examples = 0, tokens = 0;  // tokens: real (not padding) tokens read
+  double seconds = 0;
+};
+
+EvalResult evaluate(nn::BertForSequenceClassification& model, const data::TokenizedSplit& split,
+                    const EvalOptions& opt);
+
+// `n` reviews of `split` chosen by a seeded permutation, half of each label (n/2 and n − n/2,
+// the larger share to label 1 when n is odd), kept in their original order: the same subset
+// for the same (n, seed). n >= size: the whole split. A label with too few reviews gives all
+// it has and the other label fills the rest.
+data::TokenizedSplit balanced_subset(const data::TokenizedSplit& split, int64_t n, uint64_t seed);
+
+// A batch moved to `device` (the Batcher builds batches on the CPU).
+data::Batch to_device(const data::Batch& b, Device device);
+
+struct Prediction {
+  int32_t label = 0;               // argmax: 1 = positive, 0 = negative (IMDb)
+  double probability = 0;          // softmax probability of `label`
+  std::vector<double> probs;       // of every label
+  int64_t tokens = 0;              // ids the model saw ([CLS] and [SEP] included)
+};
+
+// Tokenizes `text`, truncates it as the batches do (first max_len − 1 ids, then [SEP]) and
+// returns the model's prediction.
+Prediction predict(nn::BertForSequenceClassification& model, const data::Tokenizer& tokenizer,
+                   const std::string& text, int64_t max_len, Device device = Device::cpu());
+
+}  // namespace mase::train

@@ -1,0 +1,363 @@
+// train/session.cpp — new, resumed and evaluation-only runs around the Trainer (session.h).
+#include "train/session.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+
+#include "models/atomic_file.h"
+#include "models/checkpoint.h"
+#include "runtime/parallel.h"
+#include "runtime/random.h"
+
+namespace mase::train {
+namespace {
+
+using nlohmann::json;
+
+// 1234567 -> "1,234,567"
+std::string commas(int64_t v) {
+  std::string s = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+json read_json(const fs::path& p, const char* op) {
+  std::ifstream in(p);
+  MASE_CHECK(in.good(), IoError, "[", op, "] cannot read ", p.string());
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  MASE_CHECK(!j.is_discarded(), IoError, "[", op, "] ", p.string(), " is not valid JSON");
+  return j;
+}
+
+// The folder holding config.json + model.safetensors for `dir`: itself, or, for a run still
+// in progress, its latest checkpoint.
+fs::path model_folder(const fs::path& dir) {
+  MASE_CHECK(fs::is_directory(dir), ConfigError, "[init] expected a model or run folder, got ",
+             dir.string(), " (no such folder)");
+  if (fs::is_regular_file(dir / "model.safetensors")) return dir;
+  if (fs::is_regular_file(dir / RunDir::kConfig)) {
+    RunDir probe = RunDir::open(dir);  // unfinished run: its latest checkpoint
+    return *probe.latest_checkpoint();
+  }
+  throw ConfigError(cat("[init] ", dir.string(),
+                        " is neither a model folder (config.json + model.safetensors) nor a "
+                        "mase-train run folder"));
+}
+
+// The data of `c`: IMDb tokenized with c's tokenizer, subsets applied.
+struct Data {
+  data::TokenizedSplit train, test;
+  std::shared_ptr<const data::Tokenizer> tokenizer;
+  fs::path source, tokenizer_path;
+};
+
+// Where tokenizer models and token caches go: --cache-dir, else <data dir>/imdb when that can be
+// written, else ~/.cache/mase/imdb — so a read-only shared copy of IMDb (a lab machine's) does
+// not mean training sentencepiece and tokenizing 50,000 reviews again on every run.
+std::string cache_dir_for(const TrainConfig& c, std::FILE* out) {
+  if (!c.cache_dir.empty()) return c.cache_dir;
+  const fs::path dir = data::data_dir(c.data_dir) / "imdb";
+  const fs::path probe = fs::exists(dir) ? dir : dir.parent_path();
+  // read-only: no write permission for us, or no write bit at all (root ignores the bits, but
+  // a folder marked r-x is meant to be left alone)
+  std::error_code ec;
+  const auto perms = fs::status(probe, ec).permissions();
+  const auto any_write = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  const bool writable = ::access(probe.c_str(), W_OK) == 0 && (perms & any_write) != fs::perms::none;
+  if (!fs::exists(probe) || writable) return "";  // load_imdb's default: <data dir>/imdb
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) return "";
+  const fs::path fallback = fs::path(home) / ".cache" / "mase" / "imdb";
+  std::fprintf(out, "[data] %s is read-only: tokenizer and token cache go to %s\n",
+               probe.string().c_str(), fallback.string().c_str());
+  fs::create_directories(fallback, ec);
+  return fallback.string();
+}
+
+Data load_data(const TrainConfig& c, std::FILE* out) {
+  data::ImdbOptions o;
+  o.data_dir = c.data_dir;
+  o.cache_dir = cache_dir_for(c, out);
+  o.tokenizer = c.tokenizer;
+  o.vocab = c.vocab;
+  o.sentencepiece.vocab_size = static_cast<int>(c.vocab_size);
+  o.note = [out](const std::string& s) {
+    std::fprintf(out, "[data] %s\n", s.c_str());
+    std::fflush(out);
+  };
+  data::ImdbData d = data::load_imdb(o);
+  Data r;
+  r.train = balanced_subset(d.train, c.train_subset, c.seed);
+  // the test subset does not depend on --seed: runs with different seeds compare on the same
+  r.test = balanced_subset(d.test, c.test_subset, 0);
+  r.tokenizer = d.tokenizer;
+  r.source = d.source;
+  r.tokenizer_path = d.tokenizer_path;
+  return r;
+}
+
+// The tokenizer kind of a saved tokenizer file (load_tokenizer's rule: .model = sentencepiece).
+std::string tokenizer_kind(const fs::path& file) {
+  return file.extension() == ".model" ? "sentencepiece" : "wordpiece";
+}
+
+void check_vocab(const nn::BertConfig& mc, const data::Tokenizer& tok, const std::string& what) {
+  MASE_CHECK(mc.vocab_size == tok.vocab_size(), ConfigError, "[train] ", what, " has vocab_size ",
+             mc.vocab_size, " but the tokenizer has ", tok.vocab_size(),
+             " ids (use the tokenizer the model was trained with: --vocab FILE, or set "
+             "vocab_size in config.json)");
+}
+
+// Applies --dropout and --pooling to a model config.
+nn::BertConfig with_overrides(nn::BertConfig mc, const TrainConfig& c) {
+  if (c.dropout) {
+    mc.hidden_dropout_prob = *c.dropout;
+    mc.attention_probs_dropout_prob = *c.dropout;
+  }
+  if (c.pooling) mc.pooling = *c.pooling;
+  mc.validate();
+  return mc;
+}
+
+// The model of a new run or an evaluation: from scratch or from c.init.
+std::shared_ptr<nn::BertForSequenceClassification> build_model(const TrainConfig& c,
+                                                               const data::Tokenizer& tok,
+                                                               std::FILE* out) {
+  manual_seed(c.seed);  // the initial weights are a function of the seed
+  std::shared_ptr<nn::BertForSequenceClassification> model;
+  if (!c.init.empty()) {
+    const fs::path dir = model_folder(c.init);
+    nn::BertConfig mc = with_overrides(nn::load_config((dir / "config.json").string()), c);
+    check_vocab(mc, tok, (dir / "config.json").string());
+    model = std::make_shared<nn::BertForSequenceClassification>(mc);
+    nn::LoadReport report;
+    nn::load_pretrained_weights(*model, (dir / "model.safetensors").string(), &report);
+    std::fprintf(out, "init      %s (%zu tensors renamed, %zu ignored, %zu freshly initialised%s)\n",
+                 dir.string().c_str(), report.renamed.size(), report.ignored.size(),
+                 report.initialized.size(),
+                 report.initialized.empty() ? "" : cat(": ", report.initialized.front(),
+                                                       report.initialized.size() > 1 ? ", …" : "")
+                                                       .c_str());
+  } else if (c.model.ends_with(".json")) {
+    nn::BertConfig mc = with_overrides(nn::load_config(c.model), c);
+    check_vocab(mc, tok, c.model);
+    model = std::make_shared<nn::BertForSequenceClassification>(mc);
+  } else {
+    nn::BertConfig mc = nn::BertConfig::preset(c.model, tok.vocab_size());
+    mc.pad_token_id = tok.special().pad;
+    model = std::make_shared<nn::BertForSequenceClassification>(with_overrides(mc, c));
+  }
+  MASE_CHECK(c.max_len <= model->config().max_position_embeddings, ConfigError,
+             "[train] expected --max-len <= ", model->config().max_position_embeddings,
+             " (the model's max_position_embeddings), got ", c.max_len);
+  return model;
+}
+
+void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenceClassification& m,
+                   const Trainer& t, const RunDir& run, std::FILE* out) {
+  const auto& mc = m.config();
+  std::fprintf(out, "model     %s: L%lld H%lld A%lld I%lld, vocab %s, pooling %s, %s\n",
+               c.init.empty() ? c.model.c_str() : c.init.c_str(),
+               (long long)mc.num_hidden_layers, (long long)mc.hidden_size,
+               (long long)mc.num_attention_heads, (long long)mc.intermediate_size,
+               commas(mc.vocab_size).c_str(), mc.pooling.c_str(),
+               c.init.empty() ? cat("random init (seed ", c.seed, ")").c_str() : "from --init");
+  std::fprintf(out, "data      %s: %s train / %s test reviews, max_len %lld, bucketing %s\n",
+               d.source.string().c_str(), commas(d.train.size()).c_str(),
+               commas(d.test.size()).c_str(), (long long)c.max_len, c.bucketing ? "on" : "off");
+  std::fprintf(out, "tokenizer %s, vocab %s (%s)\n", d.tokenizer->name().c_str(),
+               commas(d.tokenizer->vocab_size()).c_str(), d.tokenizer_path.string().c_str());
+  std::fprintf(out,
+               "recipe    AdamW lr %g, %s schedule, warm-up %lld steps, batch %lld, %lld steps "
+               "(%lld per epoch), weight decay %g, clip %g, dropout %g\n",
+               *c.lr, c.schedule.c_str(), (long long)warmup_steps(c, t.total_steps()),
+               (long long)c.batch_size, (long long)t.total_steps(),
+               (long long)t.steps_per_epoch(), c.weight_decay, c.clip,
+               mc.hidden_dropout_prob);
+  std::fprintf(out, "device    %s, %d threads\n", c.device.c_str(), num_threads());
+  std::fprintf(out, "trainable parameters\n");
+  for (const auto& [name, n] : parameter_counts(m)) {
+    std::fprintf(out, "  %-18s %12s\n", name.c_str(), commas(n).c_str());
+  }
+  const int64_t frozen = m.num_parameters() - m.num_parameters(true);
+  if (frozen > 0) std::fprintf(out, "  (frozen: %s)\n", commas(frozen).c_str());
+  std::fprintf(out, "run       %s\n", run.path().string().c_str());
+  std::fflush(out);
+}
+
+void report(const TrainResult& r, const RunDir& run, std::FILE* out) {
+  if (r.status == TrainStatus::completed) {
+    std::fprintf(out,
+                 "done      test_accuracy %.4f  test_loss %.4f  (%lld reviews)  %s tok/s  "
+                 "wall %s\n          model and results in %s\n",
+                 r.eval.accuracy, r.eval.loss, (long long)r.eval.examples,
+                 format_rate(r.train_tokens_per_s).c_str(), format_duration(r.wall_s).c_str(),
+                 run.path().string().c_str());
+  } else {
+    std::fprintf(out, "%s\n", r.message.c_str());
+  }
+  std::fflush(out);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, int64_t>> parameter_counts(const nn::Module& model) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  int64_t total = 0;
+  for (const auto& [name, child] : model.named_children()) {
+    // a container child (bert) is listed by its own children (embeddings, encoder, pooler)
+    nn::NamedModules parts = child->named_children();
+    bool nested = false;
+    for (const auto& [sub, m] : parts) nested |= !m->named_children().empty();
+    if (!nested) parts = {{"", child}};
+    for (const auto& [sub, m] : parts) {
+      const int64_t n = m->num_parameters(/*trainable_only=*/true);
+      if (n > 0 || m->num_parameters() > 0)
+        out.push_back({sub.empty() ? name : name + "." + sub, n});
+      total += n;
+    }
+  }
+  out.push_back({"total", total});
+  return out;
+}
+
+int64_t freeze_parameters(nn::Module& model, const std::string& pattern) {
+  std::regex re;
+  try {
+    re = std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(cat("[train] --freeze '", pattern, "' is not a valid regex (", e.what(), ")"));
+  }
+  int64_t n = 0;
+  for (auto& [name, p] : model.named_parameters()) {
+    if (std::regex_search(name, re)) {
+      p.set_requires_grad(false);
+      ++n;
+    }
+  }
+  MASE_CHECK(n > 0, ConfigError, "[train] --freeze '", pattern,
+             "' matches no parameter (paths look like bert.encoder.layer.0.attention.self.query.weight)");
+  return n;
+}
+
+TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
+  c = resolve_recipe(c);
+  if (c.out.empty()) c.out = default_run_name(c.model_name(), c.data);
+  // refuse a used --out before the slow work (RunDir::create checks again)
+  MASE_CHECK(!fs::exists(c.out) || (fs::is_directory(c.out) && fs::is_empty(c.out)), ConfigError,
+             "[run] --out ", c.out, " is not empty (pass another --out, or continue that run with "
+             "--resume ", c.out, ")");
+  nn::require_device(Device::parse(c.device));
+  if (!c.init.empty()) nn::load_config((model_folder(c.init) / "config.json").string());
+  set_num_threads(c.threads);
+  if (!c.init.empty() && c.vocab.empty()) {  // --init brings its tokenizer (HF: vocab.txt)
+    const fs::path tok = find_tokenizer_file(c.init);
+    if (!tok.empty()) {
+      c.vocab = tok.string();
+      c.tokenizer = tokenizer_kind(tok);
+    }
+  }
+  Data d = load_data(c, out);
+  auto model = build_model(c, *d.tokenizer, out);
+  if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
+  model->to(Device::parse(c.device));
+  RunDir run = RunDir::create(c.out);
+  nn::write_text_atomic(run.file(RunDir::kConfig).string(), c.to_json().dump(2) + "\n");
+  d.tokenizer->save(run.file(tokenizer_file_name(d.tokenizer->name())));
+  Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
+  trainer.on_step = on_step;
+  print_summary(c, d, *model, trainer, run, out);
+  TrainResult r = trainer.fit();
+  report(r, run, out);
+  return r;
+}
+
+TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out,
+                   const StepHook& on_step) {
+  RunDir run = RunDir::open(dir);
+  TrainConfig c = TrainConfig::from_json(read_json(run.file(RunDir::kConfig), "resume"),
+                                         run.file(RunDir::kConfig).string());
+  if (o.threads) c.threads = *o.threads;
+  if (o.device) c.device = *o.device;
+  if (o.log_every) c.log_every = *o.log_every;
+  c.validate();
+  nn::require_device(Device::parse(c.device));
+  set_num_threads(c.threads);
+  const fs::path tok = find_tokenizer_file(dir);
+  MASE_CHECK(!tok.empty(), ConfigError, "[resume] ", dir.string(),
+             " has no tokenizer file (vocab.txt or tokenizer.model)");
+  c.vocab = tok.string();
+  c.tokenizer = tokenizer_kind(tok);
+  Data d = load_data(c, out);
+  const fs::path ckpt = *run.latest_checkpoint();
+  nn::BertConfig mc = nn::load_config((ckpt / "config.json").string());
+  check_vocab(mc, *d.tokenizer, (ckpt / "config.json").string());
+  auto model = std::make_shared<nn::BertForSequenceClassification>(mc);
+  if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
+  model->to(Device::parse(c.device));
+  Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
+  trainer.restore(ckpt);
+  trainer.on_step = on_step;
+  std::fprintf(out, "resume    %s at step %lld of %lld (epoch %lld, batch %lld of %lld)\n",
+               ckpt.string().c_str(), (long long)trainer.state().step,
+               (long long)trainer.total_steps(), (long long)trainer.state().epoch + 1,
+               (long long)trainer.state().batch, (long long)trainer.steps_per_epoch());
+  std::fflush(out);
+  TrainResult r = trainer.fit();
+  report(r, run, out);
+  return r;
+}
+
+EvalResult eval_only(TrainConfig c, std::FILE* out) {
+  MASE_CHECK(!c.init.empty(), ConfigError,
+             "[train] --eval-only needs a model: pass --init RUN_OR_MODEL_DIR");
+  set_num_threads(c.threads);
+  LoadedModel lm = load_model_dir(c.init, c.vocab);
+  if (c.max_len <= 0) c.max_len = lm.max_len;  // 0: what the run was trained with
+  c.vocab = lm.tokenizer_file.string();          // the data tokenized with the model's tokenizer
+  c.tokenizer = tokenizer_kind(lm.tokenizer_file);
+  c.validate();
+  Data d = load_data(c, out);
+  lm.model->to(Device::parse(c.device));
+  EvalOptions eo;
+  eo.batch_size = c.eval_batch_size;
+  eo.max_len = c.max_len;
+  eo.pad_id = d.tokenizer->special().pad;
+  eo.device = Device::parse(c.device);
+  EvalResult e = evaluate(*lm.model, d.test, eo);
+  std::fprintf(out, "eval      %s: test_accuracy %.6f  test_loss %.9g  (%lld reviews, max_len %lld, %s)\n",
+               lm.weights.string().c_str(), e.accuracy, e.loss, (long long)e.examples,
+               (long long)c.max_len, format_duration(e.seconds).c_str());
+  std::fflush(out);
+  return e;
+}
+
+LoadedModel load_model_dir(const fs::path& dir, const std::string& vocab) {
+  const fs::path folder = model_folder(dir);
+  LoadedModel lm;
+  lm.weights = folder / "model.safetensors";
+  lm.model = nn::from_pretrained(folder.string());
+  lm.model->eval();
+  fs::path tok = vocab.empty() ? find_tokenizer_file(dir) : fs::path(vocab);
+  if (tok.empty()) tok = find_tokenizer_file(folder);
+  MASE_CHECK(!tok.empty(), ConfigError, "[predict] ", dir.string(),
+             " has no tokenizer (vocab.txt or tokenizer.model); pass --vocab FILE");
+  lm.tokenizer = data::load_tokenizer(tok);
+  lm.tokenizer_file = tok;
+  check_vocab(lm.model->config(), *lm.tokenizer, (folder / "config.json").string());
+  lm.max_len = std::min<int64_t>(512, lm.model->config().max_position_embeddings);
+  if (fs::is_regular_file(dir / RunDir::kConfig)) {
+    TrainConfig c = TrainConfig::from_json(read_json(dir / RunDir::kConfig, "predict"),
+                                           (dir / RunDir::kConfig).string());
+    lm.max_len = c.max_len;
+  }
+  return lm;
+}
+
+}  // namespace mase::train

@@ -1,0 +1,214 @@
+// train/train_config.cpp — TrainConfig: checks, JSON both ways, and the recipe defaults.
+#include "train/train_config.h"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "models/bert_config.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+
+namespace mase::train {
+namespace {
+
+using nlohmann::json;
+
+// Calls f(name, member) for every field, in the order of the struct: one list serves
+// to_json, from_json and the unknown-key check, so they cannot drift apart.
+template <class C, class F>
+void for_each_field(C& c, F&& f) {
+  f("model", c.model);
+  f("init", c.init);
+  f("pooling", c.pooling);
+  f("dropout", c.dropout);
+  f("freeze", c.freeze);
+  f("data", c.data);
+  f("data_dir", c.data_dir);
+  f("cache_dir", c.cache_dir);
+  f("tokenizer", c.tokenizer);
+  f("vocab", c.vocab);
+  f("vocab_size", c.vocab_size);
+  f("max_len", c.max_len);
+  f("train_subset", c.train_subset);
+  f("test_subset", c.test_subset);
+  f("bucketing", c.bucketing);
+  f("batch_size", c.batch_size);
+  f("epochs", c.epochs);
+  f("max_steps", c.max_steps);
+  f("lr", c.lr);
+  f("warmup", c.warmup);
+  f("schedule", c.schedule);
+  f("weight_decay", c.weight_decay);
+  f("beta1", c.beta1);
+  f("beta2", c.beta2);
+  f("eps", c.eps);
+  f("clip", c.clip);
+  f("seed", c.seed);
+  f("threads", c.threads);
+  f("device", c.device);
+  f("out", c.out);
+  f("log_every", c.log_every);
+  f("ckpt_every", c.ckpt_every);
+  f("eval_every", c.eval_every);
+  f("eval_batch_size", c.eval_batch_size);
+}
+
+template <class T>
+json to_j(const T& v) {
+  return json(v);
+}
+template <class T>
+json to_j(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// Reads j into v, checking the JSON type against the field's C++ type.
+template <class T>
+void from_j(const json& j, T& v, const char* key, const std::string& src) {
+  bool ok;
+  if constexpr (std::is_same_v<T, std::string>) ok = j.is_string();
+  else if constexpr (std::is_same_v<T, bool>) ok = j.is_boolean();
+  else if constexpr (std::is_integral_v<T>) ok = j.is_number_integer();
+  else ok = j.is_number();
+  MASE_CHECK(ok, ConfigError, "[train] ", src, ": expected ", key, " to be ",
+             std::is_same_v<T, std::string> ? "a string"
+             : std::is_same_v<T, bool>      ? "a boolean"
+             : std::is_integral_v<T>        ? "an integer"
+                                            : "a number",
+             ", got ", j.dump());
+  if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
+    MASE_CHECK(j.is_number_unsigned(), ConfigError, "[train] ", src, ": expected ", key,
+               " >= 0, got ", j.dump());
+  }
+  v = j.get<T>();
+}
+template <class T>
+void from_j(const json& j, std::optional<T>& v, const char* key, const std::string& src) {
+  if (j.is_null()) {
+    v.reset();
+    return;
+  }
+  T x{};
+  from_j(j, x, key, src);
+  v = x;
+}
+
+void at_least(const char* flag, double v, double lo) {
+  MASE_CHECK(v >= lo, ConfigError, "[train] expected --", flag, " >= ", lo, ", got ", v);
+}
+
+}  // namespace
+
+void TrainConfig::validate() const {
+  MASE_CHECK(data == "imdb", ConfigError, "[train] expected --data imdb, got '", data,
+             "' (the only dataset so far)");
+  MASE_CHECK(tokenizer == "sentencepiece" || tokenizer == "wordpiece", ConfigError,
+             "[train] expected --tokenizer sentencepiece or wordpiece, got '", tokenizer, "'");
+  MASE_CHECK(!pooling || *pooling == "cls" || *pooling == "mean", ConfigError,
+             "[train] expected --pooling cls or mean, got '", pooling.value_or(""), "'");
+  MASE_CHECK(schedule == "linear" || schedule == "cosine" || schedule == "constant", ConfigError,
+             "[train] expected --schedule linear, cosine or constant, got '", schedule, "'");
+  at_least("vocab-size", static_cast<double>(vocab_size), 8);
+  at_least("max-len", static_cast<double>(max_len), 2);
+  at_least("train-subset", static_cast<double>(train_subset), 0);
+  at_least("test-subset", static_cast<double>(test_subset), 0);
+  at_least("batch-size", static_cast<double>(batch_size), 1);
+  at_least("epochs", static_cast<double>(epochs), 1);
+  at_least("max-steps", static_cast<double>(max_steps), 0);
+  at_least("weight-decay", weight_decay, 0);
+  at_least("clip", clip, 0);
+  at_least("threads", threads, 0);
+  at_least("log-every", static_cast<double>(log_every), 1);
+  at_least("ckpt-every", static_cast<double>(ckpt_every), 0);
+  at_least("eval-every", static_cast<double>(eval_every), 0);
+  at_least("eval-batch-size", static_cast<double>(eval_batch_size), 1);
+  // NaN fails every comparison, so `!(x > 0)` also catches it
+  MASE_CHECK(!lr || (*lr > 0 && std::isfinite(*lr)), ConfigError,
+             "[train] expected --lr > 0, got ", lr.value_or(0));
+  MASE_CHECK(!warmup || (*warmup >= 0 && std::isfinite(*warmup)), ConfigError,
+             "[train] expected --warmup >= 0 (a fraction < 1 or a number of steps), got ",
+             warmup.value_or(0));
+  MASE_CHECK(!warmup || *warmup < 1 || *warmup == std::floor(*warmup), ConfigError,
+             "[train] expected --warmup to be a fraction < 1 or a whole number of steps, got ",
+             *warmup);
+  MASE_CHECK(!dropout || (*dropout >= 0 && *dropout < 1), ConfigError,
+             "[train] expected --dropout in [0, 1), got ", dropout.value_or(0));
+  MASE_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, ConfigError,
+             "[train] expected betas in [0, 1), got ", beta1, ", ", beta2);
+  at_least("eps", eps, 0);
+  MASE_CHECK(!model.empty(), ConfigError, "[train] expected --model NAME or a config.json, got ''");
+  Device::parse(device);  // ConfigError for anything but cpu, cuda, cuda:N
+  if (init.empty() && !model.ends_with(".json")) {
+    nn::BertConfig::preset(model);  // ConfigError listing the presets for an unknown name
+  }
+}
+
+json TrainConfig::to_json() const {
+  json j = json::object();
+  for_each_field(*this, [&](const char* key, const auto& v) { j[key] = to_j(v); });
+  return j;
+}
+
+TrainConfig TrainConfig::from_json(const json& j, const std::string& source) {
+  MASE_CHECK(j.is_object(), ConfigError, "[train] ", source, ": expected a JSON object, got ",
+             j.type_name());
+  TrainConfig c;
+  std::set<std::string> known;
+  for_each_field(c, [&](const char* key, auto& v) {
+    known.insert(key);
+    if (j.contains(key)) from_j(j[key], v, key, source);
+  });
+  for (const auto& [key, value] : j.items()) {
+    MASE_CHECK(known.count(key), ConfigError, "[train] ", source, ": unknown key '", key,
+               "' (written by another version of mase-train?)");
+  }
+  c.validate();
+  return c;
+}
+
+std::string TrainConfig::model_name() const {
+  std::filesystem::path p(model);
+  if (p.has_filename() && p.filename() != p) {  // a path: config.json, or an --init folder
+    return p.extension() == ".json" ? p.stem().string() : p.filename().string();
+  }
+  if (!p.has_filename()) return p.parent_path().filename().string();  // "dir/"
+  return p.extension() == ".json" ? p.stem().string() : model;
+}
+
+// The recipe. From scratch, measured on IMDb (docs/training.md, "Runs"): mean pooling over
+// the real tokens, which learns far faster than [CLS] pooling when nothing is pretrained;
+// a peak lr that shrinks with the model's width; a short warm-up. From a checkpoint: BERT's
+// fine-tuning values (Devlin et al. 2019, appendix A.3); pooling and dropout as the checkpoint
+// has them (HF BERT: [CLS], as it was pretrained).
+TrainConfig resolve_recipe(TrainConfig c) {
+  const bool scratch = c.init.empty();
+  // from a checkpoint, pooling and dropout stay the checkpoint's (config.json) unless given
+  if (!c.pooling && scratch) c.pooling = "mean";
+  if (!c.dropout && scratch) c.dropout = 0.1;
+  const bool narrow = c.model == "bert-tiny" || c.model == "bert-mini";
+  // 2% of the steps was enough for bert-tiny (docs/training.md); wider post-LN models are
+  // less stable early on, so they get a longer ramp
+  if (!c.warmup) c.warmup = !scratch ? 0.1 : narrow ? 0.02 : 0.06;
+  if (!c.lr) {
+    if (!scratch) {
+      c.lr = 5e-5;
+    } else if (c.model == "bert-tiny") {
+      c.lr = 1e-3;
+    } else if (c.model == "bert-mini") {
+      c.lr = 7e-4;
+    } else {
+      c.lr = 5e-4;  // bert-small and wider
+    }
+  }
+  c.validate();
+  return c;
+}
+
+int64_t warmup_steps(const TrainConfig& c, int64_t total_steps) {
+  const double w = c.warmup.value_or(0);
+  if (w < 1) return static_cast<int64_t>(std::llround(w * static_cast<double>(total_steps)));
+  return static_cast<int64_t>(w);
+}
+
+}  // namespace mase::train

@@ -1,0 +1,85 @@
+// train/train_config.h — TrainConfig: everything a training run depends on, in one struct.
+//
+// One field per mase-train flag (tools/mase_train.cpp), with the same name (dashes become
+// underscores: --max-len -> max_len). A run folder stores it as train_config.json and final.json
+// repeats it, so a result can always be traced back to the exact recipe; --resume reads it back
+// to continue the run with nothing changed.
+//
+// Some fields have no fixed default: lr, warmup, dropout and pooling depend on whether the
+// model starts from random weights or from a checkpoint (--init), and lr on the model's size.
+// They are std::optional here; resolve_recipe() fills them (the recipe is at the end of
+// train_config.cpp, measured in docs/training.md) and the saved config holds the values used.
+//
+// Read next: train/run_dir.h (where the config is saved), train/trainer.h (the loop).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mase::train {
+
+struct TrainConfig {
+  // ---- model ----------------------------------------------------------------------------
+  std::string model = "bert-small";  // a preset (bert-tiny … bert-base) or a config.json path
+  std::string init;                  // start from this HF model folder or run folder ("" = random)
+  std::optional<std::string> pooling;  // "cls" or "mean" (recipe: mean from scratch; with
+                                       // --init unset = the checkpoint's)
+  std::optional<double> dropout;       // hidden and attention dropout (recipe: 0.1 from scratch)
+  std::string freeze;                  // regex: matching parameter paths are not trained
+
+  // ---- data -----------------------------------------------------------------------------
+  std::string data = "imdb";  // the only dataset so far
+  std::string data_dir;       // "" = $MASE_DATA_DIR or ~/.cache/mase (data/fetch.h)
+  std::string cache_dir;      // "" = <data dir>/imdb (tokenizer models, token-id caches)
+  std::string tokenizer = "sentencepiece";  // or "wordpiece"
+  std::string vocab;          // a vocab.txt / .model to use instead of the default one
+  int64_t vocab_size = 16000;  // sentencepiece pieces, when one is trained
+  int64_t max_len = 256;       // tokens per review, [CLS] and [SEP] included
+  int64_t train_subset = 0;    // > 0: a label-balanced seeded subset of this many reviews
+  int64_t test_subset = 0;     // > 0: the same for the test split (the same subset each time)
+  bool bucketing = true;       // batch reviews of similar lengths (data/batch.h)
+
+  // ---- optimisation ---------------------------------------------------------------------
+  int64_t batch_size = 32;
+  int64_t epochs = 3;
+  int64_t max_steps = 0;           // > 0: exactly this many steps (epochs follow from it)
+  std::optional<double> lr;        // peak learning rate (recipe: by model size)
+  std::optional<double> warmup;    // < 1: a fraction of the steps; >= 1: a number of steps
+  std::string schedule = "linear";  // after warm-up: linear, cosine or constant
+  double weight_decay = 0.01;       // AdamW's; never on biases and LayerNorm weights
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double clip = 1.0;                // max gradient norm (0 = no clipping)
+  uint64_t seed = 0;                // weights, dropout and data order
+  int threads = 0;                  // 0 = all cores
+  std::string device = "cpu";       // "cpu", "cuda" or "cuda:N"
+
+  // ---- the run --------------------------------------------------------------------------
+  std::string out;              // the run folder ("" = runs/<model>-<data>-<timestamp>)
+  int64_t log_every = 50;       // steps between log lines (and train_log.jsonl lines)
+  int64_t ckpt_every = 500;     // steps between checkpoints (0 = only at the end of epochs)
+  int64_t eval_every = 0;       // steps between extra test evaluations (0 = each epoch only)
+  int64_t eval_batch_size = 64;
+
+  // ConfigError naming the first bad field and its flag ("[train] expected --batch-size >= 1,
+  // got 0"). Optional fields are checked only when set.
+  void validate() const;
+  // Every field; unset optionals are null. from_json: unknown keys and wrong types are
+  // ConfigErrors naming `source`; missing keys keep the defaults above.
+  nlohmann::json to_json() const;
+  static TrainConfig from_json(const nlohmann::json& j, const std::string& source);
+  // The model's short name for run folder names: the preset, or the config.json's file stem.
+  std::string model_name() const;
+};
+
+// Fills the unset optionals (lr, warmup, dropout, pooling) from the recipe: the values that
+// docs/training.md measured for training from scratch, or standard fine-tuning values when
+// the model starts from a checkpoint (--init; pooling and dropout then stay unset: the
+// checkpoint's config.json decides).
+TrainConfig resolve_recipe(TrainConfig c);
+
+// Warm-up in steps for a run of `total_steps`: round(warmup · total) when warmup < 1.
+int64_t warmup_steps(const TrainConfig& c, int64_t total_steps);
+
+}  // namespace mase::train

@@ -1,0 +1,130 @@
+// train/trainer.h — the training loop: steps, evaluations, checkpoints, stop and resume.
+//
+// One step (the llm.c loop, with BERT's fine-tuning pieces):
+//   batch   = batches of epoch e, in the order of (seed, e)           data/batch.h
+//   lr      = lr_peak · schedule.factor(step)                         train/lr_schedule.h
+//   loss    = cross_entropy(model(batch), labels)   (train mode: dropout on)
+//   stop if loss is NaN/±inf                        (before touching the weights)
+//   backward(loss); norm = clip_grad_norm(params, clip)
+//   stop if norm is NaN/±inf
+//   AdamW step (no decay on biases and LayerNorm weights); zero_grad
+// Every --log-every steps a line (train_log.jsonl and the screen); every --eval-every steps
+// and at each epoch end an evaluation on the test split (metrics.csv); every --ckpt-every steps
+// and at each epoch end a checkpoint; at the end the final model and final.json.
+//
+// A checkpoint holds everything the rest of the run depends on — weights, AdamW's exp_avg,
+// exp_avg_sq and step counts, the step, the epoch and the next batch in it, and the dropout
+// generator's (seed, offset) — so restore() + fit() continues exactly where the run was: the
+// batch order is a function of (seed, epoch) and dropout masks of (seed, offset), so the
+// resumed run takes bit-identical steps and reaches bit-identical weights
+// (tests/train/test_trainer_resume.cpp checks it).
+//
+// Stopping: request_stop() (what Ctrl-C and SIGTERM call, see install_stop_handlers) makes
+// fit() finish the step in progress, save a checkpoint and return `interrupted`. A NaN or
+// infinite loss or gradient returns `diverged` at once: nothing is saved, so the last
+// checkpoint is the last good state.
+//
+// Read next: train/session.h (data, model and run folder around this loop).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/batch.h"
+#include "models/bert.h"
+#include "train/adamw.h"
+#include "train/evaluate.h"
+#include "train/lr_schedule.h"
+#include "train/progress.h"
+#include "train/run_dir.h"
+#include "train/train_config.h"
+
+namespace mase::train {
+
+// ---- stopping -----------------------------------------------------------------------------
+void request_stop();     // async-signal-safe: a lock-free atomic store
+bool stop_requested();
+void clear_stop();
+// SIGINT and SIGTERM call request_stop() (and print one line saying so); a second signal
+// ends the process at once with the default action (checkpoints are atomic: nothing breaks).
+void install_stop_handlers();
+
+// ---- what a checkpoint's trainer_state.json holds ----------------------------------------
+struct TrainerState {
+  int64_t step = 0;    // optimizer steps taken
+  int64_t epoch = 0;   // the epoch in progress, from 0
+  int64_t batch = 0;   // the next batch of that epoch (== batches per epoch: epoch end pending)
+  uint64_t generator_seed = 0, generator_offset = 0;  // dropout's Philox stream
+  uint64_t data_seed = 0;                              // batch order (and test subset)
+  int64_t train_tokens = 0;  // real tokens trained on
+  double train_seconds = 0, eval_seconds = 0, wall_seconds = 0;
+  double log_loss_sum = 0, epoch_loss_sum = 0;  // training losses since the last log / eval
+  int64_t log_loss_count = 0, epoch_loss_count = 0;
+  int64_t last_eval_step = -1;
+  EvalResult last_eval;
+
+  nlohmann::json to_json() const;
+  static TrainerState from_json(const nlohmann::json& j, const std::string& source);
+};
+
+enum class TrainStatus { completed, interrupted, diverged };
+
+struct TrainResult {
+  TrainStatus status = TrainStatus::completed;
+  int64_t step = 0;
+  EvalResult eval;              // the last evaluation on the test split
+  std::vector<double> losses;   // every step's loss, in this process
+  double train_tokens_per_s = 0, wall_s = 0;
+  std::string message;          // interrupted / diverged: what happened and what to do next
+  fs::path checkpoint;          // the last checkpoint written (may be empty)
+};
+
+class Trainer {
+ public:
+  // `config` must be resolved (resolve_recipe); `model` already on config.device, with its
+  // frozen parameters marked (requires_grad false). The splits, model and run folder must
+  // outlive the Trainer. `out`: where progress and messages go (stdout in mase-train).
+  Trainer(const TrainConfig& config, nn::BertForSequenceClassification& model,
+          const data::TokenizedSplit& train, const data::TokenizedSplit& test, int32_t pad_id,
+          const RunDir& run, std::FILE* out = stdout);
+
+  // Continue from a checkpoint folder (RunDir::latest_checkpoint()): weights, optimizer state,
+  // position, generator. ConfigError / IoError if it does not fit this model and config.
+  void restore(const fs::path& checkpoint);
+  TrainResult fit();
+
+  int64_t steps_per_epoch() const { return batches_.num_batches(); }
+  int64_t total_steps() const { return total_steps_; }
+  const AdamW& optimizer() const { return *optimizer_; }
+  const TrainerState& state() const { return state_; }
+
+  // Called after every step with (step, loss): tests use it to request a stop mid-run.
+  std::function<void(int64_t step, double loss)> on_step;
+
+ private:
+  EvalResult run_evaluation();
+  fs::path save_checkpoint();
+  void write_final(const TrainResult& r);
+  double epoch_position() const;  // state_.epoch + batch / batches per epoch
+  double wall() const;            // wall seconds of the run so far, earlier processes included
+
+  TrainConfig config_;
+  nn::BertForSequenceClassification& model_;
+  const data::TokenizedSplit& test_;
+  data::Batcher batches_;
+  const RunDir& run_;
+  std::unique_ptr<AdamW> optimizer_;
+  LrSchedule schedule_;
+  int64_t total_steps_ = 0, epochs_ = 0;
+  int32_t pad_id_ = 0;
+  Device device_;
+  TrainerState state_;
+  Progress progress_;
+  std::chrono::steady_clock::time_point fit_start_{};
+  double wall_at_start_ = 0;  // state_.wall_seconds when fit() began
+};
+
+}  // namespace mase::train
