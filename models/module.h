@@ -121,5 +121,6 @@ struct ModuleObserver {
   virtual Tensor on_call(Module& m, const Tensor& x, const std::function<Tensor()>& run) = 0;
 };
 ModuleObserver* set_module_observer(ModuleObserver* observer);  // thread-local; returns previous
+ModuleObserver* module_observer();  // this thread's observer, or nullptr
 
 }  // namespace mase::nn
