@@ -26,6 +26,7 @@
 namespace mase::bench {
 void register_gemm();         // bench/bench_gemm.cpp
 void register_elementwise();  // bench/bench_elementwise.cpp
+void register_fused();        // bench/bench_fused.cpp
 void register_e2e();          // bench/bench_e2e.cpp
 }  // namespace mase::bench
 
@@ -43,6 +44,8 @@ const Suite kSuites[] = {
      mase::bench::register_gemm},
     {"elementwise", "add, mul, bias add, exp, tanh, relu, sums, copies; each vs memcpy",
      mase::bench::register_elementwise},
+    {"fused", "bias+GELU, dropout+residual+LayerNorm, LayerNorm, AdamW: fused vs composed, vs memcpy",
+     mase::bench::register_fused},
     {"e2e", "BERT tiny/mini/small training and eval steps at B32 T256: tokens/s, % of sgemm",
      mase::bench::register_e2e},
 };

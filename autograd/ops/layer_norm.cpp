@@ -20,7 +20,9 @@
 //   dresidual = dh,   dx = dh·m,   dx_bias = Σ_rows dx
 // The mask is drawn as dropout() draws it — word i of (gen.seed, gen.advance(numel)) for
 // element i — so the fused op and dropout_add_layer_norm_reference (the composition of
-// add, dropout, add, layer_norm) draw the same mask from the same generator state.
+// add, dropout, add, layer_norm) draw the same mask from the same generator state. Unlike
+// dropout(), it is drawn once and saved as a byte an element for the backward (cheaper than
+// regenerating it there: runtime/cpu/layer_norm.cpp).
 //
 // Reference: Ba et al., "Layer Normalization", arXiv:1607.06450; llm.c's layernorm_backward.
 // Kernels: runtime/cpu/layer_norm.cpp, cuda/layer_norm.cu.
@@ -129,15 +131,17 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
   Tensor h = Tensor::empty(x.shape(), x.dtype(), x.device());  // saved: the normalised input
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
   Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
+  Tensor keep = mask.on ? Tensor::empty(x.shape(), DType::u8, x.device()) : Tensor();
+  uint8_t* kp = mask.on ? keep.data<uint8_t>() : nullptr;
   if (x.is_cuda()) {
     cuda::dropout_add_layer_norm_forward(
-        y.data<float>(), h.data<float>(), mean.data<float>(), rstd.data<float>(), xc.data<float>(),
-        xbc.defined() ? xbc.data<float>() : nullptr, rc.data<float>(), wc.data<float>(),
-        bc.data<float>(), rows, C, eps, mask);
+        y.data<float>(), h.data<float>(), kp, mean.data<float>(), rstd.data<float>(),
+        xc.data<float>(), xbc.defined() ? xbc.data<float>() : nullptr, rc.data<float>(),
+        wc.data<float>(), bc.data<float>(), rows, C, eps, mask);
   } else {
     dispatch_float(x.dtype(), op, [&]<class T>() {
       cpu::dropout_add_layer_norm_forward<T>(
-          y.data<T>(), h.data<T>(), mean.data<T>(), rstd.data<T>(), xc.data<T>(),
+          y.data<T>(), h.data<T>(), kp, mean.data<T>(), rstd.data<T>(), xc.data<T>(),
           xbc.defined() ? xbc.data<T>() : nullptr, rc.data<T>(), wc.data<T>(), bc.data<T>(), rows,
           C, eps, mask);
     });
@@ -152,26 +156,28 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
     attrs.push_back({"seed", static_cast<int64_t>(mask.seed)});
     attrs.push_back({"offset", static_cast<int64_t>(mask.offset)});
   }
-  return record(op, inputs, y, [h, wc, mean, rstd, rows, C, mask, has_xb](const Tensor& dout)
-                -> Tensors {
-    // dh = layer-norm backward at h;  dresidual = dh;  dx = dh * m;  dx_bias = sum_rows(dx)
+  return record(op, inputs, y, [h, keep, wc, mean, rstd, rows, C, scale = mask.scale,
+                                has_xb](const Tensor& dout) -> Tensors {
+    // dh = layer-norm backward at h;  dresidual = dh;  dx = dh * keep * scale;  dx_bias = sum_rows(dx)
     Tensor dy = dout.contiguous();
     auto empty = [&](const Shape& s) { return Tensor::empty(s, h.dtype(), h.device()); };
     Tensor dres = empty(h.shape()), dw = empty({C}), db = empty({C});
-    Tensor dx = mask.on ? empty(h.shape()) : dres;  // no dropout: dx is dresidual itself
+    const bool dropped = keep.defined();
+    Tensor dx = dropped ? empty(h.shape()) : dres;  // no dropout: dx is dresidual itself
     Tensor dxb = has_xb ? empty({C}) : Tensor();
+    const uint8_t* kp = dropped ? keep.data<uint8_t>() : nullptr;
     if (h.is_cuda()) {
       cuda::dropout_add_layer_norm_backward(
-          mask.on ? dx.data<float>() : nullptr, dres.data<float>(),
+          dropped ? dx.data<float>() : nullptr, dres.data<float>(),
           has_xb ? dxb.data<float>() : nullptr, dw.data<float>(), db.data<float>(),
-          dy.data<float>(), h.data<float>(), wc.data<float>(), mean.data<float>(),
-          rstd.data<float>(), rows, C, mask);
+          dy.data<float>(), h.data<float>(), kp, scale, wc.data<float>(), mean.data<float>(),
+          rstd.data<float>(), rows, C);
     } else {
       dispatch_float(h.dtype(), "dropout_add_layer_norm", [&]<class T>() {
         cpu::dropout_add_layer_norm_backward<T>(
-            mask.on ? dx.data<T>() : nullptr, dres.data<T>(), has_xb ? dxb.data<T>() : nullptr,
-            dw.data<T>(), db.data<T>(), dy.data<T>(), h.data<T>(), wc.data<T>(), mean.data<T>(),
-            rstd.data<T>(), rows, C, mask);
+            dropped ? dx.data<T>() : nullptr, dres.data<T>(), has_xb ? dxb.data<T>() : nullptr,
+            dw.data<T>(), db.data<T>(), dy.data<T>(), h.data<T>(), kp, scale, wc.data<T>(),
+            mean.data<T>(), rstd.data<T>(), rows, C);
       });
     }
     Tensors grads{dx};

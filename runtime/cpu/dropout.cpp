@@ -1,6 +1,9 @@
-// runtime/cpu/dropout.cpp — apply a Philox dropout mask (see dropout.h). Parallel over Philox
-// blocks: block b gives the 4 words of elements 4b..4b+3, whichever thread computes it.
+// runtime/cpu/dropout.cpp — apply a Philox dropout mask (see dropout.h). Parallel over groups
+// of kPhiloxBatch Philox blocks (block b gives the 4 words of elements 4b..4b+3, whichever
+// thread computes it), each group's words drawn together by philox4x32_batch.
 #include "runtime/cpu/dropout.h"
+
+#include <algorithm>
 
 #include "runtime/parallel.h"
 
@@ -9,13 +12,16 @@ namespace mase::cpu {
 template <class T>
 void dropout_forward(T* out, const T* inp, int64_t n, uint64_t seed, uint64_t offset,
                      uint32_t threshold, T scale) {
-  const int64_t blocks = (n + 3) / 4;
-  parallel_for(0, blocks, kGrainElems / 4, [&](int64_t lo, int64_t hi) {
-    for (int64_t b = lo; b < hi; ++b) {
-      const std::array<uint32_t, 4> w = philox4x32(offset + static_cast<uint64_t>(b), seed);
-      for (int64_t i = b * 4, lane = 0; lane < 4 && i < n; ++i, ++lane)
-        out[i] = dropout_keep(w[lane], threshold) ? inp[i] * scale : T(0);  // select, not ×mask:
-    }                                                                       // p = 1 has scale 0
+  constexpr int64_t kGroup = 4 * kPhiloxBatch;  // elements per batch of blocks
+  const int64_t groups = (n + kGroup - 1) / kGroup;
+  parallel_for(0, groups, kGrainElems / kGroup, [&](int64_t lo, int64_t hi) {
+    uint32_t words[kGroup];
+    for (int64_t g = lo; g < hi; ++g) {
+      philox4x32_batch(words, offset + static_cast<uint64_t>(g * kPhiloxBatch), seed);
+      const int64_t i0 = g * kGroup, m = std::min(kGroup, n - i0);
+      for (int64_t k = 0; k < m; ++k)  // a select, not ×mask: p = 1 has scale 0
+        out[i0 + k] = dropout_keep(words[k], threshold) ? inp[i0 + k] * scale : T(0);
+    }
   });
 }
 

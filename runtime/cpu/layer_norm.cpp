@@ -3,9 +3,10 @@
 //
 // Forward: parallel over rows; mean and variance in double, two passes (Σx, then Σ(x − mean)²:
 // the one-pass E[x²] − E[x]² cancels catastrophically when |mean| ≫ std). The fused forward
-// first builds the row it normalises, hidden = dropout(inp + inp_bias) + residual, in pieces
-// of kPiece elements (the dropout multipliers of a piece sit in a stack buffer), so the row is
-// in L1 when the two sums and the output pass read it again.
+// first builds the row it normalises, hidden = dropout(inp + inp_bias) + residual, so the
+// row is in L1 when the two sums and the output pass read it again. Its dropout mask is drawn
+// from Philox once, in the forward, and kept as one byte an element for the backward:
+// reading 1 byte back costs far less than the ~3 ns an element of drawing it again.
 // Backward: dinp is per row, but dweight/dbias (and the fused op's dinp_bias) are sums over
 // all rows (column sums), taken while each row is in cache with rowwise.h's
 // rows_with_column_sums: deterministic on any number of threads, no allocation.
@@ -20,8 +21,6 @@
 
 namespace mase::cpu {
 namespace {
-
-constexpr int64_t kPiece = 256;
 
 // y = (x − mean)·rstd·weight + bias for one row of `cols`; stores the row's mean and rstd.
 template <class T>
@@ -38,11 +37,12 @@ void normalize_row(T* __restrict y, T& mean, T& rstd, const T* __restrict x, con
   for (int64_t c = 0; c < cols; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
 }
 
-// v[j] = f[j]·v[j] where f is a dropout multiplier (scale or 0); a select, so a dropped inf or
-// NaN gives 0 as the dropout op does.
+// out[j] = keep[j] ? v[j]·scale : 0, a select as in the dropout op (a dropped inf or NaN
+// gives 0, and p = 1 has scale 0).
 template <class T>
-void apply_factors(T* __restrict v, const T* __restrict f, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) v[j] = f[j] == T(0) ? T(0) : v[j] * f[j];
+void apply_keep(T* __restrict out, const T* __restrict v, const uint8_t* __restrict keep,
+                T scale, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] = keep[j] ? v[j] * scale : T(0);
 }
 
 }  // namespace
@@ -56,35 +56,32 @@ void layer_norm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight,
 }
 
 template <class T>
-void dropout_add_layer_norm_forward(T* out, T* hidden, T* mean, T* rstd, const T* inp,
-                                    const T* inp_bias, const T* residual, const T* weight,
-                                    const T* bias, int64_t rows, int64_t cols, double eps,
-                                    const DropoutMask& mask) {
+void dropout_add_layer_norm_forward(T* out, T* hidden, uint8_t* keep, T* mean, T* rstd,
+                                    const T* inp, const T* inp_bias, const T* residual,
+                                    const T* weight, const T* bias, int64_t rows, int64_t cols,
+                                    double eps, const DropoutMask& mask) {
+  const T scale = static_cast<T>(mask.scale);
   for_each_row(rows, cols, [&](int64_t r) {
+    const T* __restrict x = inp + r * cols;
+    const T* __restrict res = residual + r * cols;
     T* __restrict h = hidden + r * cols;
-    for (int64_t c0 = 0; c0 < cols; c0 += kPiece) {
-      const int64_t n = std::min(kPiece, cols - c0);
-      const T* __restrict x = inp + r * cols + c0;
-      const T* __restrict res = residual + r * cols + c0;
-      T* __restrict hp = h + c0;
-      if (inp_bias) for (int64_t j = 0; j < n; ++j) hp[j] = x[j] + inp_bias[c0 + j];
-      else std::copy(x, x + n, hp);
-      if (mask.on) {
-        T f[kPiece];
-        dropout_factors(f, r * cols + c0, n, mask);
-        apply_factors(hp, f, n);
-      }
-      for (int64_t j = 0; j < n; ++j) hp[j] += res[j];
+    if (inp_bias) for (int64_t c = 0; c < cols; ++c) h[c] = x[c] + inp_bias[c];
+    else std::copy(x, x + cols, h);
+    if (mask.on) {
+      uint8_t* k = keep + r * cols;
+      dropout_keep_mask(k, r * cols, cols, mask);
+      for (int64_t c = 0; c < cols; ++c) h[c] = k[c] ? h[c] * scale : T(0);  // the dropout
     }
+    for (int64_t c = 0; c < cols; ++c) h[c] += res[c];
     normalize_row(out + r * cols, mean[r], rstd[r], h, weight, bias, cols, eps);
   });
 }
 
 template <class T>
 void dropout_add_layer_norm_backward(T* dinp, T* dresidual, T* dinp_bias, T* dweight, T* dbias,
-                                     const T* dout, const T* hidden, const T* weight,
-                                     const T* mean, const T* rstd, int64_t rows, int64_t cols,
-                                     const DropoutMask& mask) {
+                                     const T* dout, const T* hidden, const uint8_t* keep,
+                                     double scale, const T* weight, const T* mean, const T* rstd,
+                                     int64_t rows, int64_t cols) {
   // the column sums: [0, cols) Σ dout·x̂, [cols, 2cols) Σ dout, [2cols, 3cols) Σ dinp
   const int64_t width = (dinp_bias ? 3 : 2) * cols;
   rows_with_column_sums(
@@ -110,15 +107,8 @@ void dropout_add_layer_norm_backward(T* dinp, T* dresidual, T* dinp_bias, T* dwe
         }
         const T* di = dx;  // the gradient reaching inp: dresidual, through the mask if any
         if (dinp) {
-          T* __restrict d = dinp + r * cols;
-          for (int64_t c0 = 0; c0 < cols; c0 += kPiece) {
-            const int64_t n = std::min(kPiece, cols - c0);
-            T f[kPiece];
-            dropout_factors(f, r * cols + c0, n, mask);
-            std::copy(dx + c0, dx + c0 + n, d + c0);
-            apply_factors(d + c0, f, n);  // dinp = dresidual·mask·scale
-          }
-          di = d;
+          apply_keep(dinp + r * cols, dx, keep + r * cols, static_cast<T>(scale), cols);
+          di = dinp + r * cols;  // dinp = dresidual·keep·scale
         }
         if (dinp_bias) {
           double* __restrict ai = acc + 2 * cols;
@@ -135,8 +125,8 @@ template <class T>
 void layer_norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                          const T* weight, const T* mean, const T* rstd, int64_t rows,
                          int64_t cols) {
-  dropout_add_layer_norm_backward<T>(nullptr, dinp, nullptr, dweight, dbias, dout, inp, weight,
-                                     mean, rstd, rows, cols, DropoutMask{});
+  dropout_add_layer_norm_backward<T>(nullptr, dinp, nullptr, dweight, dbias, dout, inp, nullptr,
+                                     1.0, weight, mean, rstd, rows, cols);
 }
 
 #define MASE_LAYER_NORM_INSTANTIATE(T)                                                          \
@@ -144,12 +134,12 @@ void layer_norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
                                       int64_t, double);                                         \
   template void layer_norm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,      \
                                        const T*, int64_t, int64_t);                             \
-  template void dropout_add_layer_norm_forward<T>(T*, T*, T*, T*, const T*, const T*, const T*, \
-                                                  const T*, const T*, int64_t, int64_t, double, \
-                                                  const DropoutMask&);                          \
+  template void dropout_add_layer_norm_forward<T>(T*, T*, uint8_t*, T*, T*, const T*, const T*,  \
+                                                  const T*, const T*, const T*, int64_t,        \
+                                                  int64_t, double, const DropoutMask&);         \
   template void dropout_add_layer_norm_backward<T>(T*, T*, T*, T*, T*, const T*, const T*,      \
-                                                   const T*, const T*, const T*, int64_t,       \
-                                                   int64_t, const DropoutMask&);
+                                                   const uint8_t*, double, const T*, const T*,  \
+                                                   const T*, int64_t, int64_t);
 MASE_LAYER_NORM_INSTANTIATE(float)
 MASE_LAYER_NORM_INSTANTIATE(double)
 #undef MASE_LAYER_NORM_INSTANTIATE
