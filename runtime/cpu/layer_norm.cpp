@@ -37,12 +37,11 @@ void normalize_row(T* __restrict y, T& mean, T& rstd, const T* __restrict x, con
   for (int64_t c = 0; c < cols; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
 }
 
-// out[j] = keep[j] ? v[j]·scale : 0, a select as in the dropout op (a dropped inf or NaN
-// gives 0, and p = 1 has scale 0).
+// keep ? v·scale : 0, a select as in the dropout op (a dropped inf or NaN gives 0, and p = 1
+// has scale 0). The byte is widened to an int first: GCC vectorises the select then.
 template <class T>
-void apply_keep(T* __restrict out, const T* __restrict v, const uint8_t* __restrict keep,
-                T scale, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) out[j] = keep[j] ? v[j] * scale : T(0);
+inline T apply_keep_one(T v, uint8_t keep, T scale) {
+  return static_cast<int32_t>(keep) != 0 ? v * scale : T(0);
 }
 
 }  // namespace
@@ -70,7 +69,7 @@ void dropout_add_layer_norm_forward(T* out, T* hidden, uint8_t* keep, T* mean, T
     if (mask.on) {
       uint8_t* k = keep + r * cols;
       dropout_keep_mask(k, r * cols, cols, mask);
-      for (int64_t c = 0; c < cols; ++c) h[c] = k[c] ? h[c] * scale : T(0);  // the dropout
+      for (int64_t c = 0; c < cols; ++c) h[c] = apply_keep_one(h[c], k[c], scale);
     }
     for (int64_t c = 0; c < cols; ++c) h[c] += res[c];
     normalize_row(out + r * cols, mean[r], rstd[r], h, weight, bias, cols, eps);
@@ -107,8 +106,10 @@ void dropout_add_layer_norm_backward(T* dinp, T* dresidual, T* dinp_bias, T* dwe
         }
         const T* di = dx;  // the gradient reaching inp: dresidual, through the mask if any
         if (dinp) {
-          apply_keep(dinp + r * cols, dx, keep + r * cols, static_cast<T>(scale), cols);
-          di = dinp + r * cols;  // dinp = dresidual·keep·scale
+          T* __restrict d = dinp + r * cols;
+          const uint8_t* k = keep + r * cols;
+          for (int64_t c = 0; c < cols; ++c) d[c] = apply_keep_one(dx[c], k[c], T(scale));
+          di = d;  // dinp = dresidual·keep·scale
         }
         if (dinp_bias) {
           double* __restrict ai = acc + 2 * cols;
