@@ -51,6 +51,10 @@ Tensor sqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);  // exact: 0.5·x·(1 + erf(x/√2)), as in BERT
+// gelu(x + bias), bias (C) broadcast over x (..., C), in one pass each way (BERT's intermediate
+// layer after a GEMM without bias); bias_gelu_reference is the composition gelu(x + bias).
+Tensor bias_gelu(const Tensor& x, const Tensor& bias);
+Tensor bias_gelu_reference(const Tensor& x, const Tensor& bias);
 inline Tensor operator-(const Tensor& x) { return neg(x); }
 
 // ---- matrix products (ops/matmul.cpp) ----------------------------------------------------
@@ -82,6 +86,17 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // The same maths composed of primitive ops: test oracle and bench baseline.
 Tensor layer_norm_reference(const Tensor& x, const Tensor& weight, const Tensor& bias,
                             double eps = 1e-12);
+// BERT's Add & Norm in one pass each way: layer_norm(dropout(x + x_bias, p) + residual, ...).
+// x_bias (C) may be undefined; residual is shaped like x (..., C). The dropout mask is drawn
+// from `gen` exactly as dropout() draws it, so the reference composition (add, dropout, add,
+// layer_norm) gives the same numbers from the same generator state.
+Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tensor& residual,
+                              const Tensor& weight, const Tensor& bias, double p, bool training,
+                              double eps = 1e-12, Generator& gen = default_generator());
+Tensor dropout_add_layer_norm_reference(const Tensor& x, const Tensor& x_bias,
+                                        const Tensor& residual, const Tensor& weight,
+                                        const Tensor& bias, double p, bool training,
+                                        double eps = 1e-12, Generator& gen = default_generator());
 
 // ---- lookups and losses ------------------------------------------------------------------
 // weight (V, C), ids (...) i32 -> (..., C). Backward scatters-adds rows (ops/embedding.cpp).

@@ -3,6 +3,7 @@
 //   build/bin/mase-bench                               # every suite, all cores
 //   build/bin/mase-bench --suite elementwise --threads 2 --benchmark_repetitions=5
 //   build/bin/mase-bench --benchmark_format=json > run.json
+//   build/bin/mase-bench --e2e                         # BERT training/eval steps only
 //
 // Our own flags (--threads, --suite) are parsed here with CLI11; everything else is handed to
 // benchmark::Initialize, so every --benchmark_* flag works as documented by Google Benchmark.
@@ -25,6 +26,8 @@
 namespace mase::bench {
 void register_gemm();         // bench/bench_gemm.cpp
 void register_elementwise();  // bench/bench_elementwise.cpp
+void register_fused();        // bench/bench_fused.cpp
+void register_e2e();          // bench/bench_e2e.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -41,6 +44,10 @@ const Suite kSuites[] = {
      mase::bench::register_gemm},
     {"elementwise", "add, mul, bias add, exp, tanh, relu, sums, copies; each vs memcpy",
      mase::bench::register_elementwise},
+    {"fused", "bias+GELU, dropout+residual+LayerNorm, LayerNorm, AdamW: fused vs composed, vs memcpy",
+     mase::bench::register_fused},
+    {"e2e", "BERT tiny/mini/small training and eval steps at B32 T256: tokens/s, % of sgemm",
+     mase::bench::register_e2e},
 };
 
 std::string footer() {
@@ -91,6 +98,8 @@ int main(int argc, char** argv) {
   app.add_option("--suite", suites, "run only these suites (repeat, or comma-separate)")
       ->delimiter(',')
       ->check(CLI::IsMember(names));
+  bool e2e = false;
+  app.add_flag("--e2e", e2e, "the end-to-end suite only (same as --suite e2e)");
   app.footer(footer());
   try {
     app.parse(argc, argv);
@@ -98,6 +107,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
+  if (e2e) suites.push_back("e2e");
   try {
     const int n = mase::set_num_threads(threads);
     for (const Suite& s : kSuites) {

@@ -4,18 +4,24 @@
 // dweight/dbias are column sums over all rows: each block owns 32 adjacent columns (so a
 // warp reads 32 consecutive floats of a row: coalesced) and kRowGroups threads per column
 // walk every kRowGroups-th row; the groups' partial sums are then added in a fixed order.
+// The fused dropout_add_layer_norm builds hidden = dropout(inp + inp_bias) + residual in the
+// same block that normalises the row (the mask from runtime/philox.h, as the CPU draws it,
+// stored as one byte an element); its backward is the plain backward on hidden, then
+// dinp = dresidual·keep·scale (one thread per element) and dinp_bias = Σ_rows dinp with
+// cuda/reduce.cu's column sum.
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
 #include "cuda/layer_norm.h"
+#include "cuda/reduce.h"
 
 namespace mase::cuda {
 namespace {
 
 constexpr int kColTile = 32, kRowGroups = 16;
 
-// mean = Σx/C, var = Σ(x − mean)²/C (two passes), y = (x − mean)·rstd·w + b
-__global__ void forward_kernel(float* out, float* mean, float* rstd, const float* inp,
-                               const float* w, const float* b, int64_t cols, float eps) {
+// mean = Σx/C, var = Σ(x − mean)²/C (two passes), y = (x − mean)·rstd·w + b: row blockIdx.x
+__device__ void normalize_row(float* out, float* mean, float* rstd, const float* inp,
+                              const float* w, const float* b, int64_t cols, float eps) {
   const float* x = inp + blockIdx.x * cols;
   float* y = out + blockIdx.x * cols;
   float s = 0.f;
@@ -29,6 +35,39 @@ __global__ void forward_kernel(float* out, float* mean, float* rstd, const float
     rstd[blockIdx.x] = r;
   }
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) y[c] = (x[c] - m) * r * w[c] + b[c];
+}
+
+__global__ void forward_kernel(float* out, float* mean, float* rstd, const float* inp,
+                               const float* w, const float* b, int64_t cols, float eps) {
+  normalize_row(out, mean, rstd, inp, w, b, cols, eps);
+}
+
+// hidden = dropout(x + xb) + residual for row blockIdx.x (keep: 1 kept / 0 dropped, when the
+// mask is on), then the row is normalised
+__global__ void fused_forward_kernel(float* out, float* hidden, uint8_t* keep, float* mean,
+                                     float* rstd, const float* inp, const float* xb,
+                                     const float* residual, const float* w, const float* b,
+                                     int64_t cols, float eps, DropoutMask mask) {
+  const int64_t base = blockIdx.x * cols;
+  const float scale = static_cast<float>(mask.scale);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    float v = inp[base + c] + (xb ? xb[c] : 0.f);
+    if (mask.on) {
+      const bool k = dropout_keep(philox_word(mask.seed, mask.offset, base + c), mask.threshold);
+      keep[base + c] = k;
+      v = k ? v * scale : 0.f;
+    }
+    hidden[base + c] = v + residual[base + c];
+  }
+  __syncthreads();  // the row's other elements, written by other threads, are read next
+  normalize_row(out, mean, rstd, hidden, w, b, cols, eps);
+}
+
+// dinp = dresidual·keep·scale, one thread per element
+__global__ void mask_kernel(float* dinp, const float* dres, const uint8_t* keep, float scale,
+                            int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) dinp[i] = keep[i] ? dres[i] * scale : 0.f;
 }
 
 // dx = rstd·(g − mean(g) − x̂·mean(g·x̂)), g = dy·w, x̂ = (x − mean)·rstd
@@ -101,6 +140,32 @@ void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float*
   backward_dwdb_kernel<<<col_blocks, dim3(kColTile, kRowGroups)>>>(dweight, dbias, dout, inp, mean,
                                                                    rstd, rows, cols);
   MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+void dropout_add_layer_norm_forward(float* out, float* hidden, uint8_t* keep, float* mean,
+                                    float* rstd, const float* inp, const float* inp_bias,
+                                    const float* residual, const float* weight,
+                                    const float* bias, int64_t rows, int64_t cols, double eps,
+                                    const DropoutMask& mask) {
+  if (rows == 0 || cols == 0) return;
+  fused_forward_kernel<<<row_grid(rows), row_block_threads(cols)>>>(
+      out, hidden, keep, mean, rstd, inp, inp_bias, residual, weight, bias, cols,
+      static_cast<float>(eps), mask);
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+void dropout_add_layer_norm_backward(float* dinp, float* dresidual, float* dinp_bias,
+                                     float* dweight, float* dbias, const float* dout,
+                                     const float* hidden, const uint8_t* keep, double scale,
+                                     const float* weight, const float* mean, const float* rstd,
+                                     int64_t rows, int64_t cols) {
+  layer_norm_backward(dresidual, dweight, dbias, dout, hidden, weight, mean, rstd, rows, cols);
+  const int64_t n = rows * cols;
+  if (dinp && n > 0) {
+    mask_kernel<<<(n + 255) / 256, 256>>>(dinp, dresidual, keep, static_cast<float>(scale), n);
+    MASE_CUDA_CHECK(cudaGetLastError());
+  }
+  if (dinp_bias) sum_forward(dinp_bias, dinp ? dinp : dresidual, 1, rows, cols);
 }
 
 }  // namespace mase::cuda

@@ -6,10 +6,27 @@
 //   y = LayerNorm(a + dropout(W2 · gelu(W1 · a)))       BertIntermediate + BertOutput
 // MHA: q, k, v = Wq·x, Wk·x, Wv·x split into NH heads of HS dims; each head attends with
 // sdpa (autograd/ops/sdpa.cpp): softmax(q·kᵀ/√HS + mask)·v; the heads are concatenated.
+//
+// Fused paths (models/fusion.h): when the children are the plain modules, the FFN's first
+// half is bias_gelu(x·W1ᵀ, b1) and each Add & Norm is dropout_add_layer_norm(x·Wᵀ, b, residual,
+// ...) — a GEMM without bias, then one pass (autograd/ops/gelu.cpp, layer_norm.cpp). The
+// same maths as the module calls below them, in fewer passes over the activations.
 // Read next: models/bert.cpp (embeddings, pooler, classifier).
+#include <typeinfo>
+
 #include "models/bert.h"
+#include "models/fusion.h"
 
 namespace mase::nn {
+namespace {
+
+// `m` as an M when it is exactly an M — not a subclass, which may compute something else.
+template <class M>
+M* exactly(const ModulePtr& m) {
+  return m && typeid(*m) == typeid(M) ? static_cast<M*>(m.get()) : nullptr;
+}
+
+}  // namespace
 
 BertSelfAttention::BertSelfAttention(const BertConfig& c)
     : num_heads(c.num_attention_heads), head_size(c.head_size()) {
@@ -46,6 +63,15 @@ BertSelfOutput::BertSelfOutput(const BertConfig& c, int64_t in_features) {
 
 Tensor BertSelfOutput::forward(const Tensor& x, const Tensor& residual) {
   // x is (B, T, in), residual is (B, T, C)
+  auto* lin = exactly<Linear>(dense);
+  auto* ln = exactly<nn::LayerNorm>(LayerNorm);
+  auto* drop = exactly<Dropout>(dropout);
+  if (use_fused_path() && lin && ln && (drop || exactly<Identity>(dropout))) {
+    const double p = drop ? drop->p : 0.0;  // Identity: a removed dropout
+    const bool training = drop && drop->is_training();
+    return dropout_add_layer_norm(linear(x, lin->weight), lin->bias, residual, ln->weight,
+                                  ln->bias, p, training, ln->eps);
+  }
   return (*LayerNorm)((*dropout)((*dense)(x)) + residual);
 }
 
@@ -63,7 +89,12 @@ BertIntermediate::BertIntermediate(const BertConfig& c) {
   register_module("intermediate_act_fn", intermediate_act_fn, ModulePtr(std::make_shared<GELU>()));
 }
 
-Tensor BertIntermediate::forward(const Tensor& x) { return (*intermediate_act_fn)((*dense)(x)); }
+Tensor BertIntermediate::forward(const Tensor& x) {
+  auto* lin = exactly<Linear>(dense);
+  if (use_fused_path() && lin && lin->bias.defined() && exactly<GELU>(intermediate_act_fn))
+    return bias_gelu(linear(x, lin->weight), lin->bias);  // gelu(x·W1ᵀ + b1)
+  return (*intermediate_act_fn)((*dense)(x));
+}
 
 BertLayer::BertLayer(const BertConfig& c) {
   register_module("attention", attention, std::make_shared<BertAttention>(c));

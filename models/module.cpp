@@ -20,6 +20,7 @@ ModuleObserver* set_module_observer(ModuleObserver* observer) {
   t_observer = observer;
   return prev;
 }
+ModuleObserver* module_observer() { return t_observer; }
 
 Tensor Module::forward(const Tensor&) {
   throw Error(cat("[", type_name(), "] has no unary forward (call its own forward method)"));

@@ -128,6 +128,7 @@ struct ModuleObserver {
   virtual Tensor on_call(Module& m, const Tensor& x, const std::function<Tensor()>& run) = 0;
 };
 ModuleObserver* set_module_observer(ModuleObserver* observer);  // thread-local; returns previous
+ModuleObserver* module_observer();  // this thread's observer, or nullptr
 
 // DeviceError unless tensors can be placed on `device`: a CUDA device needs a CUDA build and
 // that GPU present. Module::to checks it; a trainer calls it before any slow work.

@@ -1,10 +1,17 @@
-// autograd/ops/gelu.cpp — GELU, the exact (erf) form that BERT uses.
+// autograd/ops/gelu.cpp — GELU, the exact (erf) form that BERT uses, and fused bias + GELU.
 //
 //   y  = x·Φ(x) = ½·x·(1 + erf(x/√2))            Φ = standard normal CDF
 //   dx = dy·(Φ(x) + x·φ(x))                        φ(x) = exp(−x²/2)/√(2π), since Φ' = φ
 //
 // (Not the tanh approximation of GPT-2; HF's "gelu" for BERT is this exact one.)
 // Reference: Hendrycks & Gimpel, "Gaussian Error Linear Units (GELUs)", arXiv:1606.08415.
+//
+// bias_gelu(x, b) = gelu(x + b), b (C) broadcast over the rows of x (..., C): BERT's
+// intermediate layer gelu(x·W1ᵀ + b1) computed as a GEMM without bias, then this one pass.
+//   dx = dy·gelu'(x + b)        db = Σ_rows dx
+// The composition (bias_gelu_reference: add, then gelu) makes four passes over the (rows, C)
+// activation forward — bias broadcast, add, gelu; and two more backward — gelu', Σ for db;
+// the fused op makes one each way, and saves x only (x + b is recomputed in the backward).
 // Kernels: runtime/cpu/gelu.cpp, cuda/gelu.cu. Tests: tests/autograd/test_gelu.cpp.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
@@ -40,5 +47,45 @@ Tensor gelu(const Tensor& x) {
     return {dx};
   });
 }
+
+Tensor bias_gelu(const Tensor& x, const Tensor& bias) {
+  ops::check_float("bias_gelu", x);
+  ops::check_cuda_f32("bias_gelu", x);
+  ops::check_defined("bias_gelu", bias, "bias");
+  ops::check_same("bias_gelu", x, bias);
+  MASE_CHECK(x.ndim() >= 1 && bias.ndim() == 1 && bias.size(0) == x.size(-1), ShapeError,
+             "[bias_gelu] expected bias (C) for x (..., C), got x ", x.shape(), " and bias ",
+             bias.shape());
+  // x (..., C) is read as (rows, C)
+  const int64_t C = x.size(-1), rows = C == 0 ? 0 : x.numel() / C;
+  Tensor xc = x.contiguous(), bc = bias.contiguous();
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (x.is_cuda()) {
+    cuda::bias_gelu_forward(y.data<float>(), xc.data<float>(), bc.data<float>(), rows, C);
+  } else {
+    dispatch_float(x.dtype(), "bias_gelu", [&]<class T>() {
+      cpu::bias_gelu_forward<T>(y.data<T>(), xc.data<T>(), bc.data<T>(), rows, C);
+    });
+  }
+
+  return record("bias_gelu", {x, bias}, y, [xc, bc, rows, C](const Tensor& dout) -> Tensors {
+    // dx = dy * gelu'(x + b),  db = sum_rows(dx)
+    Tensor dy = dout.contiguous();
+    Tensor dx = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
+    Tensor db = Tensor::empty({C}, xc.dtype(), xc.device());
+    if (dx.is_cuda()) {
+      cuda::bias_gelu_backward(dx.data<float>(), db.data<float>(), dy.data<float>(),
+                               xc.data<float>(), bc.data<float>(), rows, C);
+    } else {
+      dispatch_float(dx.dtype(), "bias_gelu", [&]<class T>() {
+        cpu::bias_gelu_backward<T>(dx.data<T>(), db.data<T>(), dy.data<T>(), xc.data<T>(),
+                                   bc.data<T>(), rows, C);
+      });
+    }
+    return {dx, db};
+  });
+}
+
+Tensor bias_gelu_reference(const Tensor& x, const Tensor& bias) { return gelu(x + bias); }
 
 }  // namespace mase

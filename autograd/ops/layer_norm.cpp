@@ -10,30 +10,57 @@
 // rstd·(δ_ij − 1/C − x̂_i·x̂_j/C), and Σ_j g_j·∂x̂_j/∂x_i is the line above.
 // The forward saves mean and rstd per row, so the backward never recomputes them.
 //
+// dropout_add_layer_norm: BERT's "Add & Norm" after a dense layer, in one op —
+//   h = dropout(x + x_bias, p) + residual,   y = layer_norm(h)·weight + bias
+// x is the dense layer's GEMM output without its bias (x_bias), so the bias broadcast, the
+// dropout, the residual add and the normalisation are one pass over the rows instead of four
+// (bias copy, dropout, add, layer_norm), and the backward is one pass instead of four (layer
+// norm backward, add's fan-out, dropout backward, Σ for the bias). Backward, with dh the
+// layer-norm gradient above taken at h and m the dropout multipliers (0 or 1/(1 − p)):
+//   dresidual = dh,   dx = dh·m,   dx_bias = Σ_rows dx
+// The mask is drawn as dropout() draws it — word i of (gen.seed, gen.advance(numel)) for
+// element i — so the fused op and dropout_add_layer_norm_reference (the composition of
+// add, dropout, add, layer_norm) draw the same mask from the same generator state. Unlike
+// dropout(), it is drawn once and saved as a byte an element for the backward (cheaper than
+// regenerating it there: runtime/cpu/layer_norm.cpp).
+//
 // Reference: Ba et al., "Layer Normalization", arXiv:1607.06450; llm.c's layernorm_backward.
 // Kernels: runtime/cpu/layer_norm.cpp, cuda/layer_norm.cu.
 // Tests: tests/autograd/test_layer_norm.cpp.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
+#include "runtime/cpu/dropout.h"
 #include "cuda/layer_norm.h"
 #include "runtime/cpu/layer_norm.h"
 
 namespace mase {
 
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
-  ops::check_float("layer_norm", x);
-  ops::check_cuda_f32("layer_norm", x);
-  ops::check_defined("layer_norm", weight, "weight");
-  ops::check_defined("layer_norm", bias, "bias");
-  ops::check_same("layer_norm", x, weight);
-  ops::check_same("layer_norm", x, bias);
-  MASE_CHECK(x.ndim() >= 1, ShapeError, "[layer_norm] expected x with at least 1 dim, got shape ",
+namespace {
+
+// The checks of layer_norm and dropout_add_layer_norm; returns C, the normalised size.
+int64_t check_layer_norm_args(const char* op, const Tensor& x, const Tensor& weight,
+                              const Tensor& bias, double eps) {
+  ops::check_float(op, x);
+  ops::check_cuda_f32(op, x);
+  ops::check_defined(op, weight, "weight");
+  ops::check_defined(op, bias, "bias");
+  ops::check_same(op, x, weight);
+  ops::check_same(op, x, bias);
+  MASE_CHECK(x.ndim() >= 1, ShapeError, "[", op, "] expected x with at least 1 dim, got shape ",
              x.shape());
-  const int64_t C = x.size(-1), rows = C == 0 ? 0 : x.numel() / C;
+  const int64_t C = x.size(-1);
   MASE_CHECK(weight.shape() == Shape{C} && bias.shape() == Shape{C}, ShapeError,
-             "[layer_norm] expected weight and bias of shape (", C, "), got ", weight.shape(),
+             "[", op, "] expected weight and bias of shape (", C, "), got ", weight.shape(),
              " and ", bias.shape(), " (they must match the last dim of x ", x.shape(), ")");
-  MASE_CHECK(eps >= 0, ConfigError, "[layer_norm] expected eps >= 0, got ", eps);
+  MASE_CHECK(eps >= 0, ConfigError, "[", op, "] expected eps >= 0, got ", eps);
+  return C;
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  const int64_t C = check_layer_norm_args("layer_norm", x, weight, bias, eps);
+  const int64_t rows = C == 0 ? 0 : x.numel() / C;
 
   // x (..., C) is read as (rows, C); mean and rstd are (rows)
   Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.contiguous();
@@ -70,6 +97,102 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     }
     return {dx, dw, db};
   }, {{"eps", eps}});
+}
+
+Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tensor& residual,
+                              const Tensor& weight, const Tensor& bias, double p, bool training,
+                              double eps, Generator& gen) {
+  const char* op = "dropout_add_layer_norm";
+  const int64_t C = check_layer_norm_args(op, x, weight, bias, eps);
+  ops::check_defined(op, residual, "residual");
+  ops::check_same(op, x, residual);
+  MASE_CHECK(residual.shape() == x.shape(), ShapeError, "[", op, "] expected residual of shape ",
+             x.shape(), " (like x), got ", residual.shape());
+  if (x_bias.defined()) {
+    ops::check_same(op, x, x_bias);
+    MASE_CHECK(x_bias.shape() == Shape{C}, ShapeError, "[", op, "] expected x_bias of shape (", C,
+               "), got ", x_bias.shape());
+  }
+  MASE_CHECK(p >= 0.0 && p <= 1.0, ConfigError, "[", op, "] expected a drop probability p in ",
+             "[0, 1], got ", p);
+  const int64_t rows = C == 0 ? 0 : x.numel() / C;
+
+  DropoutMask mask;  // as dropout() draws it (autograd/ops/dropout.cpp)
+  if (training && p > 0.0) {
+    mask.on = true;
+    mask.seed = gen.seed;
+    mask.offset = gen.advance(x.numel());
+    mask.threshold = dropout_threshold(p);
+    mask.scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  }
+  Tensor xc = x.contiguous(), rc = residual.contiguous(), wc = weight.contiguous();
+  Tensor bc = bias.contiguous(), xbc = x_bias.defined() ? x_bias.contiguous() : Tensor();
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor h = Tensor::empty(x.shape(), x.dtype(), x.device());  // saved: the normalised input
+  Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
+  Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
+  Tensor keep = mask.on ? Tensor::empty(x.shape(), DType::u8, x.device()) : Tensor();
+  uint8_t* kp = mask.on ? keep.data<uint8_t>() : nullptr;
+  if (x.is_cuda()) {
+    cuda::dropout_add_layer_norm_forward(
+        y.data<float>(), h.data<float>(), kp, mean.data<float>(), rstd.data<float>(),
+        xc.data<float>(), xbc.defined() ? xbc.data<float>() : nullptr, rc.data<float>(),
+        wc.data<float>(), bc.data<float>(), rows, C, eps, mask);
+  } else {
+    dispatch_float(x.dtype(), op, [&]<class T>() {
+      cpu::dropout_add_layer_norm_forward<T>(
+          y.data<T>(), h.data<T>(), kp, mean.data<T>(), rstd.data<T>(), xc.data<T>(),
+          xbc.defined() ? xbc.data<T>() : nullptr, rc.data<T>(), wc.data<T>(), bc.data<T>(), rows,
+          C, eps, mask);
+    });
+  }
+
+  const bool has_xb = x_bias.defined();
+  Tensors inputs{x};
+  if (has_xb) inputs.push_back(x_bias);
+  for (const Tensor& t : {residual, weight, bias}) inputs.push_back(t);
+  Attrs attrs{{"p", p}, {"training", training}, {"eps", eps}};
+  if (mask.on) {
+    attrs.push_back({"seed", static_cast<int64_t>(mask.seed)});
+    attrs.push_back({"offset", static_cast<int64_t>(mask.offset)});
+  }
+  return record(op, inputs, y, [h, keep, wc, mean, rstd, rows, C, scale = mask.scale,
+                                has_xb](const Tensor& dout) -> Tensors {
+    // dh = layer-norm backward at h;  dresidual = dh;  dx = dh * keep * scale;  dx_bias = sum_rows(dx)
+    Tensor dy = dout.contiguous();
+    auto empty = [&](const Shape& s) { return Tensor::empty(s, h.dtype(), h.device()); };
+    Tensor dres = empty(h.shape()), dw = empty({C}), db = empty({C});
+    const bool dropped = keep.defined();
+    Tensor dx = dropped ? empty(h.shape()) : dres;  // no dropout: dx is dresidual itself
+    Tensor dxb = has_xb ? empty({C}) : Tensor();
+    const uint8_t* kp = dropped ? keep.data<uint8_t>() : nullptr;
+    if (h.is_cuda()) {
+      cuda::dropout_add_layer_norm_backward(
+          dropped ? dx.data<float>() : nullptr, dres.data<float>(),
+          has_xb ? dxb.data<float>() : nullptr, dw.data<float>(), db.data<float>(),
+          dy.data<float>(), h.data<float>(), kp, scale, wc.data<float>(), mean.data<float>(),
+          rstd.data<float>(), rows, C);
+    } else {
+      dispatch_float(h.dtype(), "dropout_add_layer_norm", [&]<class T>() {
+        cpu::dropout_add_layer_norm_backward<T>(
+            dropped ? dx.data<T>() : nullptr, dres.data<T>(), has_xb ? dxb.data<T>() : nullptr,
+            dw.data<T>(), db.data<T>(), dy.data<T>(), h.data<T>(), kp, scale, wc.data<T>(),
+            mean.data<T>(), rstd.data<T>(), rows, C);
+      });
+    }
+    Tensors grads{dx};
+    if (has_xb) grads.push_back(dxb);
+    for (const Tensor& g : {dres, dw, db}) grads.push_back(g);
+    return grads;
+  }, std::move(attrs));
+}
+
+Tensor dropout_add_layer_norm_reference(const Tensor& x, const Tensor& x_bias,
+                                        const Tensor& residual, const Tensor& weight,
+                                        const Tensor& bias, double p, bool training, double eps,
+                                        Generator& gen) {
+  Tensor v = x_bias.defined() ? x + x_bias : x;
+  return layer_norm(dropout(v, p, training, gen) + residual, weight, bias, eps);
 }
 
 // The same maths from primitive ops (mean, sub, mul, sqrt, div, add).

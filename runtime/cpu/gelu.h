@@ -1,4 +1,5 @@
-// runtime/cpu/gelu.h — exact (erf) GELU and its derivative, elementwise (twin: cuda/gelu.h).
+// runtime/cpu/gelu.h — exact (erf) GELU and its derivative, elementwise, and the fused
+// bias + GELU of BERT's intermediate layer (twin: cuda/gelu.h).
 #pragma once
 #include <cstdint>
 
@@ -10,5 +11,14 @@ void gelu_forward(T* out, const T* inp, int64_t n);
 // dinp = dout · (Φ(inp) + inp · φ(inp)), φ the standard normal density.
 template <class T>
 void gelu_backward(T* dinp, const T* dout, const T* inp, int64_t n);
+
+// inp, out, dout, dinp are packed (rows, cols); bias and dbias are (cols).
+// out = gelu(inp + bias), the bias broadcast over rows.
+template <class T>
+void bias_gelu_forward(T* out, const T* inp, const T* bias, int64_t rows, int64_t cols);
+// dinp = dout · gelu'(inp + bias),  dbias = Σ_rows dinp (overwritten, not accumulated into).
+template <class T>
+void bias_gelu_backward(T* dinp, T* dbias, const T* dout, const T* inp, const T* bias,
+                        int64_t rows, int64_t cols);
 
 }  // namespace mase::cpu

@@ -1,9 +1,13 @@
-// runtime/cpu/layer_norm.h — layer normalisation over the last dim (twin: cuda/layer_norm.h).
+// runtime/cpu/layer_norm.h — layer normalisation over the last dim, plain and fused with the
+// "Add" of a transformer's Add & Norm (twin: cuda/layer_norm.h).
 //
-// inp/out/dout/dinp are packed (rows, cols); weight, bias, dweight, dbias are (cols);
-// mean and rstd are (rows): saved by the forward so the backward does not recompute them.
+// inp/out/dout/dinp/hidden/residual are packed (rows, cols); weight, bias, inp_bias and their
+// gradients are (cols); mean and rstd are (rows): saved by the forward so the backward does
+// not recompute them.
 #pragma once
 #include <cstdint>
+
+#include "runtime/cpu/dropout.h"  // DropoutMask
 
 namespace mase::cpu {
 
@@ -20,5 +24,27 @@ template <class T>
 void layer_norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                          const T* weight, const T* mean, const T* rstd, int64_t rows,
                          int64_t cols);
+
+// BERT's Add & Norm with the dense layer's bias and the dropout folded in, one pass per row:
+//   hidden = dropout(inp + inp_bias) + residual,   out = layer_norm(hidden)
+// inp_bias may be null (no bias); `mask` says which elements of inp + inp_bias are kept
+// (scaled by mask.scale), and when it is on, keep (rows·cols bytes) receives 1 for a kept
+// element and 0 for a dropped one, for the backward. hidden is written: it is what the
+// backward normalises again.
+template <class T>
+void dropout_add_layer_norm_forward(T* out, T* hidden, uint8_t* keep, T* mean, T* rstd,
+                                    const T* inp, const T* inp_bias, const T* residual,
+                                    const T* weight, const T* bias, int64_t rows, int64_t cols,
+                                    double eps, const DropoutMask& mask);
+
+// dresidual = layer_norm_backward's dinp at hidden;  dinp = dresidual·keep·scale (both null
+// when there was no dropout: then dinp = dresidual, and the caller uses that);
+// dinp_bias = Σ_rows dinp (null: not wanted);  dweight, dbias as layer_norm_backward. Sums are
+// overwritten.
+template <class T>
+void dropout_add_layer_norm_backward(T* dinp, T* dresidual, T* dinp_bias, T* dweight, T* dbias,
+                                     const T* dout, const T* hidden, const uint8_t* keep,
+                                     double scale, const T* weight, const T* mean, const T* rstd,
+                                     int64_t rows, int64_t cols);
 
 }  // namespace mase::cpu

@@ -1,5 +1,6 @@
 // runtime/cpu/rowwise.h — helpers for the row-wise kernels of this folder (softmax.cpp,
-// cross_entropy.cpp, layer_norm.cpp): a parallel loop over rows and reductions along a row.
+// cross_entropy.cpp, layer_norm.cpp, gelu.cpp): a parallel loop over rows, reductions along a
+// row, and column sums taken alongside a row loop (the bias and LayerNorm weight gradients).
 //
 // Determinism: a row is never split between threads, and a row is always summed in the same
 // order — four interleaved double accumulators, then (s0 + s1) + (s2 + s3) — so results do
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "runtime/allocator.h"
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
@@ -42,12 +44,62 @@ inline double row_sum(int64_t n, F&& term) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// Σ_{i<n} term(i) in double with 8 accumulators — two AVX2 registers of 4 doubles, so a loop
+// over floats converts and adds 8 elements per step — combined in a fixed tree. The order
+// depends on n only: the same bits on any thread count. (row_sum above keeps its order for
+// the kernels whose results tests pin down.)
+template <class F>
+inline double row_sum8(int64_t n, F&& term) {
+  double acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += double(term(i + j));
+  for (int j = 0; i < n; ++i, ++j) acc[j] += double(term(i));
+  for (int w = 4; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  return acc[0];
+}
+
 // max_{i<n} x[i]; -inf for an empty row or a row of -inf (max is exact in any order).
 template <class T>
 inline T row_max(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
   for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
   return m;
+}
+
+// Column sums taken while a row loop runs: the backward kernels that produce a row gradient
+// also owe Σ_rows of some per-element values (dbias = Σ_rows dy, dweight = Σ_rows dy·x̂).
+// Rows are cut into at most 64 chunks whose size depends on (rows, cols) alone; chunk k gets
+// its own `width` doubles, zeroed, and f(r, acc) handles row r adding into acc; then
+// done(j, total_j) receives the column totals, the chunks added in chunk order. So the sums do
+// not depend on the thread count. The partial sums (at most 64 × width doubles) come from the
+// caching allocator: in steady state a call costs no allocation and no page fault.
+template <class F, class Done>
+void rows_with_column_sums(int64_t rows, int64_t cols, int64_t width, F&& f, Done&& done) {
+  constexpr int64_t kMaxChunks = 64;
+  const int64_t chunk = std::max(rows_grain(cols, kGrainElems), (rows + kMaxChunks - 1) / kMaxChunks);
+  const int64_t nchunks = rows == 0 ? 0 : (rows + chunk - 1) / chunk;
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(1, nchunks * width)) * sizeof(double);
+  auto* partial = static_cast<double*>(allocate(Device::cpu(), bytes));
+  try {
+    parallel_for(0, nchunks, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t k = lo; k < hi; ++k) {
+        double* acc = partial + k * width;
+        std::fill(acc, acc + width, 0.0);
+        for (int64_t r = k * chunk; r < std::min(rows, (k + 1) * chunk); ++r) f(r, acc);
+      }
+    });
+    for (int64_t j = 0; j < width; ++j) {
+      double total = 0;
+      for (int64_t k = 0; k < nchunks; ++k) total += partial[k * width + j];
+      done(j, total);
+    }
+  } catch (...) {
+    deallocate(Device::cpu(), partial, bytes);
+    throw;
+  }
+  deallocate(Device::cpu(), partial, bytes);
 }
 
 }  // namespace mase::cpu

@@ -9,6 +9,7 @@
 #include "helpers.h"
 #include "runtime/cpu/binary.h"
 #include "runtime/cpu/copy.h"
+#include "runtime/cpu/dropout.h"
 #include "runtime/cpu/reduce.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
@@ -125,5 +126,35 @@ TEST_CASE("sum_forward gives the same bits on 1 and 2 threads") {
     };
     std::vector<double> one = with_threads(1, run), two = with_threads(2, run);
     CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(double)) == 0);
+  }
+}
+
+TEST_CASE("dropout_keep_mask draws philox_word i for element i from any start") {
+  // starts inside a Philox block and inside a group of 8 blocks, lengths with ragged ends,
+  // a counter offset whose low 32 bits overflow inside a group, p from 0 to 1
+  const struct {
+    int64_t first, n;
+    uint64_t offset;
+    double p;
+  } cases[] = {{0, 1000, 0, 0.1}, {3, 61, 5, 0.5}, {37, 1, 9, 0.9}, {1001, 4097, 0, 0.3},
+               {2, 70, 0xFFFFFFFCull, 0.5}, {0, 64, 7, 0.0}, {5, 64, 7, 1.0}};
+  for (const auto& c : cases) {
+    INFO("first " << c.first << ", n " << c.n << ", offset " << c.offset << ", p " << c.p);
+    DropoutMask m;
+    m.on = true;
+    m.seed = 0x123456789ull;
+    m.offset = c.offset;
+    m.threshold = dropout_threshold(c.p);
+    std::vector<uint8_t> keep(static_cast<size_t>(c.n), 7);
+    cpu::dropout_keep_mask(keep.data(), c.first, c.n, m);
+    int64_t bad = 0, kept = 0;
+    for (int64_t j = 0; j < c.n; ++j) {
+      const uint32_t w = philox_word(m.seed, m.offset, static_cast<uint64_t>(c.first + j));
+      bad += keep[j] != (dropout_keep(w, m.threshold) ? 1 : 0);
+      kept += keep[j];
+    }
+    CHECK(bad == 0);
+    if (c.p == 0.0) CHECK(kept == c.n);
+    if (c.p == 1.0) CHECK(kept == 0);
   }
 }

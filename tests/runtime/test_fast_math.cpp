@@ -90,3 +90,57 @@ TEST_CASE("exp_f32 and tanh_f32 special values") {
   CHECK(cpu::tanh_f32(-0.5f) == -cpu::tanh_f32(0.5f));  // odd on both branches
   CHECK(cpu::tanh_f32(-3.0f) == -cpu::tanh_f32(3.0f));
 }
+
+// Φ(x) and its density in double: the oracle for normal_cdf_f32 and the GELU helpers.
+double phi_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+double phi_pdf(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2.0 * 3.14159265358979323846); }
+
+TEST_CASE("normal_cdf_f32 and gelu_f32 are within 1e-6 relative of double") {
+  // Φ(−13) = 6e-39 is about the smallest normal float: below it results are subnormal and
+  // relative error means nothing
+  std::vector<float> xs = sample(-13.0f, 13.0f);
+  REQUIRE(xs.size() > 1'000'000);
+  std::vector<float> cdf(xs.size()), gelu(xs.size()), grad(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) cdf[i] = cpu::normal_cdf_f32(xs[i]);  // vectorised loops,
+  for (size_t i = 0; i < xs.size(); ++i) gelu[i] = cpu::gelu_f32(xs[i]);       // as in the kernels
+  for (size_t i = 0; i < xs.size(); ++i) grad[i] = cpu::gelu_grad_f32(xs[i]);
+  double worst_cdf = 0, worst_gelu = 0, worst_grad = 0;
+  float at_cdf = 0, at_gelu = 0, at_grad = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i], c = phi_cdf(x), p = phi_pdf(x);
+    const double e_cdf = std::abs(cdf[i] - c) / c;
+    // |x| < 2.4e-38 makes x·Φ(x) a subnormal, where relative error means nothing: skip
+    const bool normal = std::abs(x * c) >= 0x1p-126;
+    const double e_gelu = normal ? std::abs(gelu[i] - x * c) / std::abs(x * c) : 0.0;
+    // gelu' = Φ + x·φ crosses 0 near x = −0.75: measure against the size of its terms
+    const double e_grad = std::abs(grad[i] - (c + x * p)) / (c + std::abs(x) * p);
+    if (!(e_cdf <= worst_cdf)) worst_cdf = e_cdf, at_cdf = xs[i];
+    if (!(e_gelu <= worst_gelu)) worst_gelu = e_gelu, at_gelu = xs[i];
+    if (!(e_grad <= worst_grad)) worst_grad = e_grad, at_grad = xs[i];
+  }
+  INFO("worst: cdf at " << at_cdf << ", gelu at " << at_gelu << ", gelu' at " << at_grad);
+  CHECK(worst_cdf <= 1e-6);
+  CHECK(worst_gelu <= 1e-6);
+  CHECK(worst_grad <= 1e-6);
+  MESSAGE("max relative error: cdf " << worst_cdf << ", gelu " << worst_gelu << ", gelu' "
+                                     << worst_grad);
+}
+
+TEST_CASE("normal_cdf_f32 and the GELU helpers at special values") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(std::abs(cpu::normal_cdf_f32(0.0f) - 0.5f) <= 0x1p-24f);  // within 1 ulp of ½
+  CHECK(cpu::normal_cdf_f32(-inf) == 0.0f);
+  CHECK(cpu::normal_cdf_f32(inf) == 1.0f);
+  CHECK(cpu::normal_cdf_f32(-30.0f) == 0.0f);   // Φ(−30) = 5e-198
+  CHECK(cpu::normal_cdf_f32(-13.5f) > 0.0f);    // Φ(−13.5) = 7.7e-42: a subnormal, not 0
+  CHECK(std::isnan(cpu::normal_cdf_f32(nan)));
+  CHECK(cpu::gelu_f32(0.0f) == 0.0f);
+  CHECK(cpu::gelu_f32(inf) == inf);
+  CHECK(cpu::gelu_f32(-30.0f) == 0.0f);
+  CHECK(std::isnan(cpu::gelu_f32(nan)));
+  CHECK(cpu::gelu_grad_f32(0.0f) == cpu::normal_cdf_f32(0.0f));  // Φ(0) + 0·φ(0)
+  CHECK(cpu::gelu_grad_f32(20.0f) == 1.0f);
+  CHECK(cpu::gelu_grad_f32(-30.0f) == 0.0f);
+  CHECK(std::isnan(cpu::gelu_grad_f32(nan)));
+}

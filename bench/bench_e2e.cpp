@@ -1,0 +1,217 @@
+// bench/bench_e2e.cpp — the e2e suite: whole BERT training and evaluation steps, the figure
+// every kernel optimisation is for.
+//
+// For bert-tiny, bert-mini and bert-small at fixed shapes (batch 32, seq 256: kTokens = 8192
+// token rows; vocab 16000, our sentencepiece default; every token real, so no padding):
+//   e2e/<model>/train   forward with labels (dropout on), backward, clip_grad_norm(1.0),
+//                       AdamW step, zero_grad — what mase-train does per batch
+//   e2e/<model>/eval    forward under NoGradGuard in eval mode (dropout off), logits only
+// Counters:
+//   tokens_per_s   kTokens / step time
+//   flops          model FLOP/s, counted (not measured) as in Kaplan et al. 2020 / PaLM:
+//                  training 6·N·tokens + 12·L·T·H per token (N = the parameters of the encoder
+//                  layers; the attention products q·kᵀ and p·v are 4·T·H per token and layer
+//                  forward, ×3 with the backward); evaluation a third of that.
+//                  Embeddings (lookups), the pooler and the classifier (one row per sequence,
+//                  not per token: 2% of bert-small's N) are not counted.
+//   sgemm_flops    OpenBLAS sgemm 4096³ FLOP/s, timed right after every step on the same
+//                  threads (as time_vs_memcpy pairs a memcpy with each memory-bound kernel:
+//                  on a shared machine both halves of the ratio see the same moment's load)
+//   vs_sgemm       flops / sgemm_flops: the share of the machine's GEMM speed the model gets
+//   peak_MB        the allocator's peak bytes in use during the timed steps (parameters,
+//                  gradients, AdamW state, activations, workspaces; runtime/allocator.h)
+//   held_MB        bytes the caching allocator holds from the OS (in use + cached) at its peak
+//   os_allocs      blocks obtained from the OS during the timed steps: 0 in steady state
+//                  (two untimed warm-up steps create the gradients, AdamW state and the
+//                  allocator's cache first). A non-zero count fails the benchmark.
+//   faults         minor page faults per step (getrusage): first touches of fresh memory,
+//                  which a steady state served from the allocator's cache does not make
+//   cpu_util       CPU seconds of the whole process (every thread) / (wall seconds × threads)
+//                  during the steps: 1.0 = every core busy. On a shared machine, below 1
+//                  means the step waited for cores — read vs_sgemm, which pairs each step
+//                  with a GEMM taken under the same load, rather than the raw rates.
+//   vs_sgemm_cpu   the same ratio in CPU time: (model FLOPs / CPU seconds of the steps) /
+//                  (sgemm FLOPs / CPU seconds of the sgemms). Time slices lost to other
+//                  processes are not CPU time, so on a crowded machine this is the steadier
+//                  estimate of what an idle one would show; it counts a thread that spins
+//                  waiting for work as busy, so it is never flattering.
+// Validated once before timing: the first step's loss is ln 2 ± 0.05 (initial logits are
+// ~0: the classifier's weights are N(0, 0.02²)), the gradient norm is finite and non-zero,
+// and the fused step (models/fusion.h) gives the loss and gradient norm of the reference
+// composition of ops (fusions off) to 1e-4 relative.
+//
+// Read next: models/bert.h (the model), train/adamw.h, docs/performance.md (the figures).
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "bench/common.h"
+#include "models/bert.h"
+#include "models/fusion.h"
+#include "runtime/allocator.h"
+#include "runtime/cpu/matmul.h"
+#include "runtime/parallel.h"
+#include "runtime/random.h"
+#include "train/adamw.h"
+#include "train/clip_grad_norm.h"
+
+namespace mase::bench {
+namespace {
+
+constexpr int64_t kVocab = 16000;
+constexpr int64_t kSgemmN = 4096;
+
+// The model, its optimizer and one fixed batch.
+struct Setup {
+  std::shared_ptr<nn::BertForSequenceClassification> model;
+  std::unique_ptr<train::AdamW> opt;
+  Tensor ids, mask, labels;  // (B, T) i32, (B, T) i32 all ones, (B) i32
+  nn::BertConfig cfg;
+};
+
+Setup make_setup(const char* name) {
+  Setup s;
+  s.cfg = nn::BertConfig::preset(name, kVocab);
+  manual_seed(0);
+  s.model = std::make_shared<nn::BertForSequenceClassification>(s.cfg);
+  s.opt = std::make_unique<train::AdamW>(s.model->named_parameters(),
+                                         train::AdamWOptions{.lr = 1e-4, .weight_decay = 0.01});
+  std::vector<int32_t> ids(kTokens), labels(kBatch);
+  for (int64_t i = 0; i < kTokens; ++i)  // ids in [1, V): 0 is [PAD]
+    ids[i] = 1 + static_cast<int32_t>(philox_word(7, 0, i) % (kVocab - 1));
+  for (int64_t b = 0; b < kBatch; ++b) labels[b] = static_cast<int32_t>(philox_word(7, 1, b) & 1);
+  s.ids = Tensor::from(ids, {kBatch, kSeq});
+  s.mask = Tensor::ones({kBatch, kSeq}, DType::i32);
+  s.labels = Tensor::from(labels, {kBatch});
+  return s;
+}
+
+// One training step; returns (loss, gradient norm before clipping).
+std::pair<double, double> train_step(Setup& s) {
+  s.model->train();
+  nn::SequenceClassifierOutput out = s.model->forward(s.ids, s.mask, Tensor(), s.labels);
+  backward(out.loss);
+  const double norm = train::clip_grad_norm(*s.opt, 1.0);
+  s.opt->step();
+  s.opt->zero_grad();
+  return {out.loss.item(), norm};
+}
+
+void eval_step(Setup& s) {
+  NoGradGuard no_grad;
+  s.model->eval();
+  Tensor logits = s.model->forward(s.ids, s.mask).logits;
+  benchmark::DoNotOptimize(logits.raw_data());
+}
+
+// CPU seconds (user + system, every thread) and minor page faults of the process so far.
+struct Usage {
+  double cpu_s;
+  long faults;
+};
+Usage usage() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto sec = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+  return {sec(ru.ru_utime) + sec(ru.ru_stime), ru.ru_minflt};
+}
+
+// Model FLOPs of one step (see the file comment).
+double model_flops(const Setup& s, bool training) {
+  double n = 0;
+  for (const auto& [path, p] : s.model->named_parameters())
+    if (path.rfind("bert.encoder.", 0) == 0) n += static_cast<double>(p.numel());
+  const double L = static_cast<double>(s.cfg.num_hidden_layers);
+  const double H = static_cast<double>(s.cfg.hidden_size);
+  const double per_token = 6.0 * n + 12.0 * L * kSeq * H;
+  return per_token * kTokens / (training ? 1.0 : 3.0);
+}
+
+// Validation: the first step from the seeded model, against ln 2 and the unfused reference.
+std::string check_first_step(const char* name) {
+  double loss[2], norm[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    nn::FusionGuard guard(fused == 1);
+    Setup s = make_setup(name);  // same seed: same weights, same dropout masks
+    std::tie(loss[fused], norm[fused]) = train_step(s);
+  }
+  if (!(std::abs(loss[1] - std::log(2.0)) < 0.05))
+    return cat("first loss ", loss[1], ", expected ln 2 = 0.693 ± 0.05");
+  if (!(norm[1] > 0 && std::isfinite(norm[1]))) return cat("gradient norm ", norm[1]);
+  if (!(std::abs(loss[1] - loss[0]) <= 1e-4 * std::abs(loss[0])))
+    return cat("fused loss ", loss[1], " vs reference ", loss[0]);
+  if (!(std::abs(norm[1] - norm[0]) <= 1e-4 * norm[0]))
+    return cat("fused gradient norm ", norm[1], " vs reference ", norm[0]);
+  return "";
+}
+
+void add_step(const char* model, bool training) {
+  const std::string name = cat("e2e/", model, training ? "/train" : "/eval");
+  add(name, [name, model, training](benchmark::State& st) {
+    using Clock = std::chrono::steady_clock;
+    if (!validate_once(st, name, [&] { return check_first_step(model); })) return;
+    Setup s = make_setup(model);
+    // the yardstick's operands live outside the caching allocator: not in the memory figures
+    std::vector<float> A(kSgemmN * kSgemmN, 0.5f), B(kSgemmN * kSgemmN, 0.25f), C(kSgemmN * kSgemmN);
+    auto step = [&] {
+      if (training) train_step(s);
+      else eval_step(s);
+    };
+    for (int i = 0; i < 2; ++i) step();  // warm up: gradients, AdamW state, allocator cache
+    reset_peak_stats();
+    const AllocatorStats before = allocator_stats();
+    double step_s = 0, sgemm_s = 0, cpu_s = 0, sgemm_cpu_s = 0;
+    long faults = 0;
+    for (auto _ : st) {
+      const Usage u0 = usage();
+      const auto t0 = Clock::now();
+      step();
+      const auto t1 = Clock::now();
+      const Usage u1 = usage();
+      cpu_s += u1.cpu_s - u0.cpu_s;
+      faults += u1.faults - u0.faults;
+      cpu::gemm<float>(false, false, kSgemmN, kSgemmN, kSgemmN, 1.f, A.data(), kSgemmN, B.data(),
+                       kSgemmN, 0.f, C.data(), kSgemmN);
+      benchmark::ClobberMemory();
+      const auto t2 = Clock::now();
+      sgemm_cpu_s += usage().cpu_s - u1.cpu_s;
+      const double t = std::chrono::duration<double>(t1 - t0).count();
+      st.SetIterationTime(t);
+      step_s += t;
+      sgemm_s += std::chrono::duration<double>(t2 - t1).count();
+    }
+    const AllocatorStats after = allocator_stats();
+    const double flops = model_flops(s, training);
+    const double iters = static_cast<double>(st.iterations());
+    const double sgemm_rate = 2.0 * kSgemmN * kSgemmN * double(kSgemmN) * iters / sgemm_s;
+    st.counters["tokens_per_s"] =
+        benchmark::Counter(double(kTokens), benchmark::Counter::kIsIterationInvariantRate);
+    set_flops(st, flops);
+    st.counters["sgemm_flops"] = sgemm_rate;
+    st.counters["vs_sgemm"] = (flops * iters / step_s) / sgemm_rate;
+    st.counters["peak_MB"] = double(after.peak_in_use_bytes) / 1e6;
+    st.counters["held_MB"] = double(after.peak_os_bytes) / 1e6;
+    st.counters["os_allocs"] = double(after.os_allocs - before.os_allocs);
+    st.counters["faults"] = double(faults) / iters;
+    st.counters["cpu_util"] = cpu_s / (step_s * num_threads());
+    st.counters["vs_sgemm_cpu"] = (flops * iters / cpu_s) / (2.0 * kSgemmN * kSgemmN * double(kSgemmN) * iters / sgemm_cpu_s);
+    st.SetLabel(cat("B=", kBatch, " T=", kSeq, " V=", kVocab));
+    if (after.os_allocs != before.os_allocs)
+      st.SkipWithError(cat("steady state asked the OS for ", after.os_allocs - before.os_allocs,
+                           " blocks (expected 0)").c_str());
+  }, Timing::manual)->MinTime(2.0);
+}
+
+}  // namespace
+
+void register_e2e() {
+  for (const char* model : {"bert-tiny", "bert-mini", "bert-small"}) {
+    add_step(model, true);
+    add_step(model, false);
+  }
+}
+
+}  // namespace mase::bench

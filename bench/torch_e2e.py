@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""bench/torch_e2e.py — PyTorch's figures for mase-bench's e2e suite, in the same conditions.
+
+The same step as bench/bench_e2e.cpp: HF BertForSequenceClassification (bert-tiny / mini /
+small, vocab 16000, dropout on), batch 32, seq 256, every token real; a training step is
+forward with labels, backward, clip_grad_norm_(1.0), AdamW step, zero_grad; an eval step is a
+forward under torch.no_grad() in eval mode. Model FLOPs are counted as mase-bench does
+(6·N·tokens + 12·L·T·H per token, N = encoder-layer parameters; a third for eval), and each
+step is paired with a torch sgemm 4096³ (torch.mm, MKL) timed right after it.
+
+    python3 bench/torch_e2e.py --threads 2 --models bert-small --steps 5
+
+Not a test and not part of the build: a comparison printed for docs/performance.md.
+"""
+import argparse
+import math
+import time
+
+import torch
+from transformers import BertConfig, BertForSequenceClassification
+
+PRESETS = {  # (layers, hidden, heads), intermediate = 4·hidden
+    "bert-tiny": (2, 128, 2),
+    "bert-mini": (4, 256, 4),
+    "bert-small": (4, 512, 8),
+}
+B, T, V, N_SGEMM = 32, 256, 16000, 4096
+
+
+def model_flops(model, cfg, training):
+    n = sum(p.numel() for name, p in model.named_parameters() if name.startswith("bert.encoder."))
+    per_token = 6 * n + 12 * cfg.num_hidden_layers * T * cfg.hidden_size
+    return per_token * B * T / (1 if training else 3)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--models", nargs="+", default=list(PRESETS))
+    ap.add_argument("--steps", type=int, default=5, help="timed steps per figure (after 2 warm-up)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    a = torch.rand(N_SGEMM, N_SGEMM)
+    b = torch.rand(N_SGEMM, N_SGEMM)
+
+    def sgemm_seconds():
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        return time.perf_counter() - t0
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, B={B} T={T} V={V}")
+    print(f"{'step':<18}{'ms':>9}{'tokens/s':>11}{'GFLOP/s':>9}{'sgemm GF/s':>12}{'vs_sgemm':>10}")
+    for name in args.models:
+        layers, hidden, heads = PRESETS[name]
+        cfg = BertConfig(vocab_size=V, hidden_size=hidden, num_hidden_layers=layers,
+                         num_attention_heads=heads, intermediate_size=4 * hidden,
+                         attn_implementation="eager")
+        model = BertForSequenceClassification(cfg)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+        ids = torch.randint(1, V, (B, T))
+        mask = torch.ones(B, T, dtype=torch.long)
+        labels = torch.randint(0, 2, (B,))
+
+        def train_step():
+            model.train()
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad()
+
+        def eval_step():
+            model.eval()
+            with torch.no_grad():
+                model(input_ids=ids, attention_mask=mask)
+
+        for kind, step in (("train", train_step), ("eval", eval_step)):
+            for _ in range(2):
+                step()
+            step_s = sgemm_s = 0.0
+            for _ in range(args.steps):
+                t0 = time.perf_counter()
+                step()
+                step_s += time.perf_counter() - t0
+                sgemm_s += sgemm_seconds()
+            step_s /= args.steps
+            sgemm_rate = 2 * N_SGEMM ** 3 / (sgemm_s / args.steps)
+            rate = model_flops(model, cfg, kind == "train") / step_s
+            print(f"{name + '/' + kind:<18}{step_s * 1e3:9.0f}{B * T / step_s:11.0f}"
+                  f"{rate / 1e9:9.1f}{sgemm_rate / 1e9:12.1f}{rate / sgemm_rate:10.3f}")
+
+
+if __name__ == "__main__":
+    main()
