@@ -16,14 +16,15 @@
 // The polynomials are Cephes' (S. L. Moshier, "Methods and Programs for Mathematical
 // Functions", 1989), as used for expf/tanhf in many vector math libraries.
 //
-// Other f32 kernels that call std::exp in a loop (softmax, GELU, cross-entropy) can use
-// exp_f32 the same way. Read next: runtime/cpu/unary.cpp (the kernel that uses them).
+// Other f32 kernels that call std::exp in a loop (GELU, cross-entropy) can use exp_f32 the
+// same way. Read next: runtime/cpu/unary.cpp, softmax.cpp, sdpa.cpp (the kernels using them).
 #pragma once
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace mase::cpu {
 
@@ -85,6 +86,19 @@ inline float tanh_f32(float x) {
   const float e = ep.er * pow2i(ep.n);
   const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
   return ax < 0.625f ? small : big;  // NaN: the comparison is false and big is NaN
+}
+
+// The kernels are templates over float and double: f32 takes the vectorisable versions above,
+// f64 (used for gradient checks, where accuracy matters and speed does not) keeps libm.
+template <class T>
+inline T exp_of(T x) {
+  if constexpr (std::is_same_v<T, float>) return exp_f32(x);
+  else return std::exp(x);
+}
+template <class T>
+inline T tanh_of(T x) {
+  if constexpr (std::is_same_v<T, float>) return tanh_f32(x);
+  else return std::tanh(x);
 }
 
 }  // namespace mase::cpu

@@ -1,5 +1,6 @@
 // runtime/cpu/rowwise.h — helpers for the row-wise kernels of this folder (softmax.cpp,
-// cross_entropy.cpp, layer_norm.cpp): a parallel loop over rows and reductions along a row.
+// cross_entropy.cpp, layer_norm.cpp, sdpa.cpp): a parallel loop over rows, reductions along a
+// row (sum, max) and the shifted exp of softmax.
 //
 // Determinism: a row is never split between threads, and a row is always summed in the same
 // order — four interleaved double accumulators, then (s0 + s1) + (s2 + s3) — so results do
@@ -9,7 +10,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
+
+#include "runtime/cpu/fast_math.h"
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
@@ -42,12 +49,56 @@ inline double row_sum(int64_t n, F&& term) {
   return (s0 + s1) + (s2 + s3);
 }
 
-// max_{i<n} x[i]; -inf for an empty row or a row of -inf (max is exact in any order).
+// max_{i<n} x[i]; -inf for an empty row or a row of -inf (max is exact in any order). NaN
+// entries are skipped, as std::max(m, NaN) is m. For f32 with AVX, 16 lanes in two registers
+// (vmaxps): GCC does not vectorise a float max reduction without -ffast-math (not even one
+// written with 16 lanes in an array), and a chain of scalar maxes costs as much as the exps.
 template <class T>
 inline T row_max(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  int64_t i = 0;
+#ifdef __AVX__
+  if constexpr (std::is_same_v<T, float>) {
+    __m256 m0 = _mm256_set1_ps(m), m1 = m0;
+    for (; i + 16 <= n; i += 16) {  // _mm256_max_ps(a, b) = a > b ? a : b: NaN a gives b
+      m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+      m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_max_ps(m0, m1));
+    for (float lane : lanes) m = std::max(m, lane);
+  }
+#endif
+  for (; i < n; ++i) m = std::max(m, x[i]);
   return m;
+}
+
+// y[i] = exp(x[i] − m) for i < n (y may be x: in place), returning Σ y[i]. The shift m is the
+// row max (or any bound on it), so every exp is in [0, 1] and the sum cannot overflow; the
+// caller passes m = 0 for a row of −inf (exp(−inf − 0) = 0, where −inf − (−inf) is NaN).
+// f32 goes through exp_f32 (fast_math.h): with 16 lanes of partial sums the loop is 8-wide
+// AVX2 code. Summed in T: the callers sum at most a few hundred terms per call, each ≤ 1, in
+// 16 lanes (a relative error ~1e-7 in f32), and add the calls' sums up themselves.
+template <class T>
+inline T exp_shift_sum(T* y, const T* x, T m, int64_t n) {
+  constexpr int kLanes = 16;
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const T e = exp_of(x[i + l] - m);
+      y[i + l] = e;
+      lanes[l] += e;
+    }
+  }
+  T s = 0;
+  for (; i < n; ++i) {
+    y[i] = exp_of(x[i] - m);
+    s += y[i];
+  }
+  for (int w = kLanes / 2; w > 0; w /= 2)  // a fixed tree: the same order on every call
+    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  return s + lanes[0];
 }
 
 }  // namespace mase::cpu
