@@ -30,7 +30,6 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "runtime/cpu/dropout.h"
 #include "runtime/cpu/sdpa.h"
 
 namespace mase {
@@ -104,8 +103,9 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
 
   const cpu::SdpaSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
   const double scale = 1.0 / std::sqrt(static_cast<double>(n.HS));
-  cpu::SdpaDropout drop;
+  DropoutMask drop;
   if (training && dropout_p > 0.0) {  // the counters dropout() would take on P (see above)
+    drop.on = true;
     drop.seed = gen.seed;
     drop.offset = gen.advance(n.B * n.NH * n.Tq * n.Tk);
     drop.threshold = dropout_threshold(dropout_p);

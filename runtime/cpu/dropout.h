@@ -18,6 +18,17 @@ MASE_HOST_DEVICE inline bool dropout_keep(uint32_t word, uint32_t threshold) {
   return (word >> 8) >= threshold;
 }
 
+// A dropout mask as the fused kernels take it: element i of a packed tensor is kept iff
+// dropout_keep(word i of the Philox stream (seed, offset), threshold), and a kept value is
+// multiplied by `scale` = 1/(1 − p) (in double: an f64 kernel rounds it to double, an f32
+// one to float, as dropout() does). on = false: no dropout (keep all, scale 1).
+struct DropoutMask {
+  bool on = false;
+  uint64_t seed = 0, offset = 0;
+  uint32_t threshold = 0;
+  double scale = 1.0;
+};
+
 }  // namespace mase
 
 namespace mase::cpu {
@@ -28,5 +39,19 @@ namespace mase::cpu {
 template <class T>
 void dropout_forward(T* out, const T* inp, int64_t n, uint64_t seed, uint64_t offset,
                      uint32_t threshold, T scale);
+
+// factor[j] = scale or 0: the multipliers of elements first .. first + n − 1 of `m`'s stream
+// (the fused kernels apply a row's mask with one vectorised multiply).
+template <class T>
+inline void dropout_factors(T* factor, int64_t first, int64_t n, const DropoutMask& m) {
+  const T scale = static_cast<T>(m.scale);
+  int64_t j = 0;
+  while (j < n) {
+    const uint64_t e = static_cast<uint64_t>(first + j);
+    const std::array<uint32_t, 4> w = philox4x32(m.offset + e / 4, m.seed);
+    for (uint64_t lane = e % 4; lane < 4 && j < n; ++lane, ++j)
+      factor[j] = dropout_keep(w[lane], m.threshold) ? scale : T(0);
+  }
+}
 
 }  // namespace mase::cpu

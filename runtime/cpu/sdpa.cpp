@@ -83,19 +83,6 @@ T* scratch(int slot, int64_t n) {
   return b.data();
 }
 
-// z[j] = scale or 0: the dropout multipliers of words e0, e0 + 1, ..., e0 + n − 1 of the
-// Philox stream (sdpa.h gives e for (b, h, i, j)). Each block of 4 words is drawn once.
-template <class T>
-void dropout_row(T* z, const SdpaDropout& d, uint64_t e0, int64_t n) {
-  const T scale = static_cast<T>(d.scale);
-  uint64_t e = e0;
-  for (int64_t j = 0; j < n;) {
-    const std::array<uint32_t, 4> w = philox4x32(d.offset + e / 4, d.seed);
-    for (uint64_t lane = e % 4; lane < 4 && j < n; ++lane, ++j, ++e)
-      z[j] = dropout_keep(w[lane], d.threshold) ? scale : T(0);
-  }
-}
-
 // s[j] += mask(b, h, i, j0 + j) for j < n.
 template <class T>
 void add_mask_row(T* s, const MaskView<T>& m, int64_t b, int64_t h, int64_t i, int64_t j0,
@@ -124,7 +111,7 @@ void zero_rows(const HeadsView<T>& x, int64_t b, int64_t h, int64_t rows, int64_
 template <class T>
 void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<const T> k,
                   HeadsView<const T> v, MaskView<T> mask, const SdpaSizes& n, T scale,
-                  const SdpaDropout& drop) {
+                  const DropoutMask& drop) {
   const int64_t q_tiles = (n.Tq + kBr - 1) / kBr;
   SerialBlas serial;
   parallel_for(0, n.B * n.NH * q_tiles, 1, [&](int64_t lo, int64_t hi) {
@@ -151,8 +138,8 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
           l[r] = l[r] * c + exp_shift_sum(s, s, shift, cols);  // s = P (un-dropped)
           m[r] = m_new;
           if (j0 > 0 && c != T(1)) scale_row(o + r * out.st, c, n.HSv);
-          if (drop.threshold) {
-            dropout_row(z, drop, static_cast<uint64_t>((bh * n.Tq + i0 + r) * n.Tk + j0), cols);
+          if (drop.on) {
+            dropout_factors(z, (bh * n.Tq + i0 + r) * n.Tk + j0, cols, drop);
             for (int64_t j = 0; j < cols; ++j) s[j] *= z[j];
           }
         }
@@ -175,12 +162,12 @@ template <class T>
 void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<const T> dout,
                    HeadsView<const T> out, const T* stats, HeadsView<const T> q,
                    HeadsView<const T> k, HeadsView<const T> v, MaskView<T> mask,
-                   const SdpaSizes& n, T scale, const SdpaDropout& drop) {
+                   const SdpaSizes& n, T scale, const DropoutMask& drop) {
   SerialBlas serial;
   parallel_for(0, n.B * n.NH, 1, [&](int64_t lo, int64_t hi) {
     T* P = scratch<T>(0, kBr * kBc);                           // P, recomputed
     T* dP = scratch<T>(1, kBr * kBc);                          // dP, then dS
-    T* Pd = drop.threshold ? scratch<T>(2, kBr * kBc) : P;     // z ∘ P
+    T* Pd = drop.on ? scratch<T>(2, kBr * kBc) : P;            // z ∘ P
     T* z = scratch<T>(3, kBc);
     T* D = scratch<T>(4, n.Tq);
     for (int64_t bh = lo; bh < hi; ++bh) {
@@ -214,9 +201,9 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
             } else {  // a row attending to nothing
               std::fill(p, p + cols, T(0));
             }
-            if (drop.threshold) {
+            if (drop.on) {
               T* pd = Pd + r * kBc;
-              dropout_row(z, drop, static_cast<uint64_t>((bh * n.Tq + i0 + r) * n.Tk + j0), cols);
+              dropout_factors(z, (bh * n.Tq + i0 + r) * n.Tk + j0, cols, drop);
               for (int64_t j = 0; j < cols; ++j) {
                 pd[j] = p[j] * z[j];
                 dp[j] *= z[j];
@@ -241,21 +228,21 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
 
 template void sdpa_forward<float>(HeadsView<float>, float*, HeadsView<const float>,
                                   HeadsView<const float>, HeadsView<const float>,
-                                  MaskView<float>, const SdpaSizes&, float, const SdpaDropout&);
+                                  MaskView<float>, const SdpaSizes&, float, const DropoutMask&);
 template void sdpa_forward<double>(HeadsView<double>, double*, HeadsView<const double>,
                                    HeadsView<const double>, HeadsView<const double>,
                                    MaskView<double>, const SdpaSizes&, double,
-                                   const SdpaDropout&);
+                                   const DropoutMask&);
 template void sdpa_backward<float>(HeadsView<float>, HeadsView<float>, HeadsView<float>,
                                    HeadsView<const float>, HeadsView<const float>, const float*,
                                    HeadsView<const float>, HeadsView<const float>,
                                    HeadsView<const float>, MaskView<float>, const SdpaSizes&,
-                                   float, const SdpaDropout&);
+                                   float, const DropoutMask&);
 template void sdpa_backward<double>(HeadsView<double>, HeadsView<double>, HeadsView<double>,
                                     HeadsView<const double>, HeadsView<const double>,
                                     const double*, HeadsView<const double>,
                                     HeadsView<const double>, HeadsView<const double>,
                                     MaskView<double>, const SdpaSizes&, double,
-                                    const SdpaDropout&);
+                                    const DropoutMask&);
 
 }  // namespace mase::cpu

@@ -9,6 +9,8 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/cpu/dropout.h"  // DropoutMask
+
 namespace mase::cpu {
 
 // Element (b, h, t, d) of a (B, NH, T, D) tensor is data[b·sb + h·sh + t·st + d].
@@ -32,16 +34,11 @@ struct SdpaSizes {
   int64_t B = 0, NH = 0, Tq = 0, Tk = 0, HS = 0, HSv = 0;  // q, k: HS wide; v, out: HSv wide
 };
 
-// Attention-probability dropout: probability (b, h, i, j) is kept iff word
-// e = ((b·NH + h)·Tq + i)·Tk + j of the Philox stream (seed, offset) passes dropout_keep
-// (runtime/cpu/dropout.h) — the counter layout of dropout() on the packed (B, NH, Tq, Tk)
+// Attention-probability dropout (`drop`, runtime/cpu/dropout.h): probability (b, h, i, j) is
+// kept iff word e = ((b·NH + h)·Tq + i)·Tk + j of the Philox stream (drop.seed, drop.offset)
+// passes dropout_keep — the counter layout of dropout() on the packed (B, NH, Tq, Tk)
 // probabilities, so sdpa and sdpa_reference drop the same entries for the same generator.
-// Kept entries are scaled by `scale` = 1/(1 − p). threshold == 0: no dropout.
-struct SdpaDropout {
-  uint64_t seed = 0, offset = 0;
-  uint32_t threshold = 0;
-  double scale = 1.0;
-};
+// Kept entries are scaled by drop.scale = 1/(1 − p); drop.on = false: no dropout.
 
 // out = dropout(softmax(S))·v with S = scale·q·kᵀ + mask, and per query row the statistics
 // backward recomputes P = exp(S − m) / l from: stats (B, NH, Tq, 2) packed holds m = max_j S_ij
@@ -49,13 +46,13 @@ struct SdpaDropout {
 template <class T>
 void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<const T> k,
                   HeadsView<const T> v, MaskView<T> mask, const SdpaSizes& n, T scale,
-                  const SdpaDropout& drop);
+                  const DropoutMask& drop);
 
 // dq, dk, dv from dout, given the forward's inputs, out and stats (dq, dk, dv are overwritten).
 template <class T>
 void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<const T> dout,
                    HeadsView<const T> out, const T* stats, HeadsView<const T> q,
                    HeadsView<const T> k, HeadsView<const T> v, MaskView<T> mask,
-                   const SdpaSizes& n, T scale, const SdpaDropout& drop);
+                   const SdpaSizes& n, T scale, const DropoutMask& drop);
 
 }  // namespace mase::cpu
