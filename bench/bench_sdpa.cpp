@@ -97,7 +97,8 @@ std::string check_forward(const Problem& p, const Inputs& in) {
       const int64_t i = philox_word(42, s, 2) % p.T;
       const std::string err = compare(select(select(select(out, 0, b), 0, h), 0, i),
                                       attention_row(in, b, h, i, p.T), 1e-5, 1e-4);
-      if (!err.empty()) return cat(fused ? "fused" : "naive", " row (", b, ", ", h, ", ", i, "): ", err);
+      if (!err.empty())
+        return cat(fused ? "fused" : "naive", " row (", b, ", ", h, ", ", i, "): ", err);
     }
   }
   return "";

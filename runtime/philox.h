@@ -21,13 +21,18 @@
 
 namespace mase {
 
+// The multipliers and the key's Weyl increments (also used by the 8-wide CPU version,
+// runtime/cpu/dropout.h).
+constexpr uint32_t kPhiloxM0 = 0xD2511F53, kPhiloxM1 = 0xCD9E8D57;
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9, kPhiloxW1 = 0xBB67AE85;
+
 // Philox4x32-10: four 32-bit random words for a 128-bit counter and a 64-bit key.
 MASE_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr,
                                                                std::array<uint32_t, 2> key) {
   // 10 rounds of: multiply two words by constants, xor the high halves with the other words
   // and the key; bump the key by the Weyl constants between rounds.
-  constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57;
-  constexpr uint32_t kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
+  constexpr uint32_t kM0 = kPhiloxM0, kM1 = kPhiloxM1;
+  constexpr uint32_t kW0 = kPhiloxW0, kW1 = kPhiloxW1;
   uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
   uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {

@@ -1,6 +1,9 @@
-// runtime/cpu/dropout.cpp — apply a Philox dropout mask (see dropout.h). Parallel over Philox
-// blocks: block b gives the 4 words of elements 4b..4b+3, whichever thread computes it.
+// runtime/cpu/dropout.cpp — apply a Philox dropout mask (see dropout.h). Parallel over groups
+// of 32 Philox blocks: block b gives the 4 words of elements 4b..4b+3, whichever thread
+// computes it, drawn 32 blocks at a time (philox4x32_x32).
 #include "runtime/cpu/dropout.h"
+
+#include <algorithm>
 
 #include "runtime/parallel.h"
 
@@ -9,13 +12,15 @@ namespace mase::cpu {
 template <class T>
 void dropout_forward(T* out, const T* inp, int64_t n, uint64_t seed, uint64_t offset,
                      uint32_t threshold, T scale) {
-  const int64_t blocks = (n + 3) / 4;
-  parallel_for(0, blocks, kGrainElems / 4, [&](int64_t lo, int64_t hi) {
-    for (int64_t b = lo; b < hi; ++b) {
-      const std::array<uint32_t, 4> w = philox4x32(offset + static_cast<uint64_t>(b), seed);
-      for (int64_t i = b * 4, lane = 0; lane < 4 && i < n; ++i, ++lane)
-        out[i] = dropout_keep(w[lane], threshold) ? inp[i] * scale : T(0);  // select, not ×mask:
-    }                                                                       // p = 1 has scale 0
+  const int64_t groups = (n + 127) / 128;  // 32 Philox blocks = 128 elements at a time
+  parallel_for(0, groups, kGrainElems / 128, [&](int64_t lo, int64_t hi) {
+    uint32_t w[128];
+    for (int64_t g = lo; g < hi; ++g) {
+      philox4x32_x32(w, offset + static_cast<uint64_t>(g) * 32, seed);  // 128 words from 128g
+      const int64_t i0 = g * 128, len = std::min<int64_t>(128, n - i0);
+      for (int64_t k = 0; k < len; ++k)  // a select, not ×mask: p = 1 has scale 0
+        out[i0 + k] = dropout_keep(w[k], threshold) ? inp[i0 + k] * scale : T(0);
+    }
   });
 }
 
