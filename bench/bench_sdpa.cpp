@@ -12,15 +12,18 @@
 // Each iteration runs the fused version (timed) and then the naive one (common.h,
 // time_paired): vs_naive = time(naive) / time(fused) is the speedup at the same moments, and
 // naive_flops the naive version's rate; vs_4096 compares with sgemm 4096³ when the gemm suite
-// runs in the same invocation. Validated once before timing: forward outputs of both versions
-// against attention computed in double on 32 sampled rows, and the fused gradients against
-// the naive ones (autograd through ops that have their own gradchecks).
+// runs in the same invocation; peak_MB and naive_peak_MB are the memory each version
+// allocates at the peak of one call (allocator statistics). Validated once before timing:
+// forward outputs of both versions against attention computed in double on 32 sampled rows,
+// and the fused gradients against the naive ones (autograd through ops that have their own
+// gradchecks).
 //
 // Read next: runtime/cpu/sdpa.cpp, docs/performance.md ("Attention").
 #include <cmath>
 
 #include "autograd/ops.h"
 #include "bench/common.h"
+#include "runtime/allocator.h"
 
 namespace mase::bench {
 namespace {
@@ -119,6 +122,15 @@ std::string check_backward(const Problem& p, const Inputs& in) {
   return "";
 }
 
+// MB allocated at the peak of one call beyond what was in use before it (activations saved
+// for backward, workspaces, the gradients): the (B, NH, T, T) tensors of the naive version.
+double peak_mb(const Problem& p, const Inputs& in, bool fused) {
+  const size_t before = allocator_stats().in_use_bytes;
+  reset_peak_stats();
+  run(p, in, fused);
+  return double(allocator_stats().peak_in_use_bytes - before) / 1e6;
+}
+
 void add_problem(const std::string& name, const Problem& p) {
   add(name, [name, p](benchmark::State& st) {
     const Inputs in = make_inputs(p);
@@ -126,6 +138,8 @@ void add_problem(const std::string& name, const Problem& p) {
           return p.backward ? check_backward(p, in) : check_forward(p, in);
         }))
       return;
+    st.counters["peak_MB"] = peak_mb(p, in, true);
+    st.counters["naive_peak_MB"] = peak_mb(p, in, false);
     const double naive_s = time_paired(st, [&] { run(p, in, true); },
                                        [&] { run(p, in, false); }, "vs_naive");
     set_flops(st, p.flops());
