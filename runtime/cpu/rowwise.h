@@ -76,7 +76,8 @@ inline T row_max(const T* x, int64_t n) {
 // y[i] = exp(x[i] − m) for i < n (y may be x: in place), returning Σ y[i]. The shift m is the
 // row max (or any bound on it), so every exp is in [0, 1] and the sum cannot overflow; the
 // caller passes m = 0 for a row of −inf (exp(−inf − 0) = 0, where −inf − (−inf) is NaN).
-// f32 goes through exp_f32 (fast_math.h) in a loop of 16 that the compiler vectorises; the
+// f32 goes through exp_f32_flush (fast_math.h: probabilities below 1.6e-38 become 0) in a
+// loop of 16 that the compiler vectorises; the
 // sum is kept in two AVX registers (as an array of 16 lanes, GCC keeps it in memory, and the
 // store-to-load chain of the adds costs a quarter of the time). Summed in T, in a fixed order:
 // the callers sum at most a few hundred terms per call, each ≤ 1, and add the calls' sums.
@@ -88,7 +89,7 @@ inline T exp_shift_sum(T* y, const T* x, T m, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
     for (; i + 16 <= n; i += 16) {
-      for (int l = 0; l < 16; ++l) y[i + l] = exp_f32(x[i + l] - m);
+      for (int l = 0; l < 16; ++l) y[i + l] = exp_f32_flush(x[i + l] - m);
       s0 = _mm256_add_ps(s0, _mm256_loadu_ps(y + i));  // read back from L1
       s1 = _mm256_add_ps(s1, _mm256_loadu_ps(y + i + 8));
     }
@@ -98,7 +99,7 @@ inline T exp_shift_sum(T* y, const T* x, T m, int64_t n) {
   }
 #endif
   for (; i < n; ++i) {
-    y[i] = exp_of(x[i] - m);
+    y[i] = exp_flush_of(x[i] - m);
     s += y[i];
   }
   return s;
