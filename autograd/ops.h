@@ -125,8 +125,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);  // x whe
 // q (B, NH, Tq, HS), k (B, NH, Tk, HS), v (B, NH, Tk, HSv): any strides (head-split views of
 // (B, T, C) projections are read in place). mask: additive, same dtype, broadcastable to
 // (B, NH, Tq, Tk) — e.g. (B, 1, 1, Tk) padding masks — or undefined. Returns (B, NH, Tq, HSv).
-// sdpa is the name a fused kernel will take over; today its body is sdpa_reference, the
-// composition of primitive ops, kept forever as its meaning and test oracle.
+// sdpa is fused on the CPU (tiled, online softmax, O(B·NH·T) memory; its output and input
+// gradients are (B, T, NH, HS)-laid-out views); sdpa_reference is the composition of
+// primitive ops: its meaning, test oracle and bench baseline, and the CUDA path for now.
+// With the same generator state both drop the same attention probabilities.
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
             double dropout_p, bool training, Generator& gen = default_generator());
 Tensor sdpa_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,

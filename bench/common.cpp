@@ -35,32 +35,40 @@ const Relation* relation_of(const std::string& name) {
   return it == relations().end() ? nullptr : &it->second;
 }
 
-void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel) {
+double time_paired(benchmark::State& st, const std::function<void()>& kernel,
+                   const std::function<void()>& baseline, const std::string& ratio) {
   using Clock = std::chrono::steady_clock;
+  double kernel_s = 0, baseline_s = 0;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    kernel();
+    const auto t1 = Clock::now();
+    baseline();
+    const auto t2 = Clock::now();
+    const double k = std::chrono::duration<double>(t1 - t0).count();
+    st.SetIterationTime(k);
+    kernel_s += k;
+    baseline_s += std::chrono::duration<double>(t2 - t1).count();
+  }
+  st.counters[ratio] = kernel_s > 0 ? baseline_s / kernel_s : 0.0;
+  return baseline_s;
+}
+
+void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel) {
   const int64_t n = bytes / 2;  // memcpy reads n bytes and writes n
   Tensor src = Tensor::full({n}, 7, DType::u8);  // written, so no page is a shared zero page
   Tensor dst = Tensor::zeros({n}, DType::u8);
   const auto* s = static_cast<const char*>(src.raw_data());
   auto* d = static_cast<char*>(dst.raw_data());
-  double kernel_s = 0, copy_s = 0;
-  for (auto _ : st) {
-    const auto t0 = Clock::now();
-    kernel();
-    const auto t1 = Clock::now();
+  const double copy_s = time_paired(st, kernel, [&] {
     // the same thread pool and chunking as the kernels: a fair yardstick for N threads
     parallel_for(0, n, kGrainElems * 4,
                  [&](int64_t lo, int64_t hi) { std::memcpy(d + lo, s + lo, hi - lo); });
     benchmark::ClobberMemory();
-    const auto t2 = Clock::now();
-    const double k = std::chrono::duration<double>(t1 - t0).count();
-    st.SetIterationTime(k);
-    kernel_s += k;
-    copy_s += std::chrono::duration<double>(t2 - t1).count();
-  }
+  }, "vs_memcpy");  // same bytes: the time ratio is bw / memcpy_bw
   set_bytes(st, static_cast<double>(bytes));
   const double moved = static_cast<double>(bytes) * static_cast<double>(st.iterations());
   st.counters["memcpy_bw"] = copy_s > 0 ? moved / copy_s : 0.0;
-  st.counters["vs_memcpy"] = kernel_s > 0 ? copy_s / kernel_s : 0.0;  // same bytes: t ratio
 }
 
 bool validate_once(benchmark::State& st, const std::string& name,

@@ -79,6 +79,14 @@ inline void set_flops(benchmark::State& st, double flops_per_iter) {
 // ratio see the same moment's load. Register the body with add(name, body, Timing::manual).
 void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel);
 
+// The general form of that pairing: the loop over `kernel` (whose time is the benchmark's;
+// register with Timing::manual) runs `baseline` right after every call, untimed by the loop,
+// and sets counter `ratio` = time(baseline) / time(kernel) — e.g. the speedup of a fused
+// kernel over the composition it replaces, both halves measured at the same moments.
+// Returns the seconds spent in `baseline` in all (for its own rate).
+double time_paired(benchmark::State& st, const std::function<void()>& kernel,
+                   const std::function<void()>& baseline, const std::string& ratio);
+
 // ---- ratios to a baseline benchmark ---------------------------------------------------------
 // Benchmark `name` gets a counter `counter` = its rate / the rate of benchmark `baseline`
 // (its "bw", or "flops" when it has no "bw"), computed by the reporter (bench/report.h) when

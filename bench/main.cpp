@@ -28,6 +28,8 @@ void register_gemm();         // bench/bench_gemm.cpp
 void register_elementwise();  // bench/bench_elementwise.cpp
 void register_fused();        // bench/bench_fused.cpp
 void register_e2e();          // bench/bench_e2e.cpp
+void register_softmax();      // bench/bench_softmax.cpp
+void register_sdpa();         // bench/bench_sdpa.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -44,6 +46,10 @@ const Suite kSuites[] = {
      mase::bench::register_gemm},
     {"elementwise", "add, mul, bias add, exp, tanh, relu, sums, copies; each vs memcpy",
      mase::bench::register_elementwise},
+    {"softmax", "row softmax, fused vs the naive composition; each vs memcpy",
+     mase::bench::register_softmax},
+    {"sdpa", "attention forward and forward+backward, fused vs the naive composition",
+     mase::bench::register_sdpa},
     {"fused", "bias+GELU, dropout+residual+LayerNorm, LayerNorm, AdamW: fused vs composed, vs memcpy",
      mase::bench::register_fused},
     {"e2e", "BERT tiny/mini/small training and eval steps at B32 T256: tokens/s, % of sgemm",
@@ -65,7 +71,8 @@ std::string footer() {
       "  --benchmark_list_tests         list the names and exit\n"
       "\nCounters: bw = bytes/s (reads + writes), flops = FLOP/s, with decimal prefixes;\n"
       "memcpy_bw = bytes/s of a memcpy of the same bytes timed right after each call,\n"
-      "vs_memcpy = bw / memcpy_bw, vs_4096 = flops / flops of sgemm 4096³ in this run.\n"
+      "vs_memcpy = bw / memcpy_bw, vs_4096 = flops / flops of sgemm 4096³ in this run,\n"
+      "vs_naive = speedup of a fused kernel over the composition of ops it replaces.\n"
       "See docs/benchmarks.md.\n"
       "\nExample:\n"
       "  mase-bench --suite elementwise --threads 2 --benchmark_repetitions=5 \\\n"

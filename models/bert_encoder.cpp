@@ -51,7 +51,8 @@ Tensor BertSelfAttention::forward(const Tensor& x, const Tensor& mask) {
   const double p = drop ? drop->p : 0.0;
   const bool training = drop ? drop->is_training() : false;
   Tensor ctx = sdpa(q, k, v, mask, p, training);  // (B, NH, T, HS)
-  // merge heads: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C); reshape packs the transposed view
+  // merge heads: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C); sdpa writes its output in
+  // (B, T, NH, HS) layout, so on the CPU this is a view (the reference path: a packing copy)
   return reshape(transpose(ctx, 1, 2), {B, T, C});
 }
 

@@ -6,21 +6,31 @@
 //   P' = dropout(P, p)                                (training only; as HF's attention dropout)
 //   out = P'·v                   (B, NH, Tq, HSv)
 //
-// Backward comes for free from the ops it is composed of (matmul, mul, add, softmax, dropout):
-//   dP' = dout·vᵀ   dv = P'ᵀ·dout   dP = dropout-backward(dP')   dS = P ⊙ (dP − Σ_k dP ⊙ P)
-//   dq = dS·k / √HS   dk = dSᵀ·q / √HS
+// Backward (z: the dropout mask scaled by 1/(1−p); D_i = Σ_j P_ij·dP_ij = dout_i·out_i):
+//   dP = z ⊙ (dout·vᵀ)   dv = P'ᵀ·dout   dS = P ⊙ (dP − D)   dq = dS·k / √HS   dk = dSᵀ·q / √HS
 //
-// Why two names: `sdpa` is what models call (models/bert_encoder.cpp); `sdpa_reference` is
-// the composition above. Today sdpa's body is the reference. A fused kernel (tiled, online
-// softmax, never materialising S — a later issue; runtime/cpu/sdpa.cpp and cuda/sdpa.cu) will
-// replace sdpa's body and keep sdpa_reference as its oracle (test: fused == reference).
+// Two implementations of the same maths:
+//  * sdpa — the fused CPU kernel (runtime/cpu/sdpa.cpp): tiled over queries and keys with an
+//    online softmax, backward recomputing P from the saved per-row max and sum (FlashAttention
+//    2). Memory O(B·NH·T) instead of O(B·NH·T²). The output is written in (B, T, NH, HSv)
+//    layout and returned as its (B, NH, T, HSv) view: BERT's merge of the heads,
+//    reshape(transpose(out, 1, 2), (B, T, C)), is then a free view instead of a copy; dq, dk,
+//    dv likewise, so the gradients reach the Q/K/V projections packed.
+//  * sdpa_reference — the composition of primitive ops (matmul, mul, add, softmax, dropout),
+//    whose backward comes from those ops. The oracle of the tests, the baseline of the bench,
+//    and what sdpa runs for CUDA tensors (a fused CUDA kernel is future work) and for a mask
+//    that requires grad (the fused kernel never forms dS for the whole batch to sum into it).
 //
-// The reference materialises S and P: O(B·NH·T²) memory. q·kᵀ on head-split views costs no
-// copy: matmul passes the transposed, strided operand to BLAS as a flag and a leading dim.
+// Dropout: both draw the same mask from the same generator state — probability (b, h, i, j)
+// uses Philox word ((b·NH + h)·Tq + i)·Tk + j of gen's stream after gen.advance(B·NH·Tq·Tk),
+// which is the layout dropout() uses on the packed probabilities (runtime/cpu/sdpa.h).
+// q·kᵀ on head-split views costs no copy in either: BLAS reads the transposed, strided
+// operand with a flag and a leading dim. Tests: tests/autograd/test_sdpa*.cpp.
 #include <cmath>
 
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
+#include "runtime/cpu/sdpa.h"
 
 namespace mase {
 namespace {
@@ -66,11 +76,76 @@ Tensor sdpa_reference(const Tensor& q, const Tensor& k, const Tensor& v, const T
   return matmul(probs, v);  // (B, NH, Tq, HSv)
 }
 
+namespace {
+
+// A (B, NH, T, D) tensor as the kernels read it; its last dim must be packed.
+template <class T, class U = T>
+cpu::HeadsView<U> heads(const Tensor& t) {
+  return {t.data<T>(), t.strides()[0], t.strides()[1], t.strides()[2]};
+}
+
+// t itself when its last dim is packed (head-split views are), else a packed copy.
+Tensor last_dim_packed(const Tensor& t) { return t.strides()[3] == 1 ? t : t.contiguous(); }
+
+// A new (B, NH, T, D) tensor laid out as (B, T, NH, D): the layout of BERT's (B, T, C).
+Tensor empty_heads_last(int64_t B, int64_t NH, int64_t T, int64_t D, DType dtype) {
+  Tensor packed = Tensor::empty({B, T, NH, D}, dtype);
+  return packed.as_strided({B, NH, T, D}, {T * NH * D, D, NH * D, 1}, 0);
+}
+
+}  // namespace
+
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
             double dropout_p, bool training, Generator& gen) {
   check_sdpa_args("sdpa", q, k, v, mask, dropout_p);
-  // The fused kernel plugs in here (dispatch on q.device() to cpu::/cuda::sdpa_forward).
-  return sdpa_reference(q, k, v, mask, dropout_p, training, gen);
+  if (q.is_cuda() || (mask.defined() && mask.requires_grad()))
+    return sdpa_reference(q, k, v, mask, dropout_p, training, gen);
+
+  const cpu::SdpaSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
+  const double scale = 1.0 / std::sqrt(static_cast<double>(n.HS));
+  DropoutMask drop;
+  if (training && dropout_p > 0.0) {  // the counters dropout() would take on P (see above)
+    drop.on = true;
+    drop.seed = gen.seed;
+    drop.offset = gen.advance(n.B * n.NH * n.Tq * n.Tk);
+    drop.threshold = dropout_threshold(dropout_p);
+    drop.scale = 1.0 / (1.0 - dropout_p);
+  }
+  // the mask's strides as seen from (B, NH, Tq, Tk): 0 on every broadcast dim
+  Tensor m = mask;
+  Strides ms(4, 0);
+  if (m.defined()) {
+    const Shape scores{n.B, n.NH, n.Tq, n.Tk};
+    ms = broadcast_strides(m.shape(), m.strides(), scores);
+  }
+  const Tensor qp = last_dim_packed(q), kp = last_dim_packed(k), vp = last_dim_packed(v);
+  Tensor out = empty_heads_last(n.B, n.NH, n.Tq, n.HSv, q.dtype());
+  Tensor stats = Tensor::empty({n.B, n.NH, n.Tq, 2}, q.dtype());  // per row: max, Σ exp
+  dispatch_float(q.dtype(), "sdpa", [&]<class T>() {
+    const cpu::MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
+    cpu::sdpa_forward<T>(heads<T>(out), stats.data<T>(), heads<T, const T>(qp),
+                         heads<T, const T>(kp), heads<T, const T>(vp), mv, n,
+                         static_cast<T>(scale), drop);
+  });
+
+  Attrs attrs{{"dropout_p", dropout_p}, {"training", training}};
+  return record("sdpa", {q, k, v, mask}, out,
+                [qp, kp, vp, m, ms, n, scale, drop, stats, o = out.detach()](
+                    const Tensor& dout) -> Tensors {
+    // dq, dk, dv from dout and P recomputed from stats (runtime/cpu/sdpa.cpp, backward)
+    const Tensor g = last_dim_packed(dout);
+    Tensor dq = empty_heads_last(n.B, n.NH, n.Tq, n.HS, g.dtype());
+    Tensor dk = empty_heads_last(n.B, n.NH, n.Tk, n.HS, g.dtype());
+    Tensor dv = empty_heads_last(n.B, n.NH, n.Tk, n.HSv, g.dtype());
+    dispatch_float(g.dtype(), "sdpa", [&]<class T>() {
+      const cpu::MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
+      cpu::sdpa_backward<T>(heads<T>(dq), heads<T>(dk), heads<T>(dv), heads<T, const T>(g),
+                            heads<T, const T>(o), stats.data<T>(), heads<T, const T>(qp),
+                            heads<T, const T>(kp), heads<T, const T>(vp), mv, n,
+                            static_cast<T>(scale), drop);
+    });
+    return {dq, dk, dv, Tensor()};
+  }, std::move(attrs));
 }
 
 }  // namespace mase

@@ -20,14 +20,16 @@
 // Mathematical Functions", 1989), as used for expf/tanhf in many vector math libraries;
 // erfc's is Numerical Recipes' (Press et al., 2nd ed., §6.2, "erfcc").
 //
-// Other f32 kernels that call std::exp in a loop (softmax, cross-entropy) can use exp_f32
-// the same way. Read next: runtime/cpu/unary.cpp and gelu.cpp (the kernels that use them).
+// Other f32 kernels that call std::exp in a loop (cross-entropy) can use exp_f32 the same
+// way. Read next: runtime/cpu/unary.cpp, gelu.cpp, softmax.cpp, sdpa.cpp (the kernels using
+// them).
 #pragma once
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace mase::cpu {
 
@@ -69,6 +71,17 @@ inline float exp_f32_in_range(float x) {
 // NaN stays NaN (std::max/min return their first argument when a comparison is false).
 inline float exp_f32(float x) {
   return exp_f32_in_range(std::min(std::max(x, -104.0f), 89.0f));
+}
+
+// e^x for x ≤ 88 (n ≤ 127), with results below e^-87 ≈ 1.6e-38 (near the smallest normal
+// float) flushed to 0: what softmax and attention need, whose arguments x − max are ≤ 0 and
+// whose tiny probabilities do not matter next to the row's largest (1). Then n ∈ [-126, 127]
+// and 2^n is one factor; the bound is one-sided. ~35% faster than exp_f32 (which keeps
+// subnormal results and clamps both ends), and e^(-inf) = 0 exactly, NaN stays NaN.
+inline float exp_f32_flush(float x) {
+  const ExpParts e = exp_parts(std::max(x, -87.0f));  // std::max(NaN, ·) is NaN
+  const float y = e.er * pow2i(e.n);
+  return x < -87.0f ? 0.0f : y;
 }
 
 // tanh x: an odd polynomial near 0, where 1 - 2/(e^2x + 1) would cancel, else
@@ -137,6 +150,24 @@ inline float gelu_grad_f32(float x) {
   const NormalTail n = normal_tail_f32(x);
   const float cdf = x < 0.0f ? n.half_erfc : 1.0f - n.half_erfc;
   return std::fma(x, 0.39894228040143267794f * n.gauss, cdf);  // φ(x) = e^{−x²/2}/√(2π)
+}
+
+// The kernels are templates over float and double: f32 takes the vectorisable versions above,
+// f64 (used for gradient checks, where accuracy matters and speed does not) keeps libm.
+template <class T>
+inline T exp_of(T x) {
+  if constexpr (std::is_same_v<T, float>) return exp_f32(x);
+  else return std::exp(x);
+}
+template <class T>
+inline T exp_flush_of(T x) {  // softmax's exps: exp_f32_flush for f32
+  if constexpr (std::is_same_v<T, float>) return exp_f32_flush(x);
+  else return std::exp(x);
+}
+template <class T>
+inline T tanh_of(T x) {
+  if constexpr (std::is_same_v<T, float>) return tanh_f32(x);
+  else return std::tanh(x);
 }
 
 }  // namespace mase::cpu

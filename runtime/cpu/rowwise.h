@@ -1,6 +1,7 @@
 // runtime/cpu/rowwise.h — helpers for the row-wise kernels of this folder (softmax.cpp,
-// cross_entropy.cpp, layer_norm.cpp, gelu.cpp): a parallel loop over rows, reductions along a
-// row, and column sums taken alongside a row loop (the bias and LayerNorm weight gradients).
+// cross_entropy.cpp, layer_norm.cpp, gelu.cpp, sdpa.cpp): a parallel loop over rows,
+// reductions along a row (sum, max), the shifted exp of softmax, and column sums taken
+// alongside a row loop (the bias and LayerNorm weight gradients).
 //
 // Determinism: a row is never split between threads, and a row is always summed in the same
 // order — four interleaved double accumulators, then (s0 + s1) + (s2 + s3) — so results do
@@ -10,8 +11,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "runtime/allocator.h"
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
+
+#include "runtime/cpu/fast_math.h"
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
@@ -60,11 +67,27 @@ inline double row_sum8(int64_t n, F&& term) {
   return acc[0];
 }
 
-// max_{i<n} x[i]; -inf for an empty row or a row of -inf (max is exact in any order).
+// max_{i<n} x[i]; -inf for an empty row or a row of -inf (max is exact in any order). NaN
+// entries are skipped, as std::max(m, NaN) is m. For f32 with AVX, 16 lanes in two registers
+// (vmaxps): GCC does not vectorise a float max reduction without -ffast-math (not even one
+// written with 16 lanes in an array), and a chain of scalar maxes costs as much as the exps.
 template <class T>
 inline T row_max(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  int64_t i = 0;
+#ifdef __AVX__
+  if constexpr (std::is_same_v<T, float>) {
+    __m256 m0 = _mm256_set1_ps(m), m1 = m0;
+    for (; i + 16 <= n; i += 16) {  // _mm256_max_ps(a, b) = a > b ? a : b: NaN a gives b
+      m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+      m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_max_ps(m0, m1));
+    for (float lane : lanes) m = std::max(m, lane);
+  }
+#endif
+  for (; i < n; ++i) m = std::max(m, x[i]);
   return m;
 }
 
@@ -100,6 +123,38 @@ void rows_with_column_sums(int64_t rows, int64_t cols, int64_t width, F&& f, Don
     throw;
   }
   deallocate(Device::cpu(), partial, bytes);
+}
+
+// y[i] = exp(x[i] − m) for i < n (y may be x: in place), returning Σ y[i]. The shift m is the
+// row max (or any bound on it), so every exp is in [0, 1] and the sum cannot overflow; the
+// caller passes m = 0 for a row of −inf (exp(−inf − 0) = 0, where −inf − (−inf) is NaN).
+// f32 goes through exp_f32_flush (fast_math.h: probabilities below 1.6e-38 become 0) in a
+// loop of 16 that the compiler vectorises; the
+// sum is kept in two AVX registers (as an array of 16 lanes, GCC keeps it in memory, and the
+// store-to-load chain of the adds costs a quarter of the time). Summed in T, in a fixed order:
+// the callers sum at most a few hundred terms per call, each ≤ 1, and add the calls' sums.
+template <class T>
+inline T exp_shift_sum(T* y, const T* x, T m, int64_t n) {
+  int64_t i = 0;
+  T s = 0;
+#ifdef __AVX__
+  if constexpr (std::is_same_v<T, float>) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    for (; i + 16 <= n; i += 16) {
+      for (int l = 0; l < 16; ++l) y[i + l] = exp_f32_flush(x[i + l] - m);
+      s0 = _mm256_add_ps(s0, _mm256_loadu_ps(y + i));  // read back from L1
+      s1 = _mm256_add_ps(s1, _mm256_loadu_ps(y + i + 8));
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_add_ps(s0, s1));
+    for (float lane : lanes) s += lane;
+  }
+#endif
+  for (; i < n; ++i) {
+    y[i] = exp_flush_of(x[i] - m);
+    s += y[i];
+  }
+  return s;
 }
 
 }  // namespace mase::cpu

@@ -1,14 +1,42 @@
 // runtime/cpu/softmax.cpp — row-wise softmax / log_softmax kernels (see softmax.h).
 //
-// Each row is a few plain loops (max, exp, sum, scale); rows are spread over threads by
-// for_each_row, one row never split, so results do not depend on the thread count. Sums run
-// in double (rowwise.h). exp is a scalar libm call (glibc's vector exp needs -ffast-math),
-// so these kernels are compute-bound, not memory-bound; vectorising exp is a later step.
+// Forward: one pass over the row with an online max and sum, then one pass that writes.
+//
+//   pass 1, chunk by chunk (kChunk elements):   m_c = max(m, max(chunk))
+//           s ← s·exp(m − m_c) + Σ_chunk exp(x − m_c)      (the online update: Milakov &
+//           e_chunk = exp(x − m_c) kept, and m_c noted       Gimelshein 2018, per chunk)
+//   pass 2, softmax:      y_chunk = e_chunk · exp(m_c − m) / s       (m, s: the row's final)
+//           log_softmax:  y = x − m − log s
+//
+// Memory traffic (Lab 4). The naive composition max, x − m, exp, Σ, ÷ reads the (M, N) input
+// ~5 times and writes ~3 (M·N floats each); mase's softmax_reference (exp, Σ, ÷) reads 3 and
+// writes 2, and each write to memory also costs a read (the cache line is fetched before it
+// is overwritten). Here x is read from memory once and y written once: pass 1 reads x and
+// keeps the exps in a per-thread row buffer (L1/L2: a BERT row is 1 KB, a 4096-wide row
+// 16 KB), pass 2 writes y — for big outputs with non-temporal stores, which skip the fetch
+// of y's old lines. To DRAM the kernel looks like a copy: M·N read, M·N written.
+// The online update is what lets pass 1 produce the exps before the row max is known: each
+// chunk uses the max so far, and pass 2 rescales it by one multiply (no second exp). Updating
+// per chunk rather than per element costs one scalar exp when the max rises, instead of two
+// exps per element (s·exp(m − m') + exp(x − m') element by element).
+//
+// exp is exp_f32 (fast_math.h), 8 lanes per AVX2 instruction; with scalar libm exp the
+// kernel was compute-bound (docs/performance.md). Rows are spread over threads, one row
+// never split, and each row is summed in a fixed order, so results do not depend on the
+// thread count. Chunk sums are in T (≤ kChunk terms, each ≤ 1), the row sum in double.
+// Backward reads y and dy once each and writes dx once, the sums in double (rowwise.h).
 #include "runtime/cpu/softmax.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <type_traits>
+#include <vector>
+
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
 
 #include "runtime/cpu/rowwise.h"
 
@@ -18,26 +46,78 @@ namespace {
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
+// Elements per online-update step: long enough that the per-chunk work (a max, one scalar
+// exp when the max rises, a note of the shift) is amortised, short enough that the chunk is
+// still in L1 when its exps are taken right after its max.
+constexpr int64_t kChunk = 256;
+
+// Outputs at least this big are written with non-temporal stores (scale_store): 4× the L2
+// of this machine's 2 cores, so the output could not be read back from L2 anyway, and its
+// writes no longer evict the input that pass 1 is about to read. Smaller outputs (one
+// attention head, a classifier's logits) stay in cache for the op that reads them next.
+constexpr int64_t kStreamBytes = int64_t{16} << 20;
+
+// y[i] = a[i]·f for i < n; stream: with non-temporal stores (f32 and AVX only), which write
+// whole cache lines straight to memory — no read-for-ownership of y's old contents, and no
+// caches filled with lines that will be evicted before anyone reads them.
+template <class T>
+void scale_store(T* y, const T* a, T f, int64_t n, bool stream) {
+  int64_t i = 0;
+#ifdef __AVX__
+  if constexpr (std::is_same_v<T, float>) {
+    if (stream) {
+      for (; i < n && (reinterpret_cast<uintptr_t>(y + i) & 31) != 0; ++i) y[i] = a[i] * f;
+      const __m256 vf = _mm256_set1_ps(f);
+      for (; i + 8 <= n; i += 8) _mm256_stream_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(a + i), vf));
+    }
+  }
+#endif
+  for (; i < n; ++i) y[i] = a[i] * f;
+}
+
 // softmax (Log = false) or log_softmax (Log = true) of every row.
 template <bool Log, class T>
 void forward_rows(T* out, const T* inp, int64_t rows, int64_t cols) {
-  for_each_row(rows, cols, [&](int64_t r) {
-    const T* x = inp + r * cols;
-    T* y = out + r * cols;
-    const T m = row_max(x, cols);
-    if (m == kNegInf<T>) {  // fully masked row: softmax 0s, log_softmax log 0 = −inf; not NaN
-      std::fill(y, y + cols, Log ? kNegInf<T> : T(0));
-      return;
+  const int64_t chunks = (cols + kChunk - 1) / kChunk;
+  const bool stream = rows * cols * int64_t(sizeof(T)) >= kStreamBytes;
+  parallel_for(0, rows, rows_grain(cols, kGrainElems), [&](int64_t r_lo, int64_t r_hi) {
+    thread_local std::vector<T> shift, exps;  // per chunk: the max its exps were taken against
+    shift.resize(static_cast<size_t>(chunks));
+    exps.resize(static_cast<size_t>(cols));
+    T* e = exps.data();
+    for (int64_t r = r_lo; r < r_hi; ++r) {
+      const T* x = inp + r * cols;
+      T* y = out + r * cols;
+      T m = kNegInf<T>;
+      double s = 0;
+      for (int64_t c = 0; c < chunks; ++c) {  // pass 1: online max and sum, exps kept
+        const int64_t lo = c * kChunk, n = std::min(kChunk, cols - lo);
+        const T mc = std::max(m, row_max(x + lo, n));
+        if (mc > m) {  // the max rose: rescale the sum so far to the new max
+          s *= std::exp(double(m) - double(mc));  // m = −inf the first time: s = 0 anyway
+          m = mc;
+        }
+        shift[c] = m == kNegInf<T> ? T(0) : m;  // an all −inf prefix: exp(−inf − 0) = 0
+        s += double(exp_shift_sum(e + lo, x + lo, shift[c], n));
+      }
+      if (m == kNegInf<T>) {  // fully masked row: softmax 0s, log_softmax log 0 = −inf; not NaN
+        std::fill(y, y + cols, Log ? kNegInf<T> : T(0));
+        continue;
+      }
+      if constexpr (Log) {  // y = (x − m) − log s; (x − m) first: exact when x is close to m
+        const T log_s = static_cast<T>(std::log(s));
+        for (int64_t c = 0; c < cols; ++c) y[c] = (x[c] - m) - log_s;
+      } else {  // y = exp(x − shift_c) · exp(shift_c − m) / s
+        for (int64_t c = 0; c < chunks; ++c) {
+          const int64_t lo = c * kChunk, n = std::min(kChunk, cols - lo);
+          scale_store(y + lo, e + lo, static_cast<T>(std::exp(double(shift[c]) - double(m)) / s),
+                      n, stream);
+        }
+      }
     }
-    for (int64_t c = 0; c < cols; ++c) y[c] = std::exp(x[c] - m);  // every exp in (0, 1]
-    const double s = row_sum(cols, [&](int64_t c) { return double(y[c]); });
-    if constexpr (Log) {  // y = (x − m) − log s; (x − m) first: exact when x is close to m
-      const T log_s = static_cast<T>(std::log(s));
-      for (int64_t c = 0; c < cols; ++c) y[c] = (x[c] - m) - log_s;
-    } else {  // y = exp(x − m) / s
-      const T inv = static_cast<T>(1.0 / s);
-      for (int64_t c = 0; c < cols; ++c) y[c] *= inv;
-    }
+#ifdef __AVX__
+    if (stream) _mm_sfence();  // the streamed lines are visible before the task completes
+#endif
   });
 }
 
@@ -71,7 +151,7 @@ void log_softmax_backward(T* dinp, const T* dout, const T* out, int64_t rows, in
     T* dx = dinp + r * cols;
     // dx = dy − exp(y) · Σ dy
     const T s = static_cast<T>(row_sum(cols, [&](int64_t c) { return double(dy[c]); }));
-    for (int64_t c = 0; c < cols; ++c) dx[c] = dy[c] - std::exp(y[c]) * s;
+    for (int64_t c = 0; c < cols; ++c) dx[c] = dy[c] - exp_of(y[c]) * s;
   });
 }
 

@@ -13,18 +13,6 @@
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
-namespace {
-template <class T>
-T exp_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return exp_f32(x);
-  else return std::exp(x);
-}
-template <class T>
-T tanh_of(T x) {
-  if constexpr (std::is_same_v<T, float>) return tanh_f32(x);
-  else return std::tanh(x);
-}
-}  // namespace
 
 template <class T>
 void unary_forward(UnaryOp op, T* out, const T* x, int64_t n) {

@@ -78,7 +78,7 @@ TEST_CASE("sdpa: dropout on the probabilities in training mode only") {
   Generator g1(9), g2(9);
   Tensor t1 = sdpa(q, k, v, Tensor(), 0.5, true, g1);
   Tensor t2 = sdpa_reference(q, k, v, Tensor(), 0.5, true, g2);
-  check_close(t1, t2, 0, 0);  // same generator state: the same mask
+  check_close(t1, t2, 1e-6, 1e-6);  // same generator state: the same mask (fused vs composed)
   std::vector<double> a = t1.to_vector<double>(), b = eval.to_vector<double>();
   double diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));

@@ -146,6 +146,56 @@ TEST_CASE("softmax: fused kernels equal the reference composition") {
   check_close(x.grad(), xr.grad(), 1e-5, 1e-5);
 }
 
+namespace {
+// Row softmax (log = false) or log_softmax in double, the max subtracted first: the oracle.
+std::vector<double> softmax_double(const Tensor& x, bool log) {
+  const int64_t C = x.size(-1), R = x.numel() / C;
+  std::vector<double> v = x.to_vector<double>();
+  for (int64_t r = 0; r < R; ++r) {
+    double* row = v.data() + r * C;
+    double m = -INFINITY, s = 0;
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, row[c]);
+    for (int64_t c = 0; c < C; ++c) s += std::exp(row[c] - m);
+    for (int64_t c = 0; c < C; ++c)
+      row[c] = m == -INFINITY ? (log ? -INFINITY : 0.0)
+                              : (log ? row[c] - m - std::log(s) : std::exp(row[c] - m) / s);
+  }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("softmax: long rows across the online chunks") {
+  // The kernel walks a row in chunks of 256 with a running max: rows of 1000 (3 full chunks
+  // and a ragged one) where the max sits in the first, the last or a middle chunk, where the
+  // first chunks are all -inf, and one row fully -inf. Odd widths also misalign the rows.
+  const int64_t C = 1000;
+  Tensor x = random_tensor({6, C}, 7, -5, 5, DType::f32);
+  std::vector<float> v = x.to_vector<float>();
+  v[0 * C + 3] = 40;                                 // max in chunk 0
+  v[1 * C + 999] = 40;                               // max in the ragged last chunk
+  for (int64_t c = 0; c < C; ++c) v[2 * C + c] += 0.03f * c;  // a rising row: every chunk
+  for (int64_t c = 0; c < 600; ++c) v[3 * C + c] = -INFINITY;  // −inf prefix
+  for (int64_t c = 0; c < C; ++c) v[4 * C + c] = -INFINITY;    // fully masked
+  x = Tensor::from(v, {6, C});
+  for (bool log : {false, true}) {
+    INFO("log_softmax " << log);
+    Tensor y = log ? log_softmax(x) : softmax(x);
+    std::vector<double> want = softmax_double(x, log), got = y.to_vector<double>();
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("element " << i);
+      if (std::isinf(want[i])) REQUIRE(got[i] == want[i]);
+      else REQUIRE(std::abs(got[i] - want[i]) <= 1e-6 * std::max(1.0, std::abs(want[i])) + 1e-9);
+    }
+  }
+  // an output of ≥ 16 MB is written with streaming stores: (4099, 1025) floats, odd widths
+  // so that rows start at every alignment
+  Tensor big = random_tensor({4099, 1025}, 8, -6, 6, DType::f32);
+  std::vector<double> want = softmax_double(big, false), got = softmax(big).to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  CHECK(worst <= 1e-7);  // probabilities of ~1e-3: a few f32 ulps
+}
+
 TEST_CASE("softmax: CPU == CUDA") {
   if (!test::have_gpu()) return;
   for (const Shape& s : {Shape{37, 1000}, Shape{5, 1}, Shape{3, 2, 33}}) {

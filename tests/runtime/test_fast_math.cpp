@@ -62,6 +62,21 @@ TEST_CASE("exp_f32 is within 2 ulp of exp over its whole range") {
   CHECK(err <= 2.0);  // measured: 1.004 ulp (exhaustively, over every float)
 }
 
+TEST_CASE("exp_f32_flush is within 2 ulp of exp down to its flush point") {
+  std::vector<float> xs = sample(-87.0f, 88.0f);
+  float at = 0;
+  double err = max_ulp_error(xs, cpu::exp_f32_flush, [](double x) { return std::exp(x); }, &at);
+  INFO("worst at x = " << at);
+  CHECK(err <= 2.0);
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(cpu::exp_f32_flush(-87.01f) == 0.0f);  // below the flush point: exactly 0
+  CHECK(cpu::exp_f32_flush(-1e30f) == 0.0f);
+  CHECK(cpu::exp_f32_flush(-inf) == 0.0f);     // a masked score
+  CHECK(cpu::exp_f32_flush(-87.0f) > 0x1p-126f);
+  CHECK(cpu::exp_f32_flush(0.0f) == 1.0f);
+  CHECK(std::isnan(cpu::exp_f32_flush(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST_CASE("tanh_f32 is within 2 ulp of tanh") {
   std::vector<float> xs = sample(-12.0f, 12.0f);  // beyond ±9.01 tanh rounds to ±1
   float at = 0;

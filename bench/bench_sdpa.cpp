@@ -1,0 +1,164 @@
+// bench/bench_sdpa.cpp — the sdpa suite: fused attention (runtime/cpu/sdpa.cpp) against the
+// naive composition sdpa_reference (matmul, scale, mask, softmax, dropout, matmul), in FLOP/s.
+//
+// Shapes: heads of HS = 64, NH = 8 (bert-small), T = 128, 256, 512 with B = 4096 / T, so every
+// T has 4096 tokens and a forward + backward takes ~0.1 s. q, k, v are head-split views of
+// three (B, T, C) projections and the mask is a (B, 1, 1, T) padding mask, as in BERT.
+//   sdpa/fwd/T…          out = sdpa(q, k, v, mask)                 4·B·NH·T²·HS flops
+//   sdpa/fwd_bwd/T…      the same, then backward(out, dout)       12·B·NH·T²·HS flops
+//   sdpa/fwd_bwd_dropout/T256   with attention dropout p = 0.1 (BERT's training setting)
+// The flops counted are the products of the maths (QKᵀ and PV forward; dV, dP, dQ, dK
+// backward), the same for both versions, although the fused backward also recomputes QKᵀ.
+// Each iteration runs the fused version (timed) and then the naive one (common.h,
+// time_paired): vs_naive = time(naive) / time(fused) is the speedup at the same moments, and
+// naive_flops the naive version's rate; vs_4096 compares with sgemm 4096³ when the gemm suite
+// runs in the same invocation; peak_MB and naive_peak_MB are the memory each version
+// allocates at the peak of one call (allocator statistics). Validated once before timing:
+// forward outputs of both versions against attention computed in double on 32 sampled rows,
+// and the fused gradients against the naive ones (autograd through ops that have their own
+// gradchecks).
+//
+// Read next: runtime/cpu/sdpa.cpp, docs/performance.md ("Attention").
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "bench/common.h"
+#include "runtime/allocator.h"
+
+namespace mase::bench {
+namespace {
+
+constexpr int64_t kHeads = 8;  // bert-small
+
+struct Problem {
+  int64_t B = 0, T = 0;
+  bool backward = false;
+  double dropout = 0.0;
+  int64_t C() const { return kHeads * kHeadSize; }
+  double flops() const {
+    return (backward ? 12.0 : 4.0) * B * kHeads * double(T) * T * kHeadSize;
+  }
+};
+
+struct Inputs {
+  Tensor qx, kx, vx;  // (B, T, C) projections (leaves when backward is timed)
+  Tensor mask;        // (B, 1, 1, T), 0 everywhere: BERT's mask of a batch without padding
+  Tensor dout;        // (B, NH, T, HS)
+};
+
+Inputs make_inputs(const Problem& p) {
+  Inputs in;
+  in.qx = normal_tensor({p.B, p.T, p.C()}, 1).set_requires_grad(p.backward);
+  in.kx = normal_tensor({p.B, p.T, p.C()}, 2).set_requires_grad(p.backward);
+  in.vx = normal_tensor({p.B, p.T, p.C()}, 3).set_requires_grad(p.backward);
+  in.mask = Tensor::zeros({p.B, 1, 1, p.T});
+  in.dout = normal_tensor({p.B, kHeads, p.T, kHeadSize}, 4);
+  return in;
+}
+
+// (B, T, C) -> (B, NH, T, HS) view, as BertSelfAttention splits its heads
+Tensor heads(const Tensor& x) {
+  return transpose(view(x, {x.size(0), x.size(1), kHeads, kHeadSize}), 1, 2);
+}
+
+// One forward (and backward) of the fused or the naive version; the leaves' gradients
+// accumulate from call to call (the same work for both versions).
+Tensor run(const Problem& p, const Inputs& in, bool fused, uint64_t seed = 1) {
+  Generator gen(seed);
+  const Tensor q = heads(in.qx), k = heads(in.kx), v = heads(in.vx);
+  const bool train = p.dropout > 0;
+  Tensor out = fused ? sdpa(q, k, v, in.mask, p.dropout, train, gen)
+                     : sdpa_reference(q, k, v, in.mask, p.dropout, train, gen);
+  if (p.backward) backward(out, in.dout);
+  return out;
+}
+
+// Attention of query row (b, h, i) in double, straight from the definition (no dropout).
+std::vector<double> attention_row(const Inputs& in, int64_t b, int64_t h, int64_t i, int64_t T) {
+  auto at = [&](const Tensor& x, int64_t t, int64_t d) {
+    return double(x.data<float>()[(b * T + t) * x.size(2) + h * kHeadSize + d]);
+  };
+  std::vector<double> s(T), out(kHeadSize, 0.0);
+  double m = -INFINITY, sum = 0;
+  for (int64_t j = 0; j < T; ++j) {
+    for (int64_t d = 0; d < kHeadSize; ++d) s[j] += at(in.qx, i, d) * at(in.kx, j, d);
+    s[j] /= std::sqrt(double(kHeadSize));
+    m = std::max(m, s[j]);
+  }
+  for (int64_t j = 0; j < T; ++j) sum += (s[j] = std::exp(s[j] - m));
+  for (int64_t j = 0; j < T; ++j)
+    for (int64_t d = 0; d < kHeadSize; ++d) out[d] += s[j] / sum * at(in.vx, j, d);
+  return out;
+}
+
+std::string check_forward(const Problem& p, const Inputs& in) {
+  NoGradGuard no_grad;
+  for (bool fused : {true, false}) {
+    const Tensor out = run(p, in, fused);  // (B, NH, T, HS)
+    for (uint64_t s = 0; s < 32; ++s) {
+      const int64_t b = philox_word(42, s, 0) % p.B, h = philox_word(42, s, 1) % kHeads;
+      const int64_t i = philox_word(42, s, 2) % p.T;
+      const std::string err = compare(select(select(select(out, 0, b), 0, h), 0, i),
+                                      attention_row(in, b, h, i, p.T), 1e-5, 1e-4);
+      if (!err.empty())
+        return cat(fused ? "fused" : "naive", " row (", b, ", ", h, ", ", i, "): ", err);
+    }
+  }
+  return "";
+}
+
+// The fused gradients (dropout included) against the naive ones.
+std::string check_backward(const Problem& p, const Inputs& in) {
+  std::vector<Tensor> grads[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    for (const Tensor* x : {&in.qx, &in.kx, &in.vx}) x->set_grad(Tensor());
+    run(p, in, fused == 1);
+    for (const Tensor* x : {&in.qx, &in.kx, &in.vx}) grads[fused].push_back(x->grad());
+  }
+  for (int i = 0; i < 3; ++i) {
+    const std::string err = compare(grads[1][i], grads[0][i].to_vector<double>(), 1e-4, 1e-3);
+    if (!err.empty()) return cat("gradient of ", "qkv"[i], ": ", err);
+  }
+  return "";
+}
+
+// MB allocated at the peak of one call beyond what was in use before it (activations saved
+// for backward, workspaces, the gradients): the (B, NH, T, T) tensors of the naive version.
+double peak_mb(const Problem& p, const Inputs& in, bool fused) {
+  const size_t before = allocator_stats().in_use_bytes;
+  reset_peak_stats();
+  run(p, in, fused);
+  return double(allocator_stats().peak_in_use_bytes - before) / 1e6;
+}
+
+void add_problem(const std::string& name, const Problem& p) {
+  add(name, [name, p](benchmark::State& st) {
+    const Inputs in = make_inputs(p);
+    if (!validate_once(st, name, [&] {
+          return p.backward ? check_backward(p, in) : check_forward(p, in);
+        }))
+      return;
+    st.counters["peak_MB"] = peak_mb(p, in, true);
+    st.counters["naive_peak_MB"] = peak_mb(p, in, false);
+    const double naive_s = time_paired(st, [&] { run(p, in, true); },
+                                       [&] { run(p, in, false); }, "vs_naive");
+    set_flops(st, p.flops());
+    st.counters["naive_flops"] = naive_s > 0 ? p.flops() * double(st.iterations()) / naive_s : 0;
+    st.SetLabel(cat("B=", p.B, " NH=", kHeads, " T=", p.T, " HS=", kHeadSize));
+  }, Timing::manual);
+  relative_to(name, "gemm/sgemm/4096x4096x4096", "vs_4096");
+}
+
+}  // namespace
+
+void register_sdpa() {
+  for (bool bwd : {false, true}) {
+    for (int64_t T : {128, 256, 512}) {
+      const Problem p{4096 / T, T, bwd, 0.0};
+      add_problem(cat("sdpa/", bwd ? "fwd_bwd" : "fwd", "/T", T), p);
+    }
+  }
+  add_problem("sdpa/fwd_bwd_dropout/T256", Problem{16, 256, true, 0.1});
+}
+
+}  // namespace mase::bench
