@@ -19,6 +19,21 @@ ModuleObserver* set_module_observer(ModuleObserver* observer) {
   return prev;
 }
 
+std::string Precision::str() const {
+  std::string s = type + "[";
+  for (size_t i = 0; i < widths.size(); ++i) s += (i ? ", " : "") + std::to_string(widths[i]);
+  return s + "]";
+}
+
+Precision Module::precision(const std::string& name) const {
+  for (const auto& [n, slot] : params_) {
+    if (n != name || !slot->defined()) continue;
+    const DType t = slot->dtype();
+    return {is_floating(t) ? "float" : "integer", {static_cast<int64_t>(itemsize(t) * 8)}};
+  }
+  throw ConfigError(cat("[precision] ", type_name(), " has no parameter '", name, "'"));
+}
+
 Tensor Module::forward(const Tensor&) {
   throw Error(cat("[", type_name(), "] has no unary forward (call its own forward method)"));
 }

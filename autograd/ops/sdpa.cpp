@@ -70,7 +70,11 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
             double dropout_p, bool training, Generator& gen) {
   check_sdpa_args("sdpa", q, k, v, mask, dropout_p);
   // The fused kernel plugs in here (dispatch on q.device() to cpu::/cuda::sdpa_forward).
-  return sdpa_reference(q, k, v, mask, dropout_p, training, gen);
+  // Until then the composition reports itself as one "sdpa" op, so a traced graph shows one
+  // attention node (as torch.fx shows F.scaled_dot_product_attention), not its parts.
+  return record_composite("sdpa", {q, k, v, mask}, [&] {
+    return sdpa_reference(q, k, v, mask, dropout_p, training, gen);
+  }, {{"dropout_p", dropout_p}, {"training", training}});
 }
 
 }  // namespace mase

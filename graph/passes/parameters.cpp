@@ -1,0 +1,102 @@
+// graph/passes/parameters.cpp — the parameter report and freezing (see parameters.h).
+#include "graph/passes/parameters.h"
+
+#include <algorithm>
+#include <regex>
+#include <sstream>
+#include <unordered_set>
+
+namespace mase::graph {
+namespace {
+
+// Counts `m`'s parameters (children included), each tensor once.
+std::pair<int64_t, int64_t> count(const nn::Module& m) {
+  std::unordered_set<const TensorImpl*> seen;
+  int64_t trainable = 0, total = 0;
+  for (const auto& [path, p] : m.named_parameters()) {
+    if (!seen.insert(p.impl()).second) continue;
+    total += p.numel();
+    if (p.requires_grad()) trainable += p.numel();
+  }
+  return {trainable, total};
+}
+
+FreezeReport set_trainable(nn::Module& model, const std::string& pattern, bool on, const char* op) {
+  std::regex re;
+  try {
+    re = std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(cat("[", op, "] expected a regular expression, got '", pattern, "': ", e.what()));
+  }
+  FreezeReport r;
+  r.trainable = on;
+  bool matched = false;
+  for (auto& [path, p] : model.named_parameters()) {
+    if (!std::regex_search(path, re)) continue;
+    matched = true;
+    if (p.requires_grad() == on) continue;
+    p.set_requires_grad(on);
+    r.changed.push_back(path);
+    r.elements += p.numel();
+  }
+  MASE_CHECK(matched, ConfigError, "[", op, "] pattern '", pattern, "' matches no parameter path ",
+             "(paths look like bert.embeddings.word_embeddings.weight)");
+  return r;
+}
+
+}  // namespace
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+ParameterReport report_trainable_parameters(nn::Module& model) {
+  ParameterReport r;
+  for (const auto& [path, m] : model.named_modules()) {
+    auto [trainable, total] = count(*m);
+    r.rows.push_back({path, m->type_name(), trainable, total});
+  }
+  std::tie(r.trainable, r.total) = count(model);
+  return r;
+}
+
+std::string ParameterReport::str(int max_depth) const {
+  std::vector<const ParameterRow*> shown;
+  for (const auto& row : rows) {
+    const int depth = row.path.empty() ? 0 : 1 + static_cast<int>(std::count(row.path.begin(), row.path.end(), '.'));
+    if (max_depth < 0 || depth <= max_depth) shown.push_back(&row);
+  }
+  size_t w = 6;
+  for (const auto* row : shown) w = std::max(w, row->path.size() + row->type.size() + 3);
+  std::ostringstream os;
+  os << "module" << std::string(w - 6 + 2, ' ') << "   trainable        total\n";
+  for (const auto* row : shown) {
+    std::string name = (row->path.empty() ? std::string("(model)") : row->path) + " (" + row->type + ")";
+    std::string t = with_commas(row->trainable), a = with_commas(row->total);
+    os << name << std::string(w + 2 - std::min(w + 1, name.size()), ' ')
+       << std::string(12 - std::min<size_t>(12, t.size()), ' ') << t
+       << std::string(13 - std::min<size_t>(13, a.size()), ' ') << a << "\n";
+  }
+  os << "trainable parameters: " << with_commas(trainable) << " of " << with_commas(total) << "\n";
+  return os.str();
+}
+
+FreezeReport freeze(nn::Module& model, const std::string& pattern) {
+  return set_trainable(model, pattern, false, "freeze");
+}
+
+FreezeReport unfreeze(nn::Module& model, const std::string& pattern) {
+  return set_trainable(model, pattern, true, "unfreeze");
+}
+
+std::string FreezeReport::str() const {
+  return cat(trainable ? "unfroze " : "froze ", changed.size(), " parameter tensor", changed.size() == 1 ? "" : "s", " (",
+             with_commas(elements), " elements)\n");
+}
+
+}  // namespace mase::graph
