@@ -282,12 +282,17 @@ TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
           MASE_CHECK(it != inputs.end() && it->second.defined(), graph::GraphError,
                      "[graph] missing input '", n.target, "' (its inputs: ", joined(names), ")");
           v = it->second;
-          if (const AttrValue* s = find_attr(n.attrs, "shape"))
-            MASE_CHECK(Shape(std::get<std::vector<int64_t>>(*s)) == v.shape(), ShapeError,
-                       "[graph] expected input ", n.target, " of shape ",
-                       Shape(std::get<std::vector<int64_t>>(*s)), " as traced, got ", v.shape(),
-                       " (a traced graph is specialised to its example's shapes: trace with "
-                       "this shape, or use fixed-length batches)");
+          if (find_attr(n.attrs, "shape")) {
+            const Shape traced(attr_ints(n.attrs, "shape"));
+            MASE_CHECK(traced == v.shape(), ShapeError, "[graph] expected input ", n.target,
+                       " of shape ", traced, " as traced, got ", v.shape(), " (a traced graph is "
+                       "specialised to its example's shapes: trace with this shape, or use "
+                       "fixed-length batches)");
+          }
+          if (find_attr(n.attrs, "dtype"))
+            MASE_CHECK(mase::name(v.dtype()) == attr_string(n.attrs, "dtype"), DTypeError,
+                       "[graph] expected input ", n.target, " of dtype ",
+                       attr_string(n.attrs, "dtype"), " as traced, got ", v.dtype());
           break;
         }
         case OpKind::get_attr: v = get_attr_value(n); break;

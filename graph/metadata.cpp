@@ -22,10 +22,6 @@ nn::Precision precision_of(nn::Module& m, const std::string& path) {
   return m.submodule(path.substr(0, dot))->precision(path.substr(dot + 1));
 }
 
-nn::Precision dtype_precision(DType t) {
-  return {is_floating(t) ? "float" : "integer", {static_cast<int64_t>(itemsize(t) * 8)}};
-}
-
 std::string snake_case(const std::string& type) {
   std::string s;
   for (size_t i = 0; i < type.size(); ++i) {
@@ -60,12 +56,13 @@ void add_common_metadata(Graph& g, const TensorMap& example) {
     switch (n.op) {
       case OpKind::placeholder: m.mase_type = m.mase_op = "placeholder"; break;
       case OpKind::output: m.mase_type = m.mase_op = "output"; break;
-      case OpKind::get_attr: {
-        const bool constant = g.constants().count(n.target) > 0;
+      case OpKind::get_attr: {  // a constant, a parameter or a buffer of the model
+        bool parameter = false;
+        for (const auto& [path, p] : g.root().named_parameters()) parameter |= path == n.target;
         m.mase_type = "get_attr";
-        m.mase_op = constant ? "constant" : "parameter";
+        m.mase_op = g.constants().count(n.target) ? "constant" : parameter ? "parameter" : "buffer";
         m.parameters.push_back({n.target, value.shape(), value.dtype(),
-                                constant ? dtype_precision(value.dtype()) : precision_of(g.root(), n.target),
+                                parameter ? precision_of(g.root(), n.target) : nn::dtype_precision(value.dtype()),
                                 value.requires_grad()});
         break;
       }

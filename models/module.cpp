@@ -25,12 +25,13 @@ std::string Precision::str() const {
   return s + "]";
 }
 
+Precision dtype_precision(DType t) {
+  return {is_floating(t) ? "float" : "integer", {static_cast<int64_t>(itemsize(t) * 8)}};
+}
+
 Precision Module::precision(const std::string& name) const {
-  for (const auto& [n, slot] : params_) {
-    if (n != name || !slot->defined()) continue;
-    const DType t = slot->dtype();
-    return {is_floating(t) ? "float" : "integer", {static_cast<int64_t>(itemsize(t) * 8)}};
-  }
+  for (const auto& [n, slot] : params_)
+    if (n == name && slot->defined()) return dtype_precision(slot->dtype());
   throw ConfigError(cat("[precision] ", type_name(), " has no parameter '", name, "'"));
 }
 

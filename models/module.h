@@ -39,6 +39,7 @@ struct Precision {
   std::string str() const;
   bool operator==(const Precision&) const = default;
 };
+Precision dtype_precision(DType t);  // how a plain tensor stores numbers: f32 -> float[32]
 
 class Module : public std::enable_shared_from_this<Module> {
  public:

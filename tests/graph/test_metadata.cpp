@@ -121,6 +121,29 @@ TEST_CASE("metadata: precision comes from the module and frozen parameters show"
   CHECK(call->meta.parameters[1].trainable == false);
 }
 
+TEST_CASE("metadata: get_attr nodes say parameter, buffer or constant") {
+  struct Shifted : nn::Module {  // y = x * scale + shift + 1 (scale a parameter, shift a buffer)
+    Tensor scale, shift, one = Tensor::ones({2});
+    Shifted() {
+      register_parameter("scale", scale, Tensor::full({2}, 3.0));
+      register_buffer("shift", shift, Tensor::full({2}, 0.5, DType::f64));
+    }
+    std::string type_name() const override { return "Shifted"; }
+    bool is_leaf() const override { return false; }
+    Tensor forward(const Tensor& x) override { return x * scale + to_dtype(shift, DType::f32) + one; }
+  };
+  auto m = std::make_shared<Shifted>();
+  Tensor x = Tensor::ones({2});
+  Graph g = trace(m, {{"x", x}}, [&](const TensorMap& in) { return NamedTensors{{"y", (*m)(in.at("x"))}}; });
+  add_common_metadata(g, {{"x", x}});
+  CHECK(g.at("scale").meta.mase_op == "parameter");
+  CHECK(g.at("scale").meta.parameters.at(0) == ParamMeta{"scale", {2}, DType::f32, {"float", {32}}, true});
+  CHECK(g.at("shift").meta.mase_op == "buffer");
+  CHECK(g.at("shift").meta.parameters.at(0).precision.str() == "float[64]");
+  CHECK(g.at("_tensor_constant0").meta.mase_op == "constant");
+  CHECK(g.output_node()->meta.args.at(0) == TensorMeta{true, {2}, DType::f32});
+}
+
 TEST_CASE("metadata: annotating leaves the random stream where it was") {
   auto model = test::tiny_bert(1, 2000);
   model->train();  // dropout draws masks during the metadata run

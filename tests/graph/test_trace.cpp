@@ -197,6 +197,7 @@ TEST_CASE("trace: bad input names and inputs are refused") {
         "[graph] 'attention_mask' is not an input of this graph (its inputs: input_ids; trace "
         "with it to use it)");
   CHECK_THROWS_AS(g.run({}), GraphError);
+  CHECK_THROWS_AS(g.run({{"input_ids", b.input_ids.to(DType::f32)}}), DTypeError);
   CHECK_THROWS_AS(g.run({{"input_ids", test::tiny_batch(3, 2000).input_ids.as_strided({2, 8}, {16, 1}, 0)}}),
                   ShapeError);
 }
