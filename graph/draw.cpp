@@ -27,13 +27,12 @@ std::string op_of(const Node& n) {
   return n.target;
 }
 
+// The shape column: the value's shape, or for the output node the shapes it returns.
 std::string result_of(const Node& n) {
-  if (n.op == OpKind::output) {
-    std::string s;
-    for (const Node* a : n.args) s += (s.empty() ? "" : ", ") + (a ? a->name : std::string("-"));
-    return s;
-  }
-  return n.meta.results.empty() ? std::string("-") : n.meta.results[0].str();
+  const auto& shown = n.op == OpKind::output ? n.meta.args : n.meta.results;
+  std::string s;
+  for (const auto& t : shown) s += (s.empty() ? "" : ", ") + t.str();
+  return s.empty() ? std::string("-") : s;
 }
 
 // Text inside a double-quoted DOT string: quotes and backslashes escaped, lines left-aligned.
@@ -105,8 +104,7 @@ std::string node_table(const Graph& g) {
   std::vector<std::array<std::string, 5>> rows{{"name", "kind", "op", "shape", "args"}};
   for (const Node* n : g.nodes()) {
     std::string args;
-    if (n->op != OpKind::output)
-      for (const Node* a : n->args) args += (args.empty() ? "" : ", ") + (a ? a->name : std::string("-"));
+    for (const Node* a : n->args) args += (args.empty() ? "" : ", ") + (a ? a->name : std::string("-"));
     rows.push_back({n->name, std::string(name(n->op)), op_of(*n), result_of(*n), args});
   }
   std::array<size_t, 5> w{};

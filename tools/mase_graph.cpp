@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
   app.add_option("--lora-dropout", o.lora.dropout, "insert_lora: dropout on the adapter's input");
   app.add_option("--lora-targets", o.lora.targets, "insert_lora: regex over module paths");
   app.add_option("--report-depth", o.report_depth, "report_parameters: deepest module level shown");
-  app.add_flag("--print", o.print, "print the node table (name, kind, op, output shape)");
+  app.add_flag("--print", o.print, "print the node table (name, kind, op, output shape, args)");
   app.add_option("--draw", o.draw, "draw the graph to a .svg, .png, .pdf (via Graphviz) or .dot file");
   app.add_option("--export", o.export_dir, "export graph.json + model.safetensors to this folder");
   app.add_flag("--check", o.check, "compare the graph's logits with the eager model's");

@@ -2,6 +2,7 @@
 #include "graph/passes/parameters.h"
 
 #include <algorithm>
+#include <array>
 #include <regex>
 #include <sstream>
 #include <unordered_set>
@@ -66,22 +67,20 @@ ParameterReport report_trainable_parameters(nn::Module& model) {
 }
 
 std::string ParameterReport::str(int max_depth) const {
-  std::vector<const ParameterRow*> shown;
+  std::vector<std::array<std::string, 3>> shown{{"module", "trainable", "total"}};
   for (const auto& row : rows) {
     const int depth = row.path.empty() ? 0 : 1 + static_cast<int>(std::count(row.path.begin(), row.path.end(), '.'));
-    if (max_depth < 0 || depth <= max_depth) shown.push_back(&row);
+    if (max_depth >= 0 && depth > max_depth) continue;
+    shown.push_back({(row.path.empty() ? std::string("(model)") : row.path) + " (" + row.type + ")",
+                     with_commas(row.trainable), with_commas(row.total)});
   }
-  size_t w = 6;
-  for (const auto* row : shown) w = std::max(w, row->path.size() + row->type.size() + 3);
-  std::ostringstream os;
-  os << "module" << std::string(w - 6 + 2, ' ') << "   trainable        total\n";
-  for (const auto* row : shown) {
-    std::string name = (row->path.empty() ? std::string("(model)") : row->path) + " (" + row->type + ")";
-    std::string t = with_commas(row->trainable), a = with_commas(row->total);
-    os << name << std::string(w + 2 - std::min(w + 1, name.size()), ' ')
-       << std::string(12 - std::min<size_t>(12, t.size()), ' ') << t
-       << std::string(13 - std::min<size_t>(13, a.size()), ' ') << a << "\n";
-  }
+  std::array<size_t, 3> w{};
+  for (const auto& r : shown)
+    for (size_t c = 0; c < 3; ++c) w[c] = std::max(w[c], r[c].size());
+  std::ostringstream os;  // the name left-aligned, the counts right-aligned
+  for (const auto& r : shown)
+    os << r[0] << std::string(w[0] - r[0].size() + 2 + w[1] - r[1].size(), ' ') << r[1]
+       << std::string(w[2] - r[2].size() + 2, ' ') << r[2] << "\n";
   os << "trainable parameters: " << with_commas(trainable) << " of " << with_commas(total) << "\n";
   return os.str();
 }

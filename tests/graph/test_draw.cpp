@@ -37,7 +37,7 @@ TEST_CASE("draw: the node table has one row per node with op and shape") {
   auto has = [&](const char* re) { return std::regex_search(t, std::regex(re)); };
   CHECK(has(R"(\nbert_encoder_layer_0_attention_self_query +call_module +linear +\(2, 16, 128\) f32 +bert_embeddings_dropout\n)"));
   CHECK(has(R"(\nsdpa +call_function +scaled_dot_product_attention +\(2, 2, 16, 64\) f32 +transpose, transpose_1, transpose_2, view\n)"));
-  CHECK(has(R"(\noutput +output +output +classifier\n)"));
+  CHECK(has(R"(\noutput +output +output +\(2, 2\) f32 +classifier\n)"));
 }
 
 TEST_CASE("draw: DOT has a box per node, an edge per use, and parameters on modules") {
