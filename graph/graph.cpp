@@ -144,16 +144,14 @@ void Graph::erase(Node* node) {
 
 int64_t Graph::eliminate_dead_code() {
   int64_t removed = 0;
-  for (bool changed = true; changed;) {  // erasing a node can leave its args unused
-    changed = false;
-    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
-      Node* n = it->get();
-      if (n->op == OpKind::placeholder || n->op == OpKind::output || !n->users.empty()) continue;
-      erase(n);
-      ++removed;
-      changed = true;
-      break;  // the list changed under the iterator
-    }
+  // one pass from the back: erasing a node can only leave EARLIER nodes (its args) unused,
+  // and those are visited after it
+  std::vector<Node*> order = nodes();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* n = *it;
+    if (n->op == OpKind::placeholder || n->op == OpKind::output || !n->users.empty()) continue;
+    erase(n);
+    ++removed;
   }
   std::unordered_set<std::string> read;
   for (const auto& n : nodes_)

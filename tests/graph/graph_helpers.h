@@ -1,4 +1,5 @@
-// tests/graph/graph_helpers.h — a seeded bert-tiny, example batches, and bitwise comparison.
+// tests/graph/graph_helpers.h — a seeded bert-tiny, example batches, bitwise comparison, and a
+// small hand-made model for get_attr nodes and constants.
 #pragma once
 #include <cstring>
 #include <memory>
@@ -27,6 +28,27 @@ inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
   Tensor ca = a.contiguous(), cb = b.contiguous();
   return std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
+}
+
+// y = lin(x) * gain + c: a non-leaf module whose forward reads its own parameter (gain, a
+// get_attr node when traced) and a raw tensor (c, a constant), around a leaf Linear (4 -> 3).
+struct Scaled : nn::Module {
+  nn::ModulePtr lin;
+  Tensor gain, c = Tensor::full({3}, -0.5);
+  Scaled() {
+    register_module("lin", lin, nn::ModulePtr(std::make_shared<nn::Linear>(4, 3)));
+    register_parameter("gain", gain, Tensor::full({3}, 2.0));
+  }
+  std::string type_name() const override { return "Scaled"; }
+  bool is_leaf() const override { return false; }
+  Tensor forward(const Tensor& x) override { return (*lin)(x) * gain + c; }
+};
+
+// Traces the unary call m(x) with one input "x" and one output "y".
+inline graph::Graph trace_unary(const std::shared_ptr<nn::Module>& m, const Tensor& x) {
+  return graph::trace(m, {{"x", x}}, [&](const graph::TensorMap& in) {
+    return graph::NamedTensors{{"y", (*m)(in.at("x"))}};
+  });
 }
 
 }  // namespace mase::test

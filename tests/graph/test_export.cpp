@@ -90,21 +90,10 @@ TEST_CASE("export: LoRA modules, parameters outside leaves and constants reload"
   CHECK(lora->dropout == 0.1);
   CHECK(test::bitwise_equal(r.run(graph_inputs(r, b)).at("logits"), g.run(graph_inputs(g, b)).at("logits")));
 
-  // a hand-made model: y = lin(x) * gain + c (get_attr parameter and a constant)
-  struct Scaled : nn::Module {
-    nn::ModulePtr lin;
-    Tensor gain, c = Tensor::full({3}, -0.5);
-    Scaled() {
-      register_module("lin", lin, nn::ModulePtr(std::make_shared<nn::Linear>(4, 3)));
-      register_parameter("gain", gain, Tensor::full({3}, 2.0));
-    }
-    std::string type_name() const override { return "Scaled"; }
-    bool is_leaf() const override { return false; }
-    Tensor forward(const Tensor& x) override { return (*lin)(x) * gain + c; }
-  };
-  auto m = std::make_shared<Scaled>();
+  // a hand-made model with a get_attr parameter and a constant
+  auto m = std::make_shared<test::Scaled>();
   Tensor x = test::random_tensor({2, 4}, 7, -1, 1, DType::f32);
-  Graph s = trace(m, {{"x", x}}, [&](const TensorMap& in) { return NamedTensors{{"y", (*m)(in.at("x"))}}; });
+  Graph s = test::trace_unary(m, x);
   test::TempDir dir2;
   export_graph(s, dir2.path.string());
   Graph sr = load_graph(dir2.path.string());
@@ -150,7 +139,7 @@ TEST_CASE("export: bad folders and unknown modules are clear errors") {
   };
   auto m = std::make_shared<Opaque>();
   Tensor x = Tensor::ones({2});
-  Graph g = trace(m, {{"x", x}}, [&](const TensorMap& in) { return NamedTensors{{"y", (*m)(in.at("x"))}}; });
+  Graph g = test::trace_unary(m, x);
   CHECK_THROWS_AS(export_graph(g, dir.file("opaque")), GraphError);
 }
 

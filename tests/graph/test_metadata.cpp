@@ -108,7 +108,7 @@ TEST_CASE("metadata: precision comes from the module and frozen parameters show"
   auto m = std::make_shared<FixedLinear>();
   m->bias.set_requires_grad(false);
   Tensor x = test::random_tensor({2, 4}, 1, -1, 1, DType::f32);
-  Graph g = trace(m, {{"x", x}}, [&](const TensorMap& in) { return NamedTensors{{"y", (*m)(in.at("x"))}}; });
+  Graph g = test::trace_unary(m, x);
   // the root itself is the leaf: a graph of one call_module node, target "" (the root)
   add_common_metadata(g, {{"x", x}});
   const Node* call = g.output_node()->args.at(0);
@@ -134,7 +134,7 @@ TEST_CASE("metadata: get_attr nodes say parameter, buffer or constant") {
   };
   auto m = std::make_shared<Shifted>();
   Tensor x = Tensor::ones({2});
-  Graph g = trace(m, {{"x", x}}, [&](const TensorMap& in) { return NamedTensors{{"y", (*m)(in.at("x"))}}; });
+  Graph g = test::trace_unary(m, x);
   add_common_metadata(g, {{"x", x}});
   CHECK(g.at("scale").meta.mase_op == "parameter");
   CHECK(g.at("scale").meta.parameters.at(0) == ParamMeta{"scale", {2}, DType::f32, {"float", {32}}, true});

@@ -157,9 +157,7 @@ TEST_CASE("op table: unknown ops and bad attrs are GraphErrors") {
     }
   };
   auto m = std::make_shared<Custom>();
-  CHECK_THROWS_AS(trace(m, {{"x", Tensor::ones({2})}}, [&](const TensorMap& in) {
-    return NamedTensors{{"y", (*m)(in.at("x"))}};
-  }), GraphError);
+  CHECK_THROWS_AS(test::trace_unary(m, Tensor::ones({2})), GraphError);
 }
 
 }  // namespace mase::graph

@@ -159,24 +159,10 @@ TEST_CASE("trace: tracing leaves the random stream where it was") {
 }
 
 TEST_CASE("trace: parameters read outside leaves are get_attr and raw tensors are constants") {
-  // y = lin(x) * gain + c: gain is a parameter of a non-leaf module, c a raw tensor
-  struct Scaled : nn::Module {
-    nn::ModulePtr lin;
-    Tensor gain, c = Tensor::full({3}, 0.5);
-    Scaled() {
-      register_module("lin", lin, nn::ModulePtr(std::make_shared<nn::Linear>(4, 3)));
-      register_parameter("gain", gain, Tensor::full({3}, 2.0));
-    }
-    std::string type_name() const override { return "Scaled"; }
-    bool is_leaf() const override { return false; }
-    Tensor forward(const Tensor& x) override { return (*lin)(x) * gain + c; }
-  };
   manual_seed(2);
-  auto m = std::make_shared<Scaled>();
+  auto m = std::make_shared<test::Scaled>();
   Tensor x = test::random_tensor({2, 4}, 7, -1, 1, DType::f32);
-  Graph g = trace(m, {{"x", x}}, [&](const TensorMap& in) {
-    return NamedTensors{{"y", (*m)(in.at("x"))}};
-  });
+  Graph g = test::trace_unary(m, x);
   CHECK(g.at("gain").op == OpKind::get_attr);
   CHECK(g.at("gain").target == "gain");
   CHECK(g.at("_tensor_constant0").op == OpKind::get_attr);
