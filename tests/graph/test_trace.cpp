@@ -102,6 +102,23 @@ TEST_CASE("trace: the graph runs to the eager outputs bit for bit") {
   }
 }
 
+TEST_CASE("trace: mean pooling reads the mask through the graph, not as a constant") {
+  nn::BertConfig c = nn::BertConfig::preset("bert-tiny", 2000);
+  c.pooling = "mean";
+  manual_seed(1);
+  auto model = std::make_shared<nn::BertForSequenceClassification>(c);
+  model->eval();
+  Graph g = trace_bert(model, {"input_ids", "attention_mask"}, test::tiny_batch(3, 2000));
+  CHECK(g.constants().empty());
+  CHECK(g.at("attention_mask").users.size() == 2);  // the additive mask and the pooling weights
+  const data::Batch other = test::tiny_batch(4, 2000);  // other ids, same shapes
+  Tensor mask = other.attention_mask.clone();
+  fill_(select(mask, 0, 0).detach(), 0.0);  // an other mask too: sequence 0 padded ...
+  fill_(slice(select(mask, 0, 0), 0, 0, 3).detach(), 1.0);  // ... after its 3rd token
+  TensorMap out = g.run({{"input_ids", other.input_ids}, {"attention_mask", mask}});
+  CHECK(test::bitwise_equal(out.at("logits"), model->forward(other.input_ids, mask).logits));
+}
+
 TEST_CASE("trace: a graph in training mode draws the same dropout masks as eager") {
   auto model = test::tiny_bert();
   model->train();
