@@ -2,8 +2,10 @@
 #include "models/lora.h"
 
 #include <cmath>
+#include <regex>
 
 #include "models/init.h"
+#include "models/parameters.h"
 
 namespace mase::nn {
 namespace {
@@ -70,6 +72,59 @@ std::shared_ptr<Linear> LoraLinear::fused() const {
   Tensor w = add(weight, mul(matmul(lora_B, lora_A), scaling()));  // W + (alpha/r)·B·A
   w.set_requires_grad(weight.requires_grad());
   return std::make_shared<Linear>(w, bias);
+}
+
+// ---- the transforms ------------------------------------------------------------------------
+
+InsertLoraReport insert_lora(Module& model, const LoraConfig& config) {
+  const std::regex targets = path_regex(config.targets, "insert_lora");
+  const std::regex trainable = path_regex(config.trainable, "insert_lora");
+  InsertLoraReport r;
+  // collect first: replacing while walking the tree would change what named_modules walks
+  std::vector<std::pair<std::string, std::shared_ptr<Linear>>> chosen;
+  for (const auto& [path, m] : model.named_modules())
+    if (auto lin = std::dynamic_pointer_cast<Linear>(m); lin && std::regex_search(path, targets))
+      chosen.push_back({path, lin});
+  MASE_CHECK(!chosen.empty(), ConfigError, "[insert_lora] targets '", config.targets,
+             "' match no Linear module (paths look like bert.encoder.layer.0.attention.self.query)");
+  for (const auto& [path, lin] : chosen) {
+    auto lora = std::make_shared<LoraLinear>(*lin, config.rank, config.alpha, config.dropout);
+    model.replace_submodule(path, lora);
+    r.replaced.push_back(path);
+    r.lora_parameters += lora->lora_A.numel() + lora->lora_B.numel();
+  }
+  // what trains: the adapters and the `trainable` parameters, nothing else
+  for (auto& [path, p] : model.named_parameters()) {
+    const auto dot = path.rfind('.');
+    const std::string leaf = dot == std::string::npos ? path : path.substr(dot + 1);
+    p.set_requires_grad(leaf == "lora_A" || leaf == "lora_B" || std::regex_search(path, trainable));
+  }
+  ParameterReport counts = report_trainable_parameters(model);
+  r.trainable = counts.trainable;
+  r.total = counts.total;
+  return r;
+}
+
+FuseLoraReport fuse_lora(Module& model) {
+  FuseLoraReport r;
+  std::vector<std::pair<std::string, std::shared_ptr<LoraLinear>>> chosen;
+  for (const auto& [path, m] : model.named_modules())
+    if (auto lora = std::dynamic_pointer_cast<LoraLinear>(m)) chosen.push_back({path, lora});
+  for (const auto& [path, lora] : chosen) {
+    model.replace_submodule(path, lora->fused());
+    r.fused.push_back(path);
+  }
+  return r;
+}
+
+std::string InsertLoraReport::str() const {
+  return cat("insert_lora: ", replaced.size(), " Linear modules -> LoraLinear (",
+             with_commas(lora_parameters), " adapter parameters); trainable ",
+             with_commas(trainable), " of ", with_commas(total), "\n");
+}
+
+std::string FuseLoraReport::str() const {
+  return cat("fuse_lora: ", fused.size(), " LoraLinear modules -> Linear (W + alpha/r * B A)\n");
 }
 
 }  // namespace mase::nn

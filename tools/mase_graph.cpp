@@ -13,7 +13,8 @@
 // trace it with --inputs, annotate it (the common metadata pass), run each --pass in order,
 // then --print / --draw / --export / --check / --run. --reload DIR starts from an exported graph
 // instead (no model: model passes and --check are not available).
-// Everything is a thin layer over graph/ (trace.h, metadata.h, draw.h, export.h, passes/).
+// Everything is a thin layer over graph/ (trace.h, metadata.h, draw.h, export.h,
+// passes/dropout.h) and models/ (parameters.h, lora.h).
 // Bad flags: one line on stderr, exit 2; other errors (an erase that fails): exit 1.
 #include <CLI/CLI.hpp>
 
@@ -28,10 +29,10 @@
 #include "graph/metadata.h"
 #include "graph/op_table.h"
 #include "graph/passes/dropout.h"
-#include "graph/passes/lora.h"
-#include "graph/passes/parameters.h"
 #include "graph/trace.h"
 #include "models/checkpoint.h"
+#include "models/lora.h"
+#include "models/parameters.h"
 
 using namespace mase;
 
@@ -45,7 +46,7 @@ struct Options {
   int64_t batch_size = 2, seq_len = 16, pad = 0;
   bool train = false, print = false, check = false, run = false;
   std::vector<std::string> passes;
-  graph::LoraConfig lora;
+  nn::LoraConfig lora;
   int report_depth = -1;
   std::string draw, export_dir;
 };
@@ -88,20 +89,20 @@ bool run_pass(const std::string& spec, graph::Graph& g, const Options& o, bool h
     return true;
   }
   if (name == "report_parameters" || name == "report_trainable_parameters") {
-    std::cout << graph::report_trainable_parameters(model).str(o.report_depth);
+    std::cout << nn::report_trainable_parameters(model).str(o.report_depth);
     return false;
   }
   if (name == "freeze" || name == "unfreeze") {
-    auto r = name == "freeze" ? graph::freeze(model, arg) : graph::unfreeze(model, arg);
+    auto r = name == "freeze" ? nn::freeze(model, arg) : nn::unfreeze(model, arg);
     std::cout << name << " '" << arg << "': " << r.str();
     return true;
   }
   if (name == "insert_lora") {
-    std::cout << graph::insert_lora(model, o.lora).str();
+    std::cout << nn::insert_lora(model, o.lora).str();
     return true;
   }
   if (name == "fuse_lora") {
-    std::cout << graph::fuse_lora(model).str();
+    std::cout << nn::fuse_lora(model).str();
     return true;
   }
   if (name == "erase") {

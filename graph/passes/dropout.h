@@ -15,7 +15,7 @@
 // remove_dropout rewires every user of a dropout node to the dropout's input FIRST and then
 // erases the node (erasing first fails: Graph::erase refuses a node that still has users).
 // In eval mode dropout is the identity, so the outputs do not change.
-// Read next: graph/passes/parameters.h.
+// Read next: models/parameters.h and models/lora.h (the passes that act on the model).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -2,11 +2,25 @@
 // against a hand composition, the output unchanged on insertion, only the adapters and the
 // head trained, counts worked out by hand, fusion within 1e-5, and LoRA as a leaf in traces.
 #include "graph/metadata.h"
-#include "graph/passes/lora.h"
-#include "graph/passes/parameters.h"
+#include "models/lora.h"
+#include "models/parameters.h"
 #include "graph_helpers.h"
 
 namespace mase::graph {
+
+// The parameter and LoRA passes act on the model (models/parameters.h, models/lora.h).
+using nn::freeze;
+using nn::fuse_lora;
+using nn::insert_lora;
+using nn::InsertLoraReport;
+using nn::FuseLoraReport;
+using nn::LoraConfig;
+using nn::report_trainable_parameters;
+using nn::ParameterReport;
+using nn::ParameterRow;
+using nn::FreezeReport;
+using nn::unfreeze;
+using nn::with_commas;
 namespace {
 
 // Gives every lora_B random values, so that B·A ≠ 0 and the adapters matter.

@@ -6,10 +6,19 @@
 //                                                          = 198,272
 //   pooler      C·C + C = 16,512        classifier  C·2 + 2 = 258
 //   total       3,972,864 + 2·198,272 + 16,512 + 258       = 4,386,178
-#include "graph/passes/parameters.h"
+#include "models/parameters.h"
 #include "graph_helpers.h"
 
 namespace mase::graph {
+
+// The parameter passes act on the model (models/parameters.h).
+using nn::freeze;
+using nn::report_trainable_parameters;
+using nn::ParameterReport;
+using nn::ParameterRow;
+using nn::FreezeReport;
+using nn::unfreeze;
+using nn::with_commas;
 namespace {
 
 const ParameterRow& row(const ParameterReport& r, const std::string& path) {

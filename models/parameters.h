@@ -1,4 +1,6 @@
-// graph/passes/parameters.h — how many parameters each part of a model trains, and freezing.
+// models/parameters.h — how many parameters each part of a model trains, and freezing: the
+// parameter passes of Lab 0 (they act on the module tree, so they live here, below train/,
+// which prints the report at the start of a run, and graph/).
 //
 // report_trainable_parameters (analysis) gives one row per submodule (its dotted path, "" for
 // the model itself) with the number of trainable parameter elements in it INCLUDING its
@@ -11,15 +13,16 @@
 // regular expression (ECMAScript, searched anywhere in the path: "bert.embeddings" matches
 // bert.embeddings.word_embeddings.weight; anchor with ^ and $ for more precision). A pattern
 // that matches nothing is a ConfigError: it is almost always a typo. unfreeze is the reverse.
-// Read next: graph/passes/lora.h.
+// Read next: models/lora.h (LoRA insertion sets what trains).
 #pragma once
 #include <cstdint>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "models/module.h"
 
-namespace mase::graph {
+namespace mase::nn {
 
 struct ParameterRow {
   std::string path;  // "" = the whole model
@@ -34,7 +37,7 @@ struct ParameterReport {
   std::string str(int max_depth = -1) const;
 };
 
-ParameterReport report_trainable_parameters(nn::Module& model);
+ParameterReport report_trainable_parameters(Module& model);
 
 struct FreezeReport {
   std::vector<std::string> changed;  // paths of the parameters whose flag was set
@@ -43,10 +46,13 @@ struct FreezeReport {
   std::string str() const;           // "froze 5 parameter tensors (3,972,864 elements)"
 };
 
-FreezeReport freeze(nn::Module& model, const std::string& pattern);
-FreezeReport unfreeze(nn::Module& model, const std::string& pattern);
+FreezeReport freeze(Module& model, const std::string& pattern);
+FreezeReport unfreeze(Module& model, const std::string& pattern);
+
+// A regular expression over module or parameter paths; ConfigError naming `op` if invalid.
+std::regex path_regex(const std::string& pattern, const char* op);
 
 // "4,386,178": thousands separated by commas.
 std::string with_commas(int64_t n);
 
-}  // namespace mase::graph
+}  // namespace mase::nn

@@ -1,17 +1,16 @@
-// graph/passes/parameters.cpp — the parameter report and freezing (see parameters.h).
-#include "graph/passes/parameters.h"
+// models/parameters.cpp — the parameter report and freezing (see parameters.h).
+#include "models/parameters.h"
 
 #include <algorithm>
 #include <array>
-#include <regex>
 #include <sstream>
 #include <unordered_set>
 
-namespace mase::graph {
+namespace mase::nn {
 namespace {
 
 // Counts `m`'s parameters (children included), each tensor once.
-std::pair<int64_t, int64_t> count(const nn::Module& m) {
+std::pair<int64_t, int64_t> count(const Module& m) {
   std::unordered_set<const TensorImpl*> seen;
   int64_t trainable = 0, total = 0;
   for (const auto& [path, p] : m.named_parameters()) {
@@ -22,13 +21,8 @@ std::pair<int64_t, int64_t> count(const nn::Module& m) {
   return {trainable, total};
 }
 
-FreezeReport set_trainable(nn::Module& model, const std::string& pattern, bool on, const char* op) {
-  std::regex re;
-  try {
-    re = std::regex(pattern);
-  } catch (const std::regex_error& e) {
-    throw ConfigError(cat("[", op, "] expected a regular expression, got '", pattern, "': ", e.what()));
-  }
+FreezeReport set_trainable(Module& model, const std::string& pattern, bool on, const char* op) {
+  const std::regex re = path_regex(pattern, op);
   FreezeReport r;
   r.trainable = on;
   bool matched = false;
@@ -47,6 +41,14 @@ FreezeReport set_trainable(nn::Module& model, const std::string& pattern, bool o
 
 }  // namespace
 
+std::regex path_regex(const std::string& pattern, const char* op) {
+  try {
+    return std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(cat("[", op, "] expected a regular expression, got '", pattern, "': ", e.what()));
+  }
+}
+
 std::string with_commas(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n), out;
   for (size_t i = 0; i < digits.size(); ++i) {
@@ -56,7 +58,7 @@ std::string with_commas(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
-ParameterReport report_trainable_parameters(nn::Module& model) {
+ParameterReport report_trainable_parameters(Module& model) {
   ParameterReport r;
   for (const auto& [path, m] : model.named_modules()) {
     auto [trainable, total] = count(*m);
@@ -85,11 +87,11 @@ std::string ParameterReport::str(int max_depth) const {
   return os.str();
 }
 
-FreezeReport freeze(nn::Module& model, const std::string& pattern) {
+FreezeReport freeze(Module& model, const std::string& pattern) {
   return set_trainable(model, pattern, false, "freeze");
 }
 
-FreezeReport unfreeze(nn::Module& model, const std::string& pattern) {
+FreezeReport unfreeze(Module& model, const std::string& pattern) {
   return set_trainable(model, pattern, true, "unfreeze");
 }
 
@@ -98,4 +100,4 @@ std::string FreezeReport::str() const {
              with_commas(elements), " elements)\n");
 }
 
-}  // namespace mase::graph
+}  // namespace mase::nn
