@@ -8,6 +8,8 @@
 #include "graph/trace.h"
 #include "helpers.h"
 #include "models/bert.h"
+#include "models/lora.h"
+#include "models/parameters.h"
 
 namespace mase::test {
 
@@ -52,3 +54,20 @@ inline graph::Graph trace_unary(const std::shared_ptr<nn::Module>& m, const Tens
 }
 
 }  // namespace mase::test
+
+namespace mase::graph {
+// The parameter and LoRA passes act on the model (models/parameters.h, models/lora.h); the
+// graph tests name them unqualified, inside mase::graph.
+using nn::freeze;
+using nn::FreezeReport;
+using nn::fuse_lora;
+using nn::FuseLoraReport;
+using nn::insert_lora;
+using nn::InsertLoraReport;
+using nn::LoraConfig;
+using nn::ParameterReport;
+using nn::ParameterRow;
+using nn::report_trainable_parameters;
+using nn::unfreeze;
+using nn::with_commas;
+}  // namespace mase::graph

@@ -14,19 +14,6 @@
 
 namespace mase::graph {
 
-// The parameter and LoRA passes act on the model (models/parameters.h, models/lora.h).
-using nn::freeze;
-using nn::fuse_lora;
-using nn::insert_lora;
-using nn::InsertLoraReport;
-using nn::FuseLoraReport;
-using nn::LoraConfig;
-using nn::report_trainable_parameters;
-using nn::ParameterReport;
-using nn::ParameterRow;
-using nn::FreezeReport;
-using nn::unfreeze;
-using nn::with_commas;
 namespace {
 
 // Same structure, names, attrs, metadata; returns the reloaded graph's outputs on `in`.

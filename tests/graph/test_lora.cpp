@@ -8,19 +8,6 @@
 
 namespace mase::graph {
 
-// The parameter and LoRA passes act on the model (models/parameters.h, models/lora.h).
-using nn::freeze;
-using nn::fuse_lora;
-using nn::insert_lora;
-using nn::InsertLoraReport;
-using nn::FuseLoraReport;
-using nn::LoraConfig;
-using nn::report_trainable_parameters;
-using nn::ParameterReport;
-using nn::ParameterRow;
-using nn::FreezeReport;
-using nn::unfreeze;
-using nn::with_commas;
 namespace {
 
 // Gives every lora_B random values, so that B·A ≠ 0 and the adapters matter.

@@ -11,14 +11,6 @@
 
 namespace mase::graph {
 
-// The parameter passes act on the model (models/parameters.h).
-using nn::freeze;
-using nn::report_trainable_parameters;
-using nn::ParameterReport;
-using nn::ParameterRow;
-using nn::FreezeReport;
-using nn::unfreeze;
-using nn::with_commas;
 namespace {
 
 const ParameterRow& row(const ParameterReport& r, const std::string& path) {
