@@ -47,12 +47,18 @@ std::string dot_escape(const std::string& s) {
 
 const char* fill_of(OpKind k) {
   switch (k) {
-    case OpKind::placeholder: return "#c7e9c0";
-    case OpKind::get_attr: return "#d9d9d9";
-    case OpKind::call_module: return "#c6dbef";
-    case OpKind::call_function: return "#fff7bc";
-    case OpKind::call_method: return "#fde0c5";
-    case OpKind::output: return "#fcbba1";
+    case OpKind::placeholder:
+      return "#c7e9c0";
+    case OpKind::get_attr:
+      return "#d9d9d9";
+    case OpKind::call_module:
+      return "#c6dbef";
+    case OpKind::call_function:
+      return "#fff7bc";
+    case OpKind::call_method:
+      return "#fde0c5";
+    case OpKind::output:
+      return "#fcbba1";
   }
   return "white";
 }
@@ -60,8 +66,10 @@ const char* fill_of(OpKind k) {
 std::string label_of(const Node& n) {
   std::vector<std::string> lines{n.name};
   std::string kind = std::string(name(n.op));
-  if (n.op == OpKind::call_module) kind += " " + (n.meta.module_type.empty() ? n.target : n.meta.module_type);
-  else if (n.op != OpKind::placeholder && n.op != OpKind::output) kind += " " + n.target;
+  if (n.op == OpKind::call_module)
+    kind += " " + (n.meta.module_type.empty() ? n.target : n.meta.module_type);
+  else if (n.op != OpKind::placeholder && n.op != OpKind::output)
+    kind += " " + n.target;
   if (!n.meta.empty() && n.meta.mase_type != name(n.op))  // placeholder, get_attr, output: no news
     kind += "  [" + n.meta.mase_type + ": " + n.meta.mase_op + "]";
   lines.push_back(kind);
@@ -76,7 +84,8 @@ std::string label_of(const Node& n) {
     if (n.op != OpKind::output) lines.push_back(cat("in", i, ": ", n.meta.args[i].str()));
   for (const auto& r : n.meta.results) lines.push_back("out: " + r.str());
   for (const auto& p : n.meta.parameters)
-    lines.push_back(cat(p.name, " ", p.shape, " ", p.precision.str(), p.trainable ? "" : " frozen"));
+    lines.push_back(
+        cat(p.name, " ", p.shape, " ", p.precision.str(), p.trainable ? "" : " frozen"));
   std::string label;
   for (const auto& l : lines) label += dot_escape(l) + "\\l";  // \l: a left-aligned line
   return label;
@@ -93,8 +102,8 @@ void run_dot(const std::string& format, const std::string& dot_file, const std::
              " (install the graphviz package, or draw to a .dot file)");
   int status = 0;
   waitpid(pid, &status, 0);
-  MASE_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, IoError,
-             "[draw] `dot -T", format, "` failed on ", dot_file, " (exit status ",
+  MASE_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, IoError, "[draw] `dot -T", format,
+             "` failed on ", dot_file, " (exit status ",
              WIFEXITED(status) ? WEXITSTATUS(status) : -1, ")");
 }
 
@@ -104,7 +113,8 @@ std::string node_table(const Graph& g) {
   std::vector<std::array<std::string, 5>> rows{{"name", "kind", "op", "shape", "args"}};
   for (const Node* n : g.nodes()) {
     std::string args;
-    for (const Node* a : n->args) args += (args.empty() ? "" : ", ") + (a ? a->name : std::string("-"));
+    for (const Node* a : n->args)
+      args += (args.empty() ? "" : ", ") + (a ? a->name : std::string("-"));
     rows.push_back({n->name, std::string(name(n->op)), op_of(*n), result_of(*n), args});
   }
   std::array<size_t, 5> w{};
@@ -113,7 +123,8 @@ std::string node_table(const Graph& g) {
   std::ostringstream os;
   for (const auto& r : rows) {
     std::string line;
-    for (size_t c = 0; c < 5; ++c) line += r[c] + std::string(c < 4 ? w[c] - r[c].size() + 2 : 0, ' ');
+    for (size_t c = 0; c < 5; ++c)
+      line += r[c] + std::string(c < 4 ? w[c] - r[c].size() + 2 : 0, ' ');
     while (!line.empty() && line.back() == ' ') line.pop_back();
     os << line << "\n";
   }

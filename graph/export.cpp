@@ -19,15 +19,23 @@ using nlohmann::json;
 constexpr int kVersion = 1;
 
 json attr_to_json(const AttrValue& v) {
-  return std::visit([](const auto& x) -> json {
-    using T = std::decay_t<decltype(x)>;
-    if constexpr (std::is_same_v<T, int64_t>) return {{"i", x}};
-    else if constexpr (std::is_same_v<T, bool>) return {{"b", x}};
-    else if constexpr (std::is_same_v<T, std::string>) return {{"s", x}};
-    else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return {{"ints", x}};
-    else if (std::isfinite(x)) return {{"f", x}};  // nlohmann writes doubles round-trip exact
-    else return {{"f", std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf")}};
-  }, v);
+  return std::visit(
+      [](const auto& x) -> json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t>)
+          return {{"i", x}};
+        else if constexpr (std::is_same_v<T, bool>)
+          return {{"b", x}};
+        else if constexpr (std::is_same_v<T, std::string>)
+          return {{"s", x}};
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          return {{"ints", x}};
+        else if (std::isfinite(x))
+          return {{"f", x}};  // nlohmann writes doubles round-trip exact
+        else
+          return {{"f", std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf")}};
+      },
+      v);
 }
 
 AttrValue attr_from_json(const json& j) {
@@ -39,7 +47,8 @@ AttrValue attr_from_json(const json& j) {
   if (f.is_string()) {
     const std::string s = f.get<std::string>();
     if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    return s == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+    return s == "inf" ? std::numeric_limits<double>::infinity()
+                      : -std::numeric_limits<double>::infinity();
   }
   return f.get<double>();
 }
@@ -78,8 +87,10 @@ void ModuleTree::place_tensor(const std::string& path, Tensor t, bool parameter)
     return subtree(path.substr(0, dot)).place_tensor(path.substr(dot + 1), t, parameter);
   tensor_slots_.emplace_back();
   const bool grad = t.requires_grad();
-  if (parameter) register_parameter(path, tensor_slots_.back(), std::move(t), grad);
-  else register_buffer(path, tensor_slots_.back(), std::move(t));
+  if (parameter)
+    register_parameter(path, tensor_slots_.back(), std::move(t), grad);
+  else
+    register_buffer(path, tensor_slots_.back(), std::move(t));
 }
 
 // ---- export ---------------------------------------------------------------------------------
@@ -92,13 +103,18 @@ void export_graph(const Graph& g, const std::string& dir) {
     for (const Node* a : n->args) args.push_back(a ? json(a->name) : json(nullptr));
     json attrs = json::array();
     for (const auto& [k, v] : n->attrs) attrs.push_back({k, attr_to_json(v)});
-    nodes.push_back({{"name", n->name}, {"op", std::string(name(n->op))}, {"target", n->target},
-                     {"args", args}, {"attrs", attrs}, {"meta", n->meta.empty() ? json(nullptr) : to_json(n->meta)}});
+    nodes.push_back({{"name", n->name},
+                     {"op", std::string(name(n->op))},
+                     {"target", n->target},
+                     {"args", args},
+                     {"attrs", attrs},
+                     {"meta", n->meta.empty() ? json(nullptr) : to_json(n->meta)}});
     if (n->op == OpKind::call_module && !modules.contains(n->target)) {
       nn::ModulePtr m = g.root().submodule(n->target);
       json config = m->to_json();
       MASE_CHECK(!config.is_null(), graph::GraphError, "[export] module ", n->target, " (",
-                 m->type_name(), ") cannot be rebuilt on reload: give it to_json() and register "
+                 m->type_name(),
+                 ") cannot be rebuilt on reload: give it to_json() and register "
                  "a factory (models/module_registry.h)");
       modules[n->target] = {{"type", m->type_name()}, {"config", config}};
       for (const auto& [p, t] : m->named_parameters()) {
@@ -115,13 +131,16 @@ void export_graph(const Graph& g, const std::string& dir) {
       bool parameter = false;
       for (const auto& [p, pt] : g.root().named_parameters()) parameter |= p == n->target;
       weights[n->target] = t;
-      tensors[n->target] = {{"kind", constant ? "constant" : parameter ? "parameter" : "buffer"},
+      tensors[n->target] = {{"kind", constant    ? "constant"
+                                     : parameter ? "parameter"
+                                                 : "buffer"},
                             {"trainable", t.requires_grad()}};
     }
   }
-  json doc{{"format", "mase-graph"}, {"version", kVersion}, {"training", g.root().is_training()},
-           {"outputs", g.output_names()}, {"nodes", nodes}, {"modules", modules},
-           {"tensors", tensors}};
+  json doc{
+      {"format", "mase-graph"},      {"version", kVersion}, {"training", g.root().is_training()},
+      {"outputs", g.output_names()}, {"nodes", nodes},      {"modules", modules},
+      {"tensors", tensors}};
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   MASE_CHECK(!ec, IoError, "[export] cannot create ", dir, ": ", ec.message());
@@ -148,27 +167,31 @@ Graph load_graph(const std::string& dir) {
   } catch (const json::exception& e) {
     throw IoError(cat("[load_graph] ", json_path, " is not valid JSON: ", e.what()));
   }
-  MASE_CHECK(doc.value("format", "") == "mase-graph" && doc.value("version", 0) == kVersion, IoError,
-             "[load_graph] ", json_path, ": expected format mase-graph version ", kVersion);
+  MASE_CHECK(doc.value("format", "") == "mase-graph" && doc.value("version", 0) == kVersion,
+             IoError, "[load_graph] ", json_path, ": expected format mase-graph version ",
+             kVersion);
   register_all_module_types();
   try {
     auto root = std::make_shared<ModuleTree>();
     for (const auto& [path, m] : doc.at("modules").items())
       root->place(path, nn::make_module(m.at("type").get<std::string>(), m.at("config")));
     // tensors: the modules' own are loaded into them; the others are placed in the tree
-    nn::SafetensorsFile file = nn::load_safetensors((std::filesystem::path(dir) / "model.safetensors").string());
+    nn::SafetensorsFile file =
+        nn::load_safetensors((std::filesystem::path(dir) / "model.safetensors").string());
     std::map<std::string, Tensor> state = root->state_dict();
     std::map<std::string, Tensor> constants;
     std::set<std::string> listed;
     for (const auto& [path, info] : doc.at("tensors").items()) {
       listed.insert(path);
       auto src = file.tensors.find(path);
-      MASE_CHECK(src != file.tensors.end(), IoError, "[load_graph] model.safetensors has no tensor '", path, "'");
+      MASE_CHECK(src != file.tensors.end(), IoError,
+                 "[load_graph] model.safetensors has no tensor '", path, "'");
       const std::string kind = info.at("kind").get<std::string>();
       Tensor t;
       if (auto it = state.find(path); it != state.end()) {
         MASE_CHECK(it->second.shape() == src->second.shape(), IoError, "[load_graph] tensor ", path,
-                   " is ", src->second.shape(), " in model.safetensors, its module expects ", it->second.shape());
+                   " is ", src->second.shape(), " in model.safetensors, its module expects ",
+                   it->second.shape());
         NoGradGuard ng;
         copy_(it->second, src->second);
         t = it->second;
@@ -192,21 +215,26 @@ Graph load_graph(const std::string& dir) {
     for (const json& jn : doc.at("nodes")) {
       const std::string name = jn.at("name").get<std::string>();
       std::vector<Node*> args;
-      for (const json& a : jn.at("args")) args.push_back(a.is_null() ? nullptr : &g.at(a.get<std::string>()));
+      for (const json& a : jn.at("args"))
+        args.push_back(a.is_null() ? nullptr : &g.at(a.get<std::string>()));
       Node* n;
       const OpKind op = op_kind_from_name(jn.at("op").get<std::string>());
       if (op == OpKind::output) {
-        MASE_CHECK(args.size() == outputs.size(), graph::GraphError, "[load_graph] the output node has ",
-                   args.size(), " args for ", outputs.size(), " output names");
+        MASE_CHECK(args.size() == outputs.size(), graph::GraphError,
+                   "[load_graph] the output node has ", args.size(), " args for ", outputs.size(),
+                   " output names");
         std::vector<std::pair<std::string, Node*>> named;
         for (size_t i = 0; i < args.size(); ++i) named.push_back({outputs[i], args[i]});
         n = g.set_output(named);
       } else {
         Attrs attrs;
-        for (const json& a : jn.at("attrs")) attrs.push_back({a.at(0).get<std::string>(), attr_from_json(a.at(1))});
-        n = g.add_node(op, jn.at("target").get<std::string>(), std::move(args), std::move(attrs), name);
+        for (const json& a : jn.at("attrs"))
+          attrs.push_back({a.at(0).get<std::string>(), attr_from_json(a.at(1))});
+        n = g.add_node(op, jn.at("target").get<std::string>(), std::move(args), std::move(attrs),
+                       name);
       }
-      MASE_CHECK(n->name == name, graph::GraphError, "[load_graph] node name '", name, "' is not unique");
+      MASE_CHECK(n->name == name, graph::GraphError, "[load_graph] node name '", name,
+                 "' is not unique");
       n->meta = node_meta_from_json(jn.at("meta"));
     }
     g.lint();

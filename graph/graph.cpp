@@ -10,12 +10,18 @@ namespace mase::graph {
 
 std::string_view name(OpKind k) {
   switch (k) {
-    case OpKind::placeholder: return "placeholder";
-    case OpKind::get_attr: return "get_attr";
-    case OpKind::call_function: return "call_function";
-    case OpKind::call_method: return "call_method";
-    case OpKind::call_module: return "call_module";
-    case OpKind::output: return "output";
+    case OpKind::placeholder:
+      return "placeholder";
+    case OpKind::get_attr:
+      return "get_attr";
+    case OpKind::call_function:
+      return "call_function";
+    case OpKind::call_method:
+      return "call_method";
+    case OpKind::call_module:
+      return "call_module";
+    case OpKind::output:
+      return "output";
   }
   return "?";
 }
@@ -24,13 +30,13 @@ OpKind op_kind_from_name(std::string_view s) {
   for (OpKind k : {OpKind::placeholder, OpKind::get_attr, OpKind::call_function,
                    OpKind::call_method, OpKind::call_module, OpKind::output})
     if (name(k) == s) return k;
-  throw GraphError(cat("[graph] expected a node kind (placeholder, get_attr, call_function, "
-                       "call_method, call_module, output), got '", s, "'"));
+  throw GraphError(
+      cat("[graph] expected a node kind (placeholder, get_attr, call_function, "
+          "call_method, call_module, output), got '",
+          s, "'"));
 }
 
-std::string TensorMeta::str() const {
-  return defined ? cat(shape, " ", dtype) : std::string("-");
-}
+std::string TensorMeta::str() const { return defined ? cat(shape, " ", dtype) : std::string("-"); }
 
 const AttrValue& Node::attr(std::string_view key) const {
   const AttrValue* v = find_attr(attrs, key);
@@ -73,7 +79,8 @@ void Graph::unlink(Node* user, Node* arg) {
 
 Node* Graph::add_node(OpKind op, std::string target, std::vector<Node*> args, Attrs attrs,
                       const std::string& name_hint) {
-  MASE_CHECK(output_ == nullptr, graph::GraphError, "[graph] expected nodes before the output, got ",
+  MASE_CHECK(output_ == nullptr, graph::GraphError,
+             "[graph] expected nodes before the output, got ",
              name_hint.empty() ? target : name_hint, " after it");
   auto node = std::make_unique<Node>();
   node->name = unique_name(name_hint.empty() ? target : name_hint);
@@ -129,8 +136,10 @@ void Graph::erase(Node* node) {
     throw GraphError(cat("Tried to erase node ", node->name, " but it still had ",
                          node->users.size(), " users in the graph: {", names, "}!"));
   }
-  auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& p) { return p.get() == node; });
-  MASE_CHECK(it != nodes_.end(), graph::GraphError, "[erase] node ", node->name, " is not in this graph");
+  auto it =
+      std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& p) { return p.get() == node; });
+  MASE_CHECK(it != nodes_.end(), graph::GraphError, "[erase] node ", node->name,
+             " is not in this graph");
   std::vector<Node*> args = node->args;
   node->args.clear();
   for (Node* a : args) unlink(node, a);
@@ -165,13 +174,14 @@ void Graph::lint() const {
   std::unordered_set<std::string> names;
   for (const auto& p : nodes_) {
     const Node* n = p.get();
-    MASE_CHECK(names.insert(n->name).second, graph::GraphError, "[lint] duplicate node name ", n->name);
+    MASE_CHECK(names.insert(n->name).second, graph::GraphError, "[lint] duplicate node name ",
+               n->name);
     for (const Node* a : n->args) {
       if (!a) continue;
       MASE_CHECK(seen.count(a), graph::GraphError, "[lint] node ", n->name, " uses ", a->name,
                  " before it is computed (or it is not in the graph)");
-      MASE_CHECK(std::find(a->users.begin(), a->users.end(), n) != a->users.end(), graph::GraphError,
-                 "[lint] ", a->name, " does not list its user ", n->name);
+      MASE_CHECK(std::find(a->users.begin(), a->users.end(), n) != a->users.end(),
+                 graph::GraphError, "[lint] ", a->name, " does not list its user ", n->name);
     }
     for (const Node* u : n->users)
       MASE_CHECK(std::find(u->args.begin(), u->args.end(), n) != u->args.end(), graph::GraphError,
@@ -212,7 +222,8 @@ std::vector<std::string> Graph::input_names() const {
 Tensor Graph::get_attr_value(const Node& n) const {
   if (auto it = constants_.find(n.target); it != constants_.end()) return it->second;
   const auto dot = n.target.rfind('.');
-  nn::ModulePtr owner = dot == std::string::npos ? root_ : root_->submodule(n.target.substr(0, dot));
+  nn::ModulePtr owner =
+      dot == std::string::npos ? root_ : root_->submodule(n.target.substr(0, dot));
   const std::string leaf = dot == std::string::npos ? n.target : n.target.substr(dot + 1);
   for (const auto& [name, t] : owner->named_parameters(false))
     if (name == leaf) return t;
@@ -236,18 +247,24 @@ std::string joined(const std::vector<std::string>& v) {
   const std::string where = cat(" (in graph node ", n.name, ")");
   try {
     throw;
-  } catch (const ShapeError& e) { throw ShapeError(e.what() + where);
-  } catch (const DTypeError& e) { throw DTypeError(e.what() + where);
-  } catch (const DeviceError& e) { throw DeviceError(e.what() + where);
-  } catch (const ConfigError& e) { throw ConfigError(e.what() + where);
-  } catch (const GraphError& e) { throw GraphError(e.what() + where);
+  } catch (const ShapeError& e) {
+    throw ShapeError(e.what() + where);
+  } catch (const DTypeError& e) {
+    throw DTypeError(e.what() + where);
+  } catch (const DeviceError& e) {
+    throw DeviceError(e.what() + where);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.what() + where);
+  } catch (const GraphError& e) {
+    throw GraphError(e.what() + where);
   }
 }
 
 }  // namespace
 
 TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
-  MASE_CHECK(output_ != nullptr, graph::GraphError, "[graph] cannot run a graph without an output node");
+  MASE_CHECK(output_ != nullptr, graph::GraphError,
+             "[graph] cannot run a graph without an output node");
   const std::vector<std::string> names = input_names();
   for (const auto& [name, t] : inputs)
     MASE_CHECK(std::find(names.begin(), names.end(), name) != names.end(), graph::GraphError,
@@ -283,7 +300,8 @@ TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
           if (find_attr(n.attrs, "shape")) {
             const Shape traced(attr_ints(n.attrs, "shape"));
             MASE_CHECK(traced == v.shape(), ShapeError, "[graph] expected input ", n.target,
-                       " of shape ", traced, " as traced, got ", v.shape(), " (a traced graph is "
+                       " of shape ", traced, " as traced, got ", v.shape(),
+                       " (a traced graph is "
                        "specialised to its example's shapes: trace with this shape, or use "
                        "fixed-length batches)");
           }
@@ -293,7 +311,9 @@ TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
                        attr_string(n.attrs, "dtype"), " as traced, got ", v.dtype());
           break;
         }
-        case OpKind::get_attr: v = get_attr_value(n); break;
+        case OpKind::get_attr:
+          v = get_attr_value(n);
+          break;
         case OpKind::call_module: {
           MASE_CHECK(args.size() == 1, graph::GraphError, "[graph] call_module ", n.name,
                      " expected 1 argument, got ", args.size());
@@ -301,7 +321,9 @@ TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
           break;
         }
         case OpKind::call_function:
-        case OpKind::call_method: v = op_info(n.target).run(args, n.attrs, training); break;
+        case OpKind::call_method:
+          v = op_info(n.target).run(args, n.attrs, training);
+          break;
         case OpKind::output:
           for (size_t k = 0; k < args.size(); ++k) out[output_names_.at(k)] = args[k];
           break;

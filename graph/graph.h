@@ -45,7 +45,7 @@
 namespace mase::graph {
 
 enum class OpKind { placeholder, get_attr, call_function, call_method, call_module, output };
-std::string_view name(OpKind k);              // "call_module"
+std::string_view name(OpKind k);               // "call_module"
 OpKind op_kind_from_name(std::string_view s);  // GraphError for an unknown name
 
 // ---- metadata (filled by add_common_metadata, graph/metadata.h) --------------------------
@@ -130,8 +130,8 @@ class Graph {
   // ---- looking ---------------------------------------------------------------------------
   std::vector<Node*> nodes() const;  // in execution order
   size_t size() const { return nodes_.size(); }
-  Node* find(std::string_view name) const;  // nullptr when absent
-  Node& at(std::string_view name) const;    // GraphError when absent
+  Node* find(std::string_view name) const;       // nullptr when absent
+  Node& at(std::string_view name) const;         // GraphError when absent
   std::vector<std::string> input_names() const;  // placeholder targets, in order
   const std::vector<std::string>& output_names() const { return output_names_; }
   Node* output_node() const { return output_; }

@@ -26,7 +26,8 @@ std::string snake_case(const std::string& type) {
   std::string s;
   for (size_t i = 0; i < type.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(type[i]);
-    const bool boundary = i > 0 && std::isupper(c) && std::islower(static_cast<unsigned char>(type[i - 1]));
+    const bool boundary =
+        i > 0 && std::isupper(c) && std::islower(static_cast<unsigned char>(type[i - 1]));
     if (boundary) s += '_';
     s += static_cast<char>(std::tolower(c));
   }
@@ -39,8 +40,8 @@ std::pair<std::string, std::string> module_mase_op(const nn::Module& m) {
   // The standard layers (torch.nn's), as MASE names them. Wrappers that compute a Linear
   // (quantized, pruned) may be added here as "linear" to be treated like one by passes.
   static const std::map<std::string, std::string> standard{
-      {"Linear", "linear"}, {"Embedding", "embedding"}, {"LayerNorm", "layer_norm"},
-      {"Dropout", "dropout"}, {"GELU", "gelu"},         {"Tanh", "tanh"},
+      {"Linear", "linear"},   {"Embedding", "embedding"}, {"LayerNorm", "layer_norm"},
+      {"Dropout", "dropout"}, {"GELU", "gelu"},           {"Tanh", "tanh"},
       {"ReLU", "relu"},       {"Identity", "identity"}};
   auto it = standard.find(m.type_name());
   if (it != standard.end()) return {"module_related_func", it->second};
@@ -54,16 +55,21 @@ void add_common_metadata(Graph& g, const TensorMap& example) {
     for (const Tensor& a : args) m.args.push_back(tensor_meta(a));
     if (n.op != OpKind::output) m.results.push_back(tensor_meta(value));
     switch (n.op) {
-      case OpKind::placeholder: m.mase_type = m.mase_op = "placeholder"; break;
-      case OpKind::output: m.mase_type = m.mase_op = "output"; break;
+      case OpKind::placeholder:
+        m.mase_type = m.mase_op = "placeholder";
+        break;
+      case OpKind::output:
+        m.mase_type = m.mase_op = "output";
+        break;
       case OpKind::get_attr: {  // a constant, a parameter or a buffer of the model
         bool parameter = false;
         for (const auto& [path, p] : g.root().named_parameters()) parameter |= path == n.target;
         m.mase_type = "get_attr";
         m.mase_op = g.constants().count(n.target) ? "constant" : parameter ? "parameter" : "buffer";
-        m.parameters.push_back({n.target, value.shape(), value.dtype(),
-                                parameter ? precision_of(g.root(), n.target) : nn::dtype_precision(value.dtype()),
-                                value.requires_grad()});
+        m.parameters.push_back(
+            {n.target, value.shape(), value.dtype(),
+             parameter ? precision_of(g.root(), n.target) : nn::dtype_precision(value.dtype()),
+             value.requires_grad()});
         break;
       }
       case OpKind::call_function:
@@ -78,7 +84,8 @@ void add_common_metadata(Graph& g, const TensorMap& example) {
         std::tie(m.mase_type, m.mase_op) = module_mase_op(*mod);
         m.module_type = mod->type_name();
         for (const auto& [name, p] : mod->named_parameters())
-          m.parameters.push_back({name, p.shape(), p.dtype(), precision_of(*mod, name), p.requires_grad()});
+          m.parameters.push_back(
+              {name, p.shape(), p.dtype(), precision_of(*mod, name), p.requires_grad()});
         break;
       }
     }
@@ -138,11 +145,12 @@ NodeMeta node_meta_from_json(const nlohmann::json& j) {
     for (const auto& a : j.at("args")) m.args.push_back(tensor_from_json(a));
     for (const auto& r : j.at("results")) m.results.push_back(tensor_from_json(r));
     for (const auto& p : j.at("parameters"))
-      m.parameters.push_back({p.at("name").get<std::string>(),
-                              Shape(p.at("shape").get<std::vector<int64_t>>()),
-                              dtype_from_name(p.at("dtype").get<std::string>()),
-                              {p.at("type").get<std::string>(), p.at("precision").get<std::vector<int64_t>>()},
-                              p.at("trainable").get<bool>()});
+      m.parameters.push_back(
+          {p.at("name").get<std::string>(),
+           Shape(p.at("shape").get<std::vector<int64_t>>()),
+           dtype_from_name(p.at("dtype").get<std::string>()),
+           {p.at("type").get<std::string>(), p.at("precision").get<std::vector<int64_t>>()},
+           p.at("trainable").get<bool>()});
     return m;
   } catch (const nlohmann::json::exception& e) {
     throw GraphError(cat("[graph] malformed node metadata: ", e.what(), " in ", j.dump()));

@@ -18,7 +18,6 @@
 // Read next: graph/draw.h (which shows this metadata), graph/export.h (which saves it).
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <utility>
 

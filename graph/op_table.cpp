@@ -52,7 +52,8 @@ std::vector<OpInfo> build_table() {
       {"mean", fn, "builtin_func", "mean",
        [](Args x, A a, bool) { return mean(x[0], attr_ints(a, "dims"), attr_bool(a, "keepdim")); }},
       // softmax family, normalisation, lookups, losses
-      {"softmax", fn, "module_related_func", "softmax", [](Args x, A, bool) { return softmax(x[0]); }},
+      {"softmax", fn, "module_related_func", "softmax",
+       [](Args x, A, bool) { return softmax(x[0]); }},
       {"log_softmax", fn, "module_related_func", "log_softmax",
        [](Args x, A, bool) { return log_softmax(x[0]); }},
       {"layer_norm", fn, "module_related_func", "layer_norm",
@@ -63,7 +64,8 @@ std::vector<OpInfo> build_table() {
        [](Args x, A a, bool) { return cross_entropy(x[0], x[1], attr_int(a, "ignore_index")); }},
       {"dropout", fn, "module_related_func", "dropout",
        [](Args x, A a, bool training) { return dropout(x[0], attr_double(a, "p"), training); }},
-      {"where", fn, "builtin_func", "where", [](Args x, A, bool) { return where(x[0], x[1], x[2]); }},
+      {"where", fn, "builtin_func", "where",
+       [](Args x, A, bool) { return where(x[0], x[1], x[2]); }},
       {"sdpa", fn, "module_related_func", "scaled_dot_product_attention",
        [](Args x, A a, bool training) {
          return sdpa(x[0], x[1], x[2], x[3], attr_double(a, "dropout_p"), training);
@@ -95,12 +97,15 @@ std::vector<OpInfo> build_table() {
        }},
       {"select", fn, "implicit_func", "getitem",
        [](Args x, A a, bool) { return select(x[0], attr_int(a, "dim"), attr_int(a, "index")); }},
-      {"concat", fn, "builtin_func", "cat", [](Args x, A a, bool) { return concat(x, attr_int(a, "dim")); }},
+      {"concat", fn, "builtin_func", "cat",
+       [](Args x, A a, bool) { return concat(x, attr_int(a, "dim")); }},
       // tensors made from another's shape (ops/factory.cpp)
       {"ones_like", fn, "builtin_func", "ones_like",
        [](Args x, A a, bool) { return ones_like(x[0], dtype_from_name(attr_string(a, "dtype"))); }},
       {"zeros_like", fn, "builtin_func", "zeros_like",
-       [](Args x, A a, bool) { return zeros_like(x[0], dtype_from_name(attr_string(a, "dtype"))); }},
+       [](Args x, A a, bool) {
+         return zeros_like(x[0], dtype_from_name(attr_string(a, "dtype")));
+       }},
       {"arange_like", fn, "builtin_func", "arange",
        [](Args x, A a, bool) {
          return arange_like(x[0], attr_int(a, "dim"), dtype_from_name(attr_string(a, "dtype")));
@@ -142,7 +147,9 @@ const AttrValue* find_attr(const Attrs& attrs, std::string_view key) {
   return nullptr;
 }
 
-int64_t attr_int(const Attrs& a, std::string_view key) { return typed_attr<int64_t>(a, key, "an int"); }
+int64_t attr_int(const Attrs& a, std::string_view key) {
+  return typed_attr<int64_t>(a, key, "an int");
+}
 bool attr_bool(const Attrs& a, std::string_view key) { return typed_attr<bool>(a, key, "a bool"); }
 std::string attr_string(const Attrs& a, std::string_view key) {
   return typed_attr<std::string>(a, key, "a string");
@@ -162,13 +169,19 @@ std::vector<int64_t> attr_ints(const Attrs& a, std::string_view key) {
 
 std::string attr_str(const AttrValue& v) {
   std::ostringstream os;
-  std::visit([&](const auto& x) {
-    using T = std::decay_t<decltype(x)>;
-    if constexpr (std::is_same_v<T, bool>) os << (x ? "true" : "false");
-    else if constexpr (std::is_same_v<T, std::vector<int64_t>>) os << Shape(x);
-    else if constexpr (std::is_same_v<T, double>) os.precision(9), os << x;
-    else os << x;
-  }, v);
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>)
+          os << (x ? "true" : "false");
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          os << Shape(x);
+        else if constexpr (std::is_same_v<T, double>)
+          os.precision(9), os << x;
+        else
+          os << x;
+      },
+      v);
   return os.str();
 }
 

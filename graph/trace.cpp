@@ -13,7 +13,8 @@ class Tracer : public OpObserver, public nn::ModuleObserver {
   Tracer(Graph& g) : g_(g) {
     for (const auto& [path, m] : g.root().named_modules())
       module_path_.try_emplace(m.get(), path);  // a module registered twice: its first path
-    for (const auto& [path, t] : g.root().named_parameters()) param_path_.try_emplace(t.impl(), path);
+    for (const auto& [path, t] : g.root().named_parameters())
+      param_path_.try_emplace(t.impl(), path);
     for (const auto& [path, t] : g.root().named_buffers()) param_path_.try_emplace(t.impl(), path);
   }
 
@@ -37,7 +38,7 @@ class Tracer : public OpObserver, public nn::ModuleObserver {
 
   void on_op(std::string_view op, const Tensors& inputs, const Attrs& attrs,
              const Tensor& out) override {
-    if (in_leaf_ > 0) return;  // inside a call_module: not recorded
+    if (in_leaf_ > 0) return;          // inside a call_module: not recorded
     const OpInfo& info = op_info(op);  // an op the interpreter cannot run is refused here
     std::vector<Node*> args;
     for (const Tensor& t : inputs) args.push_back(node_of(t));
@@ -99,14 +100,15 @@ Graph trace(nn::ModulePtr root, const NamedTensors& inputs, const ForwardFn& for
   }
   NamedTensors outputs;
   {
-    NoGradGuard no_grad;  // ops still report to observers without building autograd graphs
+    NoGradGuard no_grad;        // ops still report to observers without building autograd graphs
     KeepDefaultGenerator keep;  // dropout in training mode draws masks: leave the stream
     Observing observing(tracer);
     outputs = forward(by_name);
   }
   std::vector<std::pair<std::string, Node*>> outs;
   for (const auto& [name, t] : outputs) {
-    MASE_CHECK(t.defined(), graph::GraphError, "[trace] output '", name, "' is an undefined tensor");
+    MASE_CHECK(t.defined(), graph::GraphError, "[trace] output '", name,
+               "' is an undefined tensor");
     outs.push_back({name, tracer.node_of(t)});
   }
   g.set_output(outs);
@@ -132,8 +134,10 @@ NamedTensors bert_inputs(const std::vector<std::string>& names, const data::Batc
   bool has_ids = false;
   for (const std::string& n : names) {
     auto it = all.find(n);
-    MASE_CHECK(it != all.end(), ConfigError, "[trace] expected inputs among input_ids, "
-               "attention_mask, token_type_ids, labels, got '", n, "'");
+    MASE_CHECK(it != all.end(), ConfigError,
+               "[trace] expected inputs among input_ids, "
+               "attention_mask, token_type_ids, labels, got '",
+               n, "'");
     for (const auto& [seen, t] : out)
       MASE_CHECK(seen != n, ConfigError, "[trace] input '", n, "' named twice");
     MASE_CHECK(it->second.defined(), ConfigError, "[trace] input '", n,
@@ -153,8 +157,8 @@ Graph trace_bert(const std::shared_ptr<nn::BertForSequenceClassification>& model
       auto it = in.find(n);
       return it == in.end() ? Tensor() : it->second;
     };
-    nn::SequenceClassifierOutput out = model->forward(
-        get("input_ids"), get("attention_mask"), get("token_type_ids"), get("labels"));
+    nn::SequenceClassifierOutput out = model->forward(get("input_ids"), get("attention_mask"),
+                                                      get("token_type_ids"), get("labels"));
     NamedTensors result{{"logits", out.logits}};
     if (out.loss.defined()) result.push_back({"loss", out.loss});
     return result;
@@ -171,8 +175,10 @@ TensorMap graph_inputs(const Graph& graph, const data::Batch& batch) {
 data::Batch example_batch(int64_t batch_size, int64_t seq_len, int64_t vocab_size, uint64_t seed,
                           int64_t pad) {
   MASE_CHECK(batch_size >= 1 && seq_len >= 1 && vocab_size >= 2 && pad >= 0 && pad < seq_len,
-             ConfigError, "[example_batch] expected batch >= 1, seq_len >= 1, vocab >= 2, "
-             "0 <= pad < seq_len, got ", batch_size, ", ", seq_len, ", ", vocab_size, ", ", pad);
+             ConfigError,
+             "[example_batch] expected batch >= 1, seq_len >= 1, vocab >= 2, "
+             "0 <= pad < seq_len, got ",
+             batch_size, ", ", seq_len, ", ", vocab_size, ", ", pad);
   Generator gen(seed);
   std::vector<double> u = rand({batch_size, seq_len}, gen).to_vector<double>();  // U[0, 1)
   std::vector<int32_t> ids(u.size()), mask(u.size(), 1), labels(batch_size);

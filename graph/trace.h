@@ -44,7 +44,8 @@ Graph trace(nn::ModulePtr root, const NamedTensors& inputs, const ForwardFn& for
 
 // ---- BERT ---------------------------------------------------------------------------------
 // The inputs BertForSequenceClassification takes, in this order.
-const std::vector<std::string>& bert_input_names();  // input_ids, attention_mask, token_type_ids, labels
+const std::vector<std::string>&
+bert_input_names();  // input_ids, attention_mask, token_type_ids, labels
 
 // `names` picked from a batch: input_ids is required, the others optional; ConfigError for
 // an unknown or repeated name, or a name whose tensor the batch lacks.

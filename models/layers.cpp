@@ -24,7 +24,8 @@ Linear::Linear(Tensor w, Tensor b) {
   in_features = w.size(1);
   out_features = w.size(0);
   MASE_CHECK(!b.defined() || (b.ndim() == 1 && b.size(0) == out_features), ShapeError,
-             "[Linear] expected bias (", out_features, "), got ", b.defined() ? to_string(b.shape()) : "");
+             "[Linear] expected bias (", out_features, "), got ",
+             b.defined() ? to_string(b.shape()) : "");
   const bool wg = w.requires_grad(), bg = b.defined() && b.requires_grad();
   register_parameter("weight", weight, std::move(w), wg);
   if (b.defined()) register_parameter("bias", bias, std::move(b), bg);

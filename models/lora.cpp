@@ -21,7 +21,10 @@ void check_lora_args(int64_t rank, double alpha, double dropout) {
 }  // namespace
 
 LoraLinear::LoraLinear(const Linear& base, int64_t r, double a, double p)
-    : in_features(base.in_features), out_features(base.out_features), rank(r), alpha(a),
+    : in_features(base.in_features),
+      out_features(base.out_features),
+      rank(r),
+      alpha(a),
       dropout(p) {
   check_lora_args(r, a, p);
   register_parameter("weight", weight, base.weight, /*requires_grad=*/false);
@@ -49,15 +52,18 @@ void LoraLinear::init_lora() {
 }
 
 std::string LoraLinear::extra_repr() const {
-  return cat("in_features=", in_features, ", out_features=", out_features, ", bias=",
-             bias.defined() ? "true" : "false", ", rank=", rank, ", alpha=", alpha,
+  return cat("in_features=", in_features, ", out_features=", out_features,
+             ", bias=", bias.defined() ? "true" : "false", ", rank=", rank, ", alpha=", alpha,
              ", dropout=", dropout);
 }
 
 nlohmann::json LoraLinear::to_json() const {
-  return {{"in_features", in_features}, {"out_features", out_features},
-          {"bias", bias.defined()},     {"rank", rank},
-          {"alpha", alpha},             {"dropout", dropout}};
+  return {{"in_features", in_features},
+          {"out_features", out_features},
+          {"bias", bias.defined()},
+          {"rank", rank},
+          {"alpha", alpha},
+          {"dropout", dropout}};
 }
 
 Tensor LoraLinear::forward(const Tensor& x) {
@@ -85,8 +91,9 @@ InsertLoraReport insert_lora(Module& model, const LoraConfig& config) {
   for (const auto& [path, m] : model.named_modules())
     if (auto lin = std::dynamic_pointer_cast<Linear>(m); lin && std::regex_search(path, targets))
       chosen.push_back({path, lin});
-  MASE_CHECK(!chosen.empty(), ConfigError, "[insert_lora] targets '", config.targets,
-             "' match no Linear module (paths look like bert.encoder.layer.0.attention.self.query)");
+  MASE_CHECK(
+      !chosen.empty(), ConfigError, "[insert_lora] targets '", config.targets,
+      "' match no Linear module (paths look like bert.encoder.layer.0.attention.self.query)");
   for (const auto& [path, lin] : chosen) {
     auto lora = std::make_shared<LoraLinear>(*lin, config.rank, config.alpha, config.dropout);
     model.replace_submodule(path, lora);

@@ -67,8 +67,8 @@ class LoraLinear : public Module {
 
   int64_t in_features, out_features, rank;
   double alpha, dropout;
-  Tensor weight, bias;     // (out, in), (out) or undefined: frozen
-  Tensor lora_A, lora_B;   // (r, in) Kaiming-uniform, (out, r) zero: trainable
+  Tensor weight, bias;    // (out, in), (out) or undefined: frozen
+  Tensor lora_A, lora_B;  // (r, in) Kaiming-uniform, (out, r) zero: trainable
 
  private:
   void init_lora();  // registers and initialises lora_A, lora_B

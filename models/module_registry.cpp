@@ -26,7 +26,8 @@ Registry& registry() {
     auto& f = reg->factories;
     f["Linear"] = [](const nlohmann::json& c) -> ModulePtr {
       return std::make_shared<Linear>(c.at("in_features").get<int64_t>(),
-                                      c.at("out_features").get<int64_t>(), c.at("bias").get<bool>());
+                                      c.at("out_features").get<int64_t>(),
+                                      c.at("bias").get<bool>());
     };
     f["Embedding"] = [](const nlohmann::json& c) -> ModulePtr {
       return std::make_shared<Embedding>(c.at("num_embeddings").get<int64_t>(),

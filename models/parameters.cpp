@@ -45,7 +45,8 @@ std::regex path_regex(const std::string& pattern, const char* op) {
   try {
     return std::regex(pattern);
   } catch (const std::regex_error& e) {
-    throw ConfigError(cat("[", op, "] expected a regular expression, got '", pattern, "': ", e.what()));
+    throw ConfigError(
+        cat("[", op, "] expected a regular expression, got '", pattern, "': ", e.what()));
   }
 }
 
@@ -71,7 +72,9 @@ ParameterReport report_trainable_parameters(Module& model) {
 std::string ParameterReport::str(int max_depth) const {
   std::vector<std::array<std::string, 3>> shown{{"module", "trainable", "total"}};
   for (const auto& row : rows) {
-    const int depth = row.path.empty() ? 0 : 1 + static_cast<int>(std::count(row.path.begin(), row.path.end(), '.'));
+    const int depth = row.path.empty()
+                          ? 0
+                          : 1 + static_cast<int>(std::count(row.path.begin(), row.path.end(), '.'));
     if (max_depth >= 0 && depth > max_depth) continue;
     shown.push_back({(row.path.empty() ? std::string("(model)") : row.path) + " (" + row.type + ")",
                      with_commas(row.trainable), with_commas(row.total)});
@@ -96,8 +99,8 @@ FreezeReport unfreeze(Module& model, const std::string& pattern) {
 }
 
 std::string FreezeReport::str() const {
-  return cat(trainable ? "unfroze " : "froze ", changed.size(), " parameter tensor", changed.size() == 1 ? "" : "s", " (",
-             with_commas(elements), " elements)\n");
+  return cat(trainable ? "unfroze " : "froze ", changed.size(), " parameter tensor",
+             changed.size() == 1 ? "" : "s", " (", with_commas(elements), " elements)\n");
 }
 
 }  // namespace mase::nn

@@ -25,8 +25,8 @@
 namespace mase::nn {
 
 struct ParameterRow {
-  std::string path;  // "" = the whole model
-  std::string type;  // type_name(): "BertEmbeddings"
+  std::string path;                  // "" = the whole model
+  std::string type;                  // type_name(): "BertEmbeddings"
   int64_t trainable = 0, total = 0;  // elements, children included, each tensor once
 };
 

@@ -2,10 +2,10 @@
 //
 //   mase-graph --model bert-tiny --inputs input_ids,attention_mask,labels --print
 //   mase-graph --model bert-tiny --inputs input_ids --draw bert.svg
-//   mase-graph --model bert-tiny --pass count_dropout --pass remove_dropout --pass count_dropout --check
-//   mase-graph --model bert-tiny --pass report_parameters --pass 'freeze:^bert\.embeddings' --pass report_parameters
-//   mase-graph --init runs/imdb --pass insert_lora --lora-rank 8 --pass report_parameters --export out/
-//   mase-graph --reload out/ --print --run
+//   mase-graph --model bert-tiny --pass count_dropout --pass remove_dropout --pass count_dropout
+//   --check mase-graph --model bert-tiny --pass report_parameters --pass 'freeze:^bert\.embeddings'
+//   --pass report_parameters mase-graph --init runs/imdb --pass insert_lora --lora-rank 8 --pass
+//   report_parameters --export out/ mase-graph --reload out/ --print --run
 //
 // Steps, in this order: build the model (a preset with seeded HF init, or --init DIR: a
 // checkpoint folder) in eval mode (--train for training mode), make an example batch
@@ -17,7 +17,6 @@
 // passes/dropout.h) and models/ (parameters.h, lora.h).
 // Bad flags: one line on stderr, exit 2; other errors (an erase that fails): exit 1.
 #include <CLI/CLI.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -137,10 +136,12 @@ int run(const Options& o) {
       model = nn::from_pretrained(o.init);
     } else {
       manual_seed(o.seed);
-      model = std::make_shared<nn::BertForSequenceClassification>(nn::BertConfig::preset(o.model, o.vocab_size));
+      model = std::make_shared<nn::BertForSequenceClassification>(
+          nn::BertConfig::preset(o.model, o.vocab_size));
     }
     model->train(o.train);
-    example = graph::example_batch(o.batch_size, o.seq_len, model->config().vocab_size, o.seed, o.pad);
+    example =
+        graph::example_batch(o.batch_size, o.seq_len, model->config().vocab_size, o.seed, o.pad);
     return graph::trace_bert(model, o.inputs, example);
   }();
   const graph::TensorMap in = graph::graph_inputs(g, example);
@@ -158,10 +159,14 @@ int run(const Options& o) {
               << "/graph.json and model.safetensors\n";
   }
   if (o.check) {
-    MASE_CHECK(model != nullptr, ConfigError, "--check compares with the model, which --reload has not");
+    MASE_CHECK(model != nullptr, ConfigError,
+               "--check compares with the model, which --reload has not");
     auto get = [&](const char* n) { return in.count(n) ? in.at(n) : Tensor(); };
     NoGradGuard ng;
-    Tensor eager = model->forward(get("input_ids"), get("attention_mask"), get("token_type_ids"), get("labels")).logits;
+    Tensor eager =
+        model
+            ->forward(get("input_ids"), get("attention_mask"), get("token_type_ids"), get("labels"))
+            .logits;
     Tensor traced = g.run(in).at("logits");
     double worst = 0;
     auto a = eager.to_vector<float>(), b = traced.to_vector<float>();
@@ -170,7 +175,8 @@ int run(const Options& o) {
   }
   if (o.run) {
     NoGradGuard ng;
-    for (const auto& [name, t] : g.run(in)) std::cout << name << " " << t.shape() << " = " << float_list(t) << "\n";
+    for (const auto& [name, t] : g.run(in))
+      std::cout << name << " " << t.shape() << " = " << float_list(t) << "\n";
   }
   return 0;
 }
@@ -178,39 +184,52 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"mase-graph: trace a BERT into a compute graph; annotate, print, draw, run passes, export"};
+  CLI::App app{
+      "mase-graph: trace a BERT into a compute graph; annotate, print, draw, run passes, export"};
   app.footer(
       "Examples:\n"
       "  mase-graph --model bert-tiny --inputs input_ids,attention_mask,labels --print\n"
       "  mase-graph --model bert-tiny --inputs input_ids --draw bert.svg\n"
       "  mase-graph --pass count_dropout --pass remove_dropout --pass count_dropout --check\n"
-      "  mase-graph --pass report_parameters --pass 'freeze:^bert\\.embeddings' --pass report_parameters\n"
+      "  mase-graph --pass report_parameters --pass 'freeze:^bert\\.embeddings' --pass "
+      "report_parameters\n"
       "  mase-graph --pass insert_lora --lora-rank 8 --lora-alpha 16 --pass report_parameters\n"
-      "  mase-graph --inputs input_ids,attention_mask --export out/ && mase-graph --reload out/ --run\n"
+      "  mase-graph --inputs input_ids,attention_mask --export out/ && mase-graph --reload out/ "
+      "--run\n"
       "Passes (in the order given): count_dropout, remove_dropout, report_parameters,\n"
       "  freeze:REGEX, unfreeze:REGEX (over parameter paths), insert_lora (--lora-* flags),\n"
       "  fuse_lora, erase:NODE (fails while the node has users). Walkthrough: docs/lab0.md.");
   Options o;
-  app.add_option("--model", o.model, "preset: bert-tiny, bert-mini, bert-small, bert-medium, bert-base");
-  app.add_option("--vocab-size", o.vocab_size, "vocabulary size of the preset")->check(CLI::Range(2, 1 << 24));
-  app.add_option("--init", o.init, "a checkpoint folder (config.json + model.safetensors) instead of a preset");
+  app.add_option("--model", o.model,
+                 "preset: bert-tiny, bert-mini, bert-small, bert-medium, bert-base");
+  app.add_option("--vocab-size", o.vocab_size, "vocabulary size of the preset")
+      ->check(CLI::Range(2, 1 << 24));
+  app.add_option("--init", o.init,
+                 "a checkpoint folder (config.json + model.safetensors) instead of a preset");
   app.add_option("--reload", o.reload, "start from a graph exported with --export");
   app.add_option("--seed", o.seed, "seed of the preset's init and of the example batch");
-  app.add_option("--inputs", o.inputs, "comma-separated: input_ids[,attention_mask][,token_type_ids][,labels]")
+  app.add_option("--inputs", o.inputs,
+                 "comma-separated: input_ids[,attention_mask][,token_type_ids][,labels]")
       ->delimiter(',');
-  app.add_option("--batch-size", o.batch_size, "example batch: sequences")->check(CLI::Range(1, 4096));
-  app.add_option("--seq-len", o.seq_len, "example batch: tokens per sequence")->check(CLI::Range(1, 1 << 16));
-  app.add_option("--pad", o.pad, "example batch: padded positions at the end of the second sequence")
+  app.add_option("--batch-size", o.batch_size, "example batch: sequences")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--seq-len", o.seq_len, "example batch: tokens per sequence")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--pad", o.pad,
+                 "example batch: padded positions at the end of the second sequence")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--train", o.train, "trace in training mode (dropout active)");
-  app.add_option("--pass", o.passes, std::string("a pass to run (repeatable, in order): ") + kPasses);
+  app.add_option("--pass", o.passes,
+                 std::string("a pass to run (repeatable, in order): ") + kPasses);
   app.add_option("--lora-rank", o.lora.rank, "insert_lora: rank r")->check(CLI::PositiveNumber);
-  app.add_option("--lora-alpha", o.lora.alpha, "insert_lora: alpha (the update is scaled by alpha/r)");
+  app.add_option("--lora-alpha", o.lora.alpha,
+                 "insert_lora: alpha (the update is scaled by alpha/r)");
   app.add_option("--lora-dropout", o.lora.dropout, "insert_lora: dropout on the adapter's input");
   app.add_option("--lora-targets", o.lora.targets, "insert_lora: regex over module paths");
   app.add_option("--report-depth", o.report_depth, "report_parameters: deepest module level shown");
   app.add_flag("--print", o.print, "print the node table (name, kind, op, output shape, args)");
-  app.add_option("--draw", o.draw, "draw the graph to a .svg, .png, .pdf (via Graphviz) or .dot file");
+  app.add_option("--draw", o.draw,
+                 "draw the graph to a .svg, .png, .pdf (via Graphviz) or .dot file");
   app.add_option("--export", o.export_dir, "export graph.json + model.safetensors to this folder");
   app.add_flag("--check", o.check, "compare the graph's logits with the eager model's");
   app.add_flag("--run", o.run, "run the graph on the example batch and print its outputs");
@@ -224,8 +243,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    MASE_CHECK(o.pad < o.seq_len, ConfigError, "--pad ", o.pad, " must be below --seq-len ", o.seq_len);
-    MASE_CHECK(o.reload.empty() || o.init.empty(), ConfigError, "--reload and --init exclude each other");
+    MASE_CHECK(o.pad < o.seq_len, ConfigError, "--pad ", o.pad, " must be below --seq-len ",
+               o.seq_len);
+    MASE_CHECK(o.reload.empty() || o.init.empty(), ConfigError,
+               "--reload and --init exclude each other");
     return run(o);
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "mase-graph: %s\n", e.what());

@@ -21,8 +21,8 @@ namespace mase {
 namespace {
 
 Tensor no_grad_record(const char* op, const Tensor& x, Tensor y, Attrs attrs) {
-  return record(op, {x}, std::move(y), [](const Tensor&) -> Tensors { return {Tensor()}; },
-                std::move(attrs));
+  return record(
+      op, {x}, std::move(y), [](const Tensor&) -> Tensors { return {Tensor()}; }, std::move(attrs));
 }
 
 }  // namespace

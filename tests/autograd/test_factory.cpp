@@ -49,7 +49,8 @@ TEST_CASE("factory: observers see them and to_dtype converts masks") {
   Tensor m = to_dtype(ones_like(ids, DType::i32), DType::f32);
   arange_like(ids, 0, DType::i32);
   zeros_like(ids, DType::u8);
-  CHECK(names.ops == std::vector<std::string>{"ones_like", "to_dtype", "arange_like", "zeros_like"});
+  CHECK(names.ops ==
+        std::vector<std::string>{"ones_like", "to_dtype", "arange_like", "zeros_like"});
   CHECK(m.to_vector<float>() == std::vector<float>{1, 1, 1});
   CHECK(to_dtype(ids, DType::f32).to_vector<float>() == std::vector<float>{1, 0, 1});
 }
@@ -60,14 +61,17 @@ TEST_CASE("factory: record_composite shows one op and restores the observer") {
     Names names;
     Tensor out = sdpa(q, q, q, Tensor(), 0.0, false);
     CHECK(names.ops == std::vector<std::string>{"sdpa"});  // not matmul, softmax, …
-    CHECK(out.to_vector<float>() == sdpa_reference(q, q, q, Tensor(), 0.0, false).to_vector<float>());
+    CHECK(out.to_vector<float>() ==
+          sdpa_reference(q, q, q, Tensor(), 0.0, false).to_vector<float>());
     // a body that throws: the observer is back afterwards
-    CHECK_THROWS_AS(record_composite("boom", {q}, []() -> Tensor { throw ShapeError("x"); }), ShapeError);
+    CHECK_THROWS_AS(record_composite("boom", {q}, []() -> Tensor { throw ShapeError("x"); }),
+                    ShapeError);
     neg(q);
     CHECK(names.ops.back() == "neg");
   }
   // no observer: just the body
-  CHECK(record_composite("plain", {q}, [&] { return neg(q); }).to_vector<float>() == neg(q).to_vector<float>());
+  CHECK(record_composite("plain", {q}, [&] { return neg(q); }).to_vector<float>() ==
+        neg(q).to_vector<float>());
 }
 
 TEST_CASE("factory: CPU == CUDA") {

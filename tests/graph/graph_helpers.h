@@ -15,9 +15,10 @@ namespace mase::test {
 
 // bert-tiny (L2 H128 A2 I512, 512 positions, 2 types) with HF's init drawn from seed.
 inline std::shared_ptr<nn::BertForSequenceClassification> tiny_bert(uint64_t seed = 1,
-                                                                   int64_t vocab = 30522) {
+                                                                    int64_t vocab = 30522) {
   manual_seed(seed);
-  return std::make_shared<nn::BertForSequenceClassification>(nn::BertConfig::preset("bert-tiny", vocab));
+  return std::make_shared<nn::BertForSequenceClassification>(
+      nn::BertConfig::preset("bert-tiny", vocab));
 }
 
 // 2 sequences of 16 tokens, the second with its last 5 positions padded.
@@ -43,7 +44,7 @@ struct Scaled : nn::Module {
   }
   std::string type_name() const override { return "Scaled"; }
   bool is_leaf() const override { return false; }
-  Tensor forward(const Tensor& x) override { return (*lin)(x) * gain + c; }
+  Tensor forward(const Tensor& x) override { return (*lin)(x)*gain + c; }
 };
 
 // Traces the unary call m(x) with one input "x" and one output "y".

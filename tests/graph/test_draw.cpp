@@ -4,10 +4,10 @@
 #include <regex>
 #include <sstream>
 
+#include "../models/temp_dir.h"
 #include "graph/draw.h"
 #include "graph/metadata.h"
 #include "graph_helpers.h"
-#include "../models/temp_dir.h"
 
 namespace mase::graph {
 namespace {
@@ -35,8 +35,10 @@ TEST_CASE("draw: the node table has one row per node with op and shape") {
   std::string t = node_table(g);
   CHECK(std::count(t.begin(), t.end(), '\n') == static_cast<long>(g.size()) + 1);  // + header
   auto has = [&](const char* re) { return std::regex_search(t, std::regex(re)); };
-  CHECK(has(R"(\nbert_encoder_layer_0_attention_self_query +call_module +linear +\(2, 16, 128\) f32 +bert_embeddings_dropout\n)"));
-  CHECK(has(R"(\nsdpa +call_function +scaled_dot_product_attention +\(2, 2, 16, 64\) f32 +transpose, transpose_1, transpose_2, view\n)"));
+  CHECK(has(
+      R"(\nbert_encoder_layer_0_attention_self_query +call_module +linear +\(2, 16, 128\) f32 +bert_embeddings_dropout\n)"));
+  CHECK(has(
+      R"(\nsdpa +call_function +scaled_dot_product_attention +\(2, 2, 16, 64\) f32 +transpose, transpose_1, transpose_2, view\n)"));
   CHECK(has(R"(\noutput +output +output +\(2, 2\) f32 +classifier\n)"));
 }
 
@@ -69,7 +71,8 @@ TEST_CASE("draw: an SVG rendered by dot") {
   std::string svg = slurp(dir.file("g.svg"));
   CHECK(svg.find("<svg") != std::string::npos);
   CHECK(svg.find("bert_encoder_layer_1_output_LayerNorm") != std::string::npos);
-  CHECK(std::distance(std::filesystem::directory_iterator(dir.path), {}) == 2);  // no temporaries left
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path), {}) ==
+        2);  // no temporaries left
 }
 
 }  // namespace mase::graph

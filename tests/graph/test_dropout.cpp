@@ -13,10 +13,11 @@ TEST_CASE("dropout: bert-tiny has 6 dropout nodes") {
   CountDropoutReport r = count_dropout(g);
   // embeddings; per layer the attention output and the FFN output; the classifier's
   CHECK(r.count == 6);
-  CHECK(r.names == std::vector<std::string>{
-                       "bert_embeddings_dropout", "bert_encoder_layer_0_attention_output_dropout",
-                       "bert_encoder_layer_0_output_dropout", "bert_encoder_layer_1_attention_output_dropout",
-                       "bert_encoder_layer_1_output_dropout", "dropout"});
+  CHECK(r.names == std::vector<std::string>{"bert_embeddings_dropout",
+                                            "bert_encoder_layer_0_attention_output_dropout",
+                                            "bert_encoder_layer_0_output_dropout",
+                                            "bert_encoder_layer_1_attention_output_dropout",
+                                            "bert_encoder_layer_1_output_dropout", "dropout"});
   CHECK(r.str().rfind("count_dropout: 6 dropout nodes\n  bert_embeddings_dropout\n", 0) == 0);
 }
 

@@ -3,14 +3,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../models/temp_dir.h"
 #include "graph/export.h"
 #include "graph/metadata.h"
 #include "graph/passes/dropout.h"
-#include "models/lora.h"
-#include "models/parameters.h"
 #include "graph_helpers.h"
+#include "models/lora.h"
 #include "models/module_registry.h"
-#include "../models/temp_dir.h"
+#include "models/parameters.h"
 
 namespace mase::graph {
 
@@ -29,7 +29,8 @@ void check_same_graph(const Graph& a, const Graph& b) {
     CHECK(na[i]->meta == nb[i]->meta);
     REQUIRE(na[i]->args.size() == nb[i]->args.size());
     for (size_t k = 0; k < na[i]->args.size(); ++k)
-      CHECK((na[i]->args[k] ? na[i]->args[k]->name : "-") == (nb[i]->args[k] ? nb[i]->args[k]->name : "-"));
+      CHECK((na[i]->args[k] ? na[i]->args[k]->name : "-") ==
+            (nb[i]->args[k] ? nb[i]->args[k]->name : "-"));
   }
   CHECK(a.output_names() == b.output_names());
 }
@@ -84,12 +85,14 @@ TEST_CASE("export: LoRA modules, parameters outside leaves and constants reload"
   export_graph(g, dir.path.string());
   Graph r = load_graph(dir.path.string());
   CHECK(r.root().submodule("bert.encoder.layer.0.attention.self.key")->type_name() == "LoraLinear");
-  auto* lora = dynamic_cast<nn::LoraLinear*>(r.root().submodule("bert.encoder.layer.0.output.dense").get());
+  auto* lora =
+      dynamic_cast<nn::LoraLinear*>(r.root().submodule("bert.encoder.layer.0.output.dense").get());
   REQUIRE(lora != nullptr);
   CHECK(lora->rank == 2);
   CHECK(lora->alpha == 4);
   CHECK(lora->dropout == 0.1);
-  CHECK(test::bitwise_equal(r.run(graph_inputs(r, b)).at("logits"), g.run(graph_inputs(g, b)).at("logits")));
+  CHECK(test::bitwise_equal(r.run(graph_inputs(r, b)).at("logits"),
+                            g.run(graph_inputs(g, b)).at("logits")));
 
   // a hand-made model with a get_attr parameter and a constant
   auto m = std::make_shared<test::Scaled>();
@@ -111,8 +114,10 @@ TEST_CASE("export: attrs keep their types and exact values") {
   export_graph(g, dir.path.string());
   Graph r = load_graph(dir.path.string());
   // (1 − m)·lowest: the f32 lowest value survives the text round trip exactly
-  CHECK(std::get<double>(r.at("mul_scalar").attr("scalar")) == double(std::numeric_limits<float>::lowest()));
-  CHECK(std::get<std::vector<int64_t>>(r.at("view_1").attr("shape")) == std::vector<int64_t>{2, 16, 2, 64});
+  CHECK(std::get<double>(r.at("mul_scalar").attr("scalar")) ==
+        double(std::numeric_limits<float>::lowest()));
+  CHECK(std::get<std::vector<int64_t>>(r.at("view_1").attr("shape")) ==
+        std::vector<int64_t>{2, 16, 2, 64});
   CHECK(std::get<bool>(r.at("sdpa").attr("training")) == false);
   CHECK(std::get<std::string>(r.at("ones_like").attr("dtype")) == "i32");
 }
@@ -130,7 +135,9 @@ TEST_CASE("export: bad folders and unknown modules are clear errors") {
     f << R"({"format": "mase-graph", "version": 1, "training": false, "outputs": [], "nodes": [],)"
       << R"( "modules": {"m": {"type": "Mystery", "config": {}}}, "tensors": {}})";
   }
-  CHECK(test::error_message([&] { load_graph(dir.path.string()); }).rfind("[make_module] expected a registered module type (", 0) == 0);
+  CHECK(test::error_message([&] {
+          load_graph(dir.path.string());
+        }).rfind("[make_module] expected a registered module type (", 0) == 0);
   CHECK(nn::is_registered_module_type("LoraLinear"));
   CHECK_THROWS_AS(nn::make_module("Linear", {{"in_features", 3}}), ConfigError);  // missing keys
   // a module with no config cannot be exported

@@ -2,9 +2,9 @@
 // against a hand composition, the output unchanged on insertion, only the adapters and the
 // head trained, counts worked out by hand, fusion within 1e-5, and LoRA as a leaf in traces.
 #include "graph/metadata.h"
+#include "graph_helpers.h"
 #include "models/lora.h"
 #include "models/parameters.h"
-#include "graph_helpers.h"
 
 namespace mase::graph {
 
@@ -14,7 +14,8 @@ namespace {
 void randomise_b(nn::Module& m, uint64_t seed) {
   NoGradGuard ng;
   for (auto& [path, p] : m.named_parameters())
-    if (path.ends_with("lora_B")) copy_(p, test::random_tensor(p.shape(), seed++, -0.5, 0.5, DType::f32));
+    if (path.ends_with("lora_B"))
+      copy_(p, test::random_tensor(p.shape(), seed++, -0.5, 0.5, DType::f32));
 }
 
 }  // namespace
@@ -33,7 +34,8 @@ TEST_CASE("lora: LoraLinear computes xWᵀ + b + (alpha/r)·dropout(x)·Aᵀ·B�
   lora.eval();
   Tensor x = test::random_tensor({3, 6}, 5, -1, 1, DType::f32);
   // the formula on doubles, element by element
-  auto xv = x.to_vector<double>(), w = base.weight.to_vector<double>(), b = base.bias.to_vector<double>();
+  auto xv = x.to_vector<double>(), w = base.weight.to_vector<double>(),
+       b = base.bias.to_vector<double>();
   auto A = lora.lora_A.to_vector<double>(), B = lora.lora_B.to_vector<double>();
   std::vector<double> want;
   for (int i = 0; i < 3; ++i)
@@ -98,23 +100,29 @@ TEST_CASE("lora: insertion keeps the output and trains only the adapters and the
 
 TEST_CASE("lora: fused eval outputs equal the unfused ones within 1e-5") {
   auto model = test::tiny_bert();
-  insert_lora(*model, {.rank = 4, .alpha = 8, .dropout = 0.2, .targets = R"(attention\.self\.(query|value)$)"});
+  insert_lora(
+      *model,
+      {.rank = 4, .alpha = 8, .dropout = 0.2, .targets = R"(attention\.self\.(query|value)$)"});
   CHECK(report_trainable_parameters(*model).trainable == 4 * 4 * (128 + 128) + 258);
   randomise_b(*model, 100);
   model->eval();
   const data::Batch b = test::tiny_batch();
   Tensor unfused = model->forward(b.input_ids, b.attention_mask).logits;
-  auto bias = std::dynamic_pointer_cast<nn::LoraLinear>(model->bert->encoder->layer->at<nn::BertLayer>(0).attention->self->query)->bias;
+  auto bias = std::dynamic_pointer_cast<nn::LoraLinear>(
+                  model->bert->encoder->layer->at<nn::BertLayer>(0).attention->self->query)
+                  ->bias;
   FuseLoraReport f = fuse_lora(*model);
   CHECK(f.fused.size() == 4);
-  auto fused_q = std::dynamic_pointer_cast<nn::Linear>(model->bert->encoder->layer->at<nn::BertLayer>(0).attention->self->query);
+  auto fused_q = std::dynamic_pointer_cast<nn::Linear>(
+      model->bert->encoder->layer->at<nn::BertLayer>(0).attention->self->query);
   REQUIRE(fused_q != nullptr);
-  CHECK(fused_q->bias.is_same(bias));  // the original bias
+  CHECK(fused_q->bias.is_same(bias));            // the original bias
   CHECK_FALSE(fused_q->weight.requires_grad());  // W was frozen, so is W'
   for (const auto& [path, m] : model->named_modules()) CHECK(m->type_name() != "LoraLinear");
   Tensor fused = model->forward(b.input_ids, b.attention_mask).logits;
   test::check_close(fused, unfused, 1e-5, 0);
-  CHECK_FALSE(test::bitwise_equal(fused, test::tiny_bert()->forward(b.input_ids, b.attention_mask).logits));
+  CHECK_FALSE(
+      test::bitwise_equal(fused, test::tiny_bert()->forward(b.input_ids, b.attention_mask).logits));
 }
 
 TEST_CASE("lora: a LoraLinear traces as one call_module node") {
@@ -138,7 +146,8 @@ TEST_CASE("lora: a LoraLinear traces as one call_module node") {
   CHECK(q.meta.parameters[3].trainable == true);
   // a graph traced BEFORE insertion calls the new modules too (looked up by path when run)
   randomise_b(*model, 7);
-  CHECK(test::bitwise_equal(plain.run(graph_inputs(plain, b)).at("logits"), model->forward(b.input_ids)));
+  CHECK(test::bitwise_equal(plain.run(graph_inputs(plain, b)).at("logits"),
+                            model->forward(b.input_ids)));
 }
 
 }  // namespace mase::graph

@@ -130,14 +130,17 @@ TEST_CASE("metadata: get_attr nodes say parameter, buffer or constant") {
     }
     std::string type_name() const override { return "Shifted"; }
     bool is_leaf() const override { return false; }
-    Tensor forward(const Tensor& x) override { return x * scale + to_dtype(shift, DType::f32) + one; }
+    Tensor forward(const Tensor& x) override {
+      return x * scale + to_dtype(shift, DType::f32) + one;
+    }
   };
   auto m = std::make_shared<Shifted>();
   Tensor x = Tensor::ones({2});
   Graph g = test::trace_unary(m, x);
   add_common_metadata(g, {{"x", x}});
   CHECK(g.at("scale").meta.mase_op == "parameter");
-  CHECK(g.at("scale").meta.parameters.at(0) == ParamMeta{"scale", {2}, DType::f32, {"float", {32}}, true});
+  CHECK(g.at("scale").meta.parameters.at(0) ==
+        ParamMeta{"scale", {2}, DType::f32, {"float", {32}}, true});
   CHECK(g.at("shift").meta.mase_op == "buffer");
   CHECK(g.at("shift").meta.parameters.at(0).precision.str() == "float[64]");
   CHECK(g.at("_tensor_constant0").meta.mase_op == "constant");

@@ -41,7 +41,8 @@ struct Recorder : OpObserver {
   std::vector<Call> calls;
   OpObserver* prev = set_op_observer(this);  // installed for the Recorder's lifetime
   ~Recorder() override { set_op_observer(prev); }
-  void on_op(std::string_view op, const Tensors& in, const Attrs& attrs, const Tensor& out) override {
+  void on_op(std::string_view op, const Tensors& in, const Attrs& attrs,
+             const Tensor& out) override {
     calls.push_back({std::string(op), in, attrs, out});
   }
 };
@@ -78,14 +79,20 @@ void tour() {
 
 TEST_CASE("op table: every op declared in autograd/ops.h has an entry") {
   // record under another name: composites of recorded ops, raw helpers, where-based
-  const std::set<std::string> other{"sum_to", "accumulate_", "softmax_reference",
-                                    "log_softmax_reference", "layer_norm_reference",
-                                    "cross_entropy_reference", "sdpa_reference", "masked_fill",
+  const std::set<std::string> other{"sum_to",
+                                    "accumulate_",
+                                    "softmax_reference",
+                                    "log_softmax_reference",
+                                    "layer_norm_reference",
+                                    "cross_entropy_reference",
+                                    "sdpa_reference",
+                                    "masked_fill",
                                     "rsub"};  // rsub records rsub_scalar
   const std::string header = slurp(kSourceRoot + "/autograd/ops.h");
   std::regex decl(R"((?:^|\n)(?:inline )?(?:Tensor|void) (\w+)\()");
   int seen = 0;
-  for (auto it = std::sregex_iterator(header.begin(), header.end(), decl); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(header.begin(), header.end(), decl);
+       it != std::sregex_iterator(); ++it) {
     const std::string name = (*it)[1];
     INFO(name);
     ++seen;
@@ -99,7 +106,8 @@ TEST_CASE("op table: every name recorded in autograd/ops has an entry") {
   int seen = 0;
   for (const auto& f : std::filesystem::directory_iterator(kSourceRoot + "/autograd/ops")) {
     const std::string src = slurp(f.path().string());
-    for (auto it = std::sregex_iterator(src.begin(), src.end(), rec); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(src.begin(), src.end(), rec); it != std::sregex_iterator();
+         ++it) {
       INFO(f.path().filename().string() << ": " << (*it)[1]);
       ++seen;
       CHECK(find_op((*it)[1].str()) != nullptr);
@@ -133,7 +141,8 @@ TEST_CASE("op table: re-running each recorded call gives the same output") {
   manual_seed(3);
   Tensor eager = dropout(x, 0.5, true);
   manual_seed(3);
-  CHECK(test::bitwise_equal(op_info("dropout").run({x}, {{"p", 0.5}, {"training", true}}, true), eager));
+  CHECK(test::bitwise_equal(op_info("dropout").run({x}, {{"p", 0.5}, {"training", true}}, true),
+                            eager));
 }
 
 TEST_CASE("op table: unknown ops and bad attrs are GraphErrors") {

@@ -6,8 +6,8 @@
 //                                                          = 198,272
 //   pooler      C·C + C = 16,512        classifier  C·2 + 2 = 258
 //   total       3,972,864 + 2·198,272 + 16,512 + 258       = 4,386,178
-#include "models/parameters.h"
 #include "graph_helpers.h"
+#include "models/parameters.h"
 
 namespace mase::graph {
 

@@ -81,7 +81,7 @@ TEST_CASE("trace: the three input choices differ where the model differs") {
   // token types given: no zeros_like
   CHECK(count_target(labels, "zeros_like") == 1);
   CHECK(count_target(all, "zeros_like") == 0);
-  CHECK(ids.size() == mask.size());  // ones_like replaces the placeholder one for one
+  CHECK(ids.size() == mask.size());         // ones_like replaces the placeholder one for one
   CHECK(labels.size() == mask.size() + 2);  // + labels placeholder + cross_entropy
 }
 
@@ -90,12 +90,14 @@ TEST_CASE("trace: the graph runs to the eager outputs bit for bit") {
   model->eval();
   const data::Batch b = test::tiny_batch();
   for (const auto& names : std::vector<std::vector<std::string>>{
-           {"input_ids"}, {"input_ids", "attention_mask", "labels"},
+           {"input_ids"},
+           {"input_ids", "attention_mask", "labels"},
            {"input_ids", "attention_mask", "token_type_ids", "labels"}}) {
     Graph g = trace_bert(model, names, b);
     auto in = graph_inputs(g, b);
     auto get = [&](const char* n) { return in.count(n) ? in.at(n) : Tensor(); };
-    auto eager = model->forward(get("input_ids"), get("attention_mask"), get("token_type_ids"), get("labels"));
+    auto eager = model->forward(get("input_ids"), get("attention_mask"), get("token_type_ids"),
+                                get("labels"));
     TensorMap out = g.run(in);
     CHECK(test::bitwise_equal(out.at("logits"), eager.logits));
     if (eager.loss.defined()) CHECK(test::bitwise_equal(out.at("loss"), eager.loss));
@@ -110,7 +112,7 @@ TEST_CASE("trace: mean pooling reads the mask through the graph, not as a consta
   model->eval();
   Graph g = trace_bert(model, {"input_ids", "attention_mask"}, test::tiny_batch(3, 2000));
   CHECK(g.constants().empty());
-  CHECK(g.at("attention_mask").users.size() == 2);  // the additive mask and the pooling weights
+  CHECK(g.at("attention_mask").users.size() == 2);      // the additive mask and the pooling weights
   const data::Batch other = test::tiny_batch(4, 2000);  // other ids, same shapes
   Tensor mask = other.attention_mask.clone();
   fill_(select(mask, 0, 0).detach(), 0.0);  // an other mask too: sequence 0 padded ...
@@ -196,13 +198,16 @@ TEST_CASE("trace: bad input names and inputs are refused") {
   CHECK_THROWS_AS(trace_bert(model, {"input_ids", "input_ids"}, b), ConfigError);
   model->eval();
   Graph g = trace_bert(model, {"input_ids"}, b);
-  CHECK(test::error_message([&] { g.run({{"input_ids", b.input_ids}, {"attention_mask", b.attention_mask}}); }) ==
+  CHECK(test::error_message([&] {
+          g.run({{"input_ids", b.input_ids}, {"attention_mask", b.attention_mask}});
+        }) ==
         "[graph] 'attention_mask' is not an input of this graph (its inputs: input_ids; trace "
         "with it to use it)");
   CHECK_THROWS_AS(g.run({}), GraphError);
   CHECK_THROWS_AS(g.run({{"input_ids", b.input_ids.to(DType::f32)}}), DTypeError);
-  CHECK_THROWS_AS(g.run({{"input_ids", test::tiny_batch(3, 2000).input_ids.as_strided({2, 8}, {16, 1}, 0)}}),
-                  ShapeError);
+  CHECK_THROWS_AS(
+      g.run({{"input_ids", test::tiny_batch(3, 2000).input_ids.as_strided({2, 8}, {16, 1}, 0)}}),
+      ShapeError);
 }
 
 }  // namespace mase::graph

@@ -10,10 +10,15 @@ using namespace mase::nn;
 TEST_CASE("registry: every built-in leaf rebuilds from its own config") {
   manual_seed(1);
   Linear base(5, 3);
-  std::vector<ModulePtr> leaves{std::make_shared<Linear>(4, 3, false), std::make_shared<Embedding>(7, 2),
-                                std::make_shared<LayerNorm>(6, 1e-5), std::make_shared<Dropout>(0.25),
-                                std::make_shared<GELU>(), std::make_shared<Tanh>(), std::make_shared<ReLU>(),
-                                std::make_shared<Identity>(), std::make_shared<LoraLinear>(base, 2, 4.0, 0.1)};
+  std::vector<ModulePtr> leaves{std::make_shared<Linear>(4, 3, false),
+                                std::make_shared<Embedding>(7, 2),
+                                std::make_shared<LayerNorm>(6, 1e-5),
+                                std::make_shared<Dropout>(0.25),
+                                std::make_shared<GELU>(),
+                                std::make_shared<Tanh>(),
+                                std::make_shared<ReLU>(),
+                                std::make_shared<Identity>(),
+                                std::make_shared<LoraLinear>(base, 2, 4.0, 0.1)};
   for (const ModulePtr& m : leaves) {
     INFO(m->type_name());
     CHECK(is_registered_module_type(m->type_name()));
@@ -36,8 +41,9 @@ TEST_CASE("registry: rebuilding does not move the default random stream") {
 }
 
 TEST_CASE("registry: unknown types and bad configs are ConfigErrors") {
-  CHECK(test::error_message([] { make_module("Nope", nlohmann::json::object()); })
-            .rfind("[make_module] expected a registered module type (", 0) == 0);
+  CHECK(test::error_message([] {
+          make_module("Nope", nlohmann::json::object());
+        }).rfind("[make_module] expected a registered module type (", 0) == 0);
   CHECK_THROWS_AS(make_module("Dropout", {{"p", "high"}}), ConfigError);
   CHECK_THROWS_AS(make_module("Dropout", {{"p", 2.0}}), ConfigError);  // the constructor's check
   register_module_type("Twice", [](const nlohmann::json& c) -> ModulePtr {
