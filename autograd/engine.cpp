@@ -23,6 +23,24 @@ OpObserver* set_op_observer(OpObserver* observer) {
   return prev;
 }
 
+Tensor record_composite(std::string_view op, const Tensors& inputs,
+                        const std::function<Tensor()>& body, Attrs attrs) {
+  OpObserver* observer = t_observer;
+  if (!observer) return body();
+  struct Restore {  // put the observer back even when the body throws
+    OpObserver* o;
+    ~Restore() { t_observer = o; }
+  };
+  Tensor out;
+  {
+    Restore restore{observer};
+    t_observer = nullptr;
+    out = body();
+  }
+  observer->on_op(op, inputs, attrs, out);
+  return out;
+}
+
 bool any_requires_grad(const Tensors& inputs) {
   if (!t_grad_enabled) return false;
   for (const Tensor& t : inputs)

@@ -82,4 +82,11 @@ struct OpObserver {
 // Install an observer for this thread (nullptr removes it); returns the previous one.
 OpObserver* set_op_observer(OpObserver* observer);
 
+// A composite op — one whose body is other ops, like sdpa today (matmul, softmax, dropout, …)
+// — shows to observers as ONE op: `body` runs with the observer hidden, then the observer is
+// told about `op` on `inputs` (undefined ones allowed) with `attrs`. Autograd is untouched:
+// the gradient flows through the ops of the body. Without an observer this is just body().
+Tensor record_composite(std::string_view op, const Tensors& inputs,
+                        const std::function<Tensor()>& body, Attrs attrs = {});
+
 }  // namespace mase

@@ -149,4 +149,11 @@ Tensor contiguous(const Tensor& x);                  // packed copy if needed; i
 Tensor concat(const Tensors& xs, int64_t dim);
 Tensor to_dtype(const Tensor& x, DType dtype);       // differentiable between f32 and f64
 
+// ---- tensors made from another's shape (ops/factory.cpp) ---------------------------------
+// Recorded ops (not raw factories) so that a traced model re-creates them on every call; x's
+// values are not read and get no gradient. On x's device.
+Tensor ones_like(const Tensor& x, DType dtype);   // x's shape, all 1 (BERT's default mask)
+Tensor zeros_like(const Tensor& x, DType dtype);  // x's shape, all 0 (default token types)
+Tensor arange_like(const Tensor& x, int64_t dim, DType dtype);  // (x.size(dim)): 0, 1, …
+
 }  // namespace mase

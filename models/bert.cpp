@@ -10,7 +10,6 @@
 
 #include <functional>
 #include <limits>
-#include <numeric>
 
 #include "models/init.h"
 
@@ -24,12 +23,10 @@ void check_ids(const char* op, const Tensor& t, const char* what, const Shape& w
              " (like input_ids), got ", t.shape());
 }
 
-// A 0/1 mask of any dtype as `dtype` (copy_ converts dtypes on the CPU only: a CUDA mask
-// makes a round trip; it is (B, T), small next to the activations).
+// A 0/1 mask of any dtype as `dtype`: the recorded op to_dtype, so a traced graph converts
+// the mask it is given instead of freezing the example's in.
 Tensor as_float(const Tensor& mask, DType dtype) {
-  if (mask.dtype() == dtype) return mask;
-  if (mask.is_cpu()) return mask.to(dtype);
-  return mask.to(Device::cpu()).to(dtype).to(mask.device());
+  return mask.dtype() == dtype ? mask : to_dtype(mask, dtype);
 }
 
 }  // namespace
@@ -55,16 +52,16 @@ Tensor BertEmbeddings::forward(const Tensor& input_ids, const Tensor& token_type
              input_ids.defined() ? to_string(input_ids.shape()) : "an undefined tensor");
   MASE_CHECK(input_ids.dtype() == DType::i32, DTypeError,
              "[BertEmbeddings] expected input_ids to be i32, got ", input_ids.dtype());
-  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  const int64_t T = input_ids.size(1);
   MASE_CHECK(T <= max_positions, ShapeError, "[BertEmbeddings] expected at most ", max_positions,
              " tokens (max_position_embeddings), got input_ids ", input_ids.shape(),
              " (truncate the inputs)");
+  // Tensors built here are made by recorded ops (ones_like, zeros_like, arange_like), so a
+  // traced graph builds them on each run instead of keeping the example batch's.
   Tensor tt = token_type_ids;
   if (tt.defined()) check_ids("BertEmbeddings", tt, "token_type_ids", input_ids.shape());
-  else tt = Tensor::zeros({B, T}, DType::i32, input_ids.device());
-  std::vector<int32_t> pos(static_cast<size_t>(T));
-  std::iota(pos.begin(), pos.end(), 0);
-  Tensor position_ids = Tensor::from(pos, {T}).to(input_ids.device());  // (T): 0, 1, ..., T-1
+  else tt = zeros_like(input_ids, DType::i32);  // (B, T): one segment
+  Tensor position_ids = arange_like(input_ids, 1, DType::i32);  // (T): 0, 1, ..., T-1
   Tensor x = (*word_embeddings)(input_ids) + (*token_type_embeddings)(tt);  // (B, T, C)
   x = x + (*position_embeddings)(position_ids);  // (T, C) broadcast over the batch
   return (*dropout)((*LayerNorm)(x));
@@ -107,8 +104,7 @@ BertModelOutput BertModel::forward(const Tensor& input_ids, const Tensor& attent
   const int64_t B = input_ids.size(0), T = input_ids.size(1);
   // No mask given: every token is real. Built here (not skipped) so that the traced graph and
   // the numbers are the same with or without an explicit all-ones mask.
-  Tensor am = attention_mask.defined() ? attention_mask
-                                       : Tensor::ones({B, T}, DType::i32, input_ids.device());
+  Tensor am = attention_mask.defined() ? attention_mask : ones_like(input_ids, DType::i32);
   MASE_CHECK(am.shape() == input_ids.shape(), ShapeError, "[BertModel] expected attention_mask of shape ",
              input_ids.shape(), " (like input_ids), got ", am.shape());
   Tensor mask = extended_attention_mask(am, h.dtype());  // (B, 1, 1, T)

@@ -11,8 +11,12 @@ class Linear : public Module {
  public:
   // weight (out, in) Kaiming-uniform(a=√5) and bias U(±1/√in), as torch.nn.Linear.
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  // Around existing tensors (weight (out, in), bias (out) or undefined), drawing nothing: how
+  // passes build a Linear from computed weights (fuse_lora). Their requires_grad is kept.
+  Linear(Tensor weight, Tensor bias);
   std::string type_name() const override { return "Linear"; }
   std::string extra_repr() const override;
+  nlohmann::json to_json() const override;
   Tensor forward(const Tensor& x) override;  // x (..., in) -> (..., out)
   int64_t in_features, out_features;
   Tensor weight, bias;  // bias undefined when built without
@@ -23,6 +27,7 @@ class Embedding : public Module {
   Embedding(int64_t num_embeddings, int64_t embedding_dim);  // weight ~ N(0, 1) as PyTorch
   std::string type_name() const override { return "Embedding"; }
   std::string extra_repr() const override;
+  nlohmann::json to_json() const override;
   Tensor forward(const Tensor& ids) override;  // ids (...) i32 -> (..., dim)
   int64_t num_embeddings, embedding_dim;
   Tensor weight;
@@ -33,6 +38,7 @@ class LayerNorm : public Module {
   explicit LayerNorm(int64_t dim, double eps = 1e-12);  // weight 1, bias 0
   std::string type_name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;
+  nlohmann::json to_json() const override;
   Tensor forward(const Tensor& x) override;
   int64_t dim;
   double eps;
@@ -46,6 +52,7 @@ class Dropout : public Module {
   explicit Dropout(double p = 0.1);
   std::string type_name() const override { return "Dropout"; }
   std::string extra_repr() const override;
+  nlohmann::json to_json() const override;
   Tensor forward(const Tensor& x) override;
   double p;
 };
@@ -53,18 +60,21 @@ class Dropout : public Module {
 class GELU : public Module {
  public:
   std::string type_name() const override { return "GELU"; }
+  nlohmann::json to_json() const override { return nlohmann::json::object(); }
   Tensor forward(const Tensor& x) override { return gelu(x); }
 };
 
 class Tanh : public Module {
  public:
   std::string type_name() const override { return "Tanh"; }
+  nlohmann::json to_json() const override { return nlohmann::json::object(); }
   Tensor forward(const Tensor& x) override { return tanh(x); }
 };
 
 class ReLU : public Module {
  public:
   std::string type_name() const override { return "ReLU"; }
+  nlohmann::json to_json() const override { return nlohmann::json::object(); }
   Tensor forward(const Tensor& x) override { return relu(x); }
 };
 
@@ -72,6 +82,7 @@ class ReLU : public Module {
 class Identity : public Module {
  public:
   std::string type_name() const override { return "Identity"; }
+  nlohmann::json to_json() const override { return nlohmann::json::object(); }
   Tensor forward(const Tensor& x) override;
 };
 

@@ -22,6 +22,22 @@ ModuleObserver* set_module_observer(ModuleObserver* observer) {
 }
 ModuleObserver* module_observer() { return t_observer; }
 
+std::string Precision::str() const {
+  std::string s = type + "[";
+  for (size_t i = 0; i < widths.size(); ++i) s += (i ? ", " : "") + std::to_string(widths[i]);
+  return s + "]";
+}
+
+Precision dtype_precision(DType t) {
+  return {is_floating(t) ? "float" : "integer", {static_cast<int64_t>(itemsize(t) * 8)}};
+}
+
+Precision Module::precision(const std::string& name) const {
+  for (const auto& [n, slot] : params_)
+    if (n == name && slot->defined()) return dtype_precision(slot->dtype());
+  throw ConfigError(cat("[precision] ", type_name(), " has no parameter '", name, "'"));
+}
+
 Tensor Module::forward(const Tensor&) {
   throw Error(cat("[", type_name(), "] has no unary forward (call its own forward method)"));
 }

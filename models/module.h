@@ -12,6 +12,8 @@
 //
 // Read next: models/layers.h (Linear, Embedding, LayerNorm, Dropout, ...), models/bert.h.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,6 +29,17 @@ class Module;
 using ModulePtr = std::shared_ptr<Module>;
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 using NamedModules = std::vector<std::pair<std::string, ModulePtr>>;
+
+// The number format a parameter is computed in, as graph metadata reports it (MASE's "type"
+// and "precision"): {"float", {32}} for an f32 tensor; a quantized wrapper reports what its
+// forward uses, e.g. {"fixed", {8, 4}} (width, fractional width). str(): "float[32]".
+struct Precision {
+  std::string type;
+  std::vector<int64_t> widths;
+  std::string str() const;
+  bool operator==(const Precision&) const = default;
+};
+Precision dtype_precision(DType t);  // how a plain tensor stores numbers: f32 -> float[32]
 
 class Module : public std::enable_shared_from_this<Module> {
  public:
@@ -47,6 +60,15 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual bool is_leaf() const { return children_.empty(); }
   // A one-line description of the configuration, e.g. "in=128, out=512, bias=true".
   virtual std::string extra_repr() const { return ""; }
+
+  // ---- for graph/ (metadata, export) ------------------------------------------------------
+  // Precision of parameter `name` (a key of named_parameters(false)). Default: from its dtype
+  // (f32 -> float[32]). Quantized / pruned wrappers override it (the extension point).
+  virtual Precision precision(const std::string& name) const;
+  // The constructor arguments of a leaf module, e.g. {"in_features": 128, "out_features": 2,
+  // "bias": true}, from which models/module_registry.h rebuilds it when an exported graph is
+  // reloaded. Null (the default): this module cannot be rebuilt from a config.
+  virtual nlohmann::json to_json() const { return nullptr; }
 
   // ---- the tree ---------------------------------------------------------------------------
   NamedTensors named_parameters(bool recurse = true) const;  // dotted paths, registration order

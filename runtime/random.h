@@ -32,6 +32,14 @@ struct Generator {
 Generator& default_generator();   // process-wide, seeded by manual_seed
 void manual_seed(uint64_t seed);  // resets the default generator to (seed, 0)
 
+// Saves the default generator and puts it back on scope exit, so that work which draws
+// numbers only as a side effect (building modules whose weights are then loaded, a tracing
+// run through dropout) leaves a seeded run's stream where it was.
+struct KeepDefaultGenerator {
+  Generator saved = default_generator();
+  ~KeepDefaultGenerator() { default_generator() = saved; }
+};
+
 // In-place fills (raw; no autograd). Values: uniform in [lo, hi); normal by Box–Muller.
 void uniform_(const Tensor& t, double lo = 0.0, double hi = 1.0, Generator& gen = default_generator());
 void normal_(const Tensor& t, double mean = 0.0, double stddev = 1.0,

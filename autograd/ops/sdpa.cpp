@@ -98,8 +98,13 @@ Tensor empty_heads_last(int64_t B, int64_t NH, int64_t T, int64_t D, DType dtype
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
             double dropout_p, bool training, Generator& gen) {
   check_sdpa_args("sdpa", q, k, v, mask, dropout_p);
+  // CUDA (until its fused kernel lands) and a mask that needs a gradient take the reference
+  // composition, reported as one "sdpa" op so a traced graph shows one attention node (as
+  // torch.fx shows F.scaled_dot_product_attention), not its parts.
   if (q.is_cuda() || (mask.defined() && mask.requires_grad()))
-    return sdpa_reference(q, k, v, mask, dropout_p, training, gen);
+    return record_composite("sdpa", {q, k, v, mask}, [&] {
+      return sdpa_reference(q, k, v, mask, dropout_p, training, gen);
+    }, {{"dropout_p", dropout_p}, {"training", training}});
 
   const cpu::SdpaSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
   const double scale = 1.0 / std::sqrt(static_cast<double>(n.HS));

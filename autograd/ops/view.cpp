@@ -6,7 +6,8 @@
 //   permute(p)                       dx = permute(dy, p⁻¹)
 //   slice/select                     dx = zeros(x.shape) with dy written into the slice
 //   expand                           dx = sum_to(dy, x.shape)
-//   contiguous, to_dtype             dx = dy (converted back)
+//   contiguous, to_dtype             dx = dy (converted back; to_dtype also turns i32/u8
+//                                    masks into floats, which get no gradient)
 #include <numeric>
 
 #include "autograd/ops.h"
@@ -189,7 +190,12 @@ Tensor contiguous(const Tensor& x) {
 
 Tensor to_dtype(const Tensor& x, DType dtype) {
   ops::check_defined("to_dtype", x);
-  Tensor y = x.dtype() == dtype ? x.detach() : x.to(dtype);
+  // copy_ converts dtypes on the host only: a CUDA tensor makes a round trip (used for small
+  // tensors such as a (B, T) attention mask; a conversion kernel would remove it)
+  auto convert = [&] {
+    return x.is_cpu() ? x.to(dtype) : x.to(Device::cpu()).to(dtype).to(x.device());
+  };
+  Tensor y = x.dtype() == dtype ? x.detach() : convert();
   return record("to_dtype", {x}, y, [from = x.dtype()](const Tensor& dy) -> Tensors {
     return {dy.to(from)};
   }, {{"dtype", std::string(name(dtype))}});

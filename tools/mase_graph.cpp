@@ -1,0 +1,258 @@
+// tools/mase-graph — trace a BERT into a graph, annotate it, run passes, print, draw, export.
+//
+//   mase-graph --model bert-tiny --inputs input_ids,attention_mask,labels --print
+//   mase-graph --model bert-tiny --inputs input_ids --draw bert.svg
+//   mase-graph --model bert-tiny --pass count_dropout --pass remove_dropout --pass count_dropout
+//   --check mase-graph --model bert-tiny --pass report_parameters --pass 'freeze:^bert\.embeddings'
+//   --pass report_parameters mase-graph --init runs/imdb --pass insert_lora --lora-rank 8 --pass
+//   report_parameters --export out/ mase-graph --reload out/ --print --run
+//
+// Steps, in this order: build the model (a preset with seeded HF init, or --init DIR: a
+// checkpoint folder) in eval mode (--train for training mode), make an example batch
+// (--batch-size × --seq-len random ids, --pad positions of the second sequence padded),
+// trace it with --inputs, annotate it (the common metadata pass), run each --pass in order,
+// then --print / --draw / --export / --check / --run. --reload DIR starts from an exported graph
+// instead (no model: model passes and --check are not available).
+// Everything is a thin layer over graph/ (trace.h, metadata.h, draw.h, export.h,
+// passes/dropout.h) and models/ (parameters.h, lora.h).
+// Bad flags: one line on stderr, exit 2; other errors (an erase that fails): exit 1.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "graph/draw.h"
+#include "graph/export.h"
+#include "graph/metadata.h"
+#include "graph/op_table.h"
+#include "graph/passes/dropout.h"
+#include "graph/trace.h"
+#include "models/checkpoint.h"
+#include "models/lora.h"
+#include "models/parameters.h"
+
+using namespace mase;
+
+namespace {
+
+struct Options {
+  std::string model = "bert-tiny", init, reload;
+  int64_t vocab_size = 30522;
+  uint64_t seed = 0;
+  std::vector<std::string> inputs{"input_ids"};
+  int64_t batch_size = 2, seq_len = 16, pad = 0;
+  bool train = false, print = false, check = false, run = false;
+  std::vector<std::string> passes;
+  nn::LoraConfig lora;
+  int report_depth = -1;
+  std::string draw, export_dir;
+};
+
+const char* kPasses =
+    "count_dropout, remove_dropout, report_parameters, freeze:REGEX, unfreeze:REGEX, "
+    "insert_lora, fuse_lora, erase:NODE";
+
+// "name" or "name:argument"
+std::pair<std::string, std::string> split_pass(const std::string& p) {
+  const auto colon = p.find(':');
+  if (colon == std::string::npos) return {p, ""};
+  return {p.substr(0, colon), p.substr(colon + 1)};
+}
+
+std::string float_list(const Tensor& t) {
+  std::string s;
+  for (float v : t.to_vector<float>()) s += (s.empty() ? "" : ", ") + cat(v);
+  return "[" + s + "]";
+}
+
+// Runs one pass; returns true when the model or graph changed (metadata to redo).
+bool run_pass(const std::string& spec, graph::Graph& g, const Options& o, bool have_model) {
+  auto [name, arg] = split_pass(spec);
+  const bool model_pass = name == "report_parameters" || name == "report_trainable_parameters" ||
+                          name == "freeze" || name == "unfreeze" || name == "insert_lora" ||
+                          name == "fuse_lora";
+  MASE_CHECK(have_model || !model_pass, ConfigError, "--pass ", name,
+             " acts on the model, which a reloaded graph does not have (its modules only)");
+  const bool takes_arg = name == "freeze" || name == "unfreeze" || name == "erase";
+  MASE_CHECK(takes_arg == !arg.empty(), ConfigError, "--pass ", spec, ": ",
+             takes_arg ? "expected name:ARGUMENT" : "this pass takes no argument");
+  nn::Module& model = g.root();
+  if (name == "count_dropout") {
+    std::cout << graph::count_dropout(g).str();
+    return false;
+  }
+  if (name == "remove_dropout") {
+    std::cout << graph::remove_dropout(g).str();
+    return true;
+  }
+  if (name == "report_parameters" || name == "report_trainable_parameters") {
+    std::cout << nn::report_trainable_parameters(model).str(o.report_depth);
+    return false;
+  }
+  if (name == "freeze" || name == "unfreeze") {
+    auto r = name == "freeze" ? nn::freeze(model, arg) : nn::unfreeze(model, arg);
+    std::cout << name << " '" << arg << "': " << r.str();
+    return true;
+  }
+  if (name == "insert_lora") {
+    std::cout << nn::insert_lora(model, o.lora).str();
+    return true;
+  }
+  if (name == "fuse_lora") {
+    std::cout << nn::fuse_lora(model).str();
+    return true;
+  }
+  if (name == "erase") {
+    g.erase(&g.at(arg));  // throws when the node still has users
+    std::cout << "erased " << arg << "\n";
+    return true;
+  }
+  throw ConfigError(cat("--pass ", spec, ": unknown pass (expected one of: ", kPasses, ")"));
+}
+
+// A reloaded graph's example batch: its traced input shape and its word embedding's vocabulary.
+data::Batch reload_example(const graph::Graph& g, const Options& o) {
+  Shape ids(graph::attr_ints(g.at("input_ids").attrs, "shape"));
+  MASE_CHECK(ids.size() == 2, ConfigError, "--reload: expected input_ids (B, T), got ", ids);
+  int64_t vocab = o.vocab_size;
+  for (const auto& [path, m] : g.root().named_modules())
+    if (auto* e = dynamic_cast<nn::Embedding*>(m.get()); e && path.ends_with("word_embeddings"))
+      vocab = e->num_embeddings;
+  return graph::example_batch(ids[0], ids[1], vocab, o.seed, std::min(o.pad, ids[1] - 1));
+}
+
+int run(const Options& o) {
+  std::shared_ptr<nn::BertForSequenceClassification> model;
+  data::Batch example;
+  graph::Graph g = [&] {
+    if (!o.reload.empty()) {
+      graph::Graph loaded = graph::load_graph(o.reload);
+      example = reload_example(loaded, o);
+      return loaded;
+    }
+    if (!o.init.empty()) {
+      model = nn::from_pretrained(o.init);
+    } else {
+      manual_seed(o.seed);
+      model = std::make_shared<nn::BertForSequenceClassification>(
+          nn::BertConfig::preset(o.model, o.vocab_size));
+    }
+    model->train(o.train);
+    example =
+        graph::example_batch(o.batch_size, o.seq_len, model->config().vocab_size, o.seed, o.pad);
+    return graph::trace_bert(model, o.inputs, example);
+  }();
+  const graph::TensorMap in = graph::graph_inputs(g, example);
+  if (model) graph::add_common_metadata(g, in);
+  for (const std::string& p : o.passes)
+    if (run_pass(p, g, o, model != nullptr)) graph::add_common_metadata(g, in);
+  if (o.print) std::cout << graph::node_table(g);
+  if (!o.draw.empty()) {
+    graph::draw(g, o.draw);
+    std::cout << "drew " << g.size() << " nodes to " << o.draw << "\n";
+  }
+  if (!o.export_dir.empty()) {
+    graph::export_graph(g, o.export_dir);
+    std::cout << "exported " << g.size() << " nodes to " << o.export_dir
+              << "/graph.json and model.safetensors\n";
+  }
+  if (o.check) {
+    MASE_CHECK(model != nullptr, ConfigError,
+               "--check compares with the model, which --reload has not");
+    auto get = [&](const char* n) { return in.count(n) ? in.at(n) : Tensor(); };
+    NoGradGuard ng;
+    Tensor eager =
+        model
+            ->forward(get("input_ids"), get("attention_mask"), get("token_type_ids"), get("labels"))
+            .logits;
+    Tensor traced = g.run(in).at("logits");
+    double worst = 0;
+    auto a = eager.to_vector<float>(), b = traced.to_vector<float>();
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+    std::cout << "check: graph logits vs eager model logits, max |difference| = " << worst << "\n";
+  }
+  if (o.run) {
+    NoGradGuard ng;
+    for (const auto& [name, t] : g.run(in))
+      std::cout << name << " " << t.shape() << " = " << float_list(t) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "mase-graph: trace a BERT into a compute graph; annotate, print, draw, run passes, export"};
+  app.footer(
+      "Examples:\n"
+      "  mase-graph --model bert-tiny --inputs input_ids,attention_mask,labels --print\n"
+      "  mase-graph --model bert-tiny --inputs input_ids --draw bert.svg\n"
+      "  mase-graph --pass count_dropout --pass remove_dropout --pass count_dropout --check\n"
+      "  mase-graph --pass report_parameters --pass 'freeze:^bert\\.embeddings' --pass "
+      "report_parameters\n"
+      "  mase-graph --pass insert_lora --lora-rank 8 --lora-alpha 16 --pass report_parameters\n"
+      "  mase-graph --inputs input_ids,attention_mask --export out/ && mase-graph --reload out/ "
+      "--run\n"
+      "Passes (in the order given): count_dropout, remove_dropout, report_parameters,\n"
+      "  freeze:REGEX, unfreeze:REGEX (over parameter paths), insert_lora (--lora-* flags),\n"
+      "  fuse_lora, erase:NODE (fails while the node has users). Walkthrough: docs/lab0.md.");
+  Options o;
+  app.add_option("--model", o.model,
+                 "preset: bert-tiny, bert-mini, bert-small, bert-medium, bert-base");
+  app.add_option("--vocab-size", o.vocab_size, "vocabulary size of the preset")
+      ->check(CLI::Range(2, 1 << 24));
+  app.add_option("--init", o.init,
+                 "a checkpoint folder (config.json + model.safetensors) instead of a preset");
+  app.add_option("--reload", o.reload, "start from a graph exported with --export");
+  app.add_option("--seed", o.seed, "seed of the preset's init and of the example batch");
+  app.add_option("--inputs", o.inputs,
+                 "comma-separated: input_ids[,attention_mask][,token_type_ids][,labels]")
+      ->delimiter(',');
+  app.add_option("--batch-size", o.batch_size, "example batch: sequences")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--seq-len", o.seq_len, "example batch: tokens per sequence")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--pad", o.pad,
+                 "example batch: padded positions at the end of the second sequence")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--train", o.train, "trace in training mode (dropout active)");
+  app.add_option("--pass", o.passes,
+                 std::string("a pass to run (repeatable, in order): ") + kPasses);
+  app.add_option("--lora-rank", o.lora.rank, "insert_lora: rank r")->check(CLI::PositiveNumber);
+  app.add_option("--lora-alpha", o.lora.alpha,
+                 "insert_lora: alpha (the update is scaled by alpha/r)");
+  app.add_option("--lora-dropout", o.lora.dropout, "insert_lora: dropout on the adapter's input");
+  app.add_option("--lora-targets", o.lora.targets, "insert_lora: regex over module paths");
+  app.add_option("--report-depth", o.report_depth, "report_parameters: deepest module level shown");
+  app.add_flag("--print", o.print, "print the node table (name, kind, op, output shape, args)");
+  app.add_option("--draw", o.draw,
+                 "draw the graph to a .svg, .png, .pdf (via Graphviz) or .dot file");
+  app.add_option("--export", o.export_dir, "export graph.json + model.safetensors to this folder");
+  app.add_flag("--check", o.check, "compare the graph's logits with the eager model's");
+  app.add_flag("--run", o.run, "run the graph on the example batch and print its outputs");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "mase-graph: %s (see --help)\n", e.what());
+    return 2;
+  }
+  try {
+    MASE_CHECK(o.pad < o.seq_len, ConfigError, "--pad ", o.pad, " must be below --seq-len ",
+               o.seq_len);
+    MASE_CHECK(o.reload.empty() || o.init.empty(), ConfigError,
+               "--reload and --init exclude each other");
+    return run(o);
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "mase-graph: %s\n", e.what());
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "mase-graph: %s\n", e.what());
+    return 1;
+  }
+}
