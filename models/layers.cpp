@@ -18,6 +18,18 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_f
     uniform_(bias, -bound, bound);
   }
 }
+Linear::Linear(Tensor w, Tensor b) {
+  MASE_CHECK(w.defined() && w.ndim() == 2, ShapeError, "[Linear] expected a weight (out, in), got ",
+             w.defined() ? to_string(w.shape()) : "an undefined tensor");
+  MASE_CHECK(!b.defined() || b.shape() == Shape{w.size(0)}, ShapeError,
+             "[Linear] expected a bias of shape (", w.size(0), ") for weight ", w.shape(), ", got ",
+             b.shape());
+  out_features = w.size(0);
+  in_features = w.size(1);
+  register_parameter("weight", weight, w, w.requires_grad());
+  if (b.defined()) register_parameter("bias", bias, b, b.requires_grad());
+}
+
 std::string Linear::extra_repr() const {
   return cat("in_features=", in_features, ", out_features=", out_features, ", bias=",
              bias.defined() ? "true" : "false");
