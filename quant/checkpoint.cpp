@@ -34,31 +34,42 @@ json compression_layers(nn::Module& model) {
   return layers;
 }
 
+namespace {
+
+// The module an entry of "layers" describes, over the fresh Linear it replaces.
+nn::ModulePtr rebuild_layer(const nn::Linear& base, const json& d, const std::string& path,
+                            const std::string& source) {
+  auto fail = [&](const std::string& what) {
+    return ConfigError(cat("[load_compressed] ", source, ": layer '", path, "': ", what));
+  };
+  if (!d.is_object() || !d.contains("type") || !d["type"].is_string())
+    throw fail(cat("expected an object with a \"type\", got ", d.dump()));
+  const std::string type = d["type"];
+  if (type == "QuantizedLinear") return QuantizedLinear::from_description(base, d, path);
+  if (type == "MxInt8Linear") {
+    const int64_t in = d.value("in_features", int64_t{-1}), out = d.value("out_features", int64_t{-1});
+    if (in != base.in_features || out != base.out_features)
+      throw fail(cat("MxInt8Linear ", in, " -> ", out, " does not fit the model's Linear ",
+                     base.in_features, " -> ", base.out_features));
+    return std::make_shared<MxInt8Linear>(in, out, d.value("bias", true));
+  }
+  throw fail(cat("unknown type '", type, "' (expected QuantizedLinear or MxInt8Linear)"));
+}
+
+}  // namespace
+
 void apply_compression_layers(nn::Module& model, const json& layers, const std::string& source) {
   MASE_CHECK(layers.is_object(), ConfigError, "[load_compressed] ", source,
              ": expected \"layers\" to be an object, got ", layers.dump());
-  for (const auto& [path, d] : layers.items()) try {
-    auto fail = [&](const std::string& what) {
-      return ConfigError(cat("[load_compressed] ", source, ": layer '", path, "': ", what));
-    };
-    if (!d.is_object() || !d.contains("type") || !d["type"].is_string())
-      throw fail(cat("expected an object with a \"type\", got ", d.dump()));
+  for (const auto& [path, d] : layers.items()) {
     auto* base = dynamic_cast<nn::Linear*>(model.submodule(path).get());
-    if (!base) throw fail(cat("the model has a ", model.submodule(path)->type_name(), " there, not a Linear"));
-    const std::string type = d["type"];
-    if (type == "QuantizedLinear") {
-      model.replace_submodule(path, QuantizedLinear::from_description(*base, d, path));
-    } else if (type == "MxInt8Linear") {
-      const int64_t in = d.value("in_features", int64_t{-1}), out = d.value("out_features", int64_t{-1});
-      if (in != base->in_features || out != base->out_features)
-        throw fail(cat("MxInt8Linear ", in, " -> ", out, " does not fit the model's Linear ",
-                       base->in_features, " -> ", base->out_features));
-      model.replace_submodule(path, std::make_shared<MxInt8Linear>(in, out, d.value("bias", true)));
-    } else {
-      throw fail(cat("unknown type '", type, "' (expected QuantizedLinear or MxInt8Linear)"));
+    MASE_CHECK(base, ConfigError, "[load_compressed] ", source, ": layer '", path, "' is a ",
+               model.submodule(path)->type_name(), " in the model, not a Linear");
+    try {
+      model.replace_submodule(path, rebuild_layer(*base, d, path, source));
+    } catch (const json::exception& e) {  // a value of the wrong type
+      throw ConfigError(cat("[load_compressed] ", source, ": layer '", path, "': ", e.what()));
     }
-  } catch (const json::exception& e) {  // a value of the wrong type
-    throw ConfigError(cat("[load_compressed] ", source, ": layer '", path, "': ", e.what()));
   }
 }
 
