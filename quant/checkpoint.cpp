@@ -77,13 +77,23 @@ void save_compressed(nn::BertForSequenceClassification& model, const std::string
   for (auto& [path, m] : model.named_modules())
     if (auto* q = dynamic_cast<QuantizedLinear*>(m.get())) q->apply_weight_mask_();
   nn::save_pretrained(model, dir);
-  json sidecar = {{"format", kFormat}, {"version", 1}, {"layers", compression_layers(model)}};
-  nn::write_text_atomic((fs::path(dir) / kSidecar).string(), sidecar.dump(2) + "\n");
+  const std::string sidecar_path = (fs::path(dir) / kSidecar).string();
+  json layers = compression_layers(model);
+  if (layers.empty()) {
+    std::error_code ec;
+    fs::remove(sidecar_path, ec);  // a stale sidecar would rebuild layers this model lacks
+    MASE_CHECK(!ec, IoError, "[save_compressed] cannot remove ", sidecar_path, ": ", ec.message());
+    return;
+  }
+  json sidecar = {{"format", kFormat}, {"version", 1}, {"layers", layers}};
+  nn::write_text_atomic(sidecar_path, sidecar.dump(2) + "\n");
 }
 
-std::shared_ptr<nn::BertForSequenceClassification> load_compressed(const std::string& dir) {
+void load_compressed_weights(nn::BertForSequenceClassification& model, const std::string& dir,
+                             nn::LoadReport* report) {
   const std::string sidecar_path = (fs::path(dir) / kSidecar).string();
-  if (!fs::exists(sidecar_path)) return nn::from_pretrained(dir);
+  const std::string weights = (fs::path(dir) / "model.safetensors").string();
+  if (!fs::exists(sidecar_path)) return nn::load_pretrained_weights(model, weights, report);
   json sidecar;
   {
     std::ifstream in(sidecar_path);
@@ -99,15 +109,20 @@ std::shared_ptr<nn::BertForSequenceClassification> load_compressed(const std::st
              IoError, "[load_compressed] ", sidecar_path,
              " is not a mase-compression sidecar of version 1 (expected {\"format\": \"", kFormat,
              "\", \"version\": 1, \"layers\": {...}})");
-  const std::string weights = (fs::path(dir) / "model.safetensors").string();
-  auto model = std::make_shared<nn::BertForSequenceClassification>(
-      nn::load_config((fs::path(dir) / "config.json").string()));
-  apply_compression_layers(*model, sidecar["layers"], sidecar_path);
+  apply_compression_layers(model, sidecar["layers"], sidecar_path);
   try {
-    model->load_state_dict(nn::load_safetensors(weights).tensors, /*strict=*/true);
+    model.load_state_dict(nn::load_safetensors(weights).tensors, /*strict=*/true);
   } catch (const ConfigError& e) {
     throw ConfigError(cat(e.what(), " (in ", weights, ")"));
   }
+  if (report) *report = nn::LoadReport{};
+}
+
+std::shared_ptr<nn::BertForSequenceClassification> load_compressed(const std::string& dir) {
+  MASE_CHECK(fs::is_directory(dir), IoError, "[load_compressed] ", dir, " is not a directory");
+  auto model = std::make_shared<nn::BertForSequenceClassification>(
+      nn::load_config((fs::path(dir) / "config.json").string()));
+  load_compressed_weights(*model, dir);
   return model;
 }
 

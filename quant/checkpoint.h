@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/bert.h"
+#include "models/checkpoint.h"
 
 namespace mase::quant {
 
@@ -36,8 +36,15 @@ void apply_compression_layers(nn::Module& model, const nlohmann::json& layers,
                               const std::string& source = "compression.json");
 
 // save_pretrained + compression.json (written atomically; pruned weights re-zeroed first).
+// A model without compressed layers gets no sidecar (and a stale one in `dir` is removed), so
+// its directory is exactly save_pretrained's.
 void save_compressed(nn::BertForSequenceClassification& model, const std::string& dir);
 // The model saved by save_compressed (or a plain model directory).
 std::shared_ptr<nn::BertForSequenceClassification> load_compressed(const std::string& dir);
+// Into an existing model built from <dir>/config.json: with a compression.json in `dir`, its
+// layers are rebuilt and model.safetensors is loaded strictly; without one, this is
+// nn::load_pretrained_weights (HF checkpoints and their normalisation, `report` filled).
+void load_compressed_weights(nn::BertForSequenceClassification& model, const std::string& dir,
+                             nn::LoadReport* report = nullptr);
 
 }  // namespace mase::quant

@@ -120,6 +120,11 @@ std::string ModelBytes::str() const {
 
 std::string MxInt8Report::str() const {
   std::string s = cat("MXINT8 weights: ", layers.size(), " Linear layer(s) packed\n");
+  if (!skipped.empty()) {
+    s += cat("  skipped (quantized or activation-pruned, left as they are): ", skipped.size(), ":");
+    for (const std::string& p : skipped) s += " " + p;
+    s += "\n";
+  }
   for (const MxInt8Row& r : layers)
     s += cat("  ", r.layer, "  ", r.weight, "  ", with_commas(r.fp32_bytes), " B -> ",
              with_commas(r.packed_bytes), " B\n");
@@ -137,10 +142,10 @@ MxInt8Report mxint8_weights(nn::Module& model, const std::string& regex) {
   for (auto& [path, lin] : linear_layers(model)) {
     if (!std::regex_search(path, re)) continue;
     if (auto* q = dynamic_cast<QuantizedLinear*>(lin)) {
-      MASE_CHECK(!q->is_quantized() && !q->activation_pruning(), ConfigError, "[mxint8_weights] layer '",
-                 path, "' is a ", q->type_name(), " (", q->extra_repr(),
-                 "): its quantizers or activation pruning would be dropped (pack plain or "
-                 "weight-pruned Linears only)");
+      if (q->is_quantized() || q->activation_pruning()) {
+        report.skipped.push_back(path);
+        continue;
+      }
       q->apply_weight_mask_();  // the zeros go into the packed weight
     }
     auto packed = std::make_shared<MxInt8Linear>(*lin);

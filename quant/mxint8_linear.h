@@ -68,14 +68,15 @@ struct MxInt8Row {
 };
 struct MxInt8Report {
   std::vector<MxInt8Row> layers;
+  std::vector<std::string> skipped;  // matched, but quantized: left as they were
   ModelBytes bytes;  // after the pass
   std::string str() const;
 };
 
 // Replace every Linear whose dotted path matches `regex` (std::regex_search; "" = every
-// Linear) by an MxInt8Linear packing its (masked) weight. A layer that is a QuantizedLinear
-// with quantizers is a ConfigError (its formats would be silently dropped); a pruned-only
-// one is packed with its zeros.
+// Linear) by an MxInt8Linear packing its (masked) weight. A pruned-only layer is packed with
+// its zeros; a QuantizedLinear with quantizers or activation pruning is skipped and listed in
+// the report (packing would drop its formats).
 [[nodiscard]] MxInt8Report mxint8_weights(nn::Module& model, const std::string& regex = "");
 
 }  // namespace mase::quant

@@ -90,6 +90,12 @@ struct CompressReport {
 
 [[nodiscard]] CompressReport compress(nn::Module& model, const nlohmann::json& config);
 
+// What the model's Linear layers are now, for a run's final.json: one entry per layer that is
+// quantized, pruned or packed ({"layer", "type", "data_in", "weight", "bias", "data_out",
+// "weight_sparsity", "activation"}), the total weight sparsity, and the MXINT8 bytes when any
+// layer is packed. null when every Linear is a plain one.
+[[nodiscard]] nlohmann::json compression_summary(nn::Module& model);
+
 // A config file as JSON: *.toml (toml++; tables and arrays map to objects and arrays) or
 // anything else as JSON. IoError for a missing file or a syntax error (with line/column).
 nlohmann::json read_config_file(const std::string& path);

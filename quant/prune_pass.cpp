@@ -2,6 +2,7 @@
 // masks and specs: prune.h; how a pruned layer computes: quantized_linear.h).
 #include <cstdio>
 
+#include "quant/mxint8_linear.h"
 #include "quant/passes.h"
 #include "quant/quantized_linear.h"
 #include "quant/report_table.h"
@@ -92,6 +93,39 @@ int64_t bake_masks(nn::Module& model) {
       model.replace_submodule(path, std::make_shared<nn::Linear>(q->weight, q->bias));
   }
   return baked;
+}
+
+json compression_summary(nn::Module& model) {
+  json layers = json::array();
+  int64_t weights = 0, pruned = 0;
+  bool packed = false;
+  for (auto& [path, m] : model.named_modules()) {
+    if (auto* mx = dynamic_cast<MxInt8Linear*>(m.get())) {
+      layers.push_back({{"layer", path}, {"type", mx->type_name()}, {"weight", "mxint8 (packed)"}});
+      packed = true;
+      continue;
+    }
+    auto* q = dynamic_cast<QuantizedLinear*>(m.get());
+    auto* lin = dynamic_cast<nn::Linear*>(m.get());
+    if (lin && !path.empty()) weights += lin->weight.numel();
+    if (!q) continue;
+    LinearQuantizers& qs = q->quantizers();
+    const PruneRow row = row_of(path, *q);
+    pruned += row.pruned;
+    layers.push_back({{"layer", path}, {"type", q->type_name()}, {"data_in", qs.data_in.str()},
+                      {"weight", qs.weight.str()}, {"bias", qs.bias.str()}, {"data_out", qs.data_out.str()},
+                      {"weight_sparsity", row.sparsity()}, {"activation", row.activation}});
+  }
+  if (layers.empty()) return nullptr;
+  json j = {{"layers", layers},
+            {"linear_weight_sparsity", weights ? double(pruned) / double(weights) : 0.0}};
+  if (packed) {
+    ModelBytes b = model_bytes(model);
+    j["mxint8"] = {{"packed_elements", b.packed.elements}, {"packed_bytes", b.packed.packed_bytes()},
+                   {"fp32_bytes", b.packed.fp32_bytes()}, {"model_fp32_bytes", b.model_fp32_bytes},
+                   {"model_bytes", b.model_bytes}, {"model_saving", b.saving()}};
+  }
+  return j;
 }
 
 int64_t PruneReport::weights() const {

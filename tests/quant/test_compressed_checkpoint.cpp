@@ -48,6 +48,9 @@ TEST_CASE("a quantized and pruned BERT saves, reloads and evaluates identically"
     CHECK(sparsity_report(*r).to_json() == sparsity_report(*m).to_json());
     CHECK(eval(*r, ids) == eval(*m, ids));
     CHECK(eval(*r, ids) == eval(*m, ids));  // and again, with fresh random activation masks
+    json summary = compression_summary(*r);
+    CHECK(summary["layers"].size() == 14);
+    CHECK(summary["linear_weight_sparsity"].get<double>() == doctest::Approx(0.3).epsilon(1e-3));
   }
 }
 
@@ -65,6 +68,10 @@ TEST_CASE("an MXINT8 model saves its packed weights and reloads identically") {
   CHECK(r->submodule("bert.encoder.layer.1.output.dense")->type_name() == "MxInt8Linear");
   CHECK(r->submodule("bert.pooler.dense")->type_name() == "Linear");
   CHECK(eval(*r, ids) == eval(*m, ids));
+  json summary = compression_summary(*r);
+  CHECK(summary["layers"].size() == 12);
+  CHECK(summary["mxint8"]["packed_elements"] == 2 * (4 * 32 * 32 + 2 * 64 * 32));
+  CHECK(compression_summary(*test::tiny_bert()).is_null());
   // the file is smaller than the fp32 one by the packed weights' saving
   test::TempDir plain;
   nn::save_pretrained(*test::tiny_bert(), plain.path.string());
@@ -78,7 +85,11 @@ TEST_CASE("an MXINT8 model saves its packed weights and reloads identically") {
 TEST_CASE("load_compressed reads plain directories and rejects bad sidecars") {
   test::TempDir dir;
   auto m = test::tiny_bert();
-  nn::save_pretrained(*m, dir.path.string());
+  {
+    std::ofstream(dir.file("compression.json")) << "{}";  // stale: removed by the next save
+  }
+  save_compressed(*m, dir.path.string());  // a plain model: exactly save_pretrained's files
+  CHECK(!std::filesystem::exists(dir.file("compression.json")));
   Tensor ids = test::tiny_ids(2, 4, 1);
   auto plain = load_compressed(dir.path.string());
   plain->eval();

@@ -70,7 +70,7 @@ TEST_CASE("model bytes: the 8.25-bit arithmetic and why the model saves less tha
   CHECK(m->forward(ids).shape() == Shape{2, 2});
 }
 
-TEST_CASE("mxint8_weights packs pruned layers with their zeros and refuses quantized ones") {
+TEST_CASE("mxint8_weights packs pruned layers with their zeros and skips quantized ones") {
   auto m = test::tiny_bert();
   (void)prune(*m, {{"weight", {{"sparsity", 0.5}}}});
   Tensor ids = test::tiny_ids(2, 5, 4);
@@ -81,6 +81,11 @@ TEST_CASE("mxint8_weights packs pruned layers with their zeros and refuses quant
   CHECK(std::count(q.begin(), q.end(), int8_t{0}) >= 512);  // the pruned half is exact zeros
   auto q2 = test::tiny_bert();
   (void)quantize(*q2, {{"by", "name"}, {"classifier", {{"config", {{"name", "mxint8"}}}}}});
-  CHECK_THROWS_AS((void)mxint8_weights(*q2), ConfigError);
+  MxInt8Report r2 = mxint8_weights(*q2);
+  CHECK(r2.layers.size() == 13);
+  CHECK(r2.skipped == std::vector<std::string>{"classifier"});
+  CHECK(q2->submodule("classifier")->type_name() == "QuantizedLinear");
+  CHECK(r2.str().find("skipped (quantized or activation-pruned, left as they are): 1: classifier") !=
+        std::string::npos);
   CHECK_THROWS_AS((void)mxint8_weights(*q2, "("), ConfigError);
 }
