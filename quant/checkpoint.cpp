@@ -89,11 +89,9 @@ void save_compressed(nn::BertForSequenceClassification& model, const std::string
   nn::write_text_atomic(sidecar_path, sidecar.dump(2) + "\n");
 }
 
-void load_compressed_weights(nn::BertForSequenceClassification& model, const std::string& dir,
-                             nn::LoadReport* report) {
+bool apply_compression_sidecar(nn::Module& model, const std::string& dir) {
   const std::string sidecar_path = (fs::path(dir) / kSidecar).string();
-  const std::string weights = (fs::path(dir) / "model.safetensors").string();
-  if (!fs::exists(sidecar_path)) return nn::load_pretrained_weights(model, weights, report);
+  if (!fs::exists(sidecar_path)) return false;
   json sidecar;
   {
     std::ifstream in(sidecar_path);
@@ -110,6 +108,13 @@ void load_compressed_weights(nn::BertForSequenceClassification& model, const std
              " is not a mase-compression sidecar of version 1 (expected {\"format\": \"", kFormat,
              "\", \"version\": 1, \"layers\": {...}})");
   apply_compression_layers(model, sidecar["layers"], sidecar_path);
+  return true;
+}
+
+void load_compressed_weights(nn::BertForSequenceClassification& model, const std::string& dir,
+                             nn::LoadReport* report) {
+  const std::string weights = (fs::path(dir) / "model.safetensors").string();
+  if (!apply_compression_sidecar(model, dir)) return nn::load_pretrained_weights(model, weights, report);
   try {
     model.load_state_dict(nn::load_safetensors(weights).tensors, /*strict=*/true);
   } catch (const ConfigError& e) {

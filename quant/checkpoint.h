@@ -35,6 +35,11 @@ nlohmann::json compression_layers(nn::Module& model);
 void apply_compression_layers(nn::Module& model, const nlohmann::json& layers,
                               const std::string& source = "compression.json");
 
+// If <dir>/compression.json exists, rebuild its layers in `model` (a model freshly built from
+// <dir>/config.json) and return true; the tensors are loaded afterwards (a trainer restoring a
+// checkpoint does that itself). IoError for a sidecar that is not one.
+bool apply_compression_sidecar(nn::Module& model, const std::string& dir);
+
 // save_pretrained + compression.json (written atomically; pruned weights re-zeroed first).
 // A model without compressed layers gets no sidecar (and a stale one in `dir` is removed), so
 // its directory is exactly save_pretrained's.
