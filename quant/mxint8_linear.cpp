@@ -8,6 +8,7 @@
 #include "quant/kernels/mxint8.h"
 #include "quant/passes.h"
 #include "quant/quantized_linear.h"
+#include "quant/report_table.h"
 
 namespace mase::quant {
 
@@ -111,24 +112,25 @@ std::string ModelBytes::str() const {
   char buf[512];
   const double share = model_fp32_bytes ? double(packed.fp32_bytes()) / double(model_fp32_bytes) : 0;
   std::snprintf(buf, sizeof buf,
-                "Whole model: %s B -> %s B, saving %.2f%%: the MXINT8 weights were %.1f%% of its "
-                "fp32 bytes, so the saving is %.1f%% x %.2f%% of the packed part plus 0 on the rest\n",
+                "Whole model: %s B -> %s B, %.2f%% saved: the packed weights were %.1f%% of the "
+                "model's fp32 bytes, and %.1f%% x %.2f%% = %.2f%%; the rest saves nothing\n",
                 with_commas(model_fp32_bytes).c_str(), with_commas(model_bytes).c_str(), 100.0 * saving(),
-                100.0 * share, 100.0 * share, 100.0 * packed.saving());
+                100.0 * share, 100.0 * share, 100.0 * packed.saving(), 100.0 * share * packed.saving());
   return s + buf;
 }
 
 std::string MxInt8Report::str() const {
-  std::string s = cat("MXINT8 weights: ", layers.size(), " Linear layer(s) packed\n");
+  std::string s = cat("MXINT8 weights: ", layers.size(), " Linear layer(s) packed");
   if (!skipped.empty()) {
-    s += cat("  skipped (quantized or activation-pruned, left as they are): ", skipped.size(), ":");
-    for (const std::string& p : skipped) s += " " + p;
-    s += "\n";
+    s += cat(", ", skipped.size(), " skipped (quantized or activation-pruned: left as they are):");
+    for (size_t i = 0; i < skipped.size(); ++i) s += (i ? ", " : " ") + skipped[i];
   }
+  s += "\n";
+  if (layers.empty()) return s;
+  ReportTable t({"layer", "weight", "fp32 B", "packed B"});
   for (const MxInt8Row& r : layers)
-    s += cat("  ", r.layer, "  ", r.weight, "  ", with_commas(r.fp32_bytes), " B -> ",
-             with_commas(r.packed_bytes), " B\n");
-  return s + bytes.str();
+    t.add_row({r.layer, to_string(r.weight), with_commas(r.fp32_bytes), with_commas(r.packed_bytes)});
+  return s + t.str() + bytes.str();
 }
 
 MxInt8Report mxint8_weights(nn::Module& model, const std::string& regex) {
