@@ -62,27 +62,34 @@ void select_smallest_rows(uint8_t* keep, const KeySource& src, int64_t rows, int
     std::fill_n(keep, rows * cols, uint8_t{1});
     return;
   }
+  if (k >= cols) {
+    std::fill_n(keep, rows * cols, uint8_t{0});
+    return;
+  }
   const int64_t grain = std::max<int64_t>(1, kGrainElems / cols);
   parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
     std::vector<uint32_t> keys(static_cast<size_t>(cols)), sorted(keys.size());
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t base = r * cols;
-      for (int64_t j = 0; j < cols; ++j) keys[j] = src.key(base + j);
-      uint8_t* m = keep + base;
-      if (k >= cols) {
-        std::fill_n(m, cols, uint8_t{0});
-        continue;
+      // the row's keys, in a loop without branches (it vectorises for magnitudes)
+      if (src.values) {
+        const float* x = src.values + base;
+        for (int64_t j = 0; j < cols; ++j) keys[j] = magnitude_key(x[j]);
+      } else {
+        for (int64_t j = 0; j < cols; ++j) keys[j] = src.key(base + j);
       }
       sorted = keys;  // nth_element reorders its input
       std::nth_element(sorted.begin(), sorted.begin() + (k - 1), sorted.end());
-      const uint32_t t = sorted[k - 1];
-      int64_t ties = k;
-      for (int64_t j = 0; j < cols; ++j) ties -= keys[j] < t;
+      const uint32_t t = sorted[k - 1];  // the k-th smallest key of the row
+      uint8_t* m = keep + base;
+      int64_t below = 0;
       for (int64_t j = 0; j < cols; ++j) {
-        const bool pruned = keys[j] < t || (keys[j] == t && ties > 0);
-        if (keys[j] == t && ties > 0) --ties;
-        m[j] = pruned ? 0 : 1;
+        below += keys[j] < t;
+        m[j] = keys[j] > t;  // ties are settled below
       }
+      int64_t ties = k - below;  // keys equal to t to prune, in position order
+      for (int64_t j = 0; j < cols; ++j)
+        if (keys[j] == t) m[j] = ties-- > 0 ? 0 : 1;
     }
   });
 }
