@@ -27,8 +27,10 @@ json compression_layers(nn::Module& model) {
       d["type"] = "QuantizedLinear";
       layers[path] = d;
     } else if (auto* mx = dynamic_cast<MxInt8Linear*>(m.get())) {
-      layers[path] = {{"type", "MxInt8Linear"}, {"in_features", mx->in_features},
-                      {"out_features", mx->out_features}, {"bias", mx->bias.defined()}};
+      layers[path] = {{"type", "MxInt8Linear"},
+                      {"in_features", mx->in_features},
+                      {"out_features", mx->out_features},
+                      {"bias", mx->bias.defined()}};
     }
   }
   return layers;
@@ -47,7 +49,8 @@ nn::ModulePtr rebuild_layer(const nn::Linear& base, const json& d, const std::st
   const std::string type = d["type"];
   if (type == "QuantizedLinear") return QuantizedLinear::from_description(base, d, path);
   if (type == "MxInt8Linear") {
-    const int64_t in = d.value("in_features", int64_t{-1}), out = d.value("out_features", int64_t{-1});
+    const int64_t in = d.value("in_features", int64_t{-1}),
+                  out = d.value("out_features", int64_t{-1});
     if (in != base.in_features || out != base.out_features)
       throw fail(cat("MxInt8Linear ", in, " -> ", out, " does not fit the model's Linear ",
                      base.in_features, " -> ", base.out_features));
@@ -102,8 +105,8 @@ bool apply_compression_sidecar(nn::Module& model, const std::string& dir) {
       throw IoError(cat("[load_compressed] ", sidecar_path, " is not valid JSON (", e.what(), ")"));
     }
   }
-  MASE_CHECK(sidecar.is_object() && sidecar.value("format", "") == kFormat && sidecar.value("version", 0) == 1 &&
-                 sidecar.contains("layers"),
+  MASE_CHECK(sidecar.is_object() && sidecar.value("format", "") == kFormat &&
+                 sidecar.value("version", 0) == 1 && sidecar.contains("layers"),
              IoError, "[load_compressed] ", sidecar_path,
              " is not a mase-compression sidecar of version 1 (expected {\"format\": \"", kFormat,
              "\", \"version\": 1, \"layers\": {...}})");
@@ -114,7 +117,8 @@ bool apply_compression_sidecar(nn::Module& model, const std::string& dir) {
 void load_compressed_weights(nn::BertForSequenceClassification& model, const std::string& dir,
                              nn::LoadReport* report) {
   const std::string weights = (fs::path(dir) / "model.safetensors").string();
-  if (!apply_compression_sidecar(model, dir)) return nn::load_pretrained_weights(model, weights, report);
+  if (!apply_compression_sidecar(model, dir))
+    return nn::load_pretrained_weights(model, weights, report);
   try {
     model.load_state_dict(nn::load_safetensors(weights).tensors, /*strict=*/true);
   } catch (const ConfigError& e) {

@@ -20,9 +20,8 @@
 // Read next: docs/lab1.md.
 #pragma once
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "models/checkpoint.h"
 

@@ -28,7 +28,8 @@ MxInt8Linear::MxInt8Linear(int64_t in, int64_t out, bool with_bias)
   MASE_CHECK(in > 0 && out > 0, ConfigError, "[MxInt8Linear] expected positive sizes, got in=", in,
              ", out=", out);
   register_buffer("weight_elements", weight_elements, Tensor::zeros({out, in}, DType::i8));
-  register_buffer("weight_scales", weight_scales, Tensor::zeros({out, cpu::mx_blocks(in)}, DType::u8));
+  register_buffer("weight_scales", weight_scales,
+                  Tensor::zeros({out, cpu::mx_blocks(in)}, DType::u8));
   register_parameter("bias", bias, with_bias ? Tensor::zeros({out}) : Tensor());
 }
 
@@ -85,12 +86,14 @@ ModelBytes model_bytes(nn::Module& model) {
   for (auto& [path, m] : model.named_modules()) {
     if (auto* mx = dynamic_cast<MxInt8Linear*>(m.get())) {
       r.packed.add(mx->weight_elements.shape());
-      if (mx->bias.defined()) add_unquantized("Linear biases", static_cast<int64_t>(mx->bias.nbytes()));
+      if (mx->bias.defined())
+        add_unquantized("Linear biases", static_cast<int64_t>(mx->bias.nbytes()));
       continue;
     }
     nn::NamedTensors own = m->named_parameters(false), bufs = m->named_buffers(false);
     own.insert(own.end(), bufs.begin(), bufs.end());
-    for (auto& [name, t] : own) add_unquantized(tensor_class(*m, name), static_cast<int64_t>(t.nbytes()));
+    for (auto& [name, t] : own)
+      add_unquantized(tensor_class(*m, name), static_cast<int64_t>(t.nbytes()));
   }
   int64_t rest = 0;
   for (auto& [c, b] : un) rest += b;
@@ -110,12 +113,14 @@ std::string ModelBytes::str() const {
   if (!unquantized.empty()) s.pop_back();
   s += cat(" (", with_commas(rest), " B)\n");
   char buf[512];
-  const double share = model_fp32_bytes ? double(packed.fp32_bytes()) / double(model_fp32_bytes) : 0;
+  const double share =
+      model_fp32_bytes ? double(packed.fp32_bytes()) / double(model_fp32_bytes) : 0;
   std::snprintf(buf, sizeof buf,
                 "Whole model: %s B -> %s B, %.2f%% saved: the packed weights were %.1f%% of the "
                 "model's fp32 bytes, and %.1f%% x %.2f%% = %.2f%%; the rest saves nothing\n",
-                with_commas(model_fp32_bytes).c_str(), with_commas(model_bytes).c_str(), 100.0 * saving(),
-                100.0 * share, 100.0 * share, 100.0 * packed.saving(), 100.0 * share * packed.saving());
+                with_commas(model_fp32_bytes).c_str(), with_commas(model_bytes).c_str(),
+                100.0 * saving(), 100.0 * share, 100.0 * share, 100.0 * packed.saving(),
+                100.0 * share * packed.saving());
   return s + buf;
 }
 
@@ -129,7 +134,8 @@ std::string MxInt8Report::str() const {
   if (layers.empty()) return s;
   ReportTable t({"layer", "weight", "fp32 B", "packed B"});
   for (const MxInt8Row& r : layers)
-    t.add_row({r.layer, to_string(r.weight), with_commas(r.fp32_bytes), with_commas(r.packed_bytes)});
+    t.add_row(
+        {r.layer, to_string(r.weight), with_commas(r.fp32_bytes), with_commas(r.packed_bytes)});
   return s + t.str() + bytes.str();
 }
 

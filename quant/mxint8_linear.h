@@ -46,9 +46,9 @@ class MxInt8Linear : public nn::Module {
 
 // The bytes of a model's parameters and buffers, split into what MXINT8 packs and the rest.
 struct ModelBytes {
-  BytesReport packed;             // the MXINT8 weights: their fp32 size vs packed size
-  int64_t model_fp32_bytes = 0;   // the whole model before (every tensor at 4 B/element)
-  int64_t model_bytes = 0;        // the whole model as stored now
+  BytesReport packed;            // the MXINT8 weights: their fp32 size vs packed size
+  int64_t model_fp32_bytes = 0;  // the whole model before (every tensor at 4 B/element)
+  int64_t model_bytes = 0;       // the whole model as stored now
   // the tensors left as they were, by class: {"embeddings", bytes}, {"Linear biases", ...}
   std::vector<std::pair<std::string, int64_t>> unquantized;
   double saving() const {
@@ -69,7 +69,7 @@ struct MxInt8Row {
 struct MxInt8Report {
   std::vector<MxInt8Row> layers;
   std::vector<std::string> skipped;  // matched, but quantized: left as they were
-  ModelBytes bytes;  // after the pass
+  ModelBytes bytes;                  // after the pass
   std::string str() const;
 };
 

@@ -2,14 +2,14 @@
 // passes.h). The prune pass and mask baking are in prune_pass.cpp.
 #include "quant/passes.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <regex>
 #include <sstream>
-
-#include <toml++/toml.h>
 
 #include "quant/quantized_linear.h"
 #include "quant/report_table.h"
@@ -40,23 +40,24 @@ struct Entry {
 const json* inner_config(const json& entry, const std::string& key) {
   MASE_CHECK(entry.is_object() && entry.contains("config") && entry["config"].is_object() &&
                  entry.size() == 1,
-             ConfigError, "[quantize] expected \"", key, "\" to be {\"config\": {\"name\": <format>, ...}}, got ",
-             entry.dump());
+             ConfigError, "[quantize] expected \"", key,
+             "\" to be {\"config\": {\"name\": <format>, ...}}, got ", entry.dump());
   return &entry["config"];
 }
 
 // "name" missing or null, or "bypass": true: leave the layer unquantized.
 bool leaves_unquantized(const json& c) {
-  return !c.contains("name") || c["name"].is_null() || (c.contains("bypass") && c["bypass"] == true);
+  return !c.contains("name") || c["name"].is_null() ||
+         (c.contains("bypass") && c["bypass"] == true);
 }
 
 }  // namespace
 
-
 // ---- quantize ------------------------------------------------------------------------------
 
 QuantizeReport quantize(nn::Module& model, const json& config) {
-  MASE_CHECK(config.is_object(), ConfigError, "[quantize] expected a config object, got ", config.dump());
+  MASE_CHECK(config.is_object(), ConfigError, "[quantize] expected a config object, got ",
+             config.dump());
   MASE_CHECK(config.contains("by") && config["by"].is_string(), ConfigError,
              "[quantize] missing \"by\": \"type\", \"name\" or \"regex\"");
   const std::string by = config["by"].get<std::string>();
@@ -64,11 +65,13 @@ QuantizeReport quantize(nn::Module& model, const json& config) {
              "[quantize] expected \"by\" to be \"type\", \"name\" or \"regex\", got \"", by, "\"");
   uint64_t seed = 0;
   if (config.contains("seed")) {
-    MASE_CHECK(config["seed"].is_number_integer() && config["seed"].get<int64_t>() >= 0, ConfigError,
-               "[quantize] expected \"seed\" to be a non-negative integer, got ", config["seed"].dump());
+    MASE_CHECK(config["seed"].is_number_integer() && config["seed"].get<int64_t>() >= 0,
+               ConfigError, "[quantize] expected \"seed\" to be a non-negative integer, got ",
+               config["seed"].dump());
     seed = config["seed"].get<uint64_t>();
   }
-  const json* fallback = config.contains("default") ? inner_config(config["default"], "default") : nullptr;
+  const json* fallback =
+      config.contains("default") ? inner_config(config["default"], "default") : nullptr;
   std::vector<Entry> entries;
   for (const auto& [key, value] : config.items()) {
     if (key == "by" || key == "default" || key == "seed") continue;
@@ -101,7 +104,8 @@ QuantizeReport quantize(nn::Module& model, const json& config) {
     for (Entry& e : entries) {
       const bool match = by == "type"   ? lower(e.key) == "linear"
                          : by == "name" ? e.key == path || e.key == node_name(path)
-                                        : std::regex_search(path, e.re) || std::regex_search(node_name(path), e.re);
+                                        : std::regex_search(path, e.re) ||
+                                              std::regex_search(node_name(path), e.re);
       if (!match) continue;
       MASE_CHECK(!hit, ConfigError, "[quantize] layer '", path, "' is matched by both '", hit->key,
                  "' and '", e.key, "' (make the ", by, " keys disjoint)");
@@ -120,8 +124,9 @@ QuantizeReport quantize(nn::Module& model, const json& config) {
     std::string list;
     for (const std::string& p : by == "type" ? std::vector<std::string>{"linear"} : paths)
       list += (list.empty() ? "" : ", ") + p;
-    report.warnings.push_back(cat("[quantize] warning: ", by, " key '", e.key, "' matched no layer; the ",
-                                  by == "type" ? "quantizable types are: " : "Linear layers are: ", list));
+    report.warnings.push_back(
+        cat("[quantize] warning: ", by, " key '", e.key, "' matched no layer; the ",
+            by == "type" ? "quantizable types are: " : "Linear layers are: ", list));
     std::cerr << report.warnings.back() << "\n";
   }
   for (const Plan& p : plan) {
@@ -148,8 +153,9 @@ QuantizeReport quantize(nn::Module& model, const json& config) {
 }
 
 int64_t QuantizeReport::quantized() const {
-  return std::count_if(layers.begin(), layers.end(),
-                       [](const QuantizeRow& r) { return r.weight != "none" || r.data_in != "none"; });
+  return std::count_if(layers.begin(), layers.end(), [](const QuantizeRow& r) {
+    return r.weight != "none" || r.data_in != "none";
+  });
 }
 
 std::string QuantizeReport::str() const {
@@ -162,7 +168,8 @@ std::string QuantizeReport::str() const {
     if (out) cells.push_back(r.data_out);
     t.add_row(cells);
   }
-  std::string s = cat("quantize: ", quantized(), " of ", layers.size(), " Linear layers quantized\n", t.str());
+  std::string s =
+      cat("quantize: ", quantized(), " of ", layers.size(), " Linear layers quantized\n", t.str());
   for (const std::string& w : warnings) s += w + "\n";
   return s;
 }
@@ -170,18 +177,24 @@ std::string QuantizeReport::str() const {
 json QuantizeReport::to_json() const {
   json rows = json::array();
   for (const QuantizeRow& r : layers)
-    rows.push_back({{"layer", r.layer}, {"old_type", r.old_type}, {"new_type", r.new_type},
-                    {"data_in", r.data_in}, {"weight", r.weight}, {"bias", r.bias}, {"data_out", r.data_out}});
+    rows.push_back({{"layer", r.layer},
+                    {"old_type", r.old_type},
+                    {"new_type", r.new_type},
+                    {"data_in", r.data_in},
+                    {"weight", r.weight},
+                    {"bias", r.bias},
+                    {"data_out", r.data_out}});
   return {{"layers", rows}, {"quantized", quantized()}, {"warnings", warnings}};
 }
 
 // ---- the compression pipeline --------------------------------------------------------------
 
 CompressReport compress(nn::Module& model, const json& config) {
-  MASE_CHECK(config.is_object(), ConfigError, "[compress] expected a config object, got ", config.dump());
+  MASE_CHECK(config.is_object(), ConfigError, "[compress] expected a config object, got ",
+             config.dump());
   for (const auto& [key, v] : config.items())
-    MASE_CHECK(key == "quantize" || key == "prune", ConfigError, "[compress] unknown section '", key,
-               "' (sections are quantize and prune, applied in that order)");
+    MASE_CHECK(key == "quantize" || key == "prune", ConfigError, "[compress] unknown section '",
+               key, "' (sections are quantize and prune, applied in that order)");
   CompressReport r;
   if (config.contains("quantize")) {
     r.quantize = quantize(model, config["quantize"]);
@@ -219,7 +232,8 @@ json read_config_file(const std::string& path) {
       return json::parse(os.str());
     } catch (const toml::parse_error& e) {
       const auto& where = e.source().begin;
-      throw IoError(cat("[config] ", path, ":", where.line, ":", where.column, ": ", e.description()));
+      throw IoError(
+          cat("[config] ", path, ":", where.line, ":", where.column, ": ", e.description()));
     }
   }
   std::ifstream in(path);

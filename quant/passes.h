@@ -26,10 +26,9 @@
 //   read_config_file reads it from TOML or JSON.
 // Read next: quant/checkpoint.h (saving compressed models), docs/lab1.md (using all this).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "models/layers.h"
 

@@ -16,11 +16,10 @@
 // "random". QuantizedLinear (quant/quantized_linear.h) applies both; passes.h builds them.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "runtime/random.h"
 

@@ -32,12 +32,14 @@ std::string percent(double v) {
 std::vector<std::pair<std::string, nn::Linear*>> linear_layers(nn::Module& model) {
   std::vector<std::pair<std::string, nn::Linear*>> out;
   for (auto& [path, m] : model.named_modules())
-    if (auto* lin = dynamic_cast<nn::Linear*>(m.get()); lin && !path.empty()) out.push_back({path, lin});
+    if (auto* lin = dynamic_cast<nn::Linear*>(m.get()); lin && !path.empty())
+      out.push_back({path, lin});
   return out;
 }
 
 PruneReport prune(nn::Module& model, const json& config) {
-  MASE_CHECK(config.is_object(), ConfigError, "[prune] expected a config object, got ", config.dump());
+  MASE_CHECK(config.is_object(), ConfigError, "[prune] expected a config object, got ",
+             config.dump());
   for (const auto& [key, v] : config.items())
     MASE_CHECK(key == "weight" || key == "activation", ConfigError, "[prune] unknown key '", key,
                "' (keys are weight and activation)");
@@ -112,18 +114,24 @@ json compression_summary(nn::Module& model) {
     LinearQuantizers& qs = q->quantizers();
     const PruneRow row = row_of(path, *q);
     pruned += row.pruned;
-    layers.push_back({{"layer", path}, {"type", q->type_name()}, {"data_in", qs.data_in.str()},
-                      {"weight", qs.weight.str()}, {"bias", qs.bias.str()}, {"data_out", qs.data_out.str()},
-                      {"weight_sparsity", row.sparsity()}, {"activation", row.activation}});
+    layers.push_back({{"layer", path},
+                      {"type", q->type_name()},
+                      {"data_in", qs.data_in.str()},
+                      {"weight", qs.weight.str()},
+                      {"bias", qs.bias.str()},
+                      {"data_out", qs.data_out.str()},
+                      {"weight_sparsity", row.sparsity()},
+                      {"activation", row.activation}});
   }
   if (layers.empty()) return nullptr;
   json j = {{"layers", layers},
             {"linear_weight_sparsity", weights ? double(pruned) / double(weights) : 0.0}};
   if (packed) {
     ModelBytes b = model_bytes(model);
-    j["mxint8"] = {{"packed_elements", b.packed.elements}, {"packed_bytes", b.packed.packed_bytes()},
-                   {"fp32_bytes", b.packed.fp32_bytes()}, {"model_fp32_bytes", b.model_fp32_bytes},
-                   {"model_bytes", b.model_bytes}, {"model_saving", b.saving()}};
+    j["mxint8"] = {
+        {"packed_elements", b.packed.elements}, {"packed_bytes", b.packed.packed_bytes()},
+        {"fp32_bytes", b.packed.fp32_bytes()},  {"model_fp32_bytes", b.model_fp32_bytes},
+        {"model_bytes", b.model_bytes},         {"model_saving", b.saving()}};
   }
   return j;
 }
@@ -143,8 +151,8 @@ int64_t PruneReport::pruned() const {
 std::string PruneReport::str() const {
   ReportTable t({"layer", "type", "weights", "pruned", "sparsity", "activation"});
   for (const PruneRow& r : layers)
-    t.add_row({r.layer, r.type, std::to_string(r.weights), std::to_string(r.pruned), percent(r.sparsity()),
-               r.activation});
+    t.add_row({r.layer, r.type, std::to_string(r.weights), std::to_string(r.pruned),
+               percent(r.sparsity()), r.activation});
   std::string s = "prune:";
   if (!weight.is_null()) s += cat(" weight ", weight.dump());
   if (!activation.is_null()) s += cat(" activation ", activation.dump());
@@ -156,9 +164,16 @@ std::string PruneReport::str() const {
 json PruneReport::to_json() const {
   json rows = json::array();
   for (const PruneRow& r : layers)
-    rows.push_back({{"layer", r.layer}, {"type", r.type}, {"weights", r.weights}, {"pruned", r.pruned},
-                    {"sparsity", r.sparsity()}, {"activation", r.activation}});
-  return {{"layers", rows}, {"weight", weight}, {"activation", activation}, {"weights", weights()},
+    rows.push_back({{"layer", r.layer},
+                    {"type", r.type},
+                    {"weights", r.weights},
+                    {"pruned", r.pruned},
+                    {"sparsity", r.sparsity()},
+                    {"activation", r.activation}});
+  return {{"layers", rows},
+          {"weight", weight},
+          {"activation", activation},
+          {"weights", weights()},
           {"pruned", pruned()}};
 }
 

@@ -63,7 +63,8 @@ std::string QuantizedLinear::extra_repr() const {
   if (!is_quantized()) {
     if (!is_pruned()) s += ", bypass";
   } else {
-    s += cat(", data_in=", q_.data_in.str(), ", weight=", q_.weight.str(), ", bias=", q_.bias.str());
+    s +=
+        cat(", data_in=", q_.data_in.str(), ", weight=", q_.weight.str(), ", bias=", q_.bias.str());
     if (!q_.data_out.is_identity()) s += cat(", data_out=", q_.data_out.str());
   }
   if (weight_mask_.defined()) {
@@ -101,8 +102,9 @@ void QuantizedLinear::set_weight_mask(const Tensor& keep) {
   MASE_CHECK(keep.defined() && keep.dtype() == DType::u8, DTypeError,
              "[QuantizedLinear] expected a u8 weight mask, got ",
              keep.defined() ? name(keep.dtype()) : "an undefined tensor");
-  MASE_CHECK(keep.shape() == weight.shape(), ShapeError, "[QuantizedLinear] expected a weight mask of shape ",
-             weight.shape(), ", got ", keep.shape());
+  MASE_CHECK(keep.shape() == weight.shape(), ShapeError,
+             "[QuantizedLinear] expected a weight mask of shape ", weight.shape(), ", got ",
+             keep.shape());
   MASE_CHECK(keep.device() == weight.device(), DeviceError, "[QuantizedLinear] weight on ",
              weight.device(), " but mask on ", keep.device());
   weight_mask_ = keep.contiguous().clone();  // owned: the caller may reuse its tensor
@@ -125,7 +127,9 @@ void QuantizedLinear::set_activation_pruning(const PruneSpec& spec, uint64_t off
 }
 
 nlohmann::json QuantizedLinear::describe() const {
-  nlohmann::json d = {{"quant", config_}, {"seed", seed_}, {"weight_mask", weight_mask_.defined()},
+  nlohmann::json d = {{"quant", config_},
+                      {"seed", seed_},
+                      {"weight_mask", weight_mask_.defined()},
                       {"activation", nullptr}};
   if (act_) {
     d["activation"] = act_->to_json();
@@ -143,7 +147,8 @@ std::shared_ptr<QuantizedLinear> QuantizedLinear::from_description(const nn::Lin
   if (!d.is_object() || !d.contains("quant")) throw fail("expected an object with \"quant\"");
   uint64_t seed = 0;
   if (d.contains("seed")) {
-    if (!d["seed"].is_number_integer() || d["seed"].get<int64_t>() < 0) throw fail("expected \"seed\" to be a non-negative integer");
+    if (!d["seed"].is_number_integer() || d["seed"].get<int64_t>() < 0)
+      throw fail("expected \"seed\" to be a non-negative integer");
     seed = d["seed"].get<uint64_t>();
   }
   if (d.contains("weight_mask") && !d["weight_mask"].is_boolean())

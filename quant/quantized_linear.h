@@ -30,9 +30,8 @@
 // (binary_residual's trainable μ/γ, when that format is used) and weight_mask (when pruned).
 // Read next: quant/passes.h (the passes that build these), quant/mxint8_linear.h.
 #pragma once
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "models/layers.h"
 #include "quant/prune.h"
@@ -67,7 +66,7 @@ class QuantizedLinear : public nn::Linear {
   // keep: u8 (out, in), 1 = keep. Zeroes the pruned weights in storage.
   void set_weight_mask(const Tensor& keep);
   const Tensor& weight_mask() const { return weight_mask_; }  // undefined when not pruned
-  void clear_weight_mask();  // forget the mask (bake: the zeros stay in the weight)
+  void clear_weight_mask();   // forget the mask (bake: the zeros stay in the weight)
   void apply_weight_mask_();  // W ← W ⊙ M in place (no autograd)
   int64_t pruned_weights() const { return count_pruned(weight_mask_); }
 

@@ -18,7 +18,8 @@ class ReportTable {
   std::string str() const {
     std::vector<size_t> width(header_.size(), 0);
     auto measure = [&](const std::vector<std::string>& r) {
-      for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+      for (size_t i = 0; i < r.size() && i < width.size(); ++i)
+        width[i] = std::max(width[i], r[i].size());
     };
     measure(header_);
     for (const auto& r : rows_) measure(r);

@@ -40,7 +40,7 @@ int64_t select_smallest(const std::vector<KeySource>& src, int64_t k,
       if ((key >> 16) == hi) ++hist[key & 0xFFFF];
     }
   auto [lo, below_lo] = find_bucket(hist, k - below_hi);
-  const uint32_t t = (hi << 16) | lo;  // the k-th smallest key
+  const uint32_t t = (hi << 16) | lo;        // the k-th smallest key
   int64_t ties = k - (below_hi + below_lo);  // keys equal to t to prune, in position order
   // pass 3: the masks
   for (size_t s = 0; s < src.size(); ++s) {

@@ -35,9 +35,11 @@ TEST_CASE("a quantized and pruned BERT saves, reloads and evaluates identically"
     INFO(format);
     test::TempDir dir;
     auto m = test::tiny_bert();
-    json cfg = {{"quantize", {{"by", "type"}, {"linear", {{"config", test::config_for(format)}}}}},
-                {"prune", {{"weight", {{"sparsity", 0.3}, {"method", "random"}, {"scope", "global"}, {"seed", 4}}},
-                           {"activation", {{"sparsity", 0.2}, {"method", "random"}}}}}};
+    json cfg = {
+        {"quantize", {{"by", "type"}, {"linear", {{"config", test::config_for(format)}}}}},
+        {"prune",
+         {{"weight", {{"sparsity", 0.3}, {"method", "random"}, {"scope", "global"}, {"seed", 4}}},
+          {"activation", {{"sparsity", 0.2}, {"method", "random"}}}}}};
     (void)compress(*m, cfg);
     (void)eval(*m, ids);  // advance the activation generators: their positions must be saved
     save_compressed(*m, dir.path.string());
@@ -99,14 +101,21 @@ TEST_CASE("load_compressed reads plain directories and rejects bad sidecars") {
   };
   write("{\"format\": \"something else\"}");
   CHECK_THROWS_AS(load_compressed(dir.path.string()), IoError);
-  write("{\"format\": \"mase-compression\", \"version\": 1, \"layers\": {\"bert.nope\": {\"type\": \"MxInt8Linear\"}}}");
+  write(
+      "{\"format\": \"mase-compression\", \"version\": 1, \"layers\": {\"bert.nope\": {\"type\": "
+      "\"MxInt8Linear\"}}}");
   CHECK_THROWS_AS(load_compressed(dir.path.string()), ConfigError);
-  write("{\"format\": \"mase-compression\", \"version\": 1, \"layers\": {\"classifier\": {\"type\": \"Conv\"}}}");
-  CHECK(test::error_message([&] { load_compressed(dir.path.string()); }).find("unknown type 'Conv'") !=
-        std::string::npos);
+  write(
+      "{\"format\": \"mase-compression\", \"version\": 1, \"layers\": {\"classifier\": {\"type\": "
+      "\"Conv\"}}}");
+  CHECK(test::error_message([&] {
+          load_compressed(dir.path.string());
+        }).find("unknown type 'Conv'") != std::string::npos);
   // a sidecar announcing masks the weights file does not have: the strict load lists the keys
-  write("{\"format\": \"mase-compression\", \"version\": 1, \"layers\": {\"classifier\": {\"type\": "
-        "\"QuantizedLinear\", \"quant\": {\"bypass\": true}, \"weight_mask\": true}}}");
-  CHECK(test::error_message([&] { load_compressed(dir.path.string()); }).find("missing 1 key(s): classifier.weight_mask") !=
-        std::string::npos);
+  write(
+      "{\"format\": \"mase-compression\", \"version\": 1, \"layers\": {\"classifier\": {\"type\": "
+      "\"QuantizedLinear\", \"quant\": {\"bypass\": true}, \"weight_mask\": true}}}");
+  CHECK(test::error_message([&] {
+          load_compressed(dir.path.string());
+        }).find("missing 1 key(s): classifier.weight_mask") != std::string::npos);
 }

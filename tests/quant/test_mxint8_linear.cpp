@@ -58,7 +58,8 @@ TEST_CASE("model bytes: the 8.25-bit arithmetic and why the model saves less tha
   CHECK(r.bytes.model_fp32_bytes == 4 * params);
   CHECK(r.bytes.model_bytes == 4 * (params - elems) + elems + blocks);
   // embeddings, LayerNorms and biases stay fp32: the model saves less than the packed part
-  CHECK(r.bytes.saving() == doctest::Approx(1.0 - double(r.bytes.model_bytes) / double(4 * params)));
+  CHECK(r.bytes.saving() ==
+        doctest::Approx(1.0 - double(r.bytes.model_bytes) / double(4 * params)));
   CHECK(r.bytes.saving() < 0.7421875);
   int64_t emb = 0;
   for (auto& [cls, b] : r.bytes.unquantized)
@@ -85,7 +86,8 @@ TEST_CASE("mxint8_weights packs pruned layers with their zeros and skips quantiz
   CHECK(r2.layers.size() == 13);
   CHECK(r2.skipped == std::vector<std::string>{"classifier"});
   CHECK(q2->submodule("classifier")->type_name() == "QuantizedLinear");
-  CHECK(r2.str().find("13 Linear layer(s) packed, 1 skipped (quantized or activation-pruned: left as "
-                      "they are): classifier\n") != std::string::npos);
+  CHECK(
+      r2.str().find("13 Linear layer(s) packed, 1 skipped (quantized or activation-pruned: left as "
+                    "they are): classifier\n") != std::string::npos);
   CHECK_THROWS_AS((void)mxint8_weights(*q2, "("), ConfigError);
 }

@@ -19,9 +19,14 @@ using nlohmann::json;
 namespace {
 
 json integer_cfg(int width) {
-  return {{"config", {{"name", "integer"}, {"data_in_width", width}, {"data_in_frac_width", width / 2},
-                      {"weight_width", width}, {"weight_frac_width", width / 2}, {"bias_width", width},
-                      {"bias_frac_width", width / 2}}}};
+  return {{"config",
+           {{"name", "integer"},
+            {"data_in_width", width},
+            {"data_in_frac_width", width / 2},
+            {"weight_width", width},
+            {"weight_frac_width", width / 2},
+            {"bias_width", width},
+            {"bias_frac_width", width / 2}}}};
 }
 
 std::vector<std::string> keys_of(nn::Module& m) {
@@ -30,7 +35,9 @@ std::vector<std::string> keys_of(nn::Module& m) {
   return keys;
 }
 
-std::string type_at(nn::Module& m, const std::string& path) { return m.submodule(path)->type_name(); }
+std::string type_at(nn::Module& m, const std::string& path) {
+  return m.submodule(path)->type_name();
+}
 
 const char* kQuery0 = "bert.encoder.layer.0.attention.self.query";
 
@@ -51,12 +58,14 @@ TEST_CASE("quantize by type replaces every Linear and keeps the state-dict keys"
   CHECK(r.str().find("quantize: 14 of 14 Linear layers quantized") == 0);
   // the output differs from fp32 but stays close at 8 bits (a sanity check of the wiring)
   auto fp = test::tiny_bert();
-  std::vector<float> a = m->forward(ids).to_vector<float>(), b = fp->forward(ids).to_vector<float>();
+  std::vector<float> a = m->forward(ids).to_vector<float>(),
+                     b = fp->forward(ids).to_vector<float>();
   CHECK(a != b);
   for (size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) < 0.5);
   // formats with trainable parameters add keys and remove none
   auto br = test::tiny_bert();
-  (void)quantize(*br, {{"by", "type"}, {"default", {{"config", test::config_for("binary_residual")}}}});
+  (void)quantize(*br,
+                 {{"by", "type"}, {"default", {{"config", test::config_for("binary_residual")}}}});
   std::vector<std::string> more = keys_of(*br);
   CHECK(more.size() == keys.size() + 14 * 2);
   for (const std::string& k : keys) CHECK(std::find(more.begin(), more.end(), k) != more.end());
@@ -84,7 +93,8 @@ TEST_CASE("quantize by name takes dotted paths and node names and defaults the r
 
 TEST_CASE("quantize by regex and its ambiguity error") {
   auto m = test::tiny_bert();
-  QuantizeReport r = quantize(*m, {{"by", "regex"}, {"attention\\.self\\.(query|key)$", integer_cfg(8)},
+  QuantizeReport r = quantize(*m, {{"by", "regex"},
+                                   {"attention\\.self\\.(query|key)$", integer_cfg(8)},
                                    {"_output_dense$", integer_cfg(6)}});
   CHECK(r.quantized() == 2 * 2 + 2 * 2);  // query, key; attention.output.dense, output.dense
   CHECK(type_at(*m, "bert.encoder.layer.1.attention.self.value") == "Linear");
@@ -92,7 +102,8 @@ TEST_CASE("quantize by regex and its ambiguity error") {
   auto m2 = test::tiny_bert();
   json both = {{"by", "regex"}, {"query", integer_cfg(8)}, {"layer\\.0", integer_cfg(6)}};
   CHECK(test::error_message([&] { (void)quantize(*m2, both); }) ==
-        std::string("[quantize] layer '") + kQuery0 + "' is matched by both 'layer\\.0' and 'query' (make the regex keys disjoint)");
+        std::string("[quantize] layer '") + kQuery0 +
+            "' is matched by both 'layer\\.0' and 'query' (make the regex keys disjoint)");
   CHECK(type_at(*m2, kQuery0) == "Linear");  // an error changes nothing
   CHECK_THROWS_AS((void)quantize(*m2, {{"by", "regex"}, {"(", integer_cfg(8)}}), ConfigError);
 }
@@ -115,8 +126,9 @@ TEST_CASE("a key that matches no layer is a warning listing the layers") {
   auto m = test::tiny_bert();
   QuantizeReport r = quantize(*m, {{"by", "name"}, {"bert.encoder.layer.7.query", integer_cfg(8)}});
   REQUIRE(r.warnings.size() == 1);
-  CHECK(r.warnings[0].find("[quantize] warning: name key 'bert.encoder.layer.7.query' matched no layer; the "
-                           "Linear layers are: bert.encoder.layer.0.attention.self.query, ") == 0);
+  CHECK(r.warnings[0].find(
+            "[quantize] warning: name key 'bert.encoder.layer.7.query' matched no layer; the "
+            "Linear layers are: bert.encoder.layer.0.attention.self.query, ") == 0);
   CHECK(r.warnings[0].find("classifier") != std::string::npos);
   CHECK(r.quantized() == 0);
   QuantizeReport t = quantize(*m, {{"by", "type"}, {"conv2d", integer_cfg(8)}});
@@ -126,14 +138,19 @@ TEST_CASE("a key that matches no layer is a warning listing the layers") {
 
 TEST_CASE("quantize config errors change nothing") {
   auto m = test::tiny_bert();
-  json bad = {{"by", "type"}, {"linear", {{"config", {{"name", "integer"}, {"data_in_width", 8},
-                                                      {"weight_width", 40}, {"bias_width", 8}}}}}};
+  json bad = {
+      {"by", "type"},
+      {"linear",
+       {{"config",
+         {{"name", "integer"}, {"data_in_width", 8}, {"weight_width", 40}, {"bias_width", 8}}}}}};
   CHECK(test::error_message([&] { (void)quantize(*m, bad); }) ==
-        "[quant] layer 'bert.encoder.layer.0.attention.self.query': expected weight_width in 1..32, got 40");
+        "[quant] layer 'bert.encoder.layer.0.attention.self.query': expected weight_width in "
+        "1..32, got 40");
   for (auto& [path, lin] : linear_layers(*m)) CHECK(lin->type_name() == "Linear");
   CHECK_THROWS_AS((void)quantize(*m, {{"by", "kind"}}), ConfigError);
   CHECK_THROWS_AS((void)quantize(*m, {{"linear", integer_cfg(8)}}), ConfigError);  // no "by"
-  CHECK_THROWS_AS((void)quantize(*m, {{"by", "type"}, {"linear", {{"name", "integer"}}}}), ConfigError);
+  CHECK_THROWS_AS((void)quantize(*m, {{"by", "type"}, {"linear", {{"name", "integer"}}}}),
+                  ConfigError);
 }
 
 TEST_CASE("the compression pipeline reads TOML and JSON and returns both reports") {
@@ -155,7 +172,8 @@ TEST_CASE("the compression pipeline reads TOML and JSON and returns both reports
   CHECK(read_config_file(dir.file("c.json")) == from_toml);
   CHECK(from_toml["prune"]["weight"]["sparsity"] == 0.5);
   auto a = test::tiny_bert(), b = test::tiny_bert();
-  CompressReport ra = compress(*a, from_toml), rb = compress(*b, read_config_file(dir.file("c.json")));
+  CompressReport ra = compress(*a, from_toml),
+                 rb = compress(*b, read_config_file(dir.file("c.json")));
   CHECK(ra.quantized);
   CHECK(ra.pruned);
   CHECK(ra.quantize.quantized() == 14);

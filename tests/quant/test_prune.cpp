@@ -28,7 +28,8 @@ namespace {
 std::vector<std::vector<uint8_t>> oracle_l1(const std::vector<std::vector<float>>& xs, int64_t k) {
   std::vector<std::pair<int, double>> all;  // (is NaN, |x|) compared as a pair
   for (const auto& x : xs)
-    for (float v : x) all.push_back({std::isnan(v) ? 1 : 0, std::isnan(v) ? 0.0 : std::abs(double(v))});
+    for (float v : x)
+      all.push_back({std::isnan(v) ? 1 : 0, std::isnan(v) ? 0.0 : std::abs(double(v))});
   std::vector<size_t> order(all.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return all[a] < all[b]; });
@@ -64,7 +65,8 @@ TEST_CASE("prune_count is round half to even of s times n") {
 }
 
 TEST_CASE("l1-norm weight masks are the k smallest with ties by index in both scopes") {
-  std::vector<Tensor> ws = {tied_values({6, 10}, 1), tied_values({3, 7}, 2), tied_values({5, 4}, 3)};
+  std::vector<Tensor> ws = {tied_values({6, 10}, 1), tied_values({3, 7}, 2),
+                            tied_values({5, 4}, 3)};
   std::vector<std::vector<float>> vs;
   for (const Tensor& w : ws) vs.push_back(w.to_vector<float>());
   for (double s : {0.0, 0.1, 0.37, 0.5, 0.9, 1.0}) {
@@ -112,7 +114,8 @@ TEST_CASE("random weight masks have the exact count and depend only on the seed"
     CHECK(bytes(a[0]) != bytes(c[0]));
   }
   // the selection is the k smallest Philox words of the stream, ties by index
-  auto m = weight_keep_masks({Tensor::zeros({50})}, {0.2, PruneMethod::random, PruneScope::local, 3});
+  auto m =
+      weight_keep_masks({Tensor::zeros({50})}, {0.2, PruneMethod::random, PruneScope::local, 3});
   std::vector<std::pair<uint32_t, int>> words;
   for (int i = 0; i < 50; ++i) words.push_back({philox_word(3, 0, uint64_t(i)), i});
   std::sort(words.begin(), words.end());
@@ -130,7 +133,8 @@ TEST_CASE("activation masks prune exact counts per row or over the whole tensor"
   std::vector<uint8_t> kv = bytes(keep);
   for (int r = 0; r < 12; ++r) {
     std::vector<float> row(xv.begin() + r * 10, xv.begin() + r * 10 + 10);
-    CHECK(std::vector<uint8_t>(kv.begin() + r * 10, kv.begin() + r * 10 + 10) == oracle_l1({row}, 4)[0]);
+    CHECK(std::vector<uint8_t>(kv.begin() + r * 10, kv.begin() + r * 10 + 10) ==
+          oracle_l1({row}, 4)[0]);
   }
   // global l1-norm: round(0.35·120) = 42 over everything
   CHECK(bytes(activation_keep_mask(x, {0.35, PruneMethod::l1_norm, PruneScope::global}, g)) ==
@@ -142,7 +146,8 @@ TEST_CASE("activation masks prune exact counts per row or over the whole tensor"
   CHECK(gr.offset == 30);  // 120 words = 30 Philox blocks
   Tensor k2 = activation_keep_mask(x, rnd, gr);
   std::vector<uint8_t> v1 = bytes(k1);
-  for (int r = 0; r < 12; ++r) CHECK(std::count(v1.begin() + r * 10, v1.begin() + r * 10 + 10, 0) == 4);
+  for (int r = 0; r < 12; ++r)
+    CHECK(std::count(v1.begin() + r * 10, v1.begin() + r * 10 + 10, 0) == 4);
   CHECK(v1 != bytes(k2));
   Tensor kg = activation_keep_mask(x, {0.35, PruneMethod::random, PruneScope::global}, gr);
   CHECK(count_pruned(kg) == 42);
@@ -155,9 +160,12 @@ TEST_CASE("activation pruning in the wrapper: masked inputs get zero gradient") 
   nn::Linear base(w, b);
   QuantizedLinear q(base, {{"bypass", true}});
   q.set_activation_pruning({0.5, PruneMethod::l1_norm, PruneScope::local});
-  q.set_weight_mask(Tensor::from(std::vector<uint8_t>{1, 1, 0, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0}, {3, 6}));
-  Tensor x = Tensor::from(std::vector<double>{0.1, -0.9, 0.35, 0.6, -0.2, 1.4, 0.8, 0.05, -0.5, 0.27, -1.1, 0.7},
-                          {2, 6}).set_requires_grad(true);
+  q.set_weight_mask(Tensor::from(
+      std::vector<uint8_t>{1, 1, 0, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0}, {3, 6}));
+  Tensor x = Tensor::from(std::vector<double>{0.1, -0.9, 0.35, 0.6, -0.2, 1.4, 0.8, 0.05, -0.5,
+                                              0.27, -1.1, 0.7},
+                          {2, 6})
+                 .set_requires_grad(true);
   CHECK(gradcheck([&](const Tensors& in) { return q(in[0]); }, {x, w, b}));
   backward(sum(q(x)));
   std::vector<double> dx = x.grad().to_vector<double>();
@@ -168,13 +176,15 @@ TEST_CASE("activation pruning in the wrapper: masked inputs get zero gradient") 
 }
 
 TEST_CASE("prune spec errors name the problem") {
-  CHECK(test::error_message([] { parse_prune_spec({{"sparsity", 1.5}}, "weight"); }) ==
-        "[prune] weight: expected sparsity in [0, 1], got 1.5");
+  CHECK(test::error_message([] {
+          parse_prune_spec({{"sparsity", 1.5}}, "weight");
+        }) == "[prune] weight: expected sparsity in [0, 1], got 1.5");
   CHECK_THROWS_AS(parse_prune_spec({{"sparsity", -0.1}}, "weight"), ConfigError);
   CHECK_THROWS_AS(parse_prune_spec({{"sparsity", "half"}}, "weight"), ConfigError);
   CHECK_THROWS_AS(parse_prune_spec({{"method", "random"}}, "weight"), ConfigError);  // no sparsity
-  CHECK(test::error_message([] { parse_prune_spec({{"sparsity", 0.5}, {"method", "l2"}}, "activation"); }) ==
-        "[prune] activation: unknown method \"l2\" (expected \"random\" or \"l1-norm\")");
+  CHECK(test::error_message([] {
+          parse_prune_spec({{"sparsity", 0.5}, {"method", "l2"}}, "activation");
+        }) == "[prune] activation: unknown method \"l2\" (expected \"random\" or \"l1-norm\")");
   CHECK_THROWS_AS(parse_prune_spec({{"sparsity", 0.5}, {"scope", "layer"}}, "weight"), ConfigError);
   CHECK_THROWS_AS(parse_prune_spec({{"sparsity", 0.5}, {"sparsty", 0.5}}, "weight"), ConfigError);
   auto m = test::tiny_bert();
@@ -187,7 +197,8 @@ TEST_CASE("the prune pass hits the exact sparsity locally and globally with both
     for (const char* scope : {"local", "global"}) {
       INFO(method << " " << scope);
       auto m = test::tiny_bert();
-      PruneReport r = prune(*m, {{"weight", {{"sparsity", 0.3}, {"method", method}, {"scope", scope}}}});
+      PruneReport r =
+          prune(*m, {{"weight", {{"sparsity", 0.3}, {"method", method}, {"scope", scope}}}});
       REQUIRE(r.layers.size() == 14);
       if (std::string(scope) == "local") {
         for (const PruneRow& row : r.layers) CHECK(row.pruned == prune_count(0.3, row.weights));
@@ -213,7 +224,7 @@ TEST_CASE("masked weights stay exactly zero through AdamW training with weight d
   // an optimizer that already has momentum for every weight: the hard case
   train::AdamW opt(mlp->named_parameters(), {.lr = 0.01, .weight_decay = 0.1}, nullptr);
   auto step = [&] {
-    Tensor d = (*mlp)(x) - y;
+    Tensor d = (*mlp)(x)-y;
     Tensor loss = mean(d * d);
     opt.zero_grad();
     backward(loss);
@@ -221,7 +232,8 @@ TEST_CASE("masked weights stay exactly zero through AdamW training with weight d
     return loss.item();
   };
   for (int i = 0; i < 5; ++i) step();
-  PruneReport r = prune(*mlp, {{"weight", {{"sparsity", 0.5}, {"method", "l1-norm"}, {"scope", "global"}}}});
+  PruneReport r =
+      prune(*mlp, {{"weight", {{"sparsity", 0.5}, {"method", "l1-norm"}, {"scope", "global"}}}});
   CHECK(r.pruned() == prune_count(0.5, 8 * 16 + 16 * 2));
   auto& fc1 = dynamic_cast<QuantizedLinear&>(*mlp->fc1);
   std::vector<uint8_t> keep = bytes(fc1.weight_mask());
@@ -244,7 +256,7 @@ TEST_CASE("masked weights stay exactly zero through AdamW training with weight d
   // step — decay multiplies them by (1 − lr·wd), and m = v = 0 give a zero update
   train::AdamW fresh(mlp->named_parameters(), {.lr = 0.01, .weight_decay = 0.1}, nullptr);
   for (int i = 0; i < 10; ++i) {
-    Tensor d = (*mlp)(x) - y;
+    Tensor d = (*mlp)(x)-y;
     fresh.zero_grad();
     backward(mean(d * d));
     fresh.step();

@@ -29,7 +29,8 @@ Tensor zero() { return Tensor::zeros({}); }
 TEST_CASE("QuantizedLinear forward equals the composition of quantize ops") {
   auto base = make_linear(40, 6, 3);  // in = 40: one full block of 32 and a partial one
   Tensor x = test::random_tensor({2, 5, 40}, 9, -2, 2, DType::f32);
-  for (const char* name : {"integer", "minifloat_ieee", "log", "block_fp", "mxint8", "ternary", "mxfp4_e2m1"}) {
+  for (const char* name :
+       {"integer", "minifloat_ieee", "log", "block_fp", "mxint8", "ternary", "mxfp4_e2m1"}) {
     INFO(name);
     json cfg = test::config_for(name);
     QuantizedLinear q(*base, cfg);
@@ -39,11 +40,12 @@ TEST_CASE("QuantizedLinear forward equals the composition of quantize ops") {
     CHECK(q(x).to_vector<float>() == ref.to_vector<float>());  // the same ops: bit-identical
   }
   // data_out quantizes the result too
-  json cfg = {{"name", "integer"}, {"data_in_width", 8}, {"weight_width", 8}, {"bias_width", 8},
-              {"data_out_width", 6}, {"data_out_frac_width", 2}};
+  json cfg = {{"name", "integer"}, {"data_in_width", 8},  {"weight_width", 8},
+              {"bias_width", 8},   {"data_out_width", 6}, {"data_out_frac_width", 2}};
   QuantizedLinear q(*base, cfg);
   Format f8 = make_format("integer", {{"width", 8}}), f_out = parse_format(cfg, "data_out_");
-  Tensor ref = quantize(linear(quantize(x, f8), quantize(base->weight, f8), quantize(base->bias, f8)), f_out);
+  Tensor ref = quantize(
+      linear(quantize(x, f8), quantize(base->weight, f8), quantize(base->bias, f8)), f_out);
   CHECK(q(x).to_vector<float>() == ref.to_vector<float>());
   // binary_residual: residual signs of x with μ, |γ|·sign(W), bias unquantized
   QuantizedLinear r(*base, test::config_for("binary_residual"));
@@ -77,8 +79,9 @@ TEST_CASE("QuantizedLinear shares the Linear's tensors and keeps its keys") {
   for (auto& [k, t] : q.state_dict()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"bias", "weight"});
   CHECK(dynamic_cast<nn::Linear*>(&q) != nullptr);  // passes looking for Linears find it
-  CHECK(q.extra_repr() == "in_features=8, out_features=3, bias=true, data_in=integer(width=8, frac_width=4), "
-                          "weight=integer(width=8, frac_width=4), bias=integer(width=8, frac_width=4)");
+  CHECK(q.extra_repr() ==
+        "in_features=8, out_features=3, bias=true, data_in=integer(width=8, frac_width=4), "
+        "weight=integer(width=8, frac_width=4), bias=integer(width=8, frac_width=4)");
 }
 
 TEST_CASE("binary_residual mu and gamma are trainable parameters of the module") {
@@ -93,7 +96,9 @@ TEST_CASE("binary_residual mu and gamma are trainable parameters of the module")
   Tensor mu_param = q.named_parameters()[2].second;
   CHECK(mu_param.is_same(q.quantizers().data_in.parameters()[0].second));
   CHECK(mu_param.grad().defined());
-  q.load_state_dict({{"weight", q.weight}, {"bias", q.bias}, {"data_in_mu", Tensor::from({0.5f, 0.25f}, {2})},
+  q.load_state_dict({{"weight", q.weight},
+                     {"bias", q.bias},
+                     {"data_in_mu", Tensor::from({0.5f, 0.25f}, {2})},
                      {"weight_gamma", Tensor::from({2.f}, {1})}});
   Tensor ref = linear(residual_sign(x, Tensor::from({0.5f, 0.25f}, {2})),
                       binary_gamma(base->weight, Tensor::from({2.f}, {1})), base->bias);
@@ -107,7 +112,8 @@ TEST_CASE("pruned weights and activations are zero for formats without a zero") 
   Tensor keep = Tensor::from(std::vector<uint8_t>{1, 0, 1, 0, 1, 1, 0, 0, 1, 1, 1, 0}, {2, 6});
   q.set_weight_mask(keep);
   q.set_activation_pruning(PruneSpec{0.5, PruneMethod::l1_norm, PruneScope::local});
-  Tensor x = Tensor::from({0.1f, -2.f, 0.3f, 4.f, -0.05f, 1.f}, {1, 6});  // 3 smallest |x|: 0.1, 0.3, −0.05
+  Tensor x = Tensor::from({0.1f, -2.f, 0.3f, 4.f, -0.05f, 1.f},
+                          {1, 6});  // 3 smallest |x|: 0.1, 0.3, −0.05
   Tensor kx = Tensor::from(std::vector<uint8_t>{0, 1, 0, 1, 0, 1}, {1, 6});
   Format bin = make_format("binary");
   Tensor xq = where(kx, quantize(where(kx, x, zero()), bin), zero());
@@ -121,7 +127,9 @@ TEST_CASE("pruned weights and activations are zero for formats without a zero") 
   CHECK(p.pruned_weights() == 5);
 }
 
-TEST_CASE("quantization-aware training through QuantizedLinear and AdamW lowers the loss for every format") {
+TEST_CASE(
+    "quantization-aware training through QuantizedLinear and AdamW lowers the loss for every "
+    "format") {
   Tensor x = test::random_tensor({64, 16}, 11, -1, 1, DType::f32);
   Tensor w_true = test::random_tensor({4, 16}, 12, -0.5, 0.5, DType::f32);
   Tensor target = linear(x, w_true);
@@ -135,10 +143,11 @@ TEST_CASE("quantization-aware training through QuantizedLinear and AdamW lowers 
       QuantizedLinear teacher(nn::Linear(w_true, Tensor::ones({4})), test::config_for("binary"));
       y_true = teacher(x).detach();
     }
-    train::AdamW opt(q->named_parameters(), {.lr = name == "binary" ? 0.01 : 0.02, .weight_decay = 0.0});
+    train::AdamW opt(q->named_parameters(),
+                     {.lr = name == "binary" ? 0.01 : 0.02, .weight_decay = 0.0});
     std::vector<double> losses;
     for (int step = 0; step < 60; ++step) {
-      Tensor d = (*q)(x) - y_true;
+      Tensor d = (*q)(x)-y_true;
       Tensor loss = mean(d * d);
       losses.push_back(loss.item());
       opt.zero_grad();
@@ -163,7 +172,8 @@ TEST_CASE("QuantizedLinear describe and from_description round-trip") {
   CHECK(r->quant_seed() == 17);
   CHECK(r->activation_generator().offset == 40);
   CHECK_THROWS_AS(QuantizedLinear::from_description(*base, {{"seed", 1}}, "fc"), ConfigError);
-  CHECK_THROWS_AS(QuantizedLinear::from_description(*base, {{"quant", {{"name", "integer"}}}, {"seed", -1}}, "fc"),
+  CHECK_THROWS_AS(QuantizedLinear::from_description(
+                      *base, {{"quant", {{"name", "integer"}}}, {"seed", -1}}, "fc"),
                   ConfigError);
   CHECK_THROWS_AS(q.set_weight_mask(Tensor::ones({3, 7}, DType::u8)), ShapeError);
   CHECK_THROWS_AS(q.set_weight_mask(Tensor::ones({3, 8})), DTypeError);
