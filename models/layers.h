@@ -11,8 +11,10 @@ class Linear : public Module {
  public:
   // weight (out, in) Kaiming-uniform(a=√5) and bias U(±1/√in), as torch.nn.Linear.
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
-  // Around existing tensors (weight (out, in), bias (out) or undefined), drawing nothing: how
-  // passes build a Linear from computed weights (fuse_lora). Their requires_grad is kept.
+  // A Linear over existing tensors — the same handles, no copy and no random init (so the
+  // default generator is not advanced). weight (out, in), bias (out) or undefined; each keeps
+  // its requires_grad (a frozen weight stays frozen). Wrappers (quant/, LoRA) and passes (fuse_lora)
+  // build on this.
   Linear(Tensor weight, Tensor bias);
   std::string type_name() const override { return "Linear"; }
   std::string extra_repr() const override;

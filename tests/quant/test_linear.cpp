@@ -6,31 +6,14 @@
 
 #include "autograd/ops.h"
 #include "helpers.h"
+#include "quant/quant_configs.h"
 #include "quant/quantize.h"
 
 using namespace mase;
 using namespace mase::quant;
 using nlohmann::json;
 
-namespace {
-
-// One config per format, MASE keys, the same parameters for data_in, weight and bias.
-json config_for(const std::string& name) {
-  json p;
-  if (name == "integer") p = {{"width", 8}, {"frac_width", 4}};
-  else if (name == "minifloat_ieee" || name == "minifloat_denorm") p = {{"width", 8}, {"exponent_width", 4}};
-  else if (name == "log") p = {{"width", 8}};
-  else if (name == "ternary") p = {{"scaling", true}};
-  else if (name == "block_fp") p = {{"width", 6}, {"exponent_width", 8}, {"block_size", 8}};
-  else if (name == "block_minifloat") p = {{"width", 6}, {"exponent_width", 3}, {"exponent_bias_width", 8}, {"block_size", 8}};
-  else if (name == "block_log") p = {{"width", 6}, {"exponent_bias_width", 8}, {"block_size", 8}};
-  json cfg = {{"name", name}};
-  for (const char* t : {"data_in_", "weight_", "bias_"})
-    for (auto& [k, v] : p.items()) cfg[std::string(t) + k] = v;
-  return cfg;
-}
-
-}  // namespace
+using mase::test::config_for;
 
 TEST_CASE("quantized_linear: y = Q_in(x)·Q_w(W)ᵀ + Q_b(b) and bypass") {
   json cfg = {{"name", "integer"}, {"data_in_width", 4}, {"data_in_frac_width", 1},
@@ -61,16 +44,14 @@ TEST_CASE("quantization-aware training lowers the loss for every format") {
   // so its target is one it can reach, the binary layer with w_true's signs
   Format bin = make_format("binary");
   Tensor target_bin = linear(quantize(x, bin), quantize(w_true, bin), Tensor::ones({4}));
-  for (const char* name : {"integer", "minifloat_ieee", "minifloat_denorm", "log", "binary", "binary_scaling",
-                           "binary_residual", "ternary", "block_fp", "block_minifloat", "block_log", "mxint8",
-                           "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"}) {
+  for (const std::string& name : test::all_format_names()) {
     LinearQuantizers q = make_linear_quantizers(parse_linear_config(config_for(name), "fc"), 5);
     Tensor w = Tensor::empty({4, 16}), b = Tensor::zeros({4});
     Generator gw(2);
     uniform_(w, -0.5, 0.5, gw);
     Tensors params = {w.set_requires_grad(true), b.set_requires_grad(true)};
     for (auto& [n, t] : q.parameters()) params.push_back(t);
-    const bool plain_binary = std::string(name) == "binary";
+    const bool plain_binary = name == "binary";
     const float lr = plain_binary ? 0.01f : 0.1f;
     std::vector<double> losses;
     for (int step = 0; step < 60; ++step) {
@@ -89,7 +70,7 @@ TEST_CASE("quantization-aware training lowers the loss for every format") {
     }
     double last = 0;
     for (int i = 55; i < 60; ++i) last += losses[i] / 5;
-    INFO(std::string(name) << ": loss " << losses[0] << " -> " << last);
+    INFO(name << ": loss " << losses[0] << " -> " << last);
     CHECK(last < 0.7 * losses[0]);
   }
 }

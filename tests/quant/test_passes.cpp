@@ -1,0 +1,197 @@
+// tests/quant/test_passes.cpp — the quantize pass (by type, name, regex; defaults; the caller's
+// config untouched; warnings; errors before any change) and the compression pipeline from
+// TOML and JSON files.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "helpers.h"
+#include "models/temp_dir.h"
+#include "quant/passes.h"
+#include "quant/quant_configs.h"
+#include "quant/quantized_linear.h"
+#include "quant/tiny_models.h"
+
+using namespace mase;
+using namespace mase::quant;
+using nlohmann::json;
+
+namespace {
+
+json integer_cfg(int width) {
+  return {{"config",
+           {{"name", "integer"},
+            {"data_in_width", width},
+            {"data_in_frac_width", width / 2},
+            {"weight_width", width},
+            {"weight_frac_width", width / 2},
+            {"bias_width", width},
+            {"bias_frac_width", width / 2}}}};
+}
+
+std::vector<std::string> keys_of(nn::Module& m) {
+  std::vector<std::string> keys;
+  for (auto& [k, t] : m.state_dict()) keys.push_back(k);
+  return keys;
+}
+
+std::string type_at(nn::Module& m, const std::string& path) {
+  return m.submodule(path)->type_name();
+}
+
+const char* kQuery0 = "bert.encoder.layer.0.attention.self.query";
+
+}  // namespace
+
+TEST_CASE("quantize by type replaces every Linear and keeps the state-dict keys") {
+  auto m = test::tiny_bert();
+  Tensor ids = test::tiny_ids(2, 7, 1);
+  std::vector<std::string> keys = keys_of(*m);
+  QuantizeReport r = quantize(*m, {{"by", "type"}, {"linear", integer_cfg(8)}});
+  CHECK(r.quantized() == 14);
+  CHECK(keys_of(*m) == keys);
+  for (const QuantizeRow& row : r.layers) {
+    CHECK(row.old_type == "Linear");
+    CHECK(row.new_type == "QuantizedLinear");
+    CHECK(row.weight == "integer(width=8, frac_width=4)");
+  }
+  CHECK(r.str().find("quantize: 14 of 14 Linear layers quantized") == 0);
+  // the output differs from fp32 but stays close at 8 bits (a sanity check of the wiring)
+  auto fp = test::tiny_bert();
+  std::vector<float> a = m->forward(ids).to_vector<float>(),
+                     b = fp->forward(ids).to_vector<float>();
+  CHECK(a != b);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) < 0.5);
+  // formats with trainable parameters add keys and remove none
+  auto br = test::tiny_bert();
+  (void)quantize(*br,
+                 {{"by", "type"}, {"default", {{"config", test::config_for("binary_residual")}}}});
+  std::vector<std::string> more = keys_of(*br);
+  CHECK(more.size() == keys.size() + 14 * 2);
+  for (const std::string& k : keys) CHECK(std::find(more.begin(), more.end(), k) != more.end());
+  CHECK(std::find(more.begin(), more.end(), std::string(kQuery0) + ".data_in_mu") != more.end());
+}
+
+TEST_CASE("quantize by name takes dotted paths and node names and defaults the rest") {
+  auto m = test::tiny_bert();
+  json cfg = {{"by", "name"},
+              {"default", integer_cfg(16)},
+              {kQuery0, integer_cfg(4)},
+              {"bert_encoder_layer_1_output_dense", integer_cfg(6)},
+              {"classifier", {{"config", {{"name", nullptr}}}}}};
+  QuantizeReport r = quantize(*m, cfg);
+  CHECK(r.warnings.empty());
+  auto weight_of = [&](const std::string& path) {
+    return dynamic_cast<QuantizedLinear&>(*m->submodule(path)).quantizers().weight.str();
+  };
+  CHECK(weight_of(kQuery0) == "integer(width=4, frac_width=2)");
+  CHECK(weight_of("bert.encoder.layer.1.output.dense") == "integer(width=6, frac_width=3)");
+  CHECK(weight_of("bert.pooler.dense") == "integer(width=16, frac_width=8)");
+  CHECK(type_at(*m, "classifier") == "Linear");  // name null: left unquantized
+  CHECK(r.quantized() == 13);
+}
+
+TEST_CASE("quantize by regex and its ambiguity error") {
+  auto m = test::tiny_bert();
+  QuantizeReport r = quantize(*m, {{"by", "regex"},
+                                   {"attention\\.self\\.(query|key)$", integer_cfg(8)},
+                                   {"_output_dense$", integer_cfg(6)}});
+  CHECK(r.quantized() == 2 * 2 + 2 * 2);  // query, key; attention.output.dense, output.dense
+  CHECK(type_at(*m, "bert.encoder.layer.1.attention.self.value") == "Linear");
+  CHECK(type_at(*m, "bert.encoder.layer.1.attention.output.dense") == "QuantizedLinear");
+  auto m2 = test::tiny_bert();
+  json both = {{"by", "regex"}, {"query", integer_cfg(8)}, {"layer\\.0", integer_cfg(6)}};
+  CHECK(test::error_message([&] { (void)quantize(*m2, both); }) ==
+        std::string("[quantize] layer '") + kQuery0 +
+            "' is matched by both 'layer\\.0' and 'query' (make the regex keys disjoint)");
+  CHECK(type_at(*m2, kQuery0) == "Linear");  // an error changes nothing
+  CHECK_THROWS_AS((void)quantize(*m2, {{"by", "regex"}, {"(", integer_cfg(8)}}), ConfigError);
+}
+
+TEST_CASE("quantize never mutates the caller's config and a second call works") {
+  const json cfg = {{"by", "type"}, {"default", integer_cfg(8)}, {"seed", 5}};
+  const json copy = cfg;
+  auto a = test::tiny_bert(), b = test::tiny_bert();
+  QuantizeReport ra = quantize(*a, cfg);
+  CHECK(cfg == copy);
+  QuantizeReport rb = quantize(*b, cfg);  // MASE popped "by": its second call failed
+  CHECK(rb.to_json() == ra.to_json());
+  // re-quantizing an already quantized model replaces the formats in place
+  QuantizeReport again = quantize(*a, {{"by", "type"}, {"linear", integer_cfg(4)}});
+  CHECK(again.layers[0].old_type == "QuantizedLinear");
+  CHECK(again.layers[0].weight == "integer(width=4, frac_width=2)");
+}
+
+TEST_CASE("a key that matches no layer is a warning listing the layers") {
+  auto m = test::tiny_bert();
+  QuantizeReport r = quantize(*m, {{"by", "name"}, {"bert.encoder.layer.7.query", integer_cfg(8)}});
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find(
+            "[quantize] warning: name key 'bert.encoder.layer.7.query' matched no layer; the "
+            "Linear layers are: bert.encoder.layer.0.attention.self.query, ") == 0);
+  CHECK(r.warnings[0].find("classifier") != std::string::npos);
+  CHECK(r.quantized() == 0);
+  QuantizeReport t = quantize(*m, {{"by", "type"}, {"conv2d", integer_cfg(8)}});
+  REQUIRE(t.warnings.size() == 1);
+  CHECK(t.warnings[0].find("the quantizable types are: linear") != std::string::npos);
+}
+
+TEST_CASE("quantize config errors change nothing") {
+  auto m = test::tiny_bert();
+  json bad = {
+      {"by", "type"},
+      {"linear",
+       {{"config",
+         {{"name", "integer"}, {"data_in_width", 8}, {"weight_width", 40}, {"bias_width", 8}}}}}};
+  CHECK(test::error_message([&] { (void)quantize(*m, bad); }) ==
+        "[quant] layer 'bert.encoder.layer.0.attention.self.query': expected weight_width in "
+        "1..32, got 40");
+  for (auto& [path, lin] : linear_layers(*m)) CHECK(lin->type_name() == "Linear");
+  CHECK_THROWS_AS((void)quantize(*m, {{"by", "kind"}}), ConfigError);
+  CHECK_THROWS_AS((void)quantize(*m, {{"linear", integer_cfg(8)}}), ConfigError);  // no "by"
+  CHECK_THROWS_AS((void)quantize(*m, {{"by", "type"}, {"linear", {{"name", "integer"}}}}),
+                  ConfigError);
+}
+
+TEST_CASE("the compression pipeline reads TOML and JSON and returns both reports") {
+  test::TempDir dir;
+  {
+    std::ofstream t(dir.file("c.toml"));
+    t << "# quantize then prune\n"
+         "[quantize]\nby = \"type\"\n"
+         "[quantize.linear.config]\nname = \"integer\"\ndata_in_width = 8\ndata_in_frac_width = 4\n"
+         "weight_width = 8\nweight_frac_width = 4\nbias_width = 8\nbias_frac_width = 4\n"
+         "[prune.weight]\nsparsity = 0.5\nmethod = \"l1-norm\"\nscope = \"global\"\n"
+         "[prune.activation]\nsparsity = 0.25\nmethod = \"random\"\nscope = \"local\"\nseed = 3\n";
+  }
+  json from_toml = read_config_file(dir.file("c.toml"));
+  {
+    std::ofstream j(dir.file("c.json"));
+    j << from_toml.dump(2);
+  }
+  CHECK(read_config_file(dir.file("c.json")) == from_toml);
+  CHECK(from_toml["prune"]["weight"]["sparsity"] == 0.5);
+  auto a = test::tiny_bert(), b = test::tiny_bert();
+  CompressReport ra = compress(*a, from_toml),
+                 rb = compress(*b, read_config_file(dir.file("c.json")));
+  CHECK(ra.quantized);
+  CHECK(ra.pruned);
+  CHECK(ra.quantize.quantized() == 14);
+  CHECK(ra.prune.pruned() == prune_count(0.5, ra.prune.weights()));
+  CHECK(ra.to_json() == rb.to_json());
+  auto& q = dynamic_cast<QuantizedLinear&>(*a->submodule(kQuery0));
+  CHECK(q.type_name() == "QuantizedLinear");  // quantized and pruned: one module
+  CHECK(q.weight_mask().defined());
+  CHECK(q.activation_pruning()->str() == "random local 0.25");
+  Tensor ids = test::tiny_ids(2, 5, 8);
+  CHECK(a->forward(ids).to_vector<float>() == b->forward(ids).to_vector<float>());
+  // bad files
+  CHECK_THROWS_AS(read_config_file(dir.file("missing.toml")), IoError);
+  {
+    std::ofstream t(dir.file("bad.toml"));
+    t << "[prune.weight]\nsparsity = = 0.5\n";
+  }
+  CHECK(test::error_message([&] { read_config_file(dir.file("bad.toml")); }).find("bad.toml:2:") !=
+        std::string::npos);
+  CHECK_THROWS_AS((void)compress(*a, {{"quantise", json::object()}}), ConfigError);
+}
