@@ -42,6 +42,10 @@ const char* kFooter = R"(Examples:
       fine-tune a pretrained HF checkpoint with its WordPiece vocab, embeddings frozen
   mase-train predict runs/bert-tiny-imdb-20250101-120000 "A wonderful film."
       print the label and its probability
+  mase-train --init runs/bert-tiny-imdb-20250101-120000 --eval-only --quant int8.toml
+      post-training quantization (PTQ): quantize the trained model, evaluate it
+  mase-train --init runs/bert-tiny-imdb-20250101-120000 --quant int8.toml --epochs 1
+      quantization-aware training (QAT); --prune / --compress likewise (docs/lab1.md)
 Data: --data-dir DIR, else $MASE_DATA_DIR, else ~/.cache/mase; IMDb is DIR/imdb/aclImdb/ or
 DIR/imdb/aclImdb_v1.tar.gz, downloaded there when missing (docs/data.md).
 Exit status: 0 done, 1 error, 2 bad flags, 3 loss diverged, 130 stopped (resumable).)";
@@ -111,6 +115,12 @@ int main(int argc, char** argv) {
   app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint");
   app.add_flag("--eval-only", eval_only_flag, "evaluate --init on the test split, train nothing");
   app.add_option("--freeze", c.freeze, "regex: parameters whose path matches are not trained");
+  app.add_option("--quant", c.quant,
+                 "quantize config (TOML/JSON): before training (QAT), or with --eval-only (PTQ)");
+  app.add_option("--prune", c.prune, "prune config (TOML/JSON): weight and activation masks");
+  app.add_option("--compress", c.compress, "quantize-then-prune config in one TOML/JSON file");
+  app.add_flag("--mxint8-weights", c.mxint8_weights,
+               "store the plain Linear weights as packed MXINT8 (prints the bytes saved)");
   app.add_option("--log-every", c.log_every, "steps between log lines")->capture_default_str();
   app.add_option("--ckpt-every", c.ckpt_every, "steps between checkpoints (0 = epoch ends only)")
       ->capture_default_str();

@@ -9,6 +9,9 @@
 
 #include "models/atomic_file.h"
 #include "models/checkpoint.h"
+#include "quant/checkpoint.h"
+#include "quant/mxint8_linear.h"
+#include "quant/passes.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 
@@ -137,7 +140,7 @@ std::shared_ptr<nn::BertForSequenceClassification> build_model(const TrainConfig
     check_vocab(mc, tok, (dir / "config.json").string());
     model = std::make_shared<nn::BertForSequenceClassification>(mc);
     nn::LoadReport report;
-    nn::load_pretrained_weights(*model, (dir / "model.safetensors").string(), &report);
+    quant::load_compressed_weights(*model, dir.string(), &report);  // + compression.json
     std::fprintf(out, "init      %s (%zu tensors renamed, %zu ignored, %zu freshly initialised%s)\n",
                  dir.string().c_str(), report.renamed.size(), report.ignored.size(),
                  report.initialized.size(),
@@ -157,6 +160,24 @@ std::shared_ptr<nn::BertForSequenceClassification> build_model(const TrainConfig
              "[train] expected --max-len <= ", model->config().max_position_embeddings,
              " (the model's max_position_embeddings), got ", c.max_len);
   return model;
+}
+
+// --quant / --prune / --compress as one compress config ({"quantize": ..., "prune": ...}),
+// read now so that a bad file fails before the data is loaded.
+json read_compression(const TrainConfig& c) {
+  json cfg = json::object();
+  if (!c.compress.empty()) cfg = quant::read_config_file(c.compress);
+  if (!c.quant.empty()) cfg["quantize"] = quant::read_config_file(c.quant);
+  if (!c.prune.empty()) cfg["prune"] = quant::read_config_file(c.prune);
+  return cfg;
+}
+
+// The passes, in order: quantize, prune, then MXINT8 packing; each prints its report.
+void apply_compression(nn::BertForSequenceClassification& model, const TrainConfig& c,
+                       const json& cfg, std::FILE* out) {
+  if (!cfg.empty()) std::fprintf(out, "%s", quant::compress(model, cfg).str().c_str());
+  if (c.mxint8_weights) std::fprintf(out, "%s", quant::mxint8_weights(model).str().c_str());
+  std::fflush(out);
 }
 
 void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenceClassification& m,
@@ -263,8 +284,10 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
       c.tokenizer = tokenizer_kind(tok);
     }
   }
+  const json compression = read_compression(c);
   Data d = load_data(c, out);
   auto model = build_model(c, *d.tokenizer, out);
+  apply_compression(*model, c, compression, out);  // before the optimizer exists (QAT)
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
   model->to(Device::parse(c.device));
   RunDir run = RunDir::create(c.out);
@@ -299,6 +322,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   nn::BertConfig mc = nn::load_config((ckpt / "config.json").string());
   check_vocab(mc, *d.tokenizer, (ckpt / "config.json").string());
   auto model = std::make_shared<nn::BertForSequenceClassification>(mc);
+  quant::apply_compression_sidecar(*model, ckpt.string());  // quantized / pruned layers
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
   model->to(Device::parse(c.device));
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
@@ -318,7 +342,9 @@ EvalResult eval_only(TrainConfig c, std::FILE* out) {
   MASE_CHECK(!c.init.empty(), ConfigError,
              "[train] --eval-only needs a model: pass --init RUN_OR_MODEL_DIR");
   set_num_threads(c.threads);
+  const json compression = read_compression(c);
   LoadedModel lm = load_model_dir(c.init, c.vocab);
+  apply_compression(*lm.model, c, compression, out);  // post-training quantization / pruning
   if (c.max_len <= 0) c.max_len = lm.max_len;  // 0: what the run was trained with
   c.vocab = lm.tokenizer_file.string();          // the data tokenized with the model's tokenizer
   c.tokenizer = tokenizer_kind(lm.tokenizer_file);
@@ -342,7 +368,7 @@ LoadedModel load_model_dir(const fs::path& dir, const std::string& vocab) {
   const fs::path folder = model_folder(dir);
   LoadedModel lm;
   lm.weights = folder / "model.safetensors";
-  lm.model = nn::from_pretrained(folder.string());
+  lm.model = quant::load_compressed(folder.string());  // + its compression.json, if any
   lm.model->eval();
   fs::path tok = vocab.empty() ? find_tokenizer_file(dir) : fs::path(vocab);
   if (tok.empty()) tok = find_tokenizer_file(folder);

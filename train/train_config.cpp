@@ -47,6 +47,10 @@ void for_each_field(C& c, F&& f) {
   f("seed", c.seed);
   f("threads", c.threads);
   f("device", c.device);
+  f("quant", c.quant);
+  f("prune", c.prune);
+  f("compress", c.compress);
+  f("mxint8_weights", c.mxint8_weights);
   f("out", c.out);
   f("log_every", c.log_every);
   f("ckpt_every", c.ckpt_every);
@@ -137,6 +141,12 @@ void TrainConfig::validate() const {
   MASE_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, ConfigError,
              "[train] expected betas in [0, 1), got ", beta1, ", ", beta2);
   at_least("eps", eps, 0);
+  MASE_CHECK(compress.empty() || (quant.empty() && prune.empty()), ConfigError,
+             "[train] --compress holds both the quantize and the prune config; it cannot be "
+             "combined with --quant or --prune");
+  MASE_CHECK(device == "cpu" || (quant.empty() && prune.empty() && compress.empty()), ConfigError,
+             "[train] --quant, --prune and --compress run on the CPU (fake quantization and "
+             "activation pruning have CPU kernels only); got --device ", device);
   MASE_CHECK(!model.empty(), ConfigError, "[train] expected --model NAME or a config.json, got ''");
   Device::parse(device);  // ConfigError for anything but cpu, cuda, cuda:N
   if (init.empty() && !model.ends_with(".json")) {

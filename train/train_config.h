@@ -55,6 +55,13 @@ struct TrainConfig {
   int threads = 0;                  // 0 = all cores
   std::string device = "cpu";       // "cpu", "cuda" or "cuda:N"
 
+  // ---- compression (Lab 1, quant/passes.h): applied to the model before training (QAT) or,
+  // with --eval-only, before evaluating it (PTQ). Files are TOML or JSON.
+  std::string quant;            // a quantize config: {"by": ..., "default": ..., ...}
+  std::string prune;            // a prune config: {"weight": {...}, "activation": {...}}
+  std::string compress;         // both in one file: {"quantize": {...}, "prune": {...}}
+  bool mxint8_weights = false;  // then store the remaining plain Linear weights as MXINT8
+
   // ---- the run --------------------------------------------------------------------------
   std::string out;              // the run folder ("" = runs/<model>-<data>-<timestamp>)
   int64_t log_every = 50;       // steps between log lines (and train_log.jsonl lines)

@@ -11,6 +11,8 @@
 #include "models/atomic_file.h"
 #include "models/checkpoint.h"
 #include "models/safetensors.h"
+#include "quant/checkpoint.h"
+#include "quant/passes.h"
 #include "runtime/allocator.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
@@ -251,7 +253,7 @@ fs::path Trainer::save_checkpoint() {
   state_.generator_seed = default_generator().seed;
   state_.generator_offset = default_generator().offset;
   return run_.save_checkpoint(state_.step, [&](const fs::path& dir) {
-    nn::save_pretrained(model_, dir.string());  // model.safetensors + config.json
+    quant::save_compressed(model_, dir.string());  // model.safetensors + config.json (+ sidecar)
     nn::save_safetensors((dir / "optimizer.safetensors").string(), optimizer_->state_dict());
     json j = state_.to_json();
     j["config"] = config_.to_json();  // for the record (resume reads train_config.json)
@@ -397,7 +399,7 @@ TrainResult Trainer::fit() {
   }
   if (state_.last_eval_step != state_.step) run_evaluation();
   TrainResult done = finish(TrainStatus::completed, "");
-  nn::save_pretrained(model_, run_.path().string());
+  quant::save_compressed(model_, run_.path().string());
   write_final(done);
   return done;
 }
@@ -425,6 +427,8 @@ void Trainer::write_final(const TrainResult& r) {
   j["peak_memory_bytes"] = allocator_stats(device_).peak_os_bytes;
   j["config"] = config_.to_json();
   j["model_config"] = model_.config().to_json();
+  // quantized / pruned / MXINT8 layers: formats and achieved sparsity per layer (or null)
+  j["compression"] = quant::compression_summary(model_);
   nn::write_text_atomic(run_.file(RunDir::kFinal).string(), j.dump(2) + "\n");
 }
 

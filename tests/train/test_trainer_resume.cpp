@@ -74,6 +74,24 @@ TEST_CASE("resume: stopped mid-epoch and resumed reaches bit-identical weights")
   check_resume_equivalence(fx, c, 7);
 }
 
+TEST_CASE("resume: a quantized and pruned run (random activation masks) resumes bit-identically") {
+  // the checkpoint holds the layers (compression.json), the masks and the activation
+  // generators' positions: --quant / --prune are not re-run on resume
+  TrainFixture fx;
+  write_bytes(fx.dir.path / "q.json",
+              R"({"by": "type", "default": {"config": {"name": "minifloat_ieee",
+                  "data_in_width": 8, "data_in_exponent_width": 4, "weight_width": 8,
+                  "weight_exponent_width": 4, "bias_width": 8, "bias_exponent_width": 4}}})");
+  write_bytes(fx.dir.path / "p.json",
+              R"({"weight": {"sparsity": 0.3, "method": "random", "seed": 5},
+                  "activation": {"sparsity": 0.2, "method": "random"}})");
+  TrainConfig c = fx.config("x");
+  c.quant = (fx.dir.path / "q.json").string();
+  c.prune = (fx.dir.path / "p.json").string();
+  c.ckpt_every = 4;
+  check_resume_equivalence(fx, c, 7);
+}
+
 TEST_CASE("resume: stopped on the last batch of an epoch resumes with the epoch's evaluation") {
   TrainFixture fx;
   check_resume_equivalence(fx, fx.config("x"), 12);  // 12 batches per epoch
