@@ -42,6 +42,16 @@ std::vector<OpInfo> build_table() {
       {"tanh", fn, "module_related_func", "tanh", [](Args x, A, bool) { return tanh(x[0]); }},
       {"relu", fn, "module_related_func", "relu", [](Args x, A, bool) { return relu(x[0]); }},
       {"gelu", fn, "module_related_func", "gelu", [](Args x, A, bool) { return gelu(x[0]); }},
+      // fused (ops/gelu.cpp, ops/layer_norm.cpp): eager BERT's fast paths; a traced model shows
+      // their parts instead, as tracing turns fusions off (models/fusion.h)
+      {"bias_gelu", fn, "module_related_func", "bias_gelu",
+       [](Args x, A, bool) { return bias_gelu(x[0], x[1]); }},
+      {"dropout_add_layer_norm", fn, "module_related_func", "dropout_add_layer_norm",
+       [](Args x, A a, bool training) {
+         const size_t b = x.size() == 5 ? 1 : 0;  // inputs: x, [x_bias], residual, weight, bias
+         return dropout_add_layer_norm(x[0], b ? x[1] : Tensor(), x[1 + b], x[2 + b], x[3 + b],
+                                       attr_double(a, "p"), training, attr_double(a, "eps"));
+       }},
       // matrix products (ops/matmul.cpp)
       {"matmul", fn, "builtin_func", "matmul", [](Args x, A, bool) { return matmul(x[0], x[1]); }},
       {"linear", fn, "module_related_func", "linear",

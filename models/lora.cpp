@@ -84,7 +84,7 @@ std::shared_ptr<Linear> LoraLinear::fused() const {
 
 InsertLoraReport insert_lora(Module& model, const LoraConfig& config) {
   const std::regex targets = path_regex(config.targets, "insert_lora");
-  const std::regex trainable = path_regex(config.trainable, "insert_lora");
+  path_regex(config.trainable, "insert_lora");  // a bad regex fails before anything changes
   InsertLoraReport r;
   // collect first: replacing while walking the tree would change what named_modules walks
   std::vector<std::pair<std::string, std::shared_ptr<Linear>>> chosen;
@@ -100,16 +100,21 @@ InsertLoraReport insert_lora(Module& model, const LoraConfig& config) {
     r.replaced.push_back(path);
     r.lora_parameters += lora->lora_A.numel() + lora->lora_B.numel();
   }
+  set_lora_trainable(model, config.trainable);
+  ParameterReport counts = report_trainable_parameters(model);
+  r.trainable = counts.trainable;
+  r.total = counts.total;
+  return r;
+}
+
+void set_lora_trainable(Module& model, const std::string& trainable_paths) {
+  const std::regex trainable = path_regex(trainable_paths, "insert_lora");
   // what trains: the adapters and the `trainable` parameters, nothing else
   for (auto& [path, p] : model.named_parameters()) {
     const auto dot = path.rfind('.');
     const std::string leaf = dot == std::string::npos ? path : path.substr(dot + 1);
     p.set_requires_grad(leaf == "lora_A" || leaf == "lora_B" || std::regex_search(path, trainable));
   }
-  ParameterReport counts = report_trainable_parameters(model);
-  r.trainable = counts.trainable;
-  r.total = counts.total;
-  return r;
 }
 
 FuseLoraReport fuse_lora(Module& model) {

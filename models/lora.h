@@ -98,4 +98,9 @@ struct FuseLoraReport {
 };
 FuseLoraReport fuse_lora(Module& model);
 
+// What trains under LoRA, as insert_lora sets it: lora_A, lora_B and the parameters whose path
+// matches `trainable`; every other parameter is frozen. For a model whose LoraLinears were
+// rebuilt from a saved folder (quant/checkpoint.h), e.g. to resume a LoRA run.
+void set_lora_trainable(Module& model, const std::string& trainable = R"(^classifier\.)");
+
 }  // namespace mase::nn

@@ -6,6 +6,7 @@
 
 #include "models/atomic_file.h"
 #include "models/checkpoint.h"
+#include "models/lora.h"
 #include "models/safetensors.h"
 #include "quant/mxint8_linear.h"
 #include "quant/quantized_linear.h"
@@ -31,6 +32,9 @@ json compression_layers(nn::Module& model) {
                       {"in_features", mx->in_features},
                       {"out_features", mx->out_features},
                       {"bias", mx->bias.defined()}};
+    } else if (auto* lora = dynamic_cast<nn::LoraLinear*>(m.get())) {  // Lab 0's adapters
+      layers[path] = {{"type", "LoraLinear"}, {"rank", lora->rank}, {"alpha", lora->alpha},
+                      {"dropout", lora->dropout}};
     }
   }
   return layers;
@@ -56,7 +60,11 @@ nn::ModulePtr rebuild_layer(const nn::Linear& base, const json& d, const std::st
                      base.in_features, " -> ", base.out_features));
     return std::make_shared<MxInt8Linear>(in, out, d.value("bias", true));
   }
-  throw fail(cat("unknown type '", type, "' (expected QuantizedLinear or MxInt8Linear)"));
+  if (type == "LoraLinear")  // over the fresh Linear: its W and b are then loaded, frozen
+    return std::make_shared<nn::LoraLinear>(base, d.value("rank", int64_t{0}),
+                                            d.value("alpha", 0.0), d.value("dropout", 0.0));
+  throw fail(cat("unknown type '", type,
+                 "' (expected QuantizedLinear, MxInt8Linear or LoraLinear)"));
 }
 
 }  // namespace

@@ -11,6 +11,9 @@
 //                                  {"type": "QuantizedLinear", "quant": {...MASE config...},
 //                                   "seed": 0, "weight_mask": true, "activation": {...}, ...},
 //                                "classifier": {"type": "MxInt8Linear", "in_features": 128, ...}}}
+//                              LoRA adapters (models/lora.h) that were not fused are layers too:
+//                              {"type": "LoraLinear", "rank": 8, "alpha": 16, "dropout": 0},
+//                              with lora_A / lora_B beside weight and bias in the safetensors
 // Loading builds the model from config.json, rebuilds those layers from the sidecar (masks,
 // formats, packed shapes, the activation generators' positions), then loads the tensors
 // strictly: the reloaded model evaluates exactly as the saved one. A directory without

@@ -46,6 +46,8 @@ const char* kFooter = R"(Examples:
       post-training quantization (PTQ): quantize the trained model, evaluate it
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --quant int8.toml --epochs 1
       quantization-aware training (QAT); --prune / --compress likewise (docs/lab1.md)
+  mase-train --init runs/bert-tiny-imdb-20250101-120000 --lora-rank 8 --fuse-lora --epochs 1
+      LoRA fine-tuning: rank-8 adapters on the encoder's Linears, fused at the end (docs/lab0.md)
 Data: --data-dir DIR, else $MASE_DATA_DIR, else ~/.cache/mase; IMDb is DIR/imdb/aclImdb/ or
 DIR/imdb/aclImdb_v1.tar.gz, downloaded there when missing (docs/data.md).
 Exit status: 0 done, 1 error, 2 bad flags, 3 loss diverged, 130 stopped (resumable).)";
@@ -121,6 +123,15 @@ int main(int argc, char** argv) {
   app.add_option("--compress", c.compress, "quantize-then-prune config in one TOML/JSON file");
   app.add_flag("--mxint8-weights", c.mxint8_weights,
                "store the plain Linear weights as packed MXINT8 (prints the bytes saved)");
+  app.add_option("--lora-rank", c.lora_rank, "LoRA adapters of this rank (0 = none); only they and the head train")
+      ->capture_default_str();
+  app.add_option("--lora-alpha", c.lora_alpha, "LoRA scale alpha (the update is alpha/rank·B·A)")
+      ->capture_default_str();
+  app.add_option("--lora-dropout", c.lora_dropout, "dropout on the adapters' input")
+      ->capture_default_str();
+  app.add_option("--lora-targets", c.lora_targets, "regex: module paths whose Linears get adapters")
+      ->capture_default_str();
+  app.add_flag("--fuse-lora", c.fuse_lora, "fold the adapters into the weights before the final save");
   app.add_option("--log-every", c.log_every, "steps between log lines")->capture_default_str();
   app.add_option("--ckpt-every", c.ckpt_every, "steps between checkpoints (0 = epoch ends only)")
       ->capture_default_str();

@@ -9,6 +9,7 @@
 
 #include "models/atomic_file.h"
 #include "models/checkpoint.h"
+#include "models/lora.h"
 #include "quant/checkpoint.h"
 #include "quant/mxint8_linear.h"
 #include "quant/passes.h"
@@ -289,6 +290,14 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
   auto model = build_model(c, *d.tokenizer, out);
   apply_compression(*model, c, compression, out);  // before the optimizer exists (QAT)
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
+  if (c.lora_rank > 0) {  // adapters; then only they and the head train (models/lora.h)
+    nn::LoraConfig lc;
+    lc.rank = c.lora_rank;
+    lc.alpha = c.lora_alpha;
+    lc.dropout = c.lora_dropout;
+    lc.targets = c.lora_targets;
+    std::fprintf(out, "%s", nn::insert_lora(*model, lc).str().c_str());
+  }
   model->to(Device::parse(c.device));
   RunDir run = RunDir::create(c.out);
   nn::write_text_atomic(run.file(RunDir::kConfig).string(), c.to_json().dump(2) + "\n");
@@ -322,8 +331,9 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   nn::BertConfig mc = nn::load_config((ckpt / "config.json").string());
   check_vocab(mc, *d.tokenizer, (ckpt / "config.json").string());
   auto model = std::make_shared<nn::BertForSequenceClassification>(mc);
-  quant::apply_compression_sidecar(*model, ckpt.string());  // quantized / pruned layers
+  quant::apply_compression_sidecar(*model, ckpt.string());  // quantized / pruned / LoRA layers
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
+  if (c.lora_rank > 0) nn::set_lora_trainable(*model);  // as insert_lora left it
   model->to(Device::parse(c.device));
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.restore(ckpt);

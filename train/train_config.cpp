@@ -51,6 +51,11 @@ void for_each_field(C& c, F&& f) {
   f("prune", c.prune);
   f("compress", c.compress);
   f("mxint8_weights", c.mxint8_weights);
+  f("lora_rank", c.lora_rank);
+  f("lora_alpha", c.lora_alpha);
+  f("lora_dropout", c.lora_dropout);
+  f("lora_targets", c.lora_targets);
+  f("fuse_lora", c.fuse_lora);
   f("out", c.out);
   f("log_every", c.log_every);
   f("ckpt_every", c.ckpt_every);
@@ -147,6 +152,14 @@ void TrainConfig::validate() const {
   MASE_CHECK(device == "cpu" || (quant.empty() && prune.empty() && compress.empty()), ConfigError,
              "[train] --quant, --prune and --compress run on the CPU (fake quantization and "
              "activation pruning have CPU kernels only); got --device ", device);
+  at_least("lora-rank", static_cast<double>(lora_rank), 0);
+  MASE_CHECK(lora_alpha > 0 && std::isfinite(lora_alpha), ConfigError,
+             "[train] expected --lora-alpha > 0, got ", lora_alpha);
+  MASE_CHECK(lora_dropout >= 0 && lora_dropout < 1, ConfigError,
+             "[train] expected --lora-dropout in [0, 1), got ", lora_dropout);
+  MASE_CHECK(!fuse_lora || lora_rank > 0, ConfigError,
+             "[train] --fuse-lora folds the adapters of --lora-rank R into the weights; give "
+             "--lora-rank too");
   MASE_CHECK(!model.empty(), ConfigError, "[train] expected --model NAME or a config.json, got ''");
   Device::parse(device);  // ConfigError for anything but cpu, cuda, cuda:N
   if (init.empty() && !model.ends_with(".json")) {

@@ -62,6 +62,14 @@ struct TrainConfig {
   std::string compress;         // both in one file: {"quantize": {...}, "prune": {...}}
   bool mxint8_weights = false;  // then store the remaining plain Linear weights as MXINT8
 
+  // ---- LoRA (Lab 0, models/lora.h): adapters on the Linears matching lora_targets; only they
+  // and the classifier head train. fuse_lora folds them into plain Linears before the final save.
+  int64_t lora_rank = 0;  // 0 = no LoRA
+  double lora_alpha = 16.0;
+  double lora_dropout = 0.0;
+  std::string lora_targets = R"(^bert\.encoder\.)";
+  bool fuse_lora = false;
+
   // ---- the run --------------------------------------------------------------------------
   std::string out;              // the run folder ("" = runs/<model>-<data>-<timestamp>)
   int64_t log_every = 50;       // steps between log lines (and train_log.jsonl lines)

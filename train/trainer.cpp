@@ -10,6 +10,7 @@
 
 #include "models/atomic_file.h"
 #include "models/checkpoint.h"
+#include "models/lora.h"
 #include "models/safetensors.h"
 #include "quant/checkpoint.h"
 #include "quant/passes.h"
@@ -399,6 +400,13 @@ TrainResult Trainer::fit() {
   }
   if (state_.last_eval_step != state_.step) run_evaluation();
   TrainResult done = finish(TrainStatus::completed, "");
+  // --fuse-lora: the adapters fold into plain Linears (W + alpha/r·B·A) for the saved model;
+  // the evaluation above is the unfused model's (equal up to float rounding)
+  if (config_.fuse_lora) {
+    std::string report = nn::fuse_lora(model_).str();
+    report.pop_back();  // Progress::line adds the newline
+    progress_.line(report);
+  }
   quant::save_compressed(model_, run_.path().string());
   write_final(done);
   return done;

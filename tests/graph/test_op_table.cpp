@@ -60,6 +60,10 @@ void tour() {
   sum(a), sum(a, {1}, true), mean(a), mean(a, {0});
   softmax(a), log_softmax(a);
   layer_norm(a, Tensor::ones({3}), Tensor::zeros({3}), 1e-5);
+  bias_gelu(a, Tensor::full({3}, 0.5));
+  dropout_add_layer_norm(a, Tensor::full({3}, 0.5), b, Tensor::ones({3}), Tensor::zeros({3}), 0.1,
+                         false, 1e-5);
+  dropout_add_layer_norm(a, Tensor(), b, Tensor::ones({3}), Tensor::zeros({3}), 0.1, false, 1e-5);
   Tensor ids = Tensor::from(std::vector<int32_t>{0, 2, 1}, {3});
   embedding(ids, m);
   cross_entropy(a, Tensor::from(std::vector<int32_t>{2, 0}, {2}));
@@ -86,6 +90,8 @@ TEST_CASE("op table: every op declared in autograd/ops.h has an entry") {
                                     "layer_norm_reference",
                                     "cross_entropy_reference",
                                     "sdpa_reference",
+                                    "bias_gelu_reference",
+                                    "dropout_add_layer_norm_reference",
                                     "masked_fill",
                                     "rsub"};  // rsub records rsub_scalar
   const std::string header = slurp(kSourceRoot + "/autograd/ops.h");

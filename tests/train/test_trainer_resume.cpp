@@ -92,6 +92,17 @@ TEST_CASE("resume: a quantized and pruned run (random activation masks) resumes 
   check_resume_equivalence(fx, c, 7);
 }
 
+TEST_CASE("resume: a LoRA run with adapter dropout resumes bit-identically") {
+  // the checkpoint's compression.json rebuilds the LoraLinears; the frozen set is re-applied
+  TrainFixture fx;
+  TrainConfig c = fx.config("x");
+  c.lora_rank = 2;
+  c.lora_dropout = 0.1;
+  c.lr = 1e-2;
+  c.ckpt_every = 4;
+  check_resume_equivalence(fx, c, 7);
+}
+
 TEST_CASE("resume: stopped on the last batch of an epoch resumes with the epoch's evaluation") {
   TrainFixture fx;
   check_resume_equivalence(fx, fx.config("x"), 12);  // 12 batches per epoch
