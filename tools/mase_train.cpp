@@ -31,7 +31,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitDiverged = 3, kExitInterrupte
 const char* kFooter = R"(Examples:
   mase-train --model bert-tiny --data imdb --data-dir ../shared/data
       from scratch with the recipe for bert-tiny (sentencepiece 16k trained on IMDb train,
-      mean pooling, lr 1e-3, 3 epochs); results in runs/bert-tiny-imdb-<date>-<time>/
+      mean pooling, lr 1e-3, 1 epoch); results in runs/bert-tiny-imdb-<date>-<time>/
   mase-train --model bert-tiny --train-subset 2000 --test-subset 1000 --epochs 1
       a quick look (a few minutes)
   mase-train --resume runs/bert-tiny-imdb-20250101-120000
@@ -94,7 +94,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-len", c.max_len, "tokens per review, [CLS] and [SEP] included")
       ->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "reviews per step")->capture_default_str();
-  app.add_option("--epochs", c.epochs, "passes over the training split")->capture_default_str();
+  int64_t epochs = 0;
+  app.add_option("--epochs", epochs, "passes over the training split (default: 1 for bert-tiny "
+                 "from scratch, else 3)");
   app.add_option("--max-steps", c.max_steps, "train exactly this many steps (overrides --epochs)");
   app.add_option("--train-subset", c.train_subset, "train on N reviews (label-balanced, seeded)");
   app.add_option("--test-subset", c.test_subset, "evaluate on N test reviews (label-balanced, fixed)");
@@ -180,6 +182,7 @@ int main(int argc, char** argv) {
     MASE_CHECK(bucketing == "on" || bucketing == "off", ConfigError,
                "expected --bucketing on or off, got '", bucketing, "'");
     c.bucketing = bucketing == "on";
+    if (given("--epochs")) c.epochs = epochs;
     if (given("--lr")) c.lr = lr;
     if (given("--warmup")) c.warmup = warmup;
     if (given("--dropout")) c.dropout = dropout;

@@ -5,7 +5,7 @@
 // repeats it, so a result can always be traced back to the exact recipe; --resume reads it back
 // to continue the run with nothing changed.
 //
-// Some fields have no fixed default: lr, warmup, dropout and pooling depend on whether the
+// Some fields have no fixed default: lr, warmup, dropout, pooling and epochs depend on whether the
 // model starts from random weights or from a checkpoint (--init), and lr on the model's size.
 // They are std::optional here; resolve_recipe() fills them (the recipe is at the end of
 // train_config.cpp, measured in docs/training.md) and the saved config holds the values used.
@@ -43,7 +43,7 @@ struct TrainConfig {
 
   // ---- optimisation ---------------------------------------------------------------------
   int64_t batch_size = 32;
-  int64_t epochs = 3;
+  std::optional<int64_t> epochs;   // recipe: 1 for bert-tiny from scratch, else 3
   int64_t max_steps = 0;           // > 0: exactly this many steps (epochs follow from it)
   std::optional<double> lr;        // peak learning rate (recipe: by model size)
   std::optional<double> warmup;    // < 1: a fraction of the steps; >= 1: a number of steps
@@ -88,7 +88,7 @@ struct TrainConfig {
   std::string model_name() const;
 };
 
-// Fills the unset optionals (lr, warmup, dropout, pooling) from the recipe: the values that
+// Fills the unset optionals (lr, warmup, dropout, pooling, epochs) from the recipe: the values that
 // docs/training.md measured for training from scratch, or standard fine-tuning values when
 // the model starts from a checkpoint (--init; pooling and dropout then stay unset: the
 // checkpoint's config.json decides).

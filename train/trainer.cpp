@@ -169,7 +169,7 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
   MASE_CHECK(batches_.num_batches() > 0, ConfigError,
              "[train] expected training reviews, got an empty training split");
   const int64_t nb = batches_.num_batches();
-  total_steps_ = config_.max_steps > 0 ? config_.max_steps : config_.epochs * nb;
+  total_steps_ = config_.max_steps > 0 ? config_.max_steps : *config_.epochs * nb;
   epochs_ = (total_steps_ + nb - 1) / nb;
   schedule_ = LrSchedule::parse(config_.schedule, warmup_steps(config_, total_steps_), total_steps_);
   nn::NamedTensors params = trainable(model_);
