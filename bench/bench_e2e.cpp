@@ -40,12 +40,14 @@
 // and the fused step (models/fusion.h) gives the loss and gradient norm of the reference
 // composition of ops (fusions off) to 1e-4 relative.
 //
+// The model, its batch and the training step are bench/common.h's (make_bert_setup,
+// bert_train_step), shared with the quant suite's QAT step.
+//
 // Read next: models/bert.h (the model), train/adamw.h, docs/performance.md (the figures).
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
-#include <memory>
 #include <vector>
 
 #include "bench/common.h"
@@ -54,53 +56,13 @@
 #include "runtime/allocator.h"
 #include "runtime/cpu/matmul.h"
 #include "runtime/parallel.h"
-#include "runtime/random.h"
-#include "train/adamw.h"
-#include "train/clip_grad_norm.h"
 
 namespace mase::bench {
 namespace {
 
-constexpr int64_t kVocab = 16000;
 constexpr int64_t kSgemmN = 4096;
 
-// The model, its optimizer and one fixed batch.
-struct Setup {
-  std::shared_ptr<nn::BertForSequenceClassification> model;
-  std::unique_ptr<train::AdamW> opt;
-  Tensor ids, mask, labels;  // (B, T) i32, (B, T) i32 all ones, (B) i32
-  nn::BertConfig cfg;
-};
-
-Setup make_setup(const char* name) {
-  Setup s;
-  s.cfg = nn::BertConfig::preset(name, kVocab);
-  manual_seed(0);
-  s.model = std::make_shared<nn::BertForSequenceClassification>(s.cfg);
-  s.opt = std::make_unique<train::AdamW>(s.model->named_parameters(),
-                                         train::AdamWOptions{.lr = 1e-4, .weight_decay = 0.01});
-  std::vector<int32_t> ids(kTokens), labels(kBatch);
-  for (int64_t i = 0; i < kTokens; ++i)  // ids in [1, V): 0 is [PAD]
-    ids[i] = 1 + static_cast<int32_t>(philox_word(7, 0, i) % (kVocab - 1));
-  for (int64_t b = 0; b < kBatch; ++b) labels[b] = static_cast<int32_t>(philox_word(7, 1, b) & 1);
-  s.ids = Tensor::from(ids, {kBatch, kSeq});
-  s.mask = Tensor::ones({kBatch, kSeq}, DType::i32);
-  s.labels = Tensor::from(labels, {kBatch});
-  return s;
-}
-
-// One training step; returns (loss, gradient norm before clipping).
-std::pair<double, double> train_step(Setup& s) {
-  s.model->train();
-  nn::SequenceClassifierOutput out = s.model->forward(s.ids, s.mask, Tensor(), s.labels);
-  backward(out.loss);
-  const double norm = train::clip_grad_norm(*s.opt, 1.0);
-  s.opt->step();
-  s.opt->zero_grad();
-  return {out.loss.item(), norm};
-}
-
-void eval_step(Setup& s) {
+void eval_step(BertSetup& s) {
   NoGradGuard no_grad;
   s.model->eval();
   Tensor logits = s.model->forward(s.ids, s.mask).logits;
@@ -120,7 +82,7 @@ Usage usage() {
 }
 
 // Model FLOPs of one step (see the file comment).
-double model_flops(const Setup& s, bool training) {
+double model_flops(const BertSetup& s, bool training) {
   double n = 0;
   for (const auto& [path, p] : s.model->named_parameters())
     if (path.rfind("bert.encoder.", 0) == 0) n += static_cast<double>(p.numel());
@@ -135,8 +97,8 @@ std::string check_first_step(const char* name) {
   double loss[2], norm[2];
   for (int fused = 0; fused < 2; ++fused) {
     nn::FusionGuard guard(fused == 1);
-    Setup s = make_setup(name);  // same seed: same weights, same dropout masks
-    std::tie(loss[fused], norm[fused]) = train_step(s);
+    BertSetup s = make_bert_setup(name);  // same seed: same weights, same dropout masks
+    std::tie(loss[fused], norm[fused]) = bert_train_step(s);
   }
   if (!(std::abs(loss[1] - std::log(2.0)) < 0.05))
     return cat("first loss ", loss[1], ", expected ln 2 = 0.693 ± 0.05");
@@ -153,11 +115,11 @@ void add_step(const char* model, bool training) {
   add(name, [name, model, training](benchmark::State& st) {
     using Clock = std::chrono::steady_clock;
     if (!validate_once(st, name, [&] { return check_first_step(model); })) return;
-    Setup s = make_setup(model);
+    BertSetup s = make_bert_setup(model);
     // the yardstick's operands live outside the caching allocator: not in the memory figures
     std::vector<float> A(kSgemmN * kSgemmN, 0.5f), B(kSgemmN * kSgemmN, 0.25f), C(kSgemmN * kSgemmN);
     auto step = [&] {
-      if (training) train_step(s);
+      if (training) bert_train_step(s);
       else eval_step(s);
     };
     for (int i = 0; i < 2; ++i) step();  // warm up: gradients, AdamW state, allocator cache

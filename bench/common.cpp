@@ -10,6 +10,7 @@
 
 #include "runtime/parallel.h"
 #include "runtime/random.h"
+#include "train/clip_grad_norm.h"
 
 namespace mase::bench {
 namespace {
@@ -69,6 +70,33 @@ void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<voi
   set_bytes(st, static_cast<double>(bytes));
   const double moved = static_cast<double>(bytes) * static_cast<double>(st.iterations());
   st.counters["memcpy_bw"] = copy_s > 0 ? moved / copy_s : 0.0;
+}
+
+BertSetup make_bert_setup(const char* name) {
+  BertSetup s;
+  s.cfg = nn::BertConfig::preset(name, kVocab);
+  manual_seed(0);
+  s.model = std::make_shared<nn::BertForSequenceClassification>(s.cfg);
+  s.opt = std::make_unique<train::AdamW>(s.model->named_parameters(),
+                                         train::AdamWOptions{.lr = 1e-4, .weight_decay = 0.01});
+  std::vector<int32_t> ids(kTokens), labels(kBatch);
+  for (int64_t i = 0; i < kTokens; ++i)  // ids in [1, V): 0 is [PAD]
+    ids[i] = 1 + static_cast<int32_t>(philox_word(7, 0, i) % (kVocab - 1));
+  for (int64_t b = 0; b < kBatch; ++b) labels[b] = static_cast<int32_t>(philox_word(7, 1, b) & 1);
+  s.ids = Tensor::from(ids, {kBatch, kSeq});
+  s.mask = Tensor::ones({kBatch, kSeq}, DType::i32);
+  s.labels = Tensor::from(labels, {kBatch});
+  return s;
+}
+
+std::pair<double, double> bert_train_step(BertSetup& s) {
+  s.model->train();
+  nn::SequenceClassifierOutput out = s.model->forward(s.ids, s.mask, Tensor(), s.labels);
+  backward(out.loss);
+  const double norm = train::clip_grad_norm(*s.opt, 1.0);
+  s.opt->step();
+  s.opt->zero_grad();
+  return {out.loss.item(), norm};
 }
 
 bool validate_once(benchmark::State& st, const std::string& name,

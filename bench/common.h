@@ -17,10 +17,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "models/bert.h"
 #include "runtime/tensor.h"
+#include "train/adamw.h"
 
 namespace mase::bench {
 
@@ -44,6 +48,23 @@ inline constexpr BertConfig kBertConfigs[] = {
     {"bert-base", 768, 12, 3072},
 };
 inline constexpr BertConfig kBertBase = kBertConfigs[3];
+
+// ---- a BERT training step (the e2e and quant suites) ---------------------------------------
+constexpr int64_t kVocab = 16000;  // our sentencepiece default
+
+// A seeded model (manual_seed(0)), its AdamW and one fixed batch of kBatch sequences of kSeq
+// tokens (every token real, so no padding).
+struct BertSetup {
+  std::shared_ptr<nn::BertForSequenceClassification> model;
+  std::unique_ptr<train::AdamW> opt;
+  Tensor ids, mask, labels;  // (B, T) i32, (B, T) i32 all ones, (B) i32
+  nn::BertConfig cfg;
+};
+BertSetup make_bert_setup(const char* name);
+
+// What mase-train does per batch: forward with labels (dropout on), backward,
+// clip_grad_norm(1.0), AdamW step, zero_grad. Returns (loss, gradient norm before clipping).
+std::pair<double, double> bert_train_step(BertSetup& s);
 
 // ---- registration ---------------------------------------------------------------------------
 using Body = std::function<void(benchmark::State&)>;

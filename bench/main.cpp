@@ -27,6 +27,7 @@ namespace mase::bench {
 void register_gemm();         // bench/bench_gemm.cpp
 void register_elementwise();  // bench/bench_elementwise.cpp
 void register_fused();        // bench/bench_fused.cpp
+void register_quant();        // bench/bench_quant.cpp
 void register_e2e();          // bench/bench_e2e.cpp
 void register_softmax();      // bench/bench_softmax.cpp
 void register_sdpa();         // bench/bench_sdpa.cpp
@@ -52,6 +53,8 @@ const Suite kSuites[] = {
      mase::bench::register_sdpa},
     {"fused", "bias+GELU, dropout+residual+LayerNorm, LayerNorm, AdamW: fused vs composed, vs memcpy",
      mase::bench::register_fused},
+    {"quant", "fake quantization per format, MXINT8 pack/unpack, vs memcpy; QAT step vs plain",
+     mase::bench::register_quant},
     {"e2e", "BERT tiny/mini/small training and eval steps at B32 T256: tokens/s, % of sgemm",
      mase::bench::register_e2e},
 };

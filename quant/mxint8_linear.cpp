@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "models/parameters.h"
 #include "quant/kernels/mxint8.h"
 #include "quant/passes.h"
 #include "quant/quantized_linear.h"
@@ -48,15 +49,7 @@ Tensor MxInt8Linear::forward(const Tensor& x) {
 
 namespace {
 
-std::string with_commas(int64_t v) {  // 1234567 -> "1,234,567"
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
+using nn::with_commas;  // 1234567 -> "1,234,567" (models/parameters.h)
 
 // Which class of the report a tensor of module `m` belongs to.
 std::string tensor_class(const nn::Module& m, const std::string& name) {

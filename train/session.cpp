@@ -10,6 +10,7 @@
 #include "models/atomic_file.h"
 #include "models/checkpoint.h"
 #include "models/lora.h"
+#include "models/parameters.h"
 #include "quant/checkpoint.h"
 #include "quant/mxint8_linear.h"
 #include "quant/passes.h"
@@ -21,15 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-// 1234567 -> "1,234,567"
-std::string commas(int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v), out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
+using nn::with_commas;  // 1234567 -> "1,234,567" (models/parameters.h)
 
 json read_json(const fs::path& p, const char* op) {
   std::ifstream in(p);
@@ -188,13 +181,13 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
                c.init.empty() ? c.model.c_str() : c.init.c_str(),
                (long long)mc.num_hidden_layers, (long long)mc.hidden_size,
                (long long)mc.num_attention_heads, (long long)mc.intermediate_size,
-               commas(mc.vocab_size).c_str(), mc.pooling.c_str(),
+               with_commas(mc.vocab_size).c_str(), mc.pooling.c_str(),
                c.init.empty() ? cat("random init (seed ", c.seed, ")").c_str() : "from --init");
   std::fprintf(out, "data      %s: %s train / %s test reviews, max_len %lld, bucketing %s\n",
-               d.source.string().c_str(), commas(d.train.size()).c_str(),
-               commas(d.test.size()).c_str(), (long long)c.max_len, c.bucketing ? "on" : "off");
+               d.source.string().c_str(), with_commas(d.train.size()).c_str(),
+               with_commas(d.test.size()).c_str(), (long long)c.max_len, c.bucketing ? "on" : "off");
   std::fprintf(out, "tokenizer %s, vocab %s (%s)\n", d.tokenizer->name().c_str(),
-               commas(d.tokenizer->vocab_size()).c_str(), d.tokenizer_path.string().c_str());
+               with_commas(d.tokenizer->vocab_size()).c_str(), d.tokenizer_path.string().c_str());
   std::fprintf(out,
                "recipe    AdamW lr %g, %s schedule, warm-up %lld steps, batch %lld, %lld steps "
                "(%lld per epoch), weight decay %g, clip %g, dropout %g\n",
@@ -205,10 +198,10 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
   std::fprintf(out, "device    %s, %d threads\n", c.device.c_str(), num_threads());
   std::fprintf(out, "trainable parameters\n");
   for (const auto& [name, n] : parameter_counts(m)) {
-    std::fprintf(out, "  %-18s %12s\n", name.c_str(), commas(n).c_str());
+    std::fprintf(out, "  %-18s %12s\n", name.c_str(), with_commas(n).c_str());
   }
   const int64_t frozen = m.num_parameters() - m.num_parameters(true);
-  if (frozen > 0) std::fprintf(out, "  (frozen: %s)\n", commas(frozen).c_str());
+  if (frozen > 0) std::fprintf(out, "  (frozen: %s)\n", with_commas(frozen).c_str());
   std::fprintf(out, "run       %s\n", run.path().string().c_str());
   std::fflush(out);
 }
