@@ -11,6 +11,7 @@
 #include "models/atomic_file.h"
 #include "models/module_registry.h"
 #include "models/safetensors.h"
+#include "quant/checkpoint.h"
 
 namespace mase::graph {
 namespace {
@@ -152,8 +153,8 @@ void export_graph(const Graph& g, const std::string& dir) {
 // ---- load -----------------------------------------------------------------------------------
 
 void register_all_module_types() {
-  // models/' leaves (and LoraLinear) are built in. Layers above models/ add their call here,
-  // e.g. quant::register_module_types();
+  // models/' leaves (and LoraLinear) are built in; layers above models/ add their call here
+  quant::register_module_types();  // QuantizedLinear, PrunedLinear, MxInt8Linear
 }
 
 Graph load_graph(const std::string& dir) {

@@ -7,6 +7,7 @@
 #include "models/atomic_file.h"
 #include "models/checkpoint.h"
 #include "models/lora.h"
+#include "models/module_registry.h"
 #include "models/safetensors.h"
 #include "quant/mxint8_linear.h"
 #include "quant/quantized_linear.h"
@@ -68,6 +69,24 @@ nn::ModulePtr rebuild_layer(const nn::Linear& base, const json& d, const std::st
 }
 
 }  // namespace
+
+void register_module_types() {
+  // {"in_features", "out_features", "bias"} + describe(): a fresh Linear of those sizes, wrapped
+  // as described; the weights and masks are loaded afterwards
+  auto quantized = [](const json& c) -> nn::ModulePtr {
+    auto base = std::make_shared<nn::Linear>(c.at("in_features").get<int64_t>(),
+                                             c.at("out_features").get<int64_t>(),
+                                             c.at("bias").get<bool>());
+    return QuantizedLinear::from_description(*base, c, "graph");
+  };
+  nn::register_module_type("QuantizedLinear", quantized);
+  nn::register_module_type("PrunedLinear", quantized);
+  nn::register_module_type("MxInt8Linear", [](const json& c) -> nn::ModulePtr {
+    return std::make_shared<MxInt8Linear>(c.at("in_features").get<int64_t>(),
+                                          c.at("out_features").get<int64_t>(),
+                                          c.at("bias").get<bool>());
+  });
+}
 
 void apply_compression_layers(nn::Module& model, const json& layers, const std::string& source) {
   MASE_CHECK(layers.is_object(), ConfigError, "[load_compressed] ", source,

@@ -42,6 +42,11 @@ void apply_compression_layers(nn::Module& model, const nlohmann::json& layers,
 // checkpoint does that itself). IoError for a sidecar that is not one.
 bool apply_compression_sidecar(nn::Module& model, const std::string& dir);
 
+// Registers QuantizedLinear (and PrunedLinear, its name when only pruned) and MxInt8Linear
+// with models/module_registry.h, so that an exported graph of a quantized, pruned or MXINT8
+// model reloads (graph/export.cpp calls this before rebuilding modules).
+void register_module_types();
+
 // save_pretrained + compression.json (written atomically; pruned weights re-zeroed first).
 // A model without compressed layers gets no sidecar (and a stale one in `dir` is removed), so
 // its directory is exactly save_pretrained's.

@@ -32,6 +32,9 @@ class MxInt8Linear : public nn::Module {
   MxInt8Linear(int64_t in_features, int64_t out_features, bool bias);  // zeros (to load into)
 
   std::string type_name() const override { return "MxInt8Linear"; }
+  nlohmann::json to_json() const override {  // graph export: enough to rebuild it empty
+    return {{"in_features", in_features}, {"out_features", out_features}, {"bias", bias.defined()}};
+  }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;  // x (..., in) -> (..., out)
 

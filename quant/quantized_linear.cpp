@@ -53,6 +53,24 @@ void QuantizedLinear::bind_quantizer_parameters() {
   weight_gamma = quantizer_param(q_.weight, "gamma");
 }
 
+nlohmann::json QuantizedLinear::to_json() const {
+  nlohmann::json j = nn::Linear::to_json();  // in_features, out_features, bias
+  j.update(describe());
+  return j;
+}
+
+nn::Precision QuantizedLinear::precision(const std::string& name) const {
+  const Format* f = nullptr;
+  if (is_quantized() && name == "weight") f = &parsed_.weight;
+  if (is_quantized() && name == "bias") f = &parsed_.bias;
+  if (f == nullptr) return nn::Linear::precision(name);
+  const std::string s = f->str();  // "integer(width=8, frac_width=4)"
+  std::vector<int64_t> widths{f->width};
+  if (f->kind == Kind::integer) widths.push_back(f->frac_width);
+  else if (f->exponent_width > 0) widths.push_back(f->exponent_width);
+  return {s.substr(0, s.find('(')), widths};
+}
+
 std::string QuantizedLinear::type_name() const {
   if (!is_quantized() && is_pruned()) return "PrunedLinear";
   return "QuantizedLinear";

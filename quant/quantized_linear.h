@@ -49,6 +49,12 @@ class QuantizedLinear : public nn::Linear {
 
   std::string type_name() const override;
   std::string extra_repr() const override;
+  // Graph export (models/module_registry.h): Linear's sizes plus describe(); the tensors,
+  // masks included, travel in model.safetensors. register_module_types() rebuilds it.
+  nlohmann::json to_json() const override;
+  // Graph metadata: weight and bias report their format, e.g. integer[8, 4] (width, fractional
+  // width) or minifloat_ieee[8, 4] (width, exponent width); float[32] when not quantized.
+  nn::Precision precision(const std::string& name) const override;
   Tensor forward(const Tensor& x) override;
 
   // ---- quantization -------------------------------------------------------------------------

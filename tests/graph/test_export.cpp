@@ -11,6 +11,8 @@
 #include "models/lora.h"
 #include "models/module_registry.h"
 #include "models/parameters.h"
+#include "quant/mxint8_linear.h"
+#include "quant/passes.h"
 
 namespace mase::graph {
 
@@ -104,6 +106,58 @@ TEST_CASE("export: LoRA modules, parameters outside leaves and constants reload"
   CHECK(sr.constants().count("_tensor_constant0") == 1);
   CHECK(test::bitwise_equal(sr.run({{"x", x}}).at("y"), (*m)(x)));
   CHECK(sr.get_attr_value(sr.at("gain")).requires_grad());
+}
+
+TEST_CASE("export: quantized, pruned and MXINT8 layers reload with their formats and masks") {
+  // int8 on the attention projections, minifloat on the rest; 50% of the weights pruned by
+  // magnitude across the model, 30% of each Linear's inputs by magnitude on every forward
+  const nlohmann::json cfg = nlohmann::json::parse(R"({
+    "quantize": {"by": "regex",
+      "attention\\.self": {"config": {"name": "integer", "data_in_width": 8,
+          "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 6,
+          "bias_width": 8, "bias_frac_width": 4}},
+      "default": {"config": {"name": "minifloat_ieee", "data_in_width": 8,
+          "data_in_exponent_width": 4, "weight_width": 8, "weight_exponent_width": 4,
+          "bias_width": 8, "bias_exponent_width": 4}}},
+    "prune": {"weight": {"sparsity": 0.5, "method": "l1-norm", "scope": "global"},
+              "activation": {"sparsity": 0.3, "method": "l1-norm"}}})");
+  auto model = test::tiny_bert(1, 2000);
+  model->eval();
+  (void)quant::compress(*model, cfg);
+  const data::Batch b = test::tiny_batch(3, 2000);
+  Graph g = trace_bert(model, {"input_ids", "attention_mask", "labels"}, b);
+  add_common_metadata(g, graph_inputs(g, b));
+  test::TempDir dir;
+  export_graph(g, dir.path.string());
+  Graph r = load_graph(dir.path.string());
+  check_same_graph(g, r);  // metadata included: the precisions below survive the round trip
+  TensorMap want = g.run(graph_inputs(g, b)), got = r.run(graph_inputs(r, b));
+  CHECK(test::bitwise_equal(got.at("logits"), want.at("logits")));
+  auto q = r.root().submodule("bert.encoder.layer.0.attention.self.query");
+  REQUIRE(q->type_name() == "QuantizedLinear");
+  CHECK(q->precision("weight") == nn::Precision{"integer", {8, 6}});
+  CHECK(r.root().submodule("classifier")->precision("weight") ==
+        nn::Precision{"minifloat_ieee", {8, 4}});
+  // the weight masks came back with the weights: the same zeros
+  auto* ql = dynamic_cast<quant::QuantizedLinear*>(q.get());
+  auto* qg = dynamic_cast<quant::QuantizedLinear*>(
+      g.root().submodule("bert.encoder.layer.0.attention.self.query").get());
+  REQUIRE((ql != nullptr && qg != nullptr));
+  CHECK(ql->pruned_weights() == qg->pruned_weights());
+  CHECK(ql->pruned_weights() > 0);
+  CHECK(test::bitwise_equal(ql->weight, qg->weight));
+
+  // MXINT8: the packed weights (int8 elements, E8M0 scales) are the module's tensors
+  auto mx = test::tiny_bert(1, 2000);
+  mx->eval();
+  (void)quant::mxint8_weights(*mx);
+  Graph gm = trace_bert(mx, {"input_ids"}, b);
+  test::TempDir dir2;
+  export_graph(gm, dir2.path.string());
+  Graph rm = load_graph(dir2.path.string());
+  CHECK(rm.root().submodule("classifier")->type_name() == "MxInt8Linear");
+  CHECK(test::bitwise_equal(rm.run(graph_inputs(rm, b)).at("logits"),
+                            gm.run(graph_inputs(gm, b)).at("logits")));
 }
 
 TEST_CASE("export: attrs keep their types and exact values") {
