@@ -13,6 +13,7 @@
 #include "models/parameters.h"
 #include "quant/mxint8_linear.h"
 #include "quant/passes.h"
+#include "quant/quantized_linear.h"
 
 namespace mase::graph {
 
