@@ -157,3 +157,54 @@ TEST_CASE("stochastic quantizers are reproducible from their seed") {
   CHECK(a2 == vals(b(x)));
   CHECK(a1 != a2);  // each call draws fresh numbers
 }
+
+TEST_CASE("ternary and binary_residual on odd sizes match element-by-element loops") {
+  // The kernels vectorise (8 accumulators, blocks of 256 elements); these plain loops are the
+  // definitions of formats.md written the obvious way. 5 rows of 1001: not a multiple of 8 or
+  // 256, so every tail runs; row 3 holds a NaN (its ternary row becomes NaN).
+  Generator g(11);
+  Tensor w = Tensor::empty({5, 1001});
+  uniform_(w, -2, 2, g);
+  std::vector<float> x = vals(w);
+  x[3 * 1001 + 17] = NAN;
+  w = Tensor::from(x, {5, 1001});
+  for (bool scaling : {false, true}) {
+    std::vector<float> want(x.size());
+    for (int r = 0; r < 5; ++r) {
+      const float* row = x.data() + r * 1001;
+      double sum = 0;
+      for (int j = 0; j < 1001; ++j) sum += std::abs(double(row[j]));
+      const double delta = 0.75 * sum / 1001;
+      double s = 0;
+      int count = 0;
+      for (int j = 0; j < 1001; ++j)
+        if (std::abs(double(row[j])) > delta) s += std::abs(double(row[j])), ++count;
+      const float a = scaling ? float(s / count) : 1.f;
+      for (int j = 0; j < 1001; ++j)
+        want[r * 1001 + j] = std::isnan(sum) ? NAN : row[j] > delta ? a : row[j] < -delta ? -a : 0.f;
+    }
+    std::vector<float> got = vals(quantize(w, fmt("ternary", {{"scaling", scaling}})));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(want[i])) {
+        CHECK(std::isnan(got[i]));
+      } else {
+        CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+      }
+    }
+  }
+  const std::vector<float> mu = {0.6f, 0.3f, 0.1f};
+  Tensor flat = Tensor::from(x, {5005});
+  std::vector<float> got = vals(residual_sign(flat, Tensor::from(mu, {3})));
+  for (size_t i = 0; i < x.size(); ++i) {
+    float r = x[i], acc = 0;
+    for (float m : mu) {
+      const float term = r >= 0 ? m : -m;
+      acc += term, r -= term;
+    }
+    if (std::isnan(x[i])) {
+      CHECK(std::isnan(got[i]));
+    } else {
+      CHECK(got[i] == acc);
+    }
+  }
+}
