@@ -107,6 +107,27 @@ TEST_CASE("mxint8 unpack(pack(x)) equals fake quantization with both methods") {
                   quantize(x3, make_format("mxint8")).to_vector<float>()));
 }
 
+TEST_CASE("mxint8 pack equals the reference block kernel for every shared exponent") {
+  // One block of 32 per biased exponent e = 0..254 (row e): values up to 1.75·2^(e−127), with
+  // subnormals for e = 0, so the kernel's power 2^(133−e) is built at every exponent it can be.
+  const int64_t rows = 255, K = 32;
+  Generator g(17);
+  Tensor x = Tensor::empty({rows, K});
+  uniform_(x, -1, 1, g);
+  float* p = x.data<float>();
+  for (int64_t e = 0; e < rows; ++e)
+    for (int64_t j = 0; j < K; ++j) {
+      p[e * K + j] = e == 0 ? p[e * K + j] * 0x1p-127f : std::ldexp(p[e * K + j], int(e) - 127);
+      if (j == 0 && e > 0) p[e * K] = std::ldexp(1.75f, int(e) - 127);  // the block's max: exponent e
+    }
+  std::vector<float> ref(size_t(rows * K));
+  cpu::block_forward<float>(ref.data(), p, rows, K, make_format("mxint8"));
+  MxInt8Tensor packed = mxint8_pack(x);
+  const uint8_t* sc = packed.scales.data<uint8_t>();
+  for (int64_t e = 1; e < rows; ++e) CHECK(int(sc[e]) == int(e));
+  CHECK(same_bits(mxint8_unpack(packed, Dequant::multiply).to_vector<float>(), ref));
+}
+
 TEST_CASE("mxint8 bytes report: 8.25 bits per element and what partial blocks cost") {
   BytesReport r;
   r.add({768, 3072});  // 96 blocks per row
