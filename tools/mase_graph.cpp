@@ -8,7 +8,8 @@
 //   report_parameters --export out/ mase-graph --reload out/ --print --run
 //
 // Steps, in this order: build the model (a preset with seeded HF init, or --init DIR: a
-// checkpoint folder) in eval mode (--train for training mode), make an example batch
+// checkpoint folder, compressed or not: quant/checkpoint.h) in eval mode (--train for
+// training mode), make an example batch
 // (--batch-size × --seq-len random ids, --pad positions of the second sequence padded),
 // trace it with --inputs, annotate it (the common metadata pass), run each --pass in order,
 // then --print / --draw / --export / --check / --run. --reload DIR starts from an exported graph
@@ -19,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -32,6 +34,7 @@
 #include "models/checkpoint.h"
 #include "models/lora.h"
 #include "models/parameters.h"
+#include "quant/checkpoint.h"
 
 using namespace mase;
 
@@ -132,8 +135,10 @@ int run(const Options& o) {
       example = reload_example(loaded, o);
       return loaded;
     }
-    if (!o.init.empty()) {
-      model = nn::from_pretrained(o.init);
+    if (!o.init.empty()) {  // a compressed model (compression.json) comes back compressed
+      model = std::filesystem::exists(std::filesystem::path(o.init) / "compression.json")
+                  ? quant::load_compressed(o.init)
+                  : nn::from_pretrained(o.init);
     } else {
       manual_seed(o.seed);
       model = std::make_shared<nn::BertForSequenceClassification>(
@@ -205,7 +210,9 @@ int main(int argc, char** argv) {
   app.add_option("--vocab-size", o.vocab_size, "vocabulary size of the preset")
       ->check(CLI::Range(2, 1 << 24));
   app.add_option("--init", o.init,
-                 "a checkpoint folder (config.json + model.safetensors) instead of a preset");
+                 "a checkpoint folder (config.json + model.safetensors) instead of a preset; "
+                 "with a compression.json (mase-train --quant/--prune/--mxint8-weights) the "
+                 "quantized, pruned or MXINT8 layers come back as they were trained");
   app.add_option("--reload", o.reload, "start from a graph exported with --export");
   app.add_option("--seed", o.seed, "seed of the preset's init and of the example batch");
   app.add_option("--inputs", o.inputs,

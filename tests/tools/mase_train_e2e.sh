@@ -1,10 +1,12 @@
 #!/bin/sh
-# tests/tools/mase_train_e2e.sh MASE_TRAIN — the mase-train executable end to end on a made-up
-# IMDb (written here with the shell): train, predict, eval-only, then a real SIGINT in the
+# tests/tools/mase_train_e2e.sh MASE_TRAIN [MASE_GRAPH] — the mase-train executable end to end on
+# a made-up IMDb (written here with the shell): train, predict, eval-only, QAT whose saved model
+# mase-graph traces, exports and reloads (when MASE_GRAPH is given), then a real SIGINT in the
 # middle of a run (exit 130, a checkpoint, the resume hint) and --resume to the end.
 # Prints "e2e: ok" when every check passed (ctest matches it).
 set -u
 bin=$1
+graph=${2:-}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/mase-train-e2e-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "e2e: FAILED: $*"; exit 1; }
@@ -49,6 +51,19 @@ tail -n 1 "$dir/predict.log" | grep -Eq '^negative 0\.[5-9][0-9]*|^negative 1\.0
 "$bin" --init "$dir/run" --eval-only --data-dir "$dir/data" --cache-dir "$dir/cache" > "$dir/eval.log" 2>&1 || fail "eval-only exited $?"
 acc=$(sed -n 's/.*"test_accuracy": \([0-9.e-]*\).*/\1/p' "$dir/run/final.json")
 grep -q "test_accuracy $(printf '%.6f' "$acc")" "$dir/eval.log" || fail "eval-only: $(cat "$dir/eval.log") vs final.json $acc"
+
+# 3b. QAT in int8 saves a compressed model; mase-graph reads it back quantized, its graph
+#     computes what the eager model does, and the exported graph reloads and runs
+if [ -n "$graph" ]; then
+  printf 'by = "type"\n[default.config]\nname = "integer"\ndata_in_width = 8\ndata_in_frac_width = 4\nweight_width = 8\nweight_frac_width = 4\nbias_width = 8\nbias_frac_width = 4\n' > "$dir/int8.toml"
+  "$bin" $common --epochs 1 --quant "$dir/int8.toml" --out "$dir/qrun" > "$dir/qat.log" 2>&1 || fail "QAT exited $?: $(tail -n 3 "$dir/qat.log")"
+  [ -f "$dir/qrun/compression.json" ] || fail "QAT run saved no compression.json"
+  "$graph" --init "$dir/qrun" --print --check --export "$dir/qgraph" > "$dir/graph.log" 2>&1 || fail "mase-graph --init exited $?: $(tail -n 3 "$dir/graph.log")"
+  grep -q "call_module *quantized_linear" "$dir/graph.log" || fail "the traced graph has no quantized_linear module: $(head -n 20 "$dir/graph.log")"
+  grep -q "max |difference| = 0$" "$dir/graph.log" || fail "graph != eager: $(grep check "$dir/graph.log")"
+  "$graph" --reload "$dir/qgraph" --run > "$dir/reload.log" 2>&1 || fail "reload exited $?: $(tail -n 3 "$dir/reload.log")"
+  echo "quantized graph: $(grep check "$dir/graph.log")"
+fi
 
 # 4. SIGINT in the middle of a long run: exit 130, a checkpoint, how to resume
 "$bin" $common --epochs 400 --log-every 1 --ckpt-every 0 --out "$dir/long" > "$dir/long.log" 2>&1 &
