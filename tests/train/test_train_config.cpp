@@ -75,7 +75,7 @@ TEST_CASE("train config: the recipe fills what was not given") {
   CHECK(r.warmup == 0.02);
   CHECK(r.epochs == 1);  // its test accuracy peaks after one epoch
   c.model = "bert-small";
-  CHECK(resolve_recipe(c).lr == 5e-4);  // wider models need a smaller step
+  CHECK(resolve_recipe(c).lr == 2e-4);  // wider models need a smaller step
   CHECK(resolve_recipe(c).warmup == 0.06);  // and a longer ramp
   CHECK(resolve_recipe(c).epochs == 3);
   c.init = "some/hf/folder";
