@@ -70,13 +70,19 @@ Tensor sum(const Tensor& x);  // all elements -> shape ()
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
 Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
+// Max over one dim (torch.amax). The gradient is shared evenly among the elements that tie
+// for the max. NaN entries are skipped (fmax), where torch.amax would return NaN.
+Tensor amax(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- softmax family over the last dim (ops/softmax.cpp) ----------------------------------
 Tensor softmax(const Tensor& x);      // y = exp(x - max) / sum(exp(x - max))
 Tensor log_softmax(const Tensor& x);  // y = x - max - log(sum(exp(x - max)))
 // A row of all -inf (fully masked) gives softmax 0s and log_softmax -infs, not PyTorch's NaN.
-// The same maths composed of primitive ops (exp, sum, div, log): the meaning of the fused
-// kernels, their test oracle and bench baseline. No max shift: only for |x| below ~80.
+// The same maths composed of primitive ops, Lab 4's "naive softmax": m = amax(x), x − m, exp,
+// sum, ÷ (log_softmax: x − m − log Σ exp(x − m)). Each op is a full pass over (rows, cols), so
+// it reads the input ~5 times and writes 3 where the fused kernel reads once and writes once.
+// The meaning of the fused kernels, their test oracle and the bench baseline. A row of all
+// −inf gives NaN here (−inf − (−inf)), as in PyTorch; the fused kernels give 0 (see above).
 Tensor softmax_reference(const Tensor& x);
 Tensor log_softmax_reference(const Tensor& x);
 

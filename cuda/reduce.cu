@@ -1,4 +1,5 @@
-// cuda/reduce.cu — the (outer, reduce, inner) sum on the GPU (twin of runtime/cpu/reduce.cpp).
+// cuda/reduce.cu — the (outer, reduce, inner) sum and max on the GPU (twin of
+// runtime/cpu/reduce.cpp).
 //
 // Like the CPU kernel, every output is summed in double in a fixed order, so results do not
 // depend on the launch shape or on timing (no atomics):
@@ -40,7 +41,49 @@ __global__ void sum_rows_kernel(float* out, const float* inp, int64_t reduce) {
   if (threadIdx.x == 0) out[blockIdx.x] = static_cast<float>(part[0]);
 }
 
+// One thread per output (o, i) for the max and its backward: simple, coalesced when
+// inner > 1; the max skips NaN as the CPU kernel does (fmaxf returns the non-NaN operand).
+__global__ void max_kernel(float* out, const float* inp, int64_t outer, int64_t reduce,
+                           int64_t inner) {
+  int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (j >= outer * inner) return;
+  const int64_t o = j / inner, i = j % inner;
+  const float* p = inp + o * reduce * inner + i;
+  float m = -INFINITY;
+  for (int64_t r = 0; r < reduce; ++r) m = fmaxf(m, p[r * inner]);
+  out[j] = m;
+}
+
+// dinp = dout / (number of ties) where inp equals the max, else 0.
+__global__ void max_backward_kernel(float* dinp, const float* dout, const float* inp,
+                                    const float* out, int64_t outer, int64_t reduce,
+                                    int64_t inner) {
+  int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (j >= outer * inner) return;
+  const int64_t o = j / inner, i = j % inner, base = o * reduce * inner + i;
+  float ties = 0;
+  for (int64_t r = 0; r < reduce; ++r) ties += inp[base + r * inner] == out[j] ? 1.f : 0.f;
+  const float share = ties > 0 ? dout[j] / ties : 0.f;
+  for (int64_t r = 0; r < reduce; ++r)
+    dinp[base + r * inner] = inp[base + r * inner] == out[j] ? share : 0.f;
+}
+
 }  // namespace
+
+void max_forward(float* out, const float* inp, int64_t outer, int64_t reduce, int64_t inner) {
+  if (outer * inner == 0) return;
+  max_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads>>>(out, inp, outer, reduce,
+                                                                      inner);
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+void max_backward(float* dinp, const float* dout, const float* inp, const float* out,
+                  int64_t outer, int64_t reduce, int64_t inner) {
+  if (outer * inner == 0) return;
+  max_backward_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads>>>(
+      dinp, dout, inp, out, outer, reduce, inner);
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
 
 void sum_forward(float* out, const float* inp, int64_t outer, int64_t reduce, int64_t inner) {
   if (outer * inner == 0) return;

@@ -61,6 +61,8 @@ std::vector<OpInfo> build_table() {
        [](Args x, A a, bool) { return sum(x[0], attr_ints(a, "dims"), attr_bool(a, "keepdim")); }},
       {"mean", fn, "builtin_func", "mean",
        [](Args x, A a, bool) { return mean(x[0], attr_ints(a, "dims"), attr_bool(a, "keepdim")); }},
+      {"amax", fn, "builtin_func", "amax",
+       [](Args x, A a, bool) { return amax(x[0], attr_int(a, "dim"), attr_bool(a, "keepdim")); }},
       // softmax family, normalisation, lookups, losses
       {"softmax", fn, "module_related_func", "softmax",
        [](Args x, A, bool) { return softmax(x[0]); }},

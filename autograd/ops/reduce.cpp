@@ -1,7 +1,8 @@
-// autograd/ops/reduce.cpp — sum and mean over dims.
+// autograd/ops/reduce.cpp — sum and mean over dims, amax over one dim.
 //
 //   y = Σ_{dims} x         dx = dy broadcast back over the reduced dims
 //   y = Σ_{dims} x / n     dx = dy / n broadcast back  (n = number of elements reduced)
+//   y = max_{dim} x        dx = dy / k where x == y (the k elements that tie for the max), else 0
 //
 // Adjacent reduced dims are merged and reduced in one (outer, reduce, inner) pass
 // (runtime/cpu/reduce.cpp, cuda/reduce.cu); non-adjacent groups are reduced one after another.
@@ -99,7 +100,54 @@ std::vector<int64_t> all_dims(const Tensor& x) {
   return d;
 }
 
+// The (outer, reduce, inner) sizes of x around `dim`.
+struct AroundDim {
+  int64_t outer = 1, reduce = 1, inner = 1;
+};
+AroundDim around(const Shape& s, int64_t dim) {
+  AroundDim a;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
+    (d < dim ? a.outer : d == dim ? a.reduce : a.inner) *= s[d];
+  return a;
+}
+
 }  // namespace
+
+Tensor amax(const Tensor& x, int64_t dim_in, bool keepdim) {
+  ops::check_float("amax", x);
+  ops::check_cuda_f32("amax", x);
+  const int64_t dim = normalize_dim(dim_in, x.ndim(), "amax");
+  Shape keep_shape = x.shape();
+  keep_shape[dim] = 1;
+  const AroundDim n = around(x.shape(), dim);
+  const Tensor xc = x.contiguous().detach();
+  Tensor y = Tensor::empty(keep_shape, x.dtype(), x.device());
+  if (x.is_cuda())
+    cuda::max_forward(y.data<float>(), xc.data<float>(), n.outer, n.reduce, n.inner);
+  else
+    dispatch_float(x.dtype(), "amax", [&]<class T>() {
+      cpu::max_forward<T>(y.data<T>(), xc.data<T>(), n.outer, n.reduce, n.inner);
+    });
+  const Tensor y_keep = y;
+  if (!keepdim) {
+    const Shape s = squeezed(keep_shape, {dim});
+    y = y.as_strided(s, contiguous_strides(s), 0);
+  }
+  return record("amax", {x}, y, [xc, y_keep, n](const Tensor& dy) -> Tensors {
+    // dx = dy / k where x == max (k ties), else 0
+    Tensor dyc = dy.contiguous();
+    Tensor dx = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
+    if (dx.is_cuda())
+      cuda::max_backward(dx.data<float>(), dyc.data<float>(), xc.data<float>(),
+                         y_keep.data<float>(), n.outer, n.reduce, n.inner);
+    else
+      dispatch_float(dx.dtype(), "amax", [&]<class T>() {
+        cpu::max_backward<T>(dx.data<T>(), dyc.data<T>(), xc.data<T>(), y_keep.data<T>(),
+                             n.outer, n.reduce, n.inner);
+      });
+    return {dx};
+  }, {{"dim", dim_in}, {"keepdim", keepdim}});
+}
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return reduce(x, dims, keepdim, false);

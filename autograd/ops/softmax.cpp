@@ -67,11 +67,16 @@ Tensor softmax_over_rows(const char* name, const Tensor& x, bool log) {
 Tensor softmax(const Tensor& x) { return softmax_over_rows("softmax", x, false); }
 Tensor log_softmax(const Tensor& x) { return softmax_over_rows("log_softmax", x, true); }
 
-// The same maths from primitive ops, without the max shift (so only for moderate inputs).
+// The same maths from primitive ops, one pass over memory each (Lab 4's naive softmax). The
+// max is a constant shift — softmax(x − c) = softmax(x) for any c — so it is detached: no
+// gradient flows through amax (it would be zero anyway, as Σ_j ∂y_i/∂x_j = 0).
 Tensor softmax_reference(const Tensor& x) {
-  Tensor e = exp(x);
+  Tensor e = exp(x - amax(x.detach(), -1, /*keepdim=*/true));
   return e / sum(e, {-1}, /*keepdim=*/true);
 }
-Tensor log_softmax_reference(const Tensor& x) { return x - log(sum(exp(x), {-1}, true)); }
+Tensor log_softmax_reference(const Tensor& x) {
+  Tensor shifted = x - amax(x.detach(), -1, /*keepdim=*/true);
+  return shifted - log(sum(exp(shifted), {-1}, /*keepdim=*/true));
+}
 
 }  // namespace mase

@@ -1,4 +1,4 @@
-// runtime/cpu/reduce.cpp — the (outer, reduce, inner) sum (see reduce.h).
+// runtime/cpu/reduce.cpp — the (outer, reduce, inner) sum and max (see reduce.h).
 //
 // Sums accumulate in double and are split into pieces whose boundaries depend only on the
 // shape, never on the thread count; partial sums are then added in a fixed order. So the
@@ -7,8 +7,10 @@
 #include "runtime/cpu/reduce.h"
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
+#include "runtime/cpu/rowwise.h"
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
@@ -127,5 +129,57 @@ void sum_forward(T* out, const T* inp, int64_t outer, int64_t reduce, int64_t in
 
 template void sum_forward<float>(float*, const float*, int64_t, int64_t, int64_t);
 template void sum_forward<double>(double*, const double*, int64_t, int64_t, int64_t);
+
+// The max is exact in any order, so it needs none of the sum's care: each (o, i) is one
+// output. Rows (inner == 1: the row max of softmax) go through row_max (rowwise.h, 16 AVX
+// lanes: GCC does not vectorise a float max reduction by itself); columns take the max of
+// whole rows at a time, a loop along memory that does vectorise.
+template <class T>
+void max_forward(T* out, const T* inp, int64_t outer, int64_t reduce, int64_t inner) {
+  parallel_for(0, outer, rows_grain(reduce * inner, kGrainElems), [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      if (inner == 1) {
+        out[o] = row_max(inp + o * reduce, reduce);
+        continue;
+      }
+      T* m = out + o * inner;
+      std::fill(m, m + inner, -std::numeric_limits<T>::infinity());
+      for (int64_t r = 0; r < reduce; ++r) {
+        const T* x = inp + (o * reduce + r) * inner;
+        for (int64_t i = 0; i < inner; ++i) m[i] = std::max(m[i], x[i]);  // NaN x: m stays
+      }
+    }
+  });
+}
+
+// Ties are counted first, then dout / count goes to each of them.
+template <class T>
+void max_backward(T* dinp, const T* dout, const T* inp, const T* out, int64_t outer,
+                  int64_t reduce, int64_t inner) {
+  parallel_for(0, outer, rows_grain(reduce * inner, kGrainElems), [&](int64_t lo, int64_t hi) {
+    std::vector<T> share(static_cast<size_t>(inner));
+    for (int64_t o = lo; o < hi; ++o) {
+      const T *m = out + o * inner, *dm = dout + o * inner;
+      std::fill(share.begin(), share.end(), T(0));
+      for (int64_t r = 0; r < reduce; ++r) {
+        const T* x = inp + (o * reduce + r) * inner;
+        for (int64_t i = 0; i < inner; ++i) share[i] += x[i] == m[i] ? T(1) : T(0);
+      }
+      for (int64_t i = 0; i < inner; ++i) share[i] = share[i] > 0 ? dm[i] / share[i] : T(0);
+      for (int64_t r = 0; r < reduce; ++r) {
+        const T* x = inp + (o * reduce + r) * inner;
+        T* dx = dinp + (o * reduce + r) * inner;
+        for (int64_t i = 0; i < inner; ++i) dx[i] = x[i] == m[i] ? share[i] : T(0);
+      }
+    }
+  });
+}
+
+template void max_forward<float>(float*, const float*, int64_t, int64_t, int64_t);
+template void max_forward<double>(double*, const double*, int64_t, int64_t, int64_t);
+template void max_backward<float>(float*, const float*, const float*, const float*, int64_t,
+                                  int64_t, int64_t);
+template void max_backward<double>(double*, const double*, const double*, const double*,
+                                   int64_t, int64_t, int64_t);
 
 }  // namespace mase::cpu

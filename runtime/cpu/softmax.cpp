@@ -75,6 +75,17 @@ void scale_store(T* y, const T* a, T f, int64_t n, bool stream) {
   for (; i < n; ++i) y[i] = a[i] * f;
 }
 
+// Asks for the lines kAhead floats past p (one chunk's worth, a line at a time), unless past
+// end. Reading a row, the hardware prefetcher stops at every 4 KB page and starts again only
+// after a few misses on the next; asked explicitly, the next lines arrive while this chunk's
+// exps are computed (kAhead: 4 chunks = 4 KB ahead, enough to cover a DRAM round trip).
+template <class T>
+inline void prefetch_ahead(const T* p, const T* end) {
+  constexpr int64_t kAhead = 4 * kChunk, kLine = 64 / sizeof(T);
+  for (int64_t i = 0; i < kChunk && p + kAhead + i < end; i += kLine)
+    __builtin_prefetch(p + kAhead + i);
+}
+
 // softmax (Log = false) or log_softmax (Log = true) of every row.
 template <bool Log, class T>
 void forward_rows(T* out, const T* inp, int64_t rows, int64_t cols) {
@@ -92,6 +103,7 @@ void forward_rows(T* out, const T* inp, int64_t rows, int64_t cols) {
       double s = 0;
       for (int64_t c = 0; c < chunks; ++c) {  // pass 1: online max and sum, exps kept
         const int64_t lo = c * kChunk, n = std::min(kChunk, cols - lo);
+        prefetch_ahead(x + lo, inp + rows * cols);
         const T mc = std::max(m, row_max(x + lo, n));
         if (mc > m) {  // the max rose: rescale the sum so far to the new max
           s *= std::exp(double(m) - double(mc));  // m = −inf the first time: s = 0 anyway

@@ -1,7 +1,9 @@
 // tests/autograd/test_reduce.cpp — sum and mean: all elements, one dim, several non-adjacent
 // dims, negative dims, keepdim, views as inputs; hand values, a loop oracle, gradcheck, errors.
+// amax over one dim: hand values, ties sharing the gradient, NaN skipped, gradcheck, errors.
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "cpu_cuda.h"
 #include "helpers.h"
 
 using namespace mase;
@@ -94,4 +96,51 @@ TEST_CASE("sum and mean: errors") {
   CHECK(test::error_message([&] { mean(x, {1, -1}); }) == "[mean] dims must be distinct");
   CHECK_THROWS_AS(mean(x, {-3}), ShapeError);
   CHECK_THROWS_AS(sum(Tensor::zeros({2}, DType::i32)), DTypeError);
+}
+
+TEST_CASE("amax: hand-checked values, ties and NaN") {
+  Tensor x = Tensor::from({1, 5, 3, 4, -2, 4}, {2, 3});
+  check_close(amax(x, 1), {5, 4});     // max(1, 5, 3), max(4, -2, 4)
+  check_close(amax(x, 0), {4, 5, 4});  // column maxima
+  check_close(amax(x, -1, true), {5, 4});
+  CHECK(amax(x, -1, true).shape() == Shape{2, 1});
+  CHECK(amax(x, 0).shape() == Shape{3});
+  // rows longer than 16 take the vectorised path: the max in the tail and in the body
+  Tensor r = arange({2, 37});  // row i is 37i .. 37i + 36
+  check_close(amax(r, 1), {36, 73});
+  check_close(amax(transpose(r, 0, 1), 0), {36, 73});  // a transposed view
+  // NaN is skipped (fmax), a row of -inf stays -inf
+  const double inf = INFINITY, nan = NAN;
+  auto m = amax(Tensor::from(std::vector<double>{1, nan, 2, -inf, -inf, -inf}, {2, 3}), 1)
+               .to_vector<double>();
+  CHECK(m[0] == 2);
+  CHECK(m[1] == -inf);
+}
+
+TEST_CASE("amax: gradients") {
+  // ties share dy: row (4, -2, 4) has two maxima, each gets dy / 2
+  Tensor x = Tensor::from({1, 5, 3, 4, -2, 4}, {2, 3}).set_requires_grad(true);
+  backward(amax(x, 1), Tensor::from({10, 6}, {2}));
+  check_close(x.grad(), {0, 10, 0, 3, 0, 3});
+  // away from ties the max is differentiable: gradcheck over every dim, with and without keepdim
+  for (int64_t dim : {0, 1, 2, -1})
+    for (bool keep : {false, true}) {
+      INFO("dim " << dim << " keepdim " << keep);
+      CHECK(gradcheck([&](const Tensors& t) { return amax(t[0], dim, keep); },
+                      {random_f64({3, 4, 5}, 7 + dim)}));
+    }
+}
+
+TEST_CASE("amax: CPU == CUDA") {
+  if (!test::have_gpu()) return;
+  Tensor x = rand({4, 3, 300}).set_requires_grad(true);
+  test::check_cpu_cuda([](const Tensors& t) { return amax(t[0], 1); }, {x});
+  test::check_cpu_cuda([](const Tensors& t) { return amax(t[0], -1, true); }, {x});
+}
+
+TEST_CASE("amax: errors") {
+  Tensor x = Tensor::zeros({2, 3});
+  CHECK(test::error_message([&] { amax(x, 2); }) ==
+        "[amax] dim 2 out of range for a 2-d tensor (expected -2..1)");
+  CHECK_THROWS_AS(amax(Tensor::zeros({2}, DType::i32), 0), DTypeError);
 }

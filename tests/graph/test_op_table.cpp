@@ -57,7 +57,7 @@ void tour() {
   neg(a), exp(a), log(a), sqrt(a), tanh(a), relu(a), gelu(a);
   Tensor w = test::random_tensor({2, 4}, 5, -1, 1, DType::f32), bias = Tensor::full({2}, 0.25);
   matmul(a, m), linear(m, w, bias), linear(m, w);
-  sum(a), sum(a, {1}, true), mean(a), mean(a, {0});
+  sum(a), sum(a, {1}, true), mean(a), mean(a, {0}), amax(a, 1), amax(a, 0, true);
   softmax(a), log_softmax(a);
   layer_norm(a, Tensor::ones({3}), Tensor::zeros({3}), 1e-5);
   bias_gelu(a, Tensor::full({3}, 0.5));
