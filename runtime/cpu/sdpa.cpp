@@ -22,8 +22,10 @@
 // avoid; per tile it is cheaper to redo than to store and re-read (docs/performance.md).
 //
 // Inner products: each tile product is one serial OpenBLAS call (sgemm/dgemm, any strides and
-// transposes, so Q, K, V, dO are read in place), made from inside TBB tasks with OpenBLAS set
-// to 1 thread for the duration of the kernel (SerialBlas below: two pools never nest). Why not
+// transposes, so Q, dO are read in place), made from inside TBB tasks with OpenBLAS set to 1
+// thread for the duration of the kernel (SerialBlas below: two pools never nest). K and V are
+// first copied transposed, one head at a time (transpose_head): Q·Kᵀ and dO·Vᵀ then run as
+// plain products, which OpenBLAS does faster (6% of the forward + backward at T = 256). Why not
 // hand-written loops: on this machine OpenBLAS's SkylakeX kernels use AVX-512, and a measured
 // 6×16 AVX2 micro-kernel reached half their speed on these tile shapes (an AVX-512 one about
 // the same as OpenBLAS, at the cost of a second code path per CPU) — docs/performance.md.
@@ -40,7 +42,12 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
+
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
 
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/dropout.h"
@@ -73,14 +80,60 @@ struct SerialBlas {
   SerialBlas& operator=(const SerialBlas&) = delete;
 };
 
+#ifdef __AVX__
+// dst[c·ld + r] = src[r·ls + c] for an 8×8 block of floats: rows are interleaved in pairs
+// (unpack), then in fours (shuffle), then the 128-bit halves are exchanged (permute).
+inline void transpose8x8(float* dst, int64_t ld, const float* src, int64_t ls) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ls);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
 // A per-thread buffer of at least n elements; `slot` tells the kernel's buffers apart. It is
 // kept between calls, so a training step does not allocate.
 template <class T>
 T* scratch(int slot, int64_t n) {
-  thread_local std::vector<T> buffers[5];
+  thread_local std::vector<T> buffers[7];
   std::vector<T>& b = buffers[slot];
   if (b.size() < static_cast<size_t>(n)) b.resize(static_cast<size_t>(n));
   return b.data();
+}
+
+// xt[d·ld + j] = x[j·st + d] for j < rows, d < width: one head's K (or V) transposed, so
+// that the tile products S = Q_i·K_jᵀ and dP = dO_i·V_jᵀ read it as a plain operand. OpenBLAS
+// runs a product whose B is transposed (NT) ~20% slower than the same product with B packed
+// (NN) at these shapes (64×128×64, one thread: 82 against 101 GFLOP/s, measured), and one
+// transposed copy of a head serves all its query tiles. f32 goes by 8×8 blocks in AVX
+// registers (unpack, shuffle, permute: a quarter of the time of the plain loop).
+template <class T>
+void transpose_head(T* xt, int64_t ld, const T* x, int64_t st, int64_t rows, int64_t width) {
+  int64_t j0 = 0;
+#ifdef __AVX__
+  if constexpr (std::is_same_v<T, float>) {
+    const int64_t w8 = width - width % 8;
+    for (; j0 + 8 <= rows; j0 += 8) {
+      for (int64_t d = 0; d < w8; d += 8) transpose8x8(xt + d * ld + j0, ld, x + j0 * st + d, st);
+      for (int64_t j = j0; j < j0 + 8; ++j)
+        for (int64_t d = w8; d < width; ++d) xt[d * ld + j] = x[j * st + d];
+    }
+  }
+#endif
+  for (int64_t j = j0; j < rows; ++j)
+    for (int64_t d = 0; d < width; ++d) xt[d * ld + j] = x[j * st + d];
 }
 
 // s[j] += mask(b, h, i, j0 + j) for j < n.
@@ -115,20 +168,26 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
   const int64_t q_tiles = (n.Tq + kBr - 1) / kBr;
   SerialBlas serial;
   parallel_for(0, n.B * n.NH * q_tiles, 1, [&](int64_t lo, int64_t hi) {
-    T* S = scratch<T>(0, kBr * kBc);  // scores, then probabilities, of one tile
-    T* z = scratch<T>(1, kBc);        // dropout multipliers of one row of the tile
-    T m[kBr], l[kBr];                 // running max and sum per query row
+    T* S = scratch<T>(0, kBr * kBc);    // scores, then probabilities, of one tile
+    T* z = scratch<T>(1, kBc);          // dropout multipliers of one row of the tile
+    T* KT = scratch<T>(2, n.HS * n.Tk);  // Kᵀ of head bh_t, (HS, Tk)
+    int64_t bh_t = -1;
+    T m[kBr], l[kBr];                   // running max and sum per query row
     for (int64_t u = lo; u < hi; ++u) {
       const int64_t bh = u / q_tiles, b = bh / n.NH, h = bh % n.NH;
       const int64_t i0 = (u % q_tiles) * kBr, rows = std::min(kBr, n.Tq - i0);
+      if (bh != bh_t) {  // a task's units are consecutive: each head is transposed once per task
+        transpose_head(KT, n.Tk, k.row(b, h, 0), k.st, n.Tk, n.HS);
+        bh_t = bh;
+      }
       T* o = out.row(b, h, i0);  // O accumulates in place in the output
       std::fill(m, m + rows, kNegInf<T>);
       std::fill(l, l + rows, T(0));
       for (int64_t j0 = 0; j0 < n.Tk; j0 += kBc) {
         const int64_t cols = std::min(kBc, n.Tk - j0);
-        // S = scale·Q_i·K_jᵀ (K read transposed, in place)
-        gemm<T>(false, true, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, k.row(b, h, j0),
-                k.st, T(0), S, kBc);
+        // S = scale·Q_i·K_jᵀ (columns j0 .. j0 + cols of Kᵀ)
+        gemm<T>(false, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, n.Tk,
+                T(0), S, kBc);
         for (int64_t r = 0; r < rows; ++r) {
           T* s = S + r * kBc;
           if (mask.data) add_mask_row(s, mask, b, h, i0 + r, j0, cols);
@@ -170,8 +229,12 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
     T* Pd = drop.on ? scratch<T>(2, kBr * kBc) : P;            // z ∘ P
     T* z = scratch<T>(3, kBc);
     T* D = scratch<T>(4, n.Tq);
+    T* KT = scratch<T>(5, n.HS * n.Tk);   // Kᵀ of this head, (HS, Tk)
+    T* VT = scratch<T>(6, n.HSv * n.Tk);  // Vᵀ, (HSv, Tk)
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / n.NH, h = bh % n.NH;
+      transpose_head(KT, n.Tk, k.row(b, h, 0), k.st, n.Tk, n.HS);
+      transpose_head(VT, n.Tk, v.row(b, h, 0), v.st, n.Tk, n.HSv);
       const T* st = stats + 2 * bh * n.Tq;  // (m, l) of each query row
       for (int64_t i = 0; i < n.Tq; ++i) {  // D_i = dO_i·O_i
         const T *g = dout.row(b, h, i), *o = out.row(b, h, i);
@@ -187,10 +250,10 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
         for (int64_t i0 = 0; i0 < n.Tq; i0 += kBr) {
           const int64_t rows = std::min(kBr, n.Tq - i0);
           // S = scale·Q_i·K_jᵀ and dP = dO_i·V_jᵀ
-          gemm<T>(false, true, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, k.row(b, h, j0),
-                  k.st, T(0), P, kBc);
-          gemm<T>(false, true, rows, cols, n.HSv, T(1), dout.row(b, h, i0), dout.st,
-                  v.row(b, h, j0), v.st, T(0), dP, kBc);
+          gemm<T>(false, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, n.Tk,
+                  T(0), P, kBc);
+          gemm<T>(false, false, rows, cols, n.HSv, T(1), dout.row(b, h, i0), dout.st, VT + j0,
+                  n.Tk, T(0), dP, kBc);
           for (int64_t r = 0; r < rows; ++r) {
             T *p = P + r * kBc, *dp = dP + r * kBc;
             const T m_r = st[2 * (i0 + r)], l_r = st[2 * (i0 + r) + 1];
