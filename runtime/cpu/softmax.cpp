@@ -8,10 +8,9 @@
 //   pass 2, softmax:      y_chunk = e_chunk · exp(m_c − m) / s       (m, s: the row's final)
 //           log_softmax:  y = x − m − log s
 //
-// Memory traffic (Lab 4). The naive composition max, x − m, exp, Σ, ÷ reads the (M, N) input
-// ~5 times and writes ~3 (M·N floats each); mase's softmax_reference (exp, Σ, ÷) reads 3 and
-// writes 2, and each write to memory also costs a read (the cache line is fetched before it
-// is overwritten). Here x is read from memory once and y written once: pass 1 reads x and
+// Memory traffic (Lab 4). The naive composition max, x − m, exp, Σ, ÷ (softmax_reference)
+// reads the (M, N) input ~5 times and writes ~3 (M·N floats each), and each write to memory
+// also costs a read (the cache line is fetched before it is overwritten). Here x is read from memory once and y written once: pass 1 reads x and
 // keeps the exps in a per-thread row buffer (L1/L2: a BERT row is 1 KB, a 4096-wide row
 // 16 KB), pass 2 writes y — for big outputs with non-temporal stores, which skip the fetch
 // of y's old lines. To DRAM the kernel looks like a copy: M·N read, M·N written.
