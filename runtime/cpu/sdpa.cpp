@@ -256,24 +256,29 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
                   n.Tk, T(0), dP, kBc);
           for (int64_t r = 0; r < rows; ++r) {
             T *p = P + r * kBc, *dp = dP + r * kBc;
-            const T m_r = st[2 * (i0 + r)], l_r = st[2 * (i0 + r) + 1];
+            const T m_r = st[2 * (i0 + r)], l_r = st[2 * (i0 + r) + 1], d_r = D[i0 + r];
             if (mask.data) add_mask_row(p, mask, b, h, i0 + r, j0, cols);
-            if (l_r > T(0)) {  // P = exp(S − m) / l
-              exp_shift_sum(p, p, m_r, cols);
-              scale_row(p, T(1) / l_r, cols);
-            } else {  // a row attending to nothing
+            if (l_r == T(0)) {  // a row attending to nothing: P = 0, dS = 0
               std::fill(p, p + cols, T(0));
+              std::fill(dp, dp + cols, T(0));
+              if (drop.on) std::fill(Pd + r * kBc, Pd + r * kBc + cols, T(0));
+              continue;
             }
-            if (drop.on) {
-              T* pd = Pd + r * kBc;
-              dropout_factors(z, (bh * n.Tq + i0 + r) * n.Tk + j0, cols, drop);
+            const T inv_l = T(1) / l_r;
+            if (!drop.on) {  // P = exp(S − m) / l and dS = P ∘ (dP − D) in one pass
               for (int64_t j = 0; j < cols; ++j) {
-                pd[j] = p[j] * z[j];
-                dp[j] *= z[j];
+                p[j] = exp_flush_of(p[j] - m_r) * inv_l;
+                dp[j] = p[j] * (dp[j] - d_r);
               }
+              continue;
             }
-            const T d_r = D[i0 + r];
-            for (int64_t j = 0; j < cols; ++j) dp[j] = p[j] * (dp[j] - d_r);  // dS
+            T* pd = Pd + r * kBc;  // with dropout: z ∘ P for dV, z ∘ dP inside dS
+            dropout_factors(z, (bh * n.Tq + i0 + r) * n.Tk + j0, cols, drop);
+            for (int64_t j = 0; j < cols; ++j) {
+              p[j] = exp_flush_of(p[j] - m_r) * inv_l;
+              pd[j] = p[j] * z[j];
+              dp[j] = p[j] * (dp[j] * z[j] - d_r);
+            }
           }
           // dV_j += (z∘P)ᵀ·dO_i, dQ_i += scale·dS·K_j, dK_j += scale·dSᵀ·Q_i (first: overwrite)
           const T first_i = i0 == 0 ? T(0) : T(1), first_j = j0 == 0 ? T(0) : T(1);
