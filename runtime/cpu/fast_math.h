@@ -33,6 +33,13 @@
 
 namespace mase::cpu {
 
+// Every f32 function below must be inlined into the loop that calls it: a loop that calls an
+// out-of-line function is not vectorised, and runs 8× slower. GCC's inliner decides by size,
+// and normal_tail_f32 (two exps and a polynomial) sits near its limit — a one-line change to
+// exp_parts once pushed it over, and bias + GELU became scalar (an eval step of bert-small
+// 2× slower). always_inline takes the decision away from the heuristic.
+#define MASE_VEC_INLINE inline __attribute__((always_inline))
+
 // e^x = 2^n · e^r with n = round(x / ln 2) and r = x - n·ln 2 in [-ln2/2, ln2/2]. This part
 // returns n and e^r ≈ 1 + r + r²·P(r) (degree-5 P); the callers build 2^n in the exponent
 // bits of a float. Valid while n stays an int (|x| < 1e9); NaN gives a NaN e^r.
@@ -40,15 +47,8 @@ struct ExpParts {
   float er;   // e^r, in [0.7, 1.42]
   int32_t n;  // the power of 2
 };
-// n = round(x / ln 2) by the "magic number" trick: adding 1.5·2^23 to a float of magnitude
-// below 2^22 pushes its fraction bits out, so the sum is rounded to an integer (to nearest,
-// ties to even) by the fma itself, and subtracting it back gives n as a float. One fma and a
-// subtraction instead of a multiply, a round (two µops on Intel) and a convert: the exp loops
-// of softmax and attention are limited by these arithmetic ports, not by memory.
-constexpr float kRoundMagic = 12582912.0f;  // 1.5·2^23
-inline ExpParts exp_parts(float x) {
-  const float t = std::fma(x, 1.44269504088896341f, kRoundMagic);  // n + 1.5·2^23, exactly
-  const float n = t - kRoundMagic;                                  // x / ln 2, rounded
+MASE_VEC_INLINE ExpParts exp_parts(float x) {
+  const float n = std::nearbyint(x * 1.44269504088896341f);  // x / ln 2
   // r = x - n·ln 2 in two steps (Cody–Waite): ln2_hi has few bits, so n·ln2_hi is exact
   float r = std::fma(n, -0.693359375f, x);
   r = std::fma(n, 2.12194440e-4f, r);
@@ -58,19 +58,17 @@ inline ExpParts exp_parts(float x) {
   p = std::fma(p, r, 4.1665795894e-2f);
   p = std::fma(p, r, 1.6666665459e-1f);
   p = std::fma(p, r, 5.0000001201e-1f);
-  // n's integer value sits in t's low mantissa bits: bits(t) − bits(1.5·2^23) = n, exactly
-  return {std::fma(p, r * r, r) + 1.0f,
-          std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kRoundMagic)};
+  return {std::fma(p, r * r, r) + 1.0f, static_cast<int32_t>(n)};
 }
 
 // 2^n for n in [-126, 127]: n + 127 in the exponent field.
-inline float pow2i(int32_t n) { return std::bit_cast<float>((n + 127) << 23); }
+MASE_VEC_INLINE float pow2i(int32_t n) { return std::bit_cast<float>((n + 127) << 23); }
 
 // e^x for x in [-104, 89] (NaN passes through as NaN). There n ∈ [-150, 128], so 2^n is
 // applied as two factors 2^h · 2^(n-h), each a normal float (a subnormal result is rounded
 // once, by the last multiply), and the edges need no branch:
 //   x > 88.72 (e^x > FLT_MAX) gives er·2^128 = +inf,  x < -103.97 (e^x < 2^-150) rounds to 0.
-inline float exp_f32_in_range(float x) {
+MASE_VEC_INLINE float exp_f32_in_range(float x) {
   const ExpParts e = exp_parts(x);
   const int32_t h = e.n >> 1;
   return e.er * pow2i(h) * pow2i(e.n - h);
@@ -78,7 +76,7 @@ inline float exp_f32_in_range(float x) {
 
 // e^x for every float: clamped into [-104, 89] first, so e^(+inf) = +inf, e^(-inf) = 0, and
 // NaN stays NaN (std::max/min return their first argument when a comparison is false).
-inline float exp_f32(float x) {
+MASE_VEC_INLINE float exp_f32(float x) {
   return exp_f32_in_range(std::min(std::max(x, -104.0f), 89.0f));
 }
 
@@ -87,7 +85,7 @@ inline float exp_f32(float x) {
 // whose tiny probabilities do not matter next to the row's largest (1). Then n ∈ [-126, 127]
 // and 2^n is one factor; the bound is one-sided. ~35% faster than exp_f32 (which keeps
 // subnormal results and clamps both ends), and e^(-inf) = 0 exactly, NaN stays NaN.
-inline float exp_f32_flush(float x) {
+MASE_VEC_INLINE float exp_f32_flush(float x) {
   const ExpParts e = exp_parts(std::max(x, -87.0f));  // std::max(NaN, ·) is NaN
   const float y = e.er * pow2i(e.n);
   return x < -87.0f ? 0.0f : y;
@@ -95,7 +93,7 @@ inline float exp_f32_flush(float x) {
 
 // tanh x: an odd polynomial near 0, where 1 - 2/(e^2x + 1) would cancel, else
 // sign(x)·(1 - 2/(e^{2|x|} + 1)). Both are computed and one is selected: no branch.
-inline float tanh_f32(float x) {
+MASE_VEC_INLINE float tanh_f32(float x) {
   const float z = x * x;
   float p = -5.70498872745e-3f;
   p = std::fma(p, z, 2.06390887954e-2f);
@@ -128,7 +126,7 @@ struct NormalTail {
   float half_erfc;  // ½·erfc(|x|/√2) = Φ(−|x|)
   float gauss;      // e^{−x²/2}
 };
-inline NormalTail normal_tail_f32(float x) {
+MASE_VEC_INLINE NormalTail normal_tail_f32(float x) {
   const float ax = std::min(std::abs(x), 20.0f);
   const float t = 1.0f / std::fma(0.5f * 0.70710678118654752f, ax, 1.0f);  // 1/(1 + z/2)
   float p = 0.17087277f;
@@ -148,14 +146,14 @@ inline NormalTail normal_tail_f32(float x) {
 }
 
 // Φ(x), the standard normal CDF.
-inline float normal_cdf_f32(float x) {
+MASE_VEC_INLINE float normal_cdf_f32(float x) {
   const float q = normal_tail_f32(x).half_erfc;
   return x < 0.0f ? q : 1.0f - q;  // NaN: 1 − NaN
 }
 
 // gelu(x) = x·Φ(x) and gelu'(x) = Φ(x) + x·φ(x), sharing the one evaluation of the tail.
-inline float gelu_f32(float x) { return x * normal_cdf_f32(x); }
-inline float gelu_grad_f32(float x) {
+MASE_VEC_INLINE float gelu_f32(float x) { return x * normal_cdf_f32(x); }
+MASE_VEC_INLINE float gelu_grad_f32(float x) {
   const NormalTail n = normal_tail_f32(x);
   const float cdf = x < 0.0f ? n.half_erfc : 1.0f - n.half_erfc;
   return std::fma(x, 0.39894228040143267794f * n.gauss, cdf);  // φ(x) = e^{−x²/2}/√(2π)
@@ -164,17 +162,17 @@ inline float gelu_grad_f32(float x) {
 // The kernels are templates over float and double: f32 takes the vectorisable versions above,
 // f64 (used for gradient checks, where accuracy matters and speed does not) keeps libm.
 template <class T>
-inline T exp_of(T x) {
+MASE_VEC_INLINE T exp_of(T x) {
   if constexpr (std::is_same_v<T, float>) return exp_f32(x);
   else return std::exp(x);
 }
 template <class T>
-inline T exp_flush_of(T x) {  // softmax's exps: exp_f32_flush for f32
+MASE_VEC_INLINE T exp_flush_of(T x) {  // softmax's exps: exp_f32_flush for f32
   if constexpr (std::is_same_v<T, float>) return exp_f32_flush(x);
   else return std::exp(x);
 }
 template <class T>
-inline T tanh_of(T x) {
+MASE_VEC_INLINE T tanh_of(T x) {
   if constexpr (std::is_same_v<T, float>) return tanh_f32(x);
   else return std::tanh(x);
 }

@@ -23,13 +23,13 @@ constexpr double kInvSqrt2 = 0.70710678118654752440;     // 1/√2
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1/√(2π)
 
 template <class T>
-T gelu_of(T x) {
+MASE_VEC_INLINE T gelu_of(T x) {  // fast_math.h: must inline to vectorise
   if constexpr (std::is_same_v<T, float>) return gelu_f32(x);
   else return x * T(0.5) * std::erfc(-x * T(kInvSqrt2));
 }
 
 template <class T>
-T gelu_grad_of(T x) {  // Φ(x) + x·φ(x)
+MASE_VEC_INLINE T gelu_grad_of(T x) {  // Φ(x) + x·φ(x)
   if constexpr (std::is_same_v<T, float>) {
     return gelu_grad_f32(x);
   } else {
