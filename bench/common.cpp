@@ -36,37 +36,53 @@ const Relation* relation_of(const std::string& name) {
   return it == relations().end() ? nullptr : &it->second;
 }
 
-double time_paired(benchmark::State& st, const std::function<void()>& kernel,
-                   const std::function<void()>& baseline, const std::string& ratio) {
+std::vector<double> time_paired(benchmark::State& st, const std::function<void()>& kernel,
+                                const std::vector<Baseline>& baselines) {
   using Clock = std::chrono::steady_clock;
-  double kernel_s = 0, baseline_s = 0;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  double kernel_s = 0;
+  std::vector<double> baseline_s(baselines.size(), 0.0);
   for (auto _ : st) {
     const auto t0 = Clock::now();
     kernel();
-    const auto t1 = Clock::now();
-    baseline();
-    const auto t2 = Clock::now();
-    const double k = std::chrono::duration<double>(t1 - t0).count();
+    auto t1 = Clock::now();
+    const double k = seconds(t0, t1);
     st.SetIterationTime(k);
     kernel_s += k;
-    baseline_s += std::chrono::duration<double>(t2 - t1).count();
+    for (size_t i = 0; i < baselines.size(); ++i) {
+      baselines[i].run();
+      const auto t2 = Clock::now();
+      baseline_s[i] += seconds(t1, t2);
+      t1 = t2;
+    }
   }
-  st.counters[ratio] = kernel_s > 0 ? baseline_s / kernel_s : 0.0;
+  for (size_t i = 0; i < baselines.size(); ++i)
+    st.counters[baselines[i].ratio] = kernel_s > 0 ? baseline_s[i] / kernel_s : 0.0;
   return baseline_s;
 }
 
-void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel) {
+double time_paired(benchmark::State& st, const std::function<void()>& kernel,
+                   const std::function<void()>& baseline, const std::string& ratio) {
+  return time_paired(st, kernel, {Baseline{baseline, ratio}})[0];
+}
+
+void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel,
+                    const std::vector<Baseline>& also) {
   const int64_t n = bytes / 2;  // memcpy reads n bytes and writes n
   Tensor src = Tensor::full({n}, 7, DType::u8);  // written, so no page is a shared zero page
   Tensor dst = Tensor::zeros({n}, DType::u8);
   const auto* s = static_cast<const char*>(src.raw_data());
   auto* d = static_cast<char*>(dst.raw_data());
-  const double copy_s = time_paired(st, kernel, [&] {
+  std::vector<Baseline> baselines{{[&] {
     // the same thread pool and chunking as the kernels: a fair yardstick for N threads
     parallel_for(0, n, kGrainElems * 4,
                  [&](int64_t lo, int64_t hi) { std::memcpy(d + lo, s + lo, hi - lo); });
     benchmark::ClobberMemory();
-  }, "vs_memcpy");  // same bytes: the time ratio is bw / memcpy_bw
+  }, "vs_memcpy"}};  // same bytes: the time ratio is bw / memcpy_bw
+  baselines.insert(baselines.end(), also.begin(), also.end());
+  const double copy_s = time_paired(st, kernel, baselines)[0];
   set_bytes(st, static_cast<double>(bytes));
   const double moved = static_cast<double>(bytes) * static_cast<double>(st.iterations());
   st.counters["memcpy_bw"] = copy_s > 0 ? moved / copy_s : 0.0;

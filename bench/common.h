@@ -98,7 +98,14 @@ inline void set_flops(benchmark::State& st, double flops_per_iter) {
 // Why pair them call by call: on a shared machine the load drifts by 2x within a minute, and
 // a ratio of two benchmarks run a minute apart measures the drift; here both halves of each
 // ratio see the same moment's load. Register the body with add(name, body, Timing::manual).
-void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel);
+// `also`: more baselines to pair with each call, after the memcpy (see time_paired below), e.g.
+// {{naive, "vs_naive"}}: a fused kernel's speedup over its reference at the same moments.
+struct Baseline {
+  std::function<void()> run;
+  std::string ratio;  // counter name: time(run) / time(kernel)
+};
+void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<void()>& kernel,
+                    const std::vector<Baseline>& also = {});
 
 // The general form of that pairing: the loop over `kernel` (whose time is the benchmark's;
 // register with Timing::manual) runs `baseline` right after every call, untimed by the loop,
@@ -107,6 +114,9 @@ void time_vs_memcpy(benchmark::State& st, int64_t bytes, const std::function<voi
 // Returns the seconds spent in `baseline` in all (for its own rate).
 double time_paired(benchmark::State& st, const std::function<void()>& kernel,
                    const std::function<void()>& baseline, const std::string& ratio);
+// The same with several baselines, each run after every call in turn; returns their seconds.
+std::vector<double> time_paired(benchmark::State& st, const std::function<void()>& kernel,
+                                const std::vector<Baseline>& baselines);
 
 // ---- ratios to a baseline benchmark ---------------------------------------------------------
 // Benchmark `name` gets a counter `counter` = its rate / the rate of benchmark `baseline`
