@@ -146,6 +146,17 @@ TEST_CASE("softmax: fused kernels equal the reference composition") {
   check_close(x.grad(), xr.grad(), 1e-5, 1e-5);
 }
 
+TEST_CASE("softmax: the reference subtracts the row max, so large scores do not overflow") {
+  // exp(1000) overflows a double; after the shift the row is (0, −1, −2): softmax is
+  // e^{−k} / (1 + e^{−1} + e^{−2}) = 0.665241, 0.244728, 0.090031
+  Tensor x = Tensor::from({1000, 999, 998, -1000, -1001, -1002}, {2, 3});
+  check_close(softmax_reference(x), {0.665241, 0.244728, 0.090031, 0.665241, 0.244728, 0.090031},
+              1e-6);
+  check_close(log_softmax_reference(x), {-0.407606, -1.407606, -2.407606, -0.407606, -1.407606,
+                                         -2.407606}, 1e-6);
+  check_close(softmax_reference(x), softmax(x), 1e-12);
+}
+
 namespace {
 // Row softmax (log = false) or log_softmax in double, the max subtracted first: the oracle.
 std::vector<double> softmax_double(const Tensor& x, bool log) {
