@@ -111,8 +111,13 @@ void check_vocab(const nn::BertConfig& mc, const data::Tokenizer& tok, const std
              "vocab_size in config.json)");
 }
 
-// Applies --dropout and --pooling to a model config.
+// Applies --layers, --heads, --hidden, --intermediate, --dropout and --pooling to a model config
+// (BertConfig::validate, called next, refuses a hidden size the heads do not divide).
 nn::BertConfig with_overrides(nn::BertConfig mc, const TrainConfig& c) {
+  if (c.num_layers > 0) mc.num_hidden_layers = c.num_layers;
+  if (c.num_heads > 0) mc.num_attention_heads = c.num_heads;
+  if (c.hidden_size > 0) mc.hidden_size = c.hidden_size;
+  if (c.intermediate_size > 0) mc.intermediate_size = c.intermediate_size;
   if (c.dropout) {
     mc.hidden_dropout_prob = *c.dropout;
     mc.attention_probs_dropout_prob = *c.dropout;

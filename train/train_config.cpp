@@ -23,6 +23,10 @@ void for_each_field(C& c, F&& f) {
   f("pooling", c.pooling);
   f("dropout", c.dropout);
   f("freeze", c.freeze);
+  f("num_layers", c.num_layers);
+  f("num_heads", c.num_heads);
+  f("hidden_size", c.hidden_size);
+  f("intermediate_size", c.intermediate_size);
   f("data", c.data);
   f("data_dir", c.data_dir);
   f("cache_dir", c.cache_dir);
@@ -119,6 +123,13 @@ void TrainConfig::validate() const {
   MASE_CHECK(schedule == "linear" || schedule == "cosine" || schedule == "constant", ConfigError,
              "[train] expected --schedule linear, cosine or constant, got '", schedule, "'");
   at_least("vocab-size", static_cast<double>(vocab_size), 8);
+  at_least("layers", static_cast<double>(num_layers), 0);
+  at_least("heads", static_cast<double>(num_heads), 0);
+  at_least("hidden", static_cast<double>(hidden_size), 0);
+  at_least("intermediate", static_cast<double>(intermediate_size), 0);
+  MASE_CHECK(init.empty() || num_layers + num_heads + hidden_size + intermediate_size == 0,
+             ConfigError, "[train] --layers, --heads, --hidden and --intermediate change a "
+             "preset; a model from --init keeps the architecture of its config.json");
   at_least("max-len", static_cast<double>(max_len), 2);
   at_least("train-subset", static_cast<double>(train_subset), 0);
   at_least("test-subset", static_cast<double>(test_subset), 0);

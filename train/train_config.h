@@ -28,6 +28,8 @@ struct TrainConfig {
                                        // --init unset = the checkpoint's)
   std::optional<double> dropout;       // hidden and attention dropout (recipe: 0.1 from scratch)
   std::string freeze;                  // regex: matching parameter paths are not trained
+  // Architecture overrides of the preset (0 = the preset's): what Lab 2's search varies.
+  int64_t num_layers = 0, num_heads = 0, hidden_size = 0, intermediate_size = 0;
 
   // ---- data -----------------------------------------------------------------------------
   std::string data = "imdb";  // the only dataset so far

@@ -26,9 +26,14 @@ TEST_CASE("train config: JSON round trip keeps every field") {
   c.seed = 42;
   c.threads = 1;
   c.eval_every = 7;
+  c.num_layers = 3;
+  c.hidden_size = 96;
   nlohmann::json j = c.to_json();
   TrainConfig d = TrainConfig::from_json(j, "test");
   CHECK(d.to_json() == j);
+  CHECK(d.num_layers == 3);
+  CHECK(d.hidden_size == 96);
+  CHECK(d.num_heads == 0);  // not given: the preset's
   CHECK(d.lr == 3e-4);
   CHECK(d.pooling == "cls");
   CHECK_FALSE(d.bucketing);
@@ -54,6 +59,11 @@ TEST_CASE("train config: bad values and keys are ConfigErrors naming the flag") 
         std::string::npos);
   CHECK(bad([](TrainConfig& c) { c.model = "bert-nano"; }).find("bert-tiny") != std::string::npos);
   CHECK(bad([](TrainConfig& c) { c.dropout = 1.0; }).find("--dropout") != std::string::npos);
+  CHECK(bad([](TrainConfig& c) { c.num_heads = -2; }) == "[train] expected --heads >= 0, got -2");
+  CHECK(bad([](TrainConfig& c) {
+          c.init = "runs/x";
+          c.num_layers = 2;
+        }).find("keeps the architecture of its config.json") != std::string::npos);
   nlohmann::json j = TrainConfig{}.to_json();
   j["learning_rate"] = 1;
   CHECK_THROWS_WITH_AS(TrainConfig::from_json(j, "x.json"),

@@ -1,0 +1,108 @@
+// search/objectives.cpp — the architecture-search objective (Lab 2). Read objectives.h first.
+#include "search/objectives.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "models/safetensors.h"
+#include "runtime/error.h"
+#include "train/session.h"
+
+namespace mase::search {
+
+Space lab2_space() {
+  Space s;
+  s.categorical("num_layers", {"2", "4", "8"})
+      .categorical("num_heads", {"2", "4", "8", "16"})
+      .categorical("hidden_size", {"128", "192", "256", "384", "512"})
+      .categorical("intermediate_size", {"512", "768", "1024", "1536", "2048"});
+  return s;
+}
+
+const std::vector<std::string>& architecture_params() {
+  static const std::vector<std::string> names = {"num_layers", "num_heads", "hidden_size",
+                                                 "intermediate_size"};
+  return names;
+}
+
+namespace {
+
+// A parameter's value as an integer: the integer itself, or a categorical choice read as one.
+int64_t as_integer(const Params& p, const Param& param) {
+  if (param.kind == Param::Kind::integer) return p.integer(param.name);
+  const std::string& choice = p.category(param.name);
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(choice, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  MASE_CHECK(used == choice.size() && !choice.empty(), ConfigError, "[search] parameter '",
+             param.name, "' expected integer choices, got '", choice, "'");
+  return v;
+}
+
+// Trainable parameters of a saved model: the elements of every floating-point tensor.
+int64_t count_parameters(const std::filesystem::path& safetensors) {
+  int64_t n = 0;
+  for (const auto& [name, t] : nn::load_safetensors(safetensors.string()).tensors)
+    if (t.dtype() == DType::f32) n += t.numel();
+  return n;
+}
+
+}  // namespace
+
+Objective architecture_objective(const Space& space, train::TrainConfig base,
+                                 std::filesystem::path trials_dir, std::FILE* out) {
+  const auto& known = architecture_params();
+  for (const Param& p : space.params()) {
+    MASE_CHECK(std::find(known.begin(), known.end(), p.name) != known.end(), ConfigError,
+               "[search] the architecture objective has no parameter '", p.name,
+               "' (it knows num_layers, num_heads, hidden_size, intermediate_size)");
+    MASE_CHECK(p.kind != Param::Kind::real, ConfigError, "[search] parameter '", p.name,
+               "' must be categorical or integer, not real");
+  }
+  MASE_CHECK(base.init.empty(), ConfigError,
+             "[search] architecture search trains from random init; --init is not allowed");
+
+  // Captures by value: the Objective outlives this call. The space is copied for the same reason.
+  return [space, base, trials_dir, out](const Params& p, int64_t number) -> Outcome {
+    train::TrainConfig c = base;
+    for (const Param& param : space.params()) {
+      int64_t v = as_integer(p, param);
+      if (param.name == "num_layers") c.num_layers = v;
+      if (param.name == "num_heads") c.num_heads = v;
+      if (param.name == "hidden_size") c.hidden_size = v;
+      if (param.name == "intermediate_size") c.intermediate_size = v;
+    }
+    char name[32];
+    std::snprintf(name, sizeof name, "trial-%04lld", static_cast<long long>(number));
+    c.out = (trials_dir / name).string();
+
+    // A FILE* for the trial's output: the caller's, or /dev/null.
+    std::FILE* sink = out ? out : std::fopen("/dev/null", "w");
+    MASE_CHECK(sink != nullptr, IoError, "[search] cannot open /dev/null");
+    train::TrainResult r;
+    try {
+      r = train::train_new(c, sink);
+    } catch (...) {
+      if (!out) std::fclose(sink);
+      throw;
+    }
+    if (!out) std::fclose(sink);
+    MASE_CHECK(r.status == train::TrainStatus::completed, Error, "[search] trial ", number,
+               " did not complete: ", r.message);
+
+    Outcome o;
+    o.value = r.eval.accuracy;
+    o.attrs["test_loss"] = cat(r.eval.loss);
+    o.attrs["train_tokens_per_s"] = cat(r.train_tokens_per_s);
+    o.attrs["wall_s"] = cat(r.wall_s);
+    o.attrs["parameters"] = cat(count_parameters(std::filesystem::path(c.out) / "model.safetensors"));
+    o.attrs["run"] = c.out;
+    return o;
+  };
+}
+
+}  // namespace mase::search

@@ -1,0 +1,102 @@
+// search/plot.cpp — running-best curves through gnuplot. Read plot.h first.
+#include "search/plot.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "runtime/error.h"
+
+namespace mase::search {
+namespace fs = std::filesystem;
+
+std::vector<double> running_best(const std::vector<TrialRecord>& trials, Direction direction) {
+  std::vector<double> best;
+  double b = std::numeric_limits<double>::quiet_NaN();
+  for (const TrialRecord& r : trials) {
+    if (r.trial.state == TrialState::complete) {
+      double v = r.trial.value;
+      bool better = direction == Direction::maximize ? v > b : v < b;
+      if (std::isnan(b) || better) b = v;
+    }
+    best.push_back(b);
+  }
+  return best;
+}
+
+namespace {
+
+// Writes text to path via a temporary file and a rename: a crash never leaves half a file.
+void write_atomically(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    MASE_CHECK(f.good(), IoError, "[plot] cannot write ", tmp.string());
+    f << text;
+    MASE_CHECK(f.good(), IoError, "[plot] write failed: ", tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  MASE_CHECK(!ec, IoError, "[plot] cannot rename ", tmp.string(), " to ", path.string(), ": ",
+             ec.message());
+}
+
+// gnuplot string literal: single quotes, a single quote doubled.
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+void plot_running_best(const std::vector<std::pair<std::string, std::vector<TrialRecord>>>& series,
+                       Direction direction, const std::string& ylabel, const std::string& svg_path) {
+  MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study to plot, got none");
+  const fs::path svg(svg_path), dat = svg_path + ".dat", gp = svg_path + ".gp";
+
+  // The data: one block per series (gnuplot's "index"), two blank lines between blocks.
+  std::string data;
+  for (const auto& [label, trials] : series) {
+    data += "# " + label + ": trial best_so_far\n";
+    std::vector<double> best = running_best(trials, direction);
+    for (size_t i = 0; i < trials.size(); ++i) {
+      if (std::isnan(best[i])) continue;
+      data += cat(trials[i].trial.number, " ", best[i], "\n");
+    }
+    data += "\n\n";
+  }
+  write_atomically(dat, data);
+
+  std::string script = cat(
+      "set terminal svg size 800,500 dynamic font 'sans,12'\n",
+      "set output ", quoted(svg_path + ".tmp"), "\n",
+      "set xlabel 'trial'\nset ylabel ", quoted(ylabel), "\n",
+      "set key bottom right\nset grid\n",
+      "plot ");
+  for (size_t i = 0; i < series.size(); ++i)
+    script += cat(i ? ", " : "", quoted(dat.string()), " index ", i,
+                  " using 1:2 with steps linewidth 2 title ", quoted(series[i].first));
+  script += "\n";
+  write_atomically(gp, script);
+
+  // gnuplot writes the SVG to a temporary name; we rename it when gnuplot succeeded.
+  std::string cmd = cat("gnuplot ", quoted(gp.string()), " 2>&1");
+  std::FILE* pipe = popen(cmd.c_str(), "r");
+  MASE_CHECK(pipe != nullptr, IoError, "[plot] cannot run gnuplot (apt-get install gnuplot-nox)");
+  std::string output;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
+  int status = pclose(pipe);
+  MASE_CHECK(status == 0, IoError, "[plot] gnuplot failed on ", gp.string(), ": ",
+             output.empty() ? std::string("no output (is gnuplot installed? apt-get install gnuplot-nox)")
+                            : output);
+  std::error_code ec;
+  fs::rename(svg_path + ".tmp", svg, ec);
+  MASE_CHECK(!ec, IoError, "[plot] gnuplot wrote no ", svg_path, ".tmp: ", ec.message());
+}
+
+}  // namespace mase::search

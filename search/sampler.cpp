@@ -1,0 +1,148 @@
+// search/sampler.cpp — the random and grid samplers and the helpers every sampler shares.
+// Read search/sampler.h first; TPE is search/tpe.cpp.
+#include "search/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_set>
+
+#include "runtime/error.h"
+#include "runtime/philox.h"
+#include "search/tpe.h"
+
+namespace mase::search {
+
+const char* to_string(TrialState s) {
+  switch (s) {
+    case TrialState::running: return "running";
+    case TrialState::complete: return "complete";
+    case TrialState::failed: return "failed";
+    case TrialState::pruned: return "pruned";
+  }
+  return "?";
+}
+
+TrialState trial_state_from(const std::string& s) {
+  for (TrialState t : {TrialState::running, TrialState::complete, TrialState::failed,
+                       TrialState::pruned})
+    if (s == to_string(t)) return t;
+  throw ConfigError(cat("[study] expected a trial state (running, complete, failed, pruned), got '",
+                        s, "'"));
+}
+
+double unit_uniform(uint64_t seed, uint64_t stream, uint64_t i) {
+  // Block (stream, i) of Philox: counter = i, key = seed mixed with the stream, so the streams
+  // of different trials never share a block. 53 bits -> a double in [0, 1).
+  auto w = philox4x32_10({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32),
+                          static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)},
+                         {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  uint64_t bits = (uint64_t{w[0]} << 21) ^ (w[1] >> 11);  // 32 + 21 = 53 bits
+  return static_cast<double>(bits) * 0x1.0p-53;
+}
+
+double draw_uniform(const Param& p, double u) {
+  switch (p.kind) {
+    case Param::Kind::categorical: {
+      auto n = static_cast<int64_t>(p.choices.size());
+      return static_cast<double>(std::min(static_cast<int64_t>(u * n), n - 1));
+    }
+    case Param::Kind::integer: {
+      if (p.log) {
+        // Log-uniform over [low - 1/2, high + 1/2], rounded: each integer gets the share of
+        // log-space its rounding interval covers (Optuna's convention).
+        double lo = std::log(p.low - 0.5), hi = std::log(p.high + 0.5);
+        double x = std::round(std::exp(lo + u * (hi - lo)));
+        return std::clamp(x, p.low, p.high);
+      }
+      int64_t n = p.cardinality();
+      int64_t k = std::min(static_cast<int64_t>(u * n), n - 1);
+      return p.low + p.step * static_cast<double>(k);
+    }
+    case Param::Kind::real: {
+      if (p.log) {
+        double lo = std::log(p.low), hi = std::log(p.high);
+        return std::clamp(std::exp(lo + u * (hi - lo)), p.low, p.high);
+      }
+      return std::clamp(p.low + u * (p.high - p.low), p.low, p.high);
+    }
+  }
+  return 0;
+}
+
+std::optional<Values> RandomSampler::sample(const Space& space, const std::vector<Trial>&,
+                                            int64_t number) {
+  // Parameter j of trial n uses element j of stream n: independent of every other trial.
+  Values v;
+  uint64_t j = 0;
+  for (const Param& p : space.params())
+    v[p.name] = draw_uniform(p, unit_uniform(seed_, static_cast<uint64_t>(number), j++));
+  return v;
+}
+
+// The grid is a mixed-radix number: parameter 0 (first by name) is the most significant digit.
+// A digit is the choice index (categorical) or (value - low) / step (integer).
+Values grid_point(const Space& space, int64_t index) {
+  Values v;
+  const auto& ps = space.params();
+  for (size_t j = ps.size(); j-- > 0;) {
+    int64_t n = ps[j].cardinality();
+    int64_t digit = index % n;
+    index /= n;
+    v[ps[j].name] = ps[j].kind == Param::Kind::categorical
+                        ? static_cast<double>(digit)
+                        : ps[j].low + ps[j].step * static_cast<double>(digit);
+  }
+  return v;
+}
+
+// The inverse of grid_point, or -1 if `v` is not a point of the grid.
+static int64_t grid_index(const Space& space, const Values& v) {
+  int64_t index = 0;
+  for (const Param& p : space.params()) {
+    auto it = v.find(p.name);
+    if (it == v.end() || !p.contains(it->second)) return -1;
+    double digit = p.kind == Param::Kind::categorical ? it->second : (it->second - p.low) / p.step;
+    index = index * p.cardinality() + static_cast<int64_t>(std::llround(digit));
+  }
+  return index;
+}
+
+std::optional<Values> GridSampler::sample(const Space& space, const std::vector<Trial>& history,
+                                          int64_t) {
+  for (const Param& p : space.params())
+    MASE_CHECK(p.kind != Param::Kind::real, ConfigError, "[grid] parameter '", p.name,
+               "' is continuous: a grid needs every parameter finite (make it categorical or integer)");
+  const int64_t n = space.grid_size();
+  constexpr int64_t kMaxGrid = int64_t{1} << 24;
+  MASE_CHECK(n <= kMaxGrid, ConfigError, "[grid] expected at most ", kMaxGrid, " grid points, got ", n,
+             " (use the random or tpe sampler for a space this large)");
+
+  // Points already taken: by a finished trial, or by a running one (maybe in another process).
+  // A failed trial's point is free again — that is how a resumed grid retries it.
+  std::unordered_set<int64_t> taken;
+  for (const Trial& t : history)
+    if (t.state != TrialState::failed) taken.insert(grid_index(space, t.values));
+
+  // The visiting order: a Fisher-Yates shuffle of 0..n-1 drawn from the seed alone, so every
+  // process computes the same order and the first free point is the same for all of them.
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  for (int64_t i = n - 1; i > 0; --i) {
+    auto j = static_cast<int64_t>(unit_uniform(seed_, ~uint64_t{0}, static_cast<uint64_t>(i)) *
+                                  static_cast<double>(i + 1));
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(std::min(j, i))]);
+  }
+  for (int64_t index : order)
+    if (!taken.count(index)) return grid_point(space, index);
+  return std::nullopt;  // every point has been tried
+}
+
+std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed) {
+  if (name == "random") return std::make_unique<RandomSampler>(seed);
+  if (name == "grid") return std::make_unique<GridSampler>(seed);
+  if (name == "tpe") return std::make_unique<TpeSampler>(seed);
+  throw ConfigError(cat("[sampler] expected random, grid or tpe, got '", name, "'"));
+}
+
+}  // namespace mase::search

@@ -1,0 +1,81 @@
+// search/sampler.h — where the next trial's values come from: random, grid, TPE.
+//
+// A sampler sees the space and every trial so far (any state) and proposes the values of the
+// next one. It keeps no state of its own between calls: all it knows is in the history, which
+// the study reads back from SQLite. That is what lets a killed search resume and several
+// processes share one study — each asks with the same history and gets a consistent answer.
+//
+// Samplers maximize: `Trial::value` is "higher is better". A study that minimizes negates the
+// values it hands over (search/study.h).
+//
+//   random  every parameter drawn independently; trial n's draws are a pure function of
+//           (seed, n), so a search is reproducible however its trials interleave.
+//   grid    every point of a finite space exactly once, in an order shuffled by the seed;
+//           points of failed trials are handed out again; exhausted -> nullopt.
+//   tpe     search/tpe.h: Optuna's default Tree-structured Parzen Estimator.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/space.h"
+
+namespace mase::search {
+
+enum class TrialState { running, complete, failed, pruned };
+const char* to_string(TrialState s);
+TrialState trial_state_from(const std::string& s);  // ConfigError if unknown
+
+struct Trial {
+  int64_t number = 0;  // 0, 1, 2, ... in the order trials were asked for
+  TrialState state = TrialState::running;
+  Values values;       // internal form (search/space.h)
+  double value = 0;    // the objective; meaningful when state == complete
+};
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  virtual std::string name() const = 0;
+  // The values of trial `number`, or nullopt when there is nothing left to try.
+  virtual std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
+                                       int64_t number) = 0;
+};
+
+class RandomSampler : public Sampler {
+ public:
+  explicit RandomSampler(uint64_t seed) : seed_(seed) {}
+  std::string name() const override { return "random"; }
+  std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
+                               int64_t number) override;
+
+ private:
+  uint64_t seed_;
+};
+
+class GridSampler : public Sampler {
+ public:
+  explicit GridSampler(uint64_t seed) : seed_(seed) {}
+  std::string name() const override { return "grid"; }
+  // ConfigError if the space has a continuous parameter (give it choices instead).
+  std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
+                               int64_t number) override;
+
+ private:
+  uint64_t seed_;
+};
+
+// "random", "grid" or "tpe" (ConfigError otherwise).
+std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed);
+
+// Helpers shared by the samplers.
+// A uniform double in [0, 1) that depends only on (seed, stream, i): 53 bits from Philox.
+double unit_uniform(uint64_t seed, uint64_t stream, uint64_t i);
+// One parameter drawn uniformly (log-uniformly if p.log) from u in [0, 1): internal form.
+double draw_uniform(const Param& p, double u);
+// Point `index` of the grid of `space` (0 <= index < grid_size), mixed radix over parameters.
+Values grid_point(const Space& space, int64_t index);
+
+}  // namespace mase::search

@@ -1,0 +1,219 @@
+// tools/mase-search — architecture search (Lab 2) with the random, grid and TPE samplers.
+//
+//   mase-search --sampler tpe --trials 20 --model bert-tiny --max-steps 200 --train-subset 2000
+//   mase-search --sampler tpe --resume                     # continue after a crash or Ctrl-C
+//   mase-search --plot best.svg --compare arch-random,arch-grid,arch-tpe   # Lab 2.1's figure
+//
+// Each trial trains a BERT of the sampled architecture from scratch (search/objectives.h) in
+// <dir>/<study>/trial-NNNN, a mase-train run folder; the study (every trial, its values, state,
+// accuracy and attributes) lives in <dir>/studies.db (SQLite) and <dir>/<study>.csv.
+// Exit status: 0 done; 1 an error; 2 bad flags; 130 stopped by Ctrl-C (resume with --resume).
+// Read next: search/study.h, search/sampler.h, search/objectives.h, docs/lab2.md.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/error.h"
+#include "runtime/parallel.h"
+#include "search/objectives.h"
+#include "search/plot.h"
+#include "search/study.h"
+#include "train/trainer.h"
+
+using namespace mase;
+using namespace mase::search;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kExitError = 1, kExitUsage = 2, kExitInterrupted = 130;
+
+const char* kFooter = R"(Examples:
+  mase-search --sampler random --trials 12 --data-dir ../shared/data
+      Lab 2.1: 12 trials of the Lab 2 space (num_layers, num_heads, hidden_size,
+      intermediate_size), each bert-tiny's recipe for 100 steps on 2,000 reviews, tested on 1,000
+  mase-search --sampler tpe --trials 12 --data-dir ../shared/data       (and --sampler grid)
+  mase-search --plot lab2.svg --compare arch-random,arch-grid,arch-tpe
+      the best accuracy so far against the trial, one curve per sampler (gnuplot SVG)
+  mase-search --sampler tpe --trials 24 --resume
+      continue the study: finished trials are kept, trials of a dead process are marked failed
+      and tried again, and trials run until 24 have finished
+Files: <dir>/studies.db (every study), <dir>/<study>.csv, <dir>/<study>/trial-NNNN/ (runs).
+Exit status: 0 done, 1 error, 2 bad flags, 130 stopped (continue with --resume).)";
+
+// "mm:ss" or "h:mm:ss"
+std::string clock_time(double s) {
+  auto t = static_cast<long long>(s + 0.5);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", t / 60, t % 60);
+  return buf;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int finished(const std::vector<TrialRecord>& trials) {
+  int n = 0;
+  for (const auto& r : trials)
+    n += r.trial.state == TrialState::complete || r.trial.state == TrialState::pruned;
+  return n;
+}
+
+// Lab 2.1's figure from studies already in the database.
+int run_plot(const std::string& db, const std::vector<std::string>& names, const std::string& svg) {
+  MASE_CHECK(!names.empty(), ConfigError, "--plot needs the studies to draw: --compare A,B,...");
+  std::vector<std::pair<std::string, std::vector<TrialRecord>>> series;
+  for (const std::string& name : names) series.emplace_back(name, Study::load(db, name).trials());
+  plot_running_best(series, Direction::maximize, "best test accuracy so far", svg);
+  std::printf("plot      %s (data %s.dat, gnuplot script %s.gp)\n", svg.c_str(), svg.c_str(),
+              svg.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mase-search: architecture search over BERT on IMDb (Lab 2)"};
+  app.footer(kFooter);
+  std::string sampler = "tpe", study_name, dir = "runs/search", plot, compare;
+  int trials = 12;
+  bool resume = false;
+  uint64_t seed = 0;
+  train::TrainConfig base;  // each trial's recipe and budget; the architecture is the trial's
+  base.model = "bert-tiny";
+  base.max_steps = 100;
+  base.train_subset = 2000;
+  base.test_subset = 1000;
+  base.ckpt_every = 0;
+  base.log_every = 50;
+
+  app.add_option("--sampler", sampler, "random, grid or tpe")->capture_default_str();
+  app.add_option("--trials", trials, "run until the study has this many finished trials")
+      ->capture_default_str();
+  app.add_option("--study", study_name, "study name (default arch-<sampler>)");
+  app.add_option("--dir", dir, "folder of studies.db, the CSVs and the trial runs")
+      ->capture_default_str();
+  app.add_option("--seed", seed, "seed of the sampler and of every trial's training")
+      ->capture_default_str();
+  app.add_flag("--resume", resume, "continue an existing study");
+  app.add_option("--plot", plot, "draw the running best of the --compare studies to this SVG");
+  app.add_option("--compare", compare, "studies to plot, comma-separated");
+  app.add_option("--model", base.model, "preset giving everything the space does not vary")
+      ->capture_default_str();
+  app.add_option("--max-steps", base.max_steps, "training steps per trial")->capture_default_str();
+  app.add_option("--train-subset", base.train_subset, "training reviews per trial (0 = all)")
+      ->capture_default_str();
+  app.add_option("--test-subset", base.test_subset, "test reviews per trial (0 = all)")
+      ->capture_default_str();
+  app.add_option("--batch-size", base.batch_size, "reviews per step")->capture_default_str();
+  app.add_option("--max-len", base.max_len, "tokens per review")->capture_default_str();
+  double lr = 0;
+  app.add_option("--lr", lr, "peak learning rate (default: the --model preset's recipe)");
+  app.add_option("--data-dir", base.data_dir, "folder with imdb/ in it (as mase-train)");
+  app.add_option("--cache-dir", base.cache_dir, "tokenizer models and token caches");
+  app.add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "mase-search: %s (see --help)\n", e.what());
+    return kExitUsage;
+  }
+
+  try {
+    set_num_threads(base.threads);
+    const std::string db = (fs::path(dir) / "studies.db").string();
+    if (!plot.empty()) return run_plot(db, split_commas(compare), plot);
+    MASE_CHECK(trials >= 1, ConfigError, "expected --trials >= 1, got ", trials);
+    if (app.count("--lr")) base.lr = lr;
+    base.seed = seed;
+    base.validate();
+    if (study_name.empty()) study_name = "arch-" + sampler;
+
+    fs::create_directories(dir);
+    const Space space = lab2_space();
+    // A study that exists continues only with --resume: a typo in --study must not quietly
+    // add trials to someone else's search.
+    Study study = Study::open(db, study_name, space, Direction::maximize,
+                              make_sampler(sampler, seed), seed);
+    std::vector<TrialRecord> before = study.trials();
+    MASE_CHECK(before.empty() || resume, ConfigError, "study '", study_name, "' in ", db,
+               " already has ", before.size(), " trials: add --resume to continue it, or pick "
+               "another --study");
+    if (resume) {
+      int failed = study.resume();
+      std::printf("resume    %s: %d finished trials kept, %d of a dead process marked failed\n",
+                  study_name.c_str(), finished(before), failed);
+    }
+    Objective objective = architecture_objective(space, base, fs::path(dir) / study_name);
+    std::printf("study     %s in %s: sampler %s, seed %llu, %d trials; each trial %s with the "
+                "trial's architecture, %lld steps on %lld reviews, tested on %lld\n",
+                study_name.c_str(), db.c_str(), sampler.c_str(),
+                static_cast<unsigned long long>(seed), trials, base.model.c_str(),
+                static_cast<long long>(base.max_steps), static_cast<long long>(base.train_subset),
+                static_cast<long long>(base.test_subset));
+
+    train::clear_stop();
+    train::install_stop_handlers();
+    while (finished(study.trials()) < trials && !train::stop_requested()) {
+      std::optional<Trial> t = study.ask();
+      if (!t) {
+        std::printf("done      the sampler has nothing left to try (a finished grid)\n");
+        break;
+      }
+      auto start = std::chrono::steady_clock::now();
+      std::string result;
+      try {
+        Outcome o = objective(Params(space, t->values), t->number);
+        study.tell(t->number, o.state, o.value, o.attrs);
+        result = cat("accuracy ", o.value, "  params ", o.attrs["parameters"]);
+      } catch (const std::exception& e) {
+        study.tell(t->number, TrialState::failed, 0, {{"error", e.what()}});
+        result = cat("failed: ", e.what());
+      }
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      auto best = study.best();
+      std::printf("trial %-3lld %s  %s  (%s)  best %.4f (trial %lld)\n",
+                  static_cast<long long>(t->number), space.format(t->values).c_str(),
+                  result.c_str(), clock_time(s).c_str(), best ? best->trial.value : 0.0,
+                  static_cast<long long>(best ? best->trial.number : -1));
+      std::fflush(stdout);
+    }
+    const std::string csv = (fs::path(dir) / (study_name + ".csv")).string();
+    study.write_csv(csv);
+    auto best = study.best();
+    if (best)
+      std::printf("best      trial %lld: %s  accuracy %.4f\n",
+                  static_cast<long long>(best->trial.number),
+                  space.format(best->trial.values).c_str(), best->trial.value);
+    std::printf("results   %s, %s, runs in %s\n", db.c_str(), csv.c_str(),
+                (fs::path(dir) / study_name).c_str());
+    return train::stop_requested() ? kExitInterrupted : 0;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "mase-search: %s\n", e.what());
+    return kExitUsage;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "mase-search: %s\n", e.what());
+    return kExitError;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mase-search: %s\n", e.what());
+    return kExitError;
+  }
+}
