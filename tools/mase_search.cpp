@@ -172,7 +172,15 @@ int main(int argc, char** argv) {
 
     train::clear_stop();
     train::install_stop_handlers();
+    // Trials run until enough have finished; a failure that is not the trial's own (no data,
+    // a bad flag every trial trips over) would fail forever, so three in a row end the search.
+    constexpr int kMaxFailuresInARow = 3;
+    int failures_in_a_row = 0;
+    std::string last_error;
     while (finished(study.trials()) < trials && !train::stop_requested()) {
+      MASE_CHECK(failures_in_a_row < kMaxFailuresInARow, Error, "[search] ", kMaxFailuresInARow,
+                 " trials in a row failed; the last: ", last_error,
+                 " (fix it, then continue with --resume)");
       std::optional<Trial> t = study.ask();
       if (!t) {
         std::printf("done      the sampler has nothing left to try (a finished grid)\n");
@@ -184,16 +192,22 @@ int main(int argc, char** argv) {
         Outcome o = objective(Params(space, t->values), t->number);
         study.tell(t->number, o.state, o.value, o.attrs);
         result = cat("accuracy ", o.value, "  params ", o.attrs["parameters"]);
+        failures_in_a_row = 0;
       } catch (const std::exception& e) {
         study.tell(t->number, TrialState::failed, 0, {{"error", e.what()}});
         result = cat("failed: ", e.what());
+        last_error = e.what();
+        ++failures_in_a_row;
       }
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       auto best = study.best();
-      std::printf("trial %-3lld %s  %s  (%s)  best %.4f (trial %lld)\n",
-                  static_cast<long long>(t->number), space.format(t->values).c_str(),
-                  result.c_str(), clock_time(s).c_str(), best ? best->trial.value : 0.0,
-                  static_cast<long long>(best ? best->trial.number : -1));
+      char best_text[64] = "no trial finished yet";
+      if (best)
+        std::snprintf(best_text, sizeof best_text, "best %.4f (trial %lld)", best->trial.value,
+                      static_cast<long long>(best->trial.number));
+      std::printf("trial %-3lld %s  %s  (%s)  %s\n", static_cast<long long>(t->number),
+                  space.format(t->values).c_str(), result.c_str(), clock_time(s).c_str(),
+                  best_text);
       std::fflush(stdout);
     }
     const std::string csv = (fs::path(dir) / (study_name + ".csv")).string();
