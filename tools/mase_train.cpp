@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "reviews per step")->capture_default_str();
   int64_t epochs = 0;
-  app.add_option("--epochs", epochs, "passes over the training split (default: 1 for bert-tiny "
-                 "from scratch, else 3)");
+  app.add_option("--epochs", epochs, "passes over the training split (default: 1 from scratch, "
+                 "3 from --init)");
   app.add_option("--max-steps", c.max_steps, "train exactly this many steps (overrides --epochs)");
   app.add_option("--train-subset", c.train_subset, "train on N reviews (label-balanced, seeded)");
   app.add_option("--test-subset", c.test_subset, "evaluate on N test reviews (label-balanced, fixed)");

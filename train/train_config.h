@@ -45,7 +45,7 @@ struct TrainConfig {
 
   // ---- optimisation ---------------------------------------------------------------------
   int64_t batch_size = 32;
-  std::optional<int64_t> epochs;   // recipe: 1 for bert-tiny from scratch, else 3
+  std::optional<int64_t> epochs;   // recipe: 1 from scratch, 3 from a checkpoint (--init)
   int64_t max_steps = 0;           // > 0: exactly this many steps (epochs follow from it)
   std::optional<double> lr;        // peak learning rate (recipe: by model size)
   std::optional<double> warmup;    // < 1: a fraction of the steps; >= 1: a number of steps
