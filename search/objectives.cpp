@@ -3,8 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
-#include "models/safetensors.h"
 #include "runtime/error.h"
 #include "train/session.h"
 
@@ -43,12 +44,11 @@ int64_t as_integer(const Params& p, const Param& param) {
   return v;
 }
 
-// Trainable parameters of a saved model: the elements of every floating-point tensor.
-int64_t count_parameters(const std::filesystem::path& safetensors) {
-  int64_t n = 0;
-  for (const auto& [name, t] : nn::load_safetensors(safetensors.string()).tensors)
-    if (t.dtype() == DType::f32) n += t.numel();
-  return n;
+// The model's parameter count, as the trainer wrote it in final.json (train/trainer.cpp).
+int64_t parameters_of(const std::filesystem::path& run) {
+  std::ifstream in(run / "final.json");
+  MASE_CHECK(in.good(), IoError, "[search] cannot read ", (run / "final.json").string());
+  return nlohmann::json::parse(in).at("parameters").get<int64_t>();
 }
 
 }  // namespace
@@ -99,7 +99,7 @@ Objective architecture_objective(const Space& space, train::TrainConfig base,
     o.attrs["test_loss"] = cat(r.eval.loss);
     o.attrs["train_tokens_per_s"] = cat(r.train_tokens_per_s);
     o.attrs["wall_s"] = cat(r.wall_s);
-    o.attrs["parameters"] = cat(count_parameters(std::filesystem::path(c.out) / "model.safetensors"));
+    o.attrs["parameters"] = cat(parameters_of(c.out));
     o.attrs["run"] = c.out;
     return o;
   };

@@ -114,7 +114,7 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
     MASE_CHECK(p.kind != Param::Kind::real, ConfigError, "[grid] parameter '", p.name,
                "' is continuous: a grid needs every parameter finite (make it categorical or integer)");
   const int64_t n = space.grid_size();
-  constexpr int64_t kMaxGrid = int64_t{1} << 24;
+  constexpr int64_t kMaxGrid = int64_t{1} << 20;  // the shuffled order is rebuilt on each ask
   MASE_CHECK(n <= kMaxGrid, ConfigError, "[grid] expected at most ", kMaxGrid, " grid points, got ", n,
              " (use the random or tpe sampler for a space this large)");
 

@@ -35,6 +35,7 @@
 #include "models/lora.h"
 #include "models/parameters.h"
 #include "quant/checkpoint.h"
+#include "tools/cli.h"
 
 using namespace mase;
 
@@ -240,26 +241,12 @@ int main(int argc, char** argv) {
   app.add_option("--export", o.export_dir, "export graph.json + model.safetensors to this folder");
   app.add_flag("--check", o.check, "compare the graph's logits with the eager model's");
   app.add_flag("--run", o.run, "run the graph on the example batch and print its outputs");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "mase-graph: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
+  if (auto status = cli::parse(app, "mase-graph", argc, argv)) return *status;
+  return cli::run("mase-graph", [&] {
     MASE_CHECK(o.pad < o.seq_len, ConfigError, "--pad ", o.pad, " must be below --seq-len ",
                o.seq_len);
     MASE_CHECK(o.reload.empty() || o.init.empty(), ConfigError,
                "--reload and --init exclude each other");
     return run(o);
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "mase-graph: %s\n", e.what());
-    return 2;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "mase-graph: %s\n", e.what());
-    return 1;
-  }
+  });
 }

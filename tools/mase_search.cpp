@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "tools/cli.h"
 #include "runtime/parallel.h"
 #include "search/objectives.h"
 #include "search/plot.h"
@@ -32,7 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kExitError = 1, kExitUsage = 2, kExitInterrupted = 130;
+constexpr int kExitInterrupted = 130;  // 1 and 2: tools/cli.h
 
 const char* kFooter = R"(Examples:
   mase-search --sampler random --trials 12 --data-dir ../shared/data
@@ -127,17 +128,9 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", base.cache_dir, "tokenizer models and token caches");
   app.add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "mase-search: %s (see --help)\n", e.what());
-    return kExitUsage;
-  }
+  if (auto status = cli::parse(app, "mase-search", argc, argv)) return *status;
 
-  try {
+  return cli::run("mase-search", [&]() -> int {
     set_num_threads(base.threads);
     const std::string db = (fs::path(dir) / "studies.db").string();
     if (!plot.empty()) return run_plot(db, split_commas(compare), plot);
@@ -220,14 +213,5 @@ int main(int argc, char** argv) {
     std::printf("results   %s, %s, runs in %s\n", db.c_str(), csv.c_str(),
                 (fs::path(dir) / study_name).c_str());
     return train::stop_requested() ? kExitInterrupted : 0;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "mase-search: %s\n", e.what());
-    return kExitUsage;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "mase-search: %s\n", e.what());
-    return kExitError;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mase-search: %s\n", e.what());
-    return kExitError;
-  }
+  });
 }

@@ -20,13 +20,14 @@
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 #include "train/session.h"
+#include "tools/cli.h"
 
 using namespace mase;
 using namespace mase::train;
 
 namespace {
 
-constexpr int kExitError = 1, kExitUsage = 2, kExitDiverged = 3, kExitInterrupted = 130;
+constexpr int kExitDiverged = 3, kExitInterrupted = 130;  // 1 and 2: tools/cli.h
 
 const char* kFooter = R"(Examples:
   mase-train --model bert-tiny --data imdb --data-dir ../shared/data
@@ -152,17 +153,9 @@ int main(int argc, char** argv) {
   pred->add_option("texts", texts, "review texts")->required();
   pred->footer("Example: mase-train predict runs/bert-tiny-imdb-20250101-120000 \"A wonderful film.\"");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "mase-train: %s (see --help)\n", e.what());
-    return kExitUsage;
-  }
+  if (auto status = cli::parse(app, "mase-train", argc, argv)) return *status;
 
-  try {
+  return cli::run("mase-train", [&]() -> int {
     if (pred->parsed()) return run_predict(pred_dir, texts, c.vocab, c.threads);
 
     // ---- flags that contradict each other: refused before anything is read or written ----
@@ -217,14 +210,5 @@ int main(int argc, char** argv) {
     return r.status == TrainStatus::completed     ? 0
            : r.status == TrainStatus::interrupted ? kExitInterrupted
                                                   : kExitDiverged;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "mase-train: %s\n", e.what());
-    return kExitUsage;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "mase-train: %s\n", e.what());
-    return kExitError;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mase-train: unexpected error: %s\n", e.what());
-    return kExitError;
-  }
+  });
 }
