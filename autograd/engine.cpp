@@ -9,13 +9,11 @@
 namespace mase {
 
 namespace {
-thread_local bool t_grad_enabled = true;
 thread_local OpObserver* t_observer = nullptr;
 }  // namespace
 
-bool grad_enabled() { return t_grad_enabled; }
-NoGradGuard::NoGradGuard() : prev_(t_grad_enabled) { t_grad_enabled = false; }
-NoGradGuard::~NoGradGuard() { t_grad_enabled = prev_; }
+NoGradGuard::NoGradGuard() : prev_(grad_enabled()) { set_grad_enabled(false); }
+NoGradGuard::~NoGradGuard() { set_grad_enabled(prev_); }
 
 OpObserver* set_op_observer(OpObserver* observer) {
   OpObserver* prev = t_observer;
@@ -42,7 +40,7 @@ Tensor record_composite(std::string_view op, const Tensors& inputs,
 }
 
 bool any_requires_grad(const Tensors& inputs) {
-  if (!t_grad_enabled) return false;
+  if (!grad_enabled()) return false;
   for (const Tensor& t : inputs)
     if (t.defined() && t.requires_grad()) return true;
   return false;

@@ -51,7 +51,7 @@ struct Node {
 };
 
 // ---- grad mode ----------------------------------------------------------------------------
-bool grad_enabled();  // thread-local; true by default
+// grad_enabled() / set_grad_enabled(): runtime/tensor.h (thread-local; true by default)
 struct NoGradGuard {  // RAII: no graph is recorded while it lives (evaluation, optimizer steps)
   NoGradGuard();
   ~NoGradGuard();

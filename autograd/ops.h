@@ -27,6 +27,8 @@ Tensor mul(const Tensor& a, double s);
 Tensor div(const Tensor& a, double s);
 // Raw, in place, no autograd: dst += src (same shape). Used to accumulate gradients.
 void accumulate_(const Tensor& dst, const Tensor& src);
+// Raw, in place, no autograd: t *= s (t packed). Used to scale gradients (clip_grad_norm).
+void mul_(const Tensor& t, double s);
 // Raw, no autograd: the sum of `t` over its broadcast dims, giving `shape` (NumPy rules
 // backwards). The gradient of a broadcast operand is sum_to(dout, operand.shape()).
 Tensor sum_to(const Tensor& t, const Shape& shape);

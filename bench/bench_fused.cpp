@@ -26,7 +26,7 @@
 
 #include "autograd/ops.h"
 #include "bench/common.h"
-#include "runtime/cpu/adamw.h"
+#include "runtime/kernels/adamw.h"
 #include "runtime/random.h"
 #include "train/adamw.h"
 

@@ -18,7 +18,7 @@
 #include <cmath>
 
 #include "bench/common.h"
-#include "runtime/cpu/matmul.h"
+#include "runtime/kernels/matmul.h"
 #include "runtime/random.h"
 
 namespace mase::bench {

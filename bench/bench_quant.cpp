@@ -32,7 +32,7 @@
 //   QAT                        every Linear became a QuantizedLinear; the first step's loss is
 //                              ln 2 ± 0.1 and its gradient norm finite and non-zero
 //
-// Read next: quant/kernels/scalar.h, quant/kernels/mxint8.h (the kernels timed here).
+// Read next: runtime/kernels/quant_scalar.h, runtime/kernels/mxint8.h (the kernels timed here).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -124,7 +124,7 @@ std::string check_values(const Format& f, const Tensor& x, const Tensor& y) {
   return "";
 }
 
-// Sign formats, one row at a time in double (formats.md, quant/kernels/sign.h).
+// Sign formats, one row at a time in double (formats.md, runtime/kernels/quant_sign.h).
 std::string check_signs(const Format& f, const Tensor& x, const Tensor& y) {
   const V xs = x.to_vector<double>(), ys = y.to_vector<double>();
   const int64_t cols = x.size(-1), rows = x.numel() / cols;

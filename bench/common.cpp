@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "models/fusion.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 #include "train/clip_grad_norm.h"
@@ -93,6 +94,7 @@ BertSetup make_bert_setup(const char* name) {
   s.cfg = nn::BertConfig::preset(name, kVocab);
   manual_seed(0);
   s.model = std::make_shared<nn::BertForSequenceClassification>(s.cfg);
+  nn::fuse_kernels(*s.model);  // as mase-train runs it (models/fusion.h)
   s.opt = std::make_unique<train::AdamW>(s.model->named_parameters(),
                                          train::AdamWOptions{.lr = 1e-4, .weight_decay = 0.01});
   std::vector<int32_t> ids(kTokens), labels(kBatch);

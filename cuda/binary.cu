@@ -1,6 +1,6 @@
 // cuda/binary.cu — broadcasting elementwise ops on the GPU (twin of runtime/cpu/binary.cpp).
 // One thread per output element; operands are read through (possibly zero) strides.
-#include "cuda/binary.h"
+#include "runtime/kernels/binary.h"
 #include "cuda/check.h"
 
 namespace mase::cuda {

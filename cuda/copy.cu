@@ -2,7 +2,7 @@
 // One thread per element; the N-d index is unravelled from the flat index, as in
 // runtime/cpu/strided.h but without dimension merging (copies are rare on the GPU path).
 #include "cuda/check.h"
-#include "cuda/copy.h"
+#include "runtime/kernels/copy.h"
 
 namespace mase::cuda {
 namespace {

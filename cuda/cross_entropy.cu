@@ -5,7 +5,7 @@
 // Backward: one thread per logit. dloss stays on the device: no host round trip.
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
-#include "cuda/cross_entropy.h"
+#include "runtime/kernels/cross_entropy.h"
 
 namespace mase::cuda {
 namespace {

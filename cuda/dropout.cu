@@ -2,8 +2,7 @@
 // One thread per Philox block of 4 elements; philox4x32 and dropout_keep are the very
 // functions the CPU runs (runtime/philox.h, runtime/cpu/dropout.h), compiled for the device.
 #include "cuda/check.h"
-#include "cuda/dropout.h"
-#include "runtime/cpu/dropout.h"
+#include "runtime/kernels/dropout.h"
 
 namespace mase::cuda {
 namespace {

@@ -7,7 +7,7 @@
 // columns, so each step of the walk is a coalesced row read and write. With C = 768 that is
 // only 768 threads: fine for BERT's (B·T = 4096) rows, a candidate for a sorted-ids kernel.
 #include "cuda/check.h"
-#include "cuda/embedding.h"
+#include "runtime/kernels/embedding.h"
 
 namespace mase::cuda {
 namespace {

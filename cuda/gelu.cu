@@ -2,8 +2,8 @@
 // one thread per element. The fused backward's dbias = Σ_rows dinp is the column sum of
 // cuda/reduce.cu (outer 1, reduce rows, inner cols) run on dinp right after.
 #include "cuda/check.h"
-#include "cuda/gelu.h"
-#include "cuda/reduce.h"
+#include "runtime/kernels/gelu.h"
+#include "runtime/kernels/reduce.h"
 
 namespace mase::cuda {
 namespace {

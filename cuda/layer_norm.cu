@@ -11,8 +11,8 @@
 // cuda/reduce.cu's column sum.
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
-#include "cuda/layer_norm.h"
-#include "cuda/reduce.h"
+#include "runtime/kernels/layer_norm.h"
+#include "runtime/kernels/reduce.h"
 
 namespace mase::cuda {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cuda/check.h"
-#include "cuda/matmul.h"
+#include "runtime/kernels/matmul.h"
 
 namespace mase::cuda {
 namespace {

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstddef>
 
-#include "cuda/cuda.h"
+#include "runtime/kernels/backend.h"
 
 namespace mase::cuda {
 

@@ -1,4 +1,4 @@
-// cuda/mxint8.cu — MXINT8 quantize / dequantize on the GPU (twin of quant/kernels/mxint8.cpp).
+// cuda/mxint8.cu — MXINT8 quantize / dequantize on the GPU (twin of runtime/cpu/mxint8.cpp).
 //
 // How the work is cut (the part to be able to explain):
 //  * A thread block of 256 threads owns one tile of 8 rows × 256 columns of the (rows, K)
@@ -20,7 +20,7 @@
 // Arithmetic is the CPU kernel's, step for step (same RNE, same clamp, same E8M0 rule), so
 // CPU and GPU give identical bytes (tests/quant/test_mxint8.cpp checks it when a GPU exists).
 #include "cuda/check.h"
-#include "cuda/mxint8.h"
+#include "runtime/kernels/mxint8.h"
 
 namespace mase::cuda {
 namespace {
@@ -34,7 +34,7 @@ constexpr int kMaxGridY = 65535;
 // 2^e for e in [−126, 127] (a normal f32: exponent field e + 127, mantissa 0)
 __device__ __forceinline__ float pow2f(int e) { return __int_as_float((e + 127) << 23); }
 
-// 2^(s−127)·q/64, by multiply or by the bf16 trick (quant/kernels/mxint8.h explains it)
+// 2^(s−127)·q/64, by multiply or by the bf16 trick (runtime/kernels/mxint8.h explains it)
 __device__ __forceinline__ float decode(int8_t q, uint32_t s, bool bf16) {
   if (s == 0xFFu) return __int_as_float(0x7fc00000);  // NaN block
   if (!bf16 || s == 0u) {

@@ -9,7 +9,7 @@
 //    strided share of the row, then a tree reduction in shared memory.
 // Simple rather than fast: a single long row uses one block. A later issue can split it.
 #include "cuda/check.h"
-#include "cuda/reduce.h"
+#include "runtime/kernels/reduce.h"
 
 namespace mase::cuda {
 namespace {

@@ -3,7 +3,7 @@
 // max and the sum (block_reduce.cuh). Same math and the same fully-masked-row rule as the CPU.
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
-#include "cuda/softmax.h"
+#include "runtime/kernels/softmax.h"
 
 namespace mase::cuda {
 namespace {

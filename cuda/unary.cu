@@ -1,6 +1,6 @@
 // cuda/unary.cu — elementwise math on the GPU (twin of runtime/cpu/unary.cpp).
 #include "cuda/check.h"
-#include "cuda/unary.h"
+#include "runtime/kernels/unary.h"
 
 namespace mase::cuda {
 namespace {

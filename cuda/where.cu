@@ -2,7 +2,7 @@
 // per output element; the N-d index is unravelled and each operand read through its strides,
 // as in cuda/binary.cu.
 #include "cuda/check.h"
-#include "cuda/where.h"
+#include "runtime/kernels/where.h"
 
 namespace mase::cuda {
 namespace {

@@ -22,6 +22,16 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream) {
   return p;
 }
 
+Batch to_device(const Batch& b, Device device) {
+  if (device.is_cpu()) return b;
+  Batch out = b;
+  out.input_ids = b.input_ids.to(device);
+  out.attention_mask = b.attention_mask.to(device);
+  out.token_type_ids = b.token_type_ids.to(device);
+  out.labels = b.labels.to(device);
+  return out;
+}
+
 Batcher::Batcher(const TokenizedSplit& data, BatchOptions opt) : data_(data), opt_(opt) {
   MASE_CHECK(opt_.batch_size >= 1, ConfigError, "[batch] expected batch_size >= 1, got ",
              opt_.batch_size);

@@ -37,6 +37,10 @@ struct Batch {
   int64_t real_tokens = 0;  // sum of attention_mask: tokens that are not padding
 };
 
+// The batch with its four tensors on `device` (the batch itself on the CPU): what a training
+// or evaluation step does first. real_tokens stays a host number.
+Batch to_device(const Batch& b, Device device);
+
 struct BatchOptions {
   int64_t batch_size = 32;
   int64_t max_len = 256;

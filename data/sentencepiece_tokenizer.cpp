@@ -83,7 +83,7 @@ std::string SentencePieceTokenizer::piece(int32_t id) const {
 }
 
 void SentencePieceTokenizer::save(const std::filesystem::path& path) const {
-  write_atomic(path, serialized_, "sentencepiece");
+  write_text_atomic(path.string(), serialized_);
 }
 
 namespace {

@@ -77,7 +77,7 @@ void save_token_cache(const std::filesystem::path& path, uint64_t tokenizer_fp, 
     }
   }
   put<uint64_t>(out, fnv1a(out));
-  write_atomic(path, out, "token-cache");
+  write_text_atomic(path.string(), out);
 }
 
 std::optional<TokenCache> load_token_cache(const std::filesystem::path& path, uint64_t tokenizer_fp,

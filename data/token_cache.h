@@ -13,7 +13,7 @@
 //   end-8   8     u64 FNV-1a checksum of every byte before it
 // The checksum catches truncation and corruption; the version catches an old layout; the
 // fingerprints catch a changed tokenizer or dataset. In all those cases load returns nothing
-// and says why, and the caller rebuilds. Files are written with write_atomic (io.h).
+// and says why, and the caller rebuilds. Files are written with write_text_atomic (runtime/atomic_file.h).
 //
 // Read next: dataset.h (when the cache is used).
 #pragma once

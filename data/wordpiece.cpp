@@ -131,7 +131,7 @@ std::string WordPiece::decode(std::span<const int32_t> ids) const {
 void WordPiece::save(const std::filesystem::path& path) const {
   std::string bytes;
   for (const std::string& t : tokens_) bytes += t + "\n";
-  write_atomic(path, bytes, "wordpiece");
+  write_text_atomic(path.string(), bytes);
 }
 
 }  // namespace mase::data

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "graph/op_table.h"
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 
 extern char** environ;
 
@@ -159,7 +159,7 @@ void draw(const Graph& g, const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   const std::string dot = to_dot(g);
   if (ext == ".dot") {
-    nn::write_text_atomic(path, dot);
+    write_text_atomic(path, dot);
     return;
   }
   MASE_CHECK(ext == ".svg" || ext == ".png" || ext == ".pdf", ConfigError,

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "graph/metadata.h"
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "models/module_registry.h"
 #include "models/safetensors.h"
 #include "quant/checkpoint.h"
@@ -147,7 +147,7 @@ void export_graph(const Graph& g, const std::string& dir) {
   MASE_CHECK(!ec, IoError, "[export] cannot create ", dir, ": ", ec.message());
   nn::save_safetensors((std::filesystem::path(dir) / "model.safetensors").string(), weights,
                        {{"format", "pt"}, {"producer", "mase-graph"}});
-  nn::write_text_atomic((std::filesystem::path(dir) / "graph.json").string(), doc.dump(1) + "\n");
+  write_text_atomic((std::filesystem::path(dir) / "graph.json").string(), doc.dump(1) + "\n");
 }
 
 // ---- load -----------------------------------------------------------------------------------

@@ -42,8 +42,8 @@ std::vector<OpInfo> build_table() {
       {"tanh", fn, "module_related_func", "tanh", [](Args x, A, bool) { return tanh(x[0]); }},
       {"relu", fn, "module_related_func", "relu", [](Args x, A, bool) { return relu(x[0]); }},
       {"gelu", fn, "module_related_func", "gelu", [](Args x, A, bool) { return gelu(x[0]); }},
-      // fused (ops/gelu.cpp, ops/layer_norm.cpp): eager BERT's fast paths; a traced model shows
-      // their parts instead, as tracing turns fusions off (models/fusion.h)
+      // fused (ops/gelu.cpp, ops/layer_norm.cpp): what a BERT block runs after the fusion pass
+      // (models/fusion.h); a model traced before fusing shows their parts instead
       {"bias_gelu", fn, "module_related_func", "bias_gelu",
        [](Args x, A, bool) { return bias_gelu(x[0], x[1]); }},
       {"dropout_add_layer_norm", fn, "module_related_func", "dropout_add_layer_norm",

@@ -65,6 +65,8 @@ class BertSelfOutput : public Module {
   using Module::forward;
   Tensor forward(const Tensor& x, const Tensor& residual);  // x (B, T, in) -> (B, T, C)
   ModulePtr dense, LayerNorm, dropout;
+  bool fused = false;  // run dropout_add_layer_norm: set by nn::fuse_kernels (models/fusion.h)
+  void child_replaced(const std::string& name) override;  // clears `fused`
 };
 
 class BertAttention : public Module {
@@ -83,6 +85,8 @@ class BertIntermediate : public Module {
   std::string type_name() const override { return "BertIntermediate"; }
   Tensor forward(const Tensor& x) override;  // (B, T, C) -> (B, T, I): gelu(dense(x))
   ModulePtr dense, intermediate_act_fn;
+  bool fused = false;  // run bias_gelu: set by nn::fuse_kernels (models/fusion.h)
+  void child_replaced(const std::string& name) override;  // clears `fused`
 };
 
 // HF's name for the FFN's "Add & Norm": same computation as BertSelfOutput (I -> C).

@@ -7,26 +7,14 @@
 // MHA: q, k, v = Wq·x, Wk·x, Wv·x split into NH heads of HS dims; each head attends with
 // sdpa (autograd/ops/sdpa.cpp): softmax(q·kᵀ/√HS + mask)·v; the heads are concatenated.
 //
-// Fused paths (models/fusion.h): when the children are the plain modules, the FFN's first
-// half is bias_gelu(x·W1ᵀ, b1) and each Add & Norm is dropout_add_layer_norm(x·Wᵀ, b, residual,
-// ...) — a GEMM without bias, then one pass (autograd/ops/gelu.cpp, layer_norm.cpp). The
-// same maths as the module calls below them, in fewer passes over the activations.
+// Fused forms (models/fusion.h): once the fusion pass has set a block's `fused` flag, the FFN's
+// first half is bias_gelu(x·W1ᵀ, b1) and each Add & Norm is dropout_add_layer_norm(x·Wᵀ, b,
+// residual, ...) — a GEMM without bias, then one pass (autograd/ops/gelu.cpp, layer_norm.cpp).
+// The same maths as the module calls below them, in fewer passes over the activations.
 // Read next: models/bert.cpp (embeddings, pooler, classifier).
-#include <typeinfo>
-
 #include "models/bert.h"
-#include "models/fusion.h"
 
 namespace mase::nn {
-namespace {
-
-// `m` as an M when it is exactly an M — not a subclass, which may compute something else.
-template <class M>
-M* exactly(const ModulePtr& m) {
-  return m && typeid(*m) == typeid(M) ? static_cast<M*>(m.get()) : nullptr;
-}
-
-}  // namespace
 
 BertSelfAttention::BertSelfAttention(const BertConfig& c)
     : num_heads(c.num_attention_heads), head_size(c.head_size()) {
@@ -62,16 +50,16 @@ BertSelfOutput::BertSelfOutput(const BertConfig& c, int64_t in_features) {
   register_module("dropout", dropout, ModulePtr(std::make_shared<Dropout>(c.hidden_dropout_prob)));
 }
 
+void BertSelfOutput::child_replaced(const std::string&) { fused = false; }
+
 Tensor BertSelfOutput::forward(const Tensor& x, const Tensor& residual) {
   // x is (B, T, in), residual is (B, T, C)
-  auto* lin = exactly<Linear>(dense);
-  auto* ln = exactly<nn::LayerNorm>(LayerNorm);
-  auto* drop = exactly<Dropout>(dropout);
-  if (use_fused_path() && lin && ln && (drop || exactly<Identity>(dropout))) {
-    const double p = drop ? drop->p : 0.0;  // Identity: a removed dropout
-    const bool training = drop && drop->is_training();
-    return dropout_add_layer_norm(linear(x, lin->weight), lin->bias, residual, ln->weight,
-                                  ln->bias, p, training, ln->eps);
+  if (fused) {  // the fusion pass checked: a plain Linear, LayerNorm, and Dropout or Identity
+    const auto& lin = static_cast<const Linear&>(*dense);
+    const auto& ln = static_cast<const nn::LayerNorm&>(*LayerNorm);
+    const auto* drop = dynamic_cast<const Dropout*>(dropout.get());  // null: a removed dropout
+    return dropout_add_layer_norm(linear(x, lin.weight), lin.bias, residual, ln.weight, ln.bias,
+                                  drop ? drop->p : 0.0, drop && drop->is_training(), ln.eps);
   }
   return (*LayerNorm)((*dropout)((*dense)(x)) + residual);
 }
@@ -90,10 +78,13 @@ BertIntermediate::BertIntermediate(const BertConfig& c) {
   register_module("intermediate_act_fn", intermediate_act_fn, ModulePtr(std::make_shared<GELU>()));
 }
 
+void BertIntermediate::child_replaced(const std::string&) { fused = false; }
+
 Tensor BertIntermediate::forward(const Tensor& x) {
-  auto* lin = exactly<Linear>(dense);
-  if (use_fused_path() && lin && lin->bias.defined() && exactly<GELU>(intermediate_act_fn))
-    return bias_gelu(linear(x, lin->weight), lin->bias);  // gelu(x·W1ᵀ + b1)
+  if (fused) {  // the fusion pass checked: a plain Linear with a bias, then GELU
+    const auto& lin = static_cast<const Linear&>(*dense);
+    return bias_gelu(linear(x, lin.weight), lin.bias);  // gelu(x·W1ᵀ + b1)
+  }
   return (*intermediate_act_fn)((*dense)(x));
 }
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "models/safetensors.h"
 
 namespace mase::nn {
@@ -112,7 +112,7 @@ void load_pretrained_weights(BertForSequenceClassification& model,
   // 3. a missing head keeps the model's fresh one (only when the checkpoint lacks it entirely)
   for (const auto& [name, t] : model.state_dict())
     if (!clean.count(name) && may_be_fresh(name)) {
-      clean[name] = t.clone();  // copied onto itself by load_state_dict: keeps the fresh init
+      clean[name] = t.detach().clone();  // copied onto itself by load_state_dict: keeps the fresh init
       r.initialized.push_back(name);
     }
   // 4. everything else must match exactly (one error listing every problem)

@@ -1,39 +1,40 @@
-// models/fusion.h — the switch for the fused fast paths of BERT's modules.
+// models/fusion.h — the fusion pass: which BERT blocks run their fused kernels.
 //
 // BERT's forward has a reference form — each leaf module called through its operator(), one op
 // per module (models/bert_encoder.cpp) — and fused forms that do the same maths in fewer
-// passes over memory (bias + GELU in autograd/ops/gelu.cpp; bias + dropout + residual +
-// LayerNorm in autograd/ops/layer_norm.cpp). A fused path is taken only when all three hold:
-//   * fusion_enabled() — a thread-local switch, on by default (FusionGuard below);
-//   * no ModuleObserver is installed: graph/ tracing records one call_module node per leaf
-//     module call, which a fused path would skip, so tracing turns fusions off by being there;
-//   * the children involved are exactly the plain types (a typeid check: a QuantizedLinear is
-//     a Linear, but not a plain one): after a pass swaps a child (QuantizedLinear, LoRA,
-//     Identity for a removed dropout) that module takes the reference path and calls it.
-// Fused and reference paths compute the same numbers up to float rounding (and draw the same
-// dropout masks), tested in tests/models/test_fusion.cpp.
+// passes over memory: bias + GELU (autograd/ops/gelu.cpp) for the FFN's first half, and bias +
+// dropout + residual + LayerNorm (autograd/ops/layer_norm.cpp) for each "Add & Norm". A model
+// never decides this itself. fuse_kernels() is a pass over the module tree, run by whoever
+// runs the model (mase-train, mase-bench, the searches): it sets the `fused` flag of every
+// BertIntermediate / BertSelfOutput / BertOutput whose children are exactly the plain modules
+// (Linear with a bias, GELU, LayerNorm, Dropout or Identity), and leaves the others — a
+// QuantizedLinear, a LoRA wrapper — on the reference path, which calls them.
+//
+// Replacing a child (Module::replace_submodule) clears its parent's flag: run the pass again
+// after passes that swap modules. A traced model (graph/) shows whichever form runs: the fused
+// ops as call_function nodes, or the leaf modules as call_module nodes; trace before fusing
+// when a graph pass should see the Linears. Fused and reference forms compute the same numbers
+// up to float rounding and draw the same dropout masks (tests/models/test_fusion.cpp).
 //
 // Read next: autograd/ops/gelu.cpp and layer_norm.cpp (the fused ops), models/bert_encoder.cpp
-// (where they are used).
+// (the two forms side by side).
 #pragma once
+#include <string>
+
+#include "models/module.h"
 
 namespace mase::nn {
 
-bool fusion_enabled();          // this thread's switch (true unless turned off)
-void set_fusion_enabled(bool on);
-
-// RAII: fusions `on` (or off) while it lives, then the previous setting again.
-struct FusionGuard {
-  explicit FusionGuard(bool on);
-  ~FusionGuard();
-  FusionGuard(const FusionGuard&) = delete;
-  FusionGuard& operator=(const FusionGuard&) = delete;
-
- private:
-  bool prev_;
+struct FusionReport {
+  int ffn = 0, ffn_total = 0;            // BertIntermediate: bias + GELU
+  int add_norm = 0, add_norm_total = 0;  // BertSelfOutput / BertOutput: Add & Norm
+  // "fusion: 2 of 2 FFN blocks (bias + GELU), 4 of 4 Add & Norm blocks\n"
+  std::string str() const;
 };
 
-// fusion_enabled() and no module observer (tracing) installed on this thread.
-bool use_fused_path();
+// Fuse every block of `model` that can be fused (see above); returns what it did.
+FusionReport fuse_kernels(Module& model);
+// Every block back to the reference path (what a freshly built model runs).
+void unfuse_kernels(Module& model);
 
 }  // namespace mase::nn

@@ -3,7 +3,6 @@
 
 #include <sstream>
 
-#include "cuda/memory.h"
 
 namespace mase::nn {
 
@@ -122,6 +121,7 @@ void Module::replace_submodule(const std::string& path, ModulePtr m) {
     MASE_CHECK(c.set(m), ConfigError, "[replace_submodule] '", path, "' holds a ",
                c.get()->type_name(), " and cannot hold a ", m->type_name());
     m->train(parent->training_);
+    parent->child_replaced(leaf);
     return;
   }
   throw ConfigError(cat("[replace_submodule] no module at '", path, "'"));
@@ -145,18 +145,6 @@ int64_t Module::num_parameters(bool trainable_only) const {
   return n;
 }
 
-void require_device(Device device) {
-  if (device.is_cpu()) return;
-#ifndef MASE_HAS_CUDA
-  throw DeviceError("[to] built without CUDA; reconfigure with -DMASE_CUDA=ON (or use cpu)");
-#else
-  const int n = cuda::device_count();
-  MASE_CHECK(device.index < n, DeviceError, "[to] expected CUDA device ", device, ", got ",
-             n == 0 ? std::string("no GPU (no device or no driver found)") : cat(n, " device(s)"),
-             " (use --device cpu)");
-#endif
-}
-
 void Module::to(Device device) {
   require_device(device);
   // every tensor slot: parameters, buffers and the gradients of parameters
@@ -167,9 +155,9 @@ void Module::to(Device device) {
   }
   for (auto& [name, t] : named_buffers()) tensors.push_back(t);
   std::vector<Tensor> moved;
-  for (const Tensor& t : tensors) moved.push_back(t.to(device));  // may throw: nothing changed
+  for (const Tensor& t : tensors) moved.push_back(t.detach().to(device));  // may throw: nothing changed
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (moved[i].is_same(tensors[i])) continue;  // already there
+    if (moved[i].storage() == tensors[i].storage()) continue;  // already there
     TensorImpl* impl = tensors[i].impl();
     impl->storage = moved[i].storage();
     impl->strides = moved[i].strides();

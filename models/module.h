@@ -80,6 +80,9 @@ class Module : public std::enable_shared_from_this<Module> {
   // Put `m` where the child at `path` is (the member slot is updated). Throws ConfigError if
   // the path does not exist or the slot's declared type cannot hold `m`.
   void replace_submodule(const std::string& path, ModulePtr m);
+  // Called on the parent after replace_submodule put a new child `name` in place (a module
+  // whose fast path depends on its children's types resets it here: models/fusion.h).
+  virtual void child_replaced(const std::string& name) { (void)name; }
 
   // ---- modes and state --------------------------------------------------------------------
   void train(bool on = true);  // recursive
@@ -151,9 +154,5 @@ struct ModuleObserver {
 };
 ModuleObserver* set_module_observer(ModuleObserver* observer);  // thread-local; returns previous
 ModuleObserver* module_observer();  // this thread's observer, or nullptr
-
-// DeviceError unless tensors can be placed on `device`: a CUDA device needs a CUDA build and
-// that GPU present. Module::to checks it; a trainer calls it before any slow work.
-void require_device(Device device);
 
 }  // namespace mase::nn

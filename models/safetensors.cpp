@@ -12,7 +12,7 @@
 #include <limits>
 #include <set>
 
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 
 namespace mase::nn {
 namespace {
@@ -244,7 +244,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     MASE_CHECK(t.defined(), IoError, "[safetensors] ", path, ": tensor '", name, "' is undefined");
     MASE_CHECK(!name.empty() && name != "__metadata__", IoError, "[safetensors] ", path,
                ": invalid tensor name '", name, "'");
-    items.push_back({name, t.to(Device::cpu()).contiguous()});
+    items.push_back({name, t.detach().to(Device::cpu()).contiguous()});
   }
   std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
     return itemsize(a.second.dtype()) > itemsize(b.second.dtype());

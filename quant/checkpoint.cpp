@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "models/checkpoint.h"
 #include "models/lora.h"
 #include "models/module_registry.h"
@@ -103,10 +103,18 @@ void apply_compression_layers(nn::Module& model, const json& layers, const std::
   }
 }
 
-void save_compressed(nn::BertForSequenceClassification& model, const std::string& dir) {
+void apply_weight_masks(nn::Module& model) {
   for (auto& [path, m] : model.named_modules())
     if (auto* q = dynamic_cast<QuantizedLinear*>(m.get())) q->apply_weight_mask_();
+}
+
+void save_compressed(nn::BertForSequenceClassification& model, const std::string& dir) {
+  apply_weight_masks(model);
   nn::save_pretrained(model, dir);
+  save_sidecar(model, dir);
+}
+
+void save_sidecar(nn::Module& model, const std::string& dir) {
   const std::string sidecar_path = (fs::path(dir) / kSidecar).string();
   json layers = compression_layers(model);
   if (layers.empty()) {
@@ -116,7 +124,7 @@ void save_compressed(nn::BertForSequenceClassification& model, const std::string
     return;
   }
   json sidecar = {{"format", kFormat}, {"version", 1}, {"layers", layers}};
-  nn::write_text_atomic(sidecar_path, sidecar.dump(2) + "\n");
+  write_text_atomic(sidecar_path, sidecar.dump(2) + "\n");
 }
 
 bool apply_compression_sidecar(nn::Module& model, const std::string& dir) {

@@ -47,9 +47,15 @@ bool apply_compression_sidecar(nn::Module& model, const std::string& dir);
 // model reloads (graph/export.cpp calls this before rebuilding modules).
 void register_module_types();
 
-// save_pretrained + compression.json (written atomically; pruned weights re-zeroed first).
-// A model without compressed layers gets no sidecar (and a stale one in `dir` is removed), so
-// its directory is exactly save_pretrained's.
+// Saving is models/'s plain directory with quant/'s layers on top, in three steps:
+//   apply_weight_masks(model);        pruned weights exactly 0 in what is written
+//   nn::save_pretrained(model, dir);  config.json + model.safetensors (models/checkpoint.h)
+//   save_sidecar(model, dir);         compression.json (atomically) when the model has
+//                                     compressed or LoRA layers; else a stale one is removed,
+//                                     so the directory is exactly save_pretrained's
+// save_compressed does the three.
+void apply_weight_masks(nn::Module& model);
+void save_sidecar(nn::Module& model, const std::string& dir);
 void save_compressed(nn::BertForSequenceClassification& model, const std::string& dir);
 // The model saved by save_compressed (or a plain model directory).
 std::shared_ptr<nn::BertForSequenceClassification> load_compressed(const std::string& dir);

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "runtime/error.h"
+#include "runtime/kernels/quant_block.h"
 
 namespace mase::quant {
 namespace {
@@ -209,6 +210,10 @@ std::vector<std::pair<uint64_t, std::optional<double>>> code_table(const Format&
     t.emplace_back(c, held ? std::optional<double>(v) : std::nullopt);
   }
   return t;
+}
+
+int block_shared_param(const float* x, int64_t n, const Format& f) {
+  return cpu::block_shared_param(x, n, f);
 }
 
 }  // namespace mase::quant

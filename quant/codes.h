@@ -32,6 +32,10 @@ double decode(const Format& f, uint64_t code, int shared = 0);
 // the format does not hold.
 std::optional<uint64_t> encode(const Format& f, double value, int shared = 0);
 
+// The shared parameter of one block of a block format, as the formats define it (a shared
+// exponent or bias; the E8M0 scale for MX): what `shared` above is for that block.
+int block_shared_param(const float* x, int64_t n, const Format& f);
+
 // "0 0101 110": the code's bits, a space between fields.
 std::string code_bits(const Format& f, uint64_t code);
 

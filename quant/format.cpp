@@ -148,16 +148,6 @@ const std::vector<Kind>& all_kinds() {
   return v;
 }
 
-bool is_scalar(Kind k) {
-  return k == Kind::integer || k == Kind::minifloat_ieee || k == Kind::minifloat_denorm ||
-         k == Kind::log;
-}
-bool is_mx(Kind k) { return k >= Kind::mxint8; }
-bool is_block(Kind k) { return k >= Kind::block_fp; }
-bool uses_clipped_ste(Kind k) {
-  return k == Kind::binary || k == Kind::binary_scaling || k == Kind::binary_residual ||
-         k == Kind::ternary;
-}
 
 const std::vector<std::string>& Format::keys(Kind k) {
   static const std::vector<std::string> integer = {"width", "frac_width"},

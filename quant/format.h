@@ -1,7 +1,7 @@
 // quant/format.h — what a number format is: its kind and parameters, parsed from MASE keys.
 //
 // A Format names one entry of ../shared/specs/formats.md (docs/formats.md explains each with
-// examples) plus its parameters. It is plain data: the kernels (quant/kernels/) and the autograd
+// examples) plus its parameters. It is plain data: the kernels (runtime/kernels/quant_*.h) and the autograd
 // op (quant/quantize.h) read it, mase-quant prints it, and QuantizedLinear will hold four of them.
 //
 // Configs use MASE's key names. One tensor's format reads `name` and `<prefix><param>`:
@@ -11,7 +11,7 @@
 // goes through parse_linear_config, which also rejects unknown keys and keys the format does
 // not take. Every problem is a ConfigError naming the layer and the key.
 //
-// Read next: quant/kernels/scalar.h (how each scalar format rounds), quant/quantize.h.
+// Read next: runtime/kernels/quant_scalar.h (how each scalar format rounds), quant/quantize.h.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -21,39 +21,19 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "runtime/kernels/quant_format.h"
+
 namespace mase::quant {
 
-enum class Kind : uint8_t {
-  // scalar formats: every element on its own
-  integer, minifloat_ieee, minifloat_denorm, log,
-  // sign formats: {−1, +1} or {−α, 0, +α}, α per row of the last dim; clipped STE
-  binary, binary_scaling, binary_residual, ternary,
-  // block formats: a shared exponent or bias per block of the last dim
-  block_fp, block_minifloat, block_log, mxint8,
-  mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4_e2m1,
-};
 
 std::string_view kind_name(Kind k);              // "minifloat_ieee"
 std::optional<Kind> kind_from_name(std::string_view name);  // also accepts the alias "fixed"
 const std::vector<Kind>& all_kinds();
 
-bool is_scalar(Kind k);  // integer, minifloat_ieee, minifloat_denorm, log
-bool is_block(Kind k);   // block_*, mxint8, mxfp*
-bool is_mx(Kind k);      // mxint8, mxfp*: OCP MX, blocks of 32, E8M0 scale
-bool uses_clipped_ste(Kind k);  // binary, binary_scaling, binary_residual, ternary
 
-struct Format {
-  Kind kind = Kind::integer;
-  int width = 8;
-  int frac_width = 4;
-  int exponent_width = 0;
-  int exponent_bias = 0;
-  int exponent_bias_width = 0;
-  int block_size = 0;
-  int levels = 2;          // binary_residual: number of residual sign levels
-  bool stochastic = false; // binary, binary_scaling
-  bool bipolar = true;     // binary, binary_scaling: {−1,+1} (true) or {0,+1} (false)
-  bool scaling = false;    // ternary: {−α,0,α} (true) or {−1,0,1} (false)
+// The kernels see a format as its plain FormatParams (runtime/kernels/quant_format.h); a Format
+// adds what the quant layer does with one: print, list its keys, count its bits, validate.
+struct Format : FormatParams {
 
   // "minifloat_ieee(width=8, exponent_width=4, exponent_bias=7)"
   std::string str() const;

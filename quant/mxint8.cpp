@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
-#include "cuda/mxint8.h"
-#include "quant/kernels/mxint8.h"
+#include "runtime/kernels/mxint8.h"
+#include "runtime/kernels/mxint8.h"
 
 namespace mase::quant {
 
@@ -16,7 +16,7 @@ MxInt8Tensor mxint8_pack(const Tensor& x) {
   MASE_CHECK(x.defined(), Error, "[mxint8_pack] input is an undefined tensor");
   MASE_CHECK(x.dtype() == DType::f32, DTypeError, "[mxint8_pack] expected an f32 tensor, got ", x.dtype());
   MASE_CHECK(x.ndim() >= 1, ShapeError, "[mxint8_pack] expected at least 1 dim (blocks run along the last), got a scalar");
-  const Tensor xc = x.contiguous();
+  const Tensor xc = x.detach().contiguous();
   const int64_t K = x.size(-1), rows = K ? x.numel() / K : 0;
   Shape sshape = x.shape();
   sshape.back() = cpu::mx_blocks(K);

@@ -3,7 +3,7 @@
 // A tensor of shape (..., K) is stored as
 //   elements  int8, shape (..., K)            the q of each element, 1 sign + 7 magnitude bits
 //   scales    uint8, shape (..., ceil(K/32))  one E8M0 exponent per block of 32 along K
-// and means 2^(s−127)·q/64 (formats.md; kernels and the bf16 trick: quant/kernels/mxint8.h).
+// and means 2^(s−127)·q/64 (formats.md; kernels and the bf16 trick: runtime/kernels/mxint8.h).
 // pack and unpack run on the tensor's device: CPU kernels, or their CUDA twins (cuda/mxint8.cu).
 // unpack(pack(x)) equals quantize(x, mxint8) exactly.
 //

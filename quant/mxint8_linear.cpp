@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "models/parameters.h"
-#include "quant/kernels/mxint8.h"
+#include "runtime/kernels/mxint8.h"
 #include "quant/passes.h"
 #include "quant/quantized_linear.h"
 #include "quant/report_table.h"

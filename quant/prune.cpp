@@ -1,10 +1,10 @@
-// quant/prune.cpp — prune specs and masks (see prune.h; kernels in quant/kernels/prune.cpp).
+// quant/prune.cpp — prune specs and masks (see prune.h; kernels in runtime/cpu/prune.cpp).
 #include "quant/prune.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "quant/kernels/prune.h"
+#include "runtime/kernels/prune.h"
 
 namespace mase::quant {
 namespace {
@@ -14,7 +14,7 @@ const char* scope_name(PruneScope s) { return s == PruneScope::global ? "global"
 
 // A packed f32 CPU copy (or the tensor itself) whose values the key kernels can read.
 Tensor host_f32(const Tensor& t) {
-  Tensor h = t.is_cpu() ? t : t.to(Device::cpu());
+  Tensor h = t.is_cpu() ? t.detach() : t.detach().to(Device::cpu());
   return h.to(DType::f32).contiguous();
 }
 

@@ -9,7 +9,7 @@
 //   local    k per tensor (weights) or per row (activations: each token vector);
 //   global   k of all pruned weights together / of the whole activation tensor.
 // Masks are "keep" masks: u8, 1 = kept, 0 = pruned (torch's weight_mask convention), the
-// tensor's shape. The selection kernels: quant/kernels/prune.h.
+// tensor's shape. The selection kernels: runtime/kernels/prune.h.
 //
 // Weight masks are computed once (weight_keep_masks) and then fixed; activation masks are
 // recomputed from each input (activation_keep_mask): a fresh random set per forward for

@@ -1,12 +1,12 @@
 // quant/quantize.cpp — the fake-quantization ops (quantize, residual_sign, binary_gamma) and
-// Quantizer. Math and conventions: quantize.h; kernels: quant/kernels/{scalar,sign,block}.cpp.
+// Quantizer. Math and conventions: quantize.h; kernels: runtime/cpu/quant_{scalar,sign,block}.cpp.
 #include "quant/quantize.h"
 
 #include "autograd/ops.h"
-#include "quant/kernels/block.h"
-#include "quant/kernels/mxint8.h"
-#include "quant/kernels/scalar.h"
-#include "quant/kernels/sign.h"
+#include "runtime/kernels/quant_block.h"
+#include "runtime/kernels/mxint8.h"
+#include "runtime/kernels/quant_scalar.h"
+#include "runtime/kernels/quant_sign.h"
 
 namespace mase::quant {
 namespace {
@@ -68,7 +68,7 @@ std::vector<double> residual_levels_init(int levels) {
 
 Tensor quantize(const Tensor& x, const Format& f, Generator& gen) {
   check_input("quantize", x);
-  Tensor xc = x.contiguous();
+  Tensor xc = x.detach().contiguous();  // the values (the op records its own history)
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   auto [rows, cols] = rows_cols(x);
   const bool random = f.stochastic && (f.kind == Kind::binary || f.kind == Kind::binary_scaling);
@@ -93,7 +93,7 @@ Tensor residual_sign(const Tensor& x, const Tensor& mu) {
   MASE_CHECK(mu.ndim() == 1 && mu.numel() >= 1, ShapeError,
              "[residual_sign] expected mu of shape (levels), got ", mu.shape());
   const int L = static_cast<int>(mu.numel());
-  Tensor xc = x.contiguous().detach(), mc = mu.contiguous().detach();
+  Tensor xc = x.detach().contiguous(), mc = mu.detach().contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), "residual_sign", [&]<class T>() {
     cpu::residual_sign_forward(y.data<T>(), xc.data<T>(), mc.data<T>(), L, x.numel());
@@ -119,7 +119,7 @@ Tensor binary_gamma(const Tensor& w, const Tensor& gamma) {
              w.dtype(), " like the weight, got ", gamma.dtype());
   MASE_CHECK(gamma.numel() == 1, ShapeError, "[binary_gamma] expected gamma with one element, got ",
              gamma.shape());
-  Tensor wc = w.contiguous().detach();
+  Tensor wc = w.detach().contiguous();
   const double g = gamma.item();
   Tensor y = Tensor::empty(w.shape(), w.dtype());
   dispatch_float(w.dtype(), "binary_gamma", [&]<class T>() {

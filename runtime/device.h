@@ -37,4 +37,12 @@ struct Device {
 
 inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 
+// Whether this build has the CUDA kernels (-DMASE_CUDA=ON and nvcc found at configure time).
+bool cuda_built();
+// Usable GPUs: 0 when CUDA is not built, no driver is loaded or no GPU is present. Never throws.
+int cuda_device_count();
+// DeviceError unless tensors can be placed on `device`: a CUDA device needs a CUDA build and
+// that GPU present. Module::to checks it; a trainer calls it before any slow work.
+void require_device(Device device);
+
 }  // namespace mase

@@ -3,9 +3,8 @@
 
 #include <cstring>
 
-#include "cuda/copy.h"
+#include "runtime/kernels/copy.h"
 #include "cuda/memory.h"
-#include "runtime/cpu/copy.h"
 
 namespace mase {
 
@@ -126,15 +125,33 @@ Tensor Tensor::detach() const {
   return Tensor(make_impl(storage(), shape(), strides(), offset(), dtype()));
 }
 
+namespace {
+thread_local bool t_grad_enabled = true;
+}
+bool grad_enabled() { return t_grad_enabled; }
+void set_grad_enabled(bool on) { t_grad_enabled = on; }
+
+void Tensor::check_raw_copy(const char* what) const {
+  MASE_CHECK(!(requires_grad() && grad_enabled()), Error, "[Tensor::", what, "] this ",
+             shape(), " tensor requires grad and a raw copy would drop its history (use the ",
+             "differentiable op, e.g. contiguous(x) or to_dtype(x, t), or x.detach().", what,
+             "() when no gradient should flow)");
+}
+
 Tensor Tensor::clone() const {
+  check_raw_copy("clone");
   Tensor out = empty(shape(), dtype(), device());
   copy_(out, *this);
   return out;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  check_raw_copy("contiguous");
+  return is_contiguous() ? *this : clone();
+}
 
 Tensor Tensor::to(Device device) const {
+  check_raw_copy("to");
   if (device == this->device()) return *this;
   Tensor out = empty(shape(), dtype(), device);
   copy_(out, *this);
@@ -142,6 +159,7 @@ Tensor Tensor::to(Device device) const {
 }
 
 Tensor Tensor::to(DType dtype) const {
+  check_raw_copy("to");
   if (dtype == this->dtype()) return *this;
   Tensor out = empty(shape(), dtype, device());
   copy_(out, *this);
@@ -150,7 +168,7 @@ Tensor Tensor::to(DType dtype) const {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  Tensor host = to(Device::cpu()).to(dtype_of<T>()).contiguous();
+  Tensor host = detach().to(Device::cpu()).to(dtype_of<T>()).contiguous();  // values only
   const T* p = host.data<T>();
   return std::vector<T>(p, p + host.numel());
 }
@@ -194,7 +212,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
              ", got ", src.shape());
   if (dst.numel() == 0) return;
   // 1. convert dtype (into a packed tensor on the source's device)
-  Tensor s = src;
+  Tensor s = src.detach();  // a raw copy: values only
   if (s.dtype() != dst.dtype()) {
     MASE_CHECK(s.is_cpu(), DeviceError, "[copy_] dtype conversion on ", s.device(),
                " is not supported; move to cpu first");

@@ -76,6 +76,9 @@ class Tensor {
   void* raw_data() const;  // untyped pointer to element 0
 
   // ---- raw views and copies (no autograd; ops in autograd/ wrap these) -------------------
+  // The rule: a raw copy never carries gradient history, so contiguous(), clone() and to() of a
+  // tensor that requires grad, in grad mode, throw (they would drop its history silently): use
+  // the differentiable op (contiguous(x), to_dtype(x), ...) or say so with x.detach().clone().
   Tensor as_strided(const Shape& shape, const Strides& strides, int64_t offset) const;
   Tensor contiguous() const;       // this tensor if already contiguous, else a packed copy
   Tensor clone() const;            // always a packed copy, same device
@@ -106,6 +109,7 @@ class Tensor {
  private:
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
   TensorImpl& checked_impl() const;
+  void check_raw_copy(const char* what) const;  // the rule above
   std::shared_ptr<TensorImpl> impl_;
 };
 
@@ -122,6 +126,11 @@ struct TensorImpl {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- grad mode: whether ops record history. Thread-local, on by default; autograd's
+// NoGradGuard (autograd/engine.h) switches it. It lives here because the raw copies obey it.
+bool grad_enabled();
+void set_grad_enabled(bool on);
 
 // ---- raw in-place helpers (no autograd) used by optimizers, init and kernels' callers -----
 void fill_(const Tensor& t, double value);         // every element = value

@@ -27,7 +27,6 @@
 #include "autograd/ops.h"
 #include "quant/codes.h"
 #include "quant/format.h"
-#include "quant/kernels/block.h"
 #include "quant/mxint8.h"
 #include "quant/quantize.h"
 #include "runtime/parallel.h"
@@ -96,7 +95,7 @@ Shape parse_shape(const std::string& text) {
 std::string shared_note(const Format& f, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     if (!std::isfinite(x[i])) return "holds NaN or inf, so every output is NaN";
-  const int p = cpu::block_shared_param(x, n, f);
+  const int p = quant::block_shared_param(x, n, f);
   switch (f.kind) {
     case Kind::block_fp: return cat("shared exponent e = ", p, ", step 2^", p + 1 - (f.width - 1));
     case Kind::block_minifloat: case Kind::block_log: return cat("shared bias b = ", p);
@@ -123,7 +122,7 @@ void print_values(const Format& f, const std::vector<float>& xs, uint64_t seed) 
     const int64_t len = std::min(bs, n - b0);
     int shared = 0;
     if (is_block(f.kind)) {
-      shared = cpu::block_shared_param(xs.data() + b0, len, f);
+      shared = quant::block_shared_param(xs.data() + b0, len, f);
       std::printf("block %lld (%lld values): %s\n", (long long)(b0 / bs), (long long)len,
                   shared_note(f, xs.data() + b0, len).c_str());
     }

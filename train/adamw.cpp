@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "cuda/adamw.h"
+#include "runtime/kernels/adamw.h"
 
 namespace mase::train {
 namespace {

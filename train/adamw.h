@@ -17,7 +17,7 @@
 //
 // Read next: runtime/cpu/adamw.h (the kernel), train/sgd.h.
 #pragma once
-#include "runtime/cpu/adamw.h"  // AdamWScalars
+#include "runtime/kernels/adamw.h"  // AdamWScalars
 #include "train/optimizer.h"
 
 namespace mase::train {

@@ -3,10 +3,7 @@
 
 #include <cmath>
 
-#include "cuda/binary.h"
-#include "cuda/grad_norm.h"
-#include "runtime/cpu/binary.h"
-#include "runtime/cpu/grad_norm.h"
+#include "runtime/kernels/grad_norm.h"
 
 namespace mase::train {
 namespace {
@@ -56,15 +53,7 @@ double total_norm(const std::vector<Tensor>& grads) {
 
 void scale_(const Tensor& g, double coef) {
   Tensor gc = g.contiguous();  // g itself when packed (the usual case): scaled in place
-  if (gc.is_cuda()) {
-    cuda::binary_scalar_forward(BinaryOp::mul, gc.data<float>(), gc.data<float>(),
-                                static_cast<float>(coef), false, gc.numel());
-  } else {
-    dispatch_float(gc.dtype(), "clip_grad_norm", [&]<class T>() {
-      cpu::binary_scalar_forward<T>(BinaryOp::mul, gc.data<T>(), gc.data<T>(),
-                                    static_cast<T>(coef), false, gc.numel());
-    });
-  }
+  mul_(gc, coef);
   if (!gc.is_same(g)) copy_(g, gc);
 }
 

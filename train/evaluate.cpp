@@ -9,16 +9,6 @@
 
 namespace mase::train {
 
-data::Batch to_device(const data::Batch& b, Device device) {
-  if (device.is_cpu()) return b;
-  data::Batch out = b;
-  out.input_ids = b.input_ids.to(device);
-  out.attention_mask = b.attention_mask.to(device);
-  out.token_type_ids = b.token_type_ids.to(device);
-  out.labels = b.labels.to(device);
-  return out;
-}
-
 EvalResult evaluate(nn::BertForSequenceClassification& model, const data::TokenizedSplit& split,
                     const EvalOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -37,7 +27,7 @@ EvalResult evaluate(nn::BertForSequenceClassification& model, const data::Tokeni
   double loss_sum = 0;
   int64_t correct = 0;
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
-    data::Batch x = to_device(batches.batch(b), opt.device);
+    data::Batch x = data::to_device(batches.batch(b), opt.device);
     nn::SequenceClassifierOutput out =
         model.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels);
     const int64_t B = x.labels.size(0);

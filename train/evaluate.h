@@ -41,8 +41,6 @@ EvalResult evaluate(nn::BertForSequenceClassification& model, const data::Tokeni
 // it has and the other label fills the rest.
 data::TokenizedSplit balanced_subset(const data::TokenizedSplit& split, int64_t n, uint64_t seed);
 
-// A batch moved to `device` (the Batcher builds batches on the CPU).
-data::Batch to_device(const data::Batch& b, Device device);
 
 struct Prediction {
   int32_t label = 0;               // argmax: 1 = positive, 0 = negative (IMDb)

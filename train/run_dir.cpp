@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 
 namespace mase::train {
@@ -72,7 +72,7 @@ RunDir RunDir::create(const fs::path& path) {
   fs::create_directories(path / "checkpoints", ec);
   MASE_CHECK(!ec, IoError, "[run] cannot create ", path.string(), ": ", ec.message());
   RunDir run(path);
-  nn::write_text_atomic(run.file(kMetrics).string(), std::string(kMetricsHeader) + "\n");
+  write_text_atomic(run.file(kMetrics).string(), std::string(kMetricsHeader) + "\n");
   return run;
 }
 
@@ -115,7 +115,7 @@ void RunDir::truncate_after(int64_t step) const {
       }
       kept += line + "\n";
     }
-    nn::write_text_atomic(file(kLog).string(), kept);
+    write_text_atomic(file(kLog).string(), kept);
   }
   // metrics.csv: keep the header and rows whose first column <= step
   if (fs::exists(file(kMetrics))) {
@@ -129,7 +129,7 @@ void RunDir::truncate_after(int64_t step) const {
       }
       kept += line + "\n";
     }
-    nn::write_text_atomic(file(kMetrics).string(), kept);
+    write_text_atomic(file(kMetrics).string(), kept);
   }
 }
 

@@ -11,7 +11,7 @@
 // So a finished run folder is also a model folder: from_pretrained(<run>), --init <run> and
 // `mase-train predict <run> "text"` read it.
 //
-// Nothing is ever half-written. Files go through models/atomic_file.h; a checkpoint is written
+// Nothing is ever half-written. Files go through runtime/atomic_file.h; a checkpoint is written
 // into checkpoints/.tmp-step-N-<pid>/ and renamed to step-N only when complete, and older
 // checkpoints are deleted only after that. So a crash, Ctrl-C or a full disk at any moment
 // leaves the previous checkpoint intact, and resume never sees a partial one.

@@ -7,8 +7,9 @@
 #include <fstream>
 #include <regex>
 
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "models/checkpoint.h"
+#include "models/fusion.h"
 #include "models/lora.h"
 #include "models/parameters.h"
 #include "quant/checkpoint.h"
@@ -273,7 +274,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
   MASE_CHECK(!fs::exists(c.out) || (fs::is_directory(c.out) && fs::is_empty(c.out)), ConfigError,
              "[run] --out ", c.out, " is not empty (pass another --out, or continue that run with "
              "--resume ", c.out, ")");
-  nn::require_device(Device::parse(c.device));
+  require_device(Device::parse(c.device));
   if (!c.init.empty()) nn::load_config((model_folder(c.init) / "config.json").string());
   set_num_threads(c.threads);
   if (!c.init.empty() && c.vocab.empty()) {  // --init brings its tokenizer (HF: vocab.txt)
@@ -296,9 +297,10 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
     lc.targets = c.lora_targets;
     std::fprintf(out, "%s", nn::insert_lora(*model, lc).str().c_str());
   }
+  nn::fuse_kernels(*model);  // the blocks left plain by the passes above run fused kernels
   model->to(Device::parse(c.device));
   RunDir run = RunDir::create(c.out);
-  nn::write_text_atomic(run.file(RunDir::kConfig).string(), c.to_json().dump(2) + "\n");
+  write_text_atomic(run.file(RunDir::kConfig).string(), c.to_json().dump(2) + "\n");
   d.tokenizer->save(run.file(tokenizer_file_name(d.tokenizer->name())));
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.on_step = on_step;
@@ -317,7 +319,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   if (o.device) c.device = *o.device;
   if (o.log_every) c.log_every = *o.log_every;
   c.validate();
-  nn::require_device(Device::parse(c.device));
+  require_device(Device::parse(c.device));
   set_num_threads(c.threads);
   const fs::path tok = find_tokenizer_file(dir);
   MASE_CHECK(!tok.empty(), ConfigError, "[resume] ", dir.string(),
@@ -332,6 +334,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   quant::apply_compression_sidecar(*model, ckpt.string());  // quantized / pruned / LoRA layers
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
   if (c.lora_rank > 0) nn::set_lora_trainable(*model);  // as insert_lora left it
+  nn::fuse_kernels(*model);
   model->to(Device::parse(c.device));
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.restore(ckpt);
@@ -358,6 +361,7 @@ EvalResult eval_only(TrainConfig c, std::FILE* out) {
   c.tokenizer = tokenizer_kind(lm.tokenizer_file);
   c.validate();
   Data d = load_data(c, out);
+  nn::fuse_kernels(*lm.model);
   lm.model->to(Device::parse(c.device));
   EvalOptions eo;
   eo.batch_size = c.eval_batch_size;

@@ -8,7 +8,7 @@
 #include <csignal>
 #include <fstream>
 
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "models/checkpoint.h"
 #include "models/lora.h"
 #include "models/safetensors.h"
@@ -250,148 +250,66 @@ EvalResult Trainer::run_evaluation() {
   return e;
 }
 
+void Trainer::save_model(const fs::path& dir) {
+  quant::apply_weight_masks(model_);                 // pruned weights exactly 0 on disk
+  nn::save_pretrained(model_, dir.string());         // config.json + model.safetensors (models/)
+  quant::save_sidecar(model_, dir.string());         // + compression.json: quant/'s layers
+}
+
 fs::path Trainer::save_checkpoint() {
   state_.generator_seed = default_generator().seed;
   state_.generator_offset = default_generator().offset;
   return run_.save_checkpoint(state_.step, [&](const fs::path& dir) {
-    quant::save_compressed(model_, dir.string());  // model.safetensors + config.json (+ sidecar)
+    save_model(dir);
     nn::save_safetensors((dir / "optimizer.safetensors").string(), optimizer_->state_dict());
     json j = state_.to_json();
     j["config"] = config_.to_json();  // for the record (resume reads train_config.json)
-    nn::write_text_atomic((dir / RunDir::kState).string(), j.dump(2) + "\n");
+    write_text_atomic((dir / RunDir::kState).string(), j.dump(2) + "\n");
   });
 }
+
+// ---- one step ---------------------------------------------------------------------------------
+
+StepResult Trainer::train_step(const data::Batch& batch) {
+  data::Batch x = data::to_device(batch, device_);           // the batch on the model's device
+  optimizer_->set_lr_factor(schedule_.factor(state_.step));  // this step's learning rate
+  Tensor loss = model_.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
+  StepResult s{.loss = loss.item(), .tokens = x.real_tokens};
+  if (!std::isfinite(s.loss)) return s;                      // diverged: weights untouched
+  backward(loss);                                            // every parameter's .grad
+  s.grad_norm = config_.clip > 0 ? clip_grad_norm(*optimizer_, config_.clip)
+                                 : grad_norm(model_.parameters());
+  if (!std::isfinite(s.grad_norm)) return s;                 // diverged: weights untouched
+  optimizer_->step();                                        // AdamW
+  optimizer_->zero_grad();                                   // ready for the next backward
+  return s;
+}
+
+// ---- the loop ---------------------------------------------------------------------------------
 
 TrainResult Trainer::fit() {
   fit_start_ = std::chrono::steady_clock::now();
   wall_at_start_ = state_.wall_seconds;
-  const double train0 = state_.train_seconds;
-  const int64_t step0 = state_.step, tokens0 = state_.train_tokens;
-  TrainResult r;
-  fs::path last_ckpt;
-  int64_t last_ckpt_step = -1;  // a checkpoint of this very step needs no second save
+  fit_ = FitCounters{state_.train_seconds, state_.step, state_.train_tokens};
   const int64_t nb = batches_.num_batches();
   model_.train();
-
-  auto finish = [&](TrainStatus status, std::string message) {
-    state_.wall_seconds = wall();
-    r.status = status;
-    r.step = state_.step;
-    r.eval = state_.last_eval;
-    r.wall_s = state_.wall_seconds;
-    r.train_tokens_per_s = state_.train_seconds > 0
-                               ? static_cast<double>(state_.train_tokens) / state_.train_seconds
-                               : 0;
-    r.message = std::move(message);
-    r.checkpoint = last_ckpt.empty() ? run_.latest_checkpoint().value_or(fs::path()) : last_ckpt;
-    progress_.finish();
-    return r;
-  };
-  auto interrupted = [&] {
-    if (last_ckpt_step != state_.step) {
-      state_.wall_seconds = wall();
-      last_ckpt = save_checkpoint();
-    }
-    return finish(TrainStatus::interrupted,
-                  cat("[train] stopped at step ", state_.step, " of ", total_steps_,
-                      "; checkpoint saved in ", last_ckpt.string(),
-                      "; continue with: mase-train --resume ", run_.path().string()));
-  };
-  auto diverged = [&](const char* what, double value) {
-    const auto good = run_.latest_checkpoint();
-    return finish(TrainStatus::diverged,
-                  cat("[train] ", what, " is ", value, " at step ", state_.step + 1,
-                      " (epoch ", state_.epoch + 1, "): stopped (lower --lr, now ", *config_.lr,
-                      ", or check the data); ",
-                      good ? cat("the last good checkpoint is ", good->string(),
-                                 " (a model folder: --init it with a lower --lr)")
-                           : std::string("no checkpoint was written before it")));
-  };
-
   for (; state_.epoch < epochs_ && state_.step < total_steps_; ++state_.epoch, state_.batch = 0) {
     batches_.set_epoch(state_.epoch);
-    for (; state_.batch < nb && state_.step < total_steps_;) {
+    while (state_.batch < nb && state_.step < total_steps_) {
       const auto t0 = std::chrono::steady_clock::now();
-      data::Batch x = to_device(batches_.batch(state_.batch), device_);
-      const double lr_factor = schedule_.factor(state_.step);
-      optimizer_->set_lr_factor(lr_factor);
-      nn::SequenceClassifierOutput out =
-          model_.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels);
-      const double loss = out.loss.item();
-      if (!std::isfinite(loss)) return diverged("the loss", loss);
-      backward(out.loss);
-      const double norm = config_.clip > 0 ? clip_grad_norm(*optimizer_, config_.clip)
-                                           : grad_norm(model_.parameters());
-      if (!std::isfinite(norm)) return diverged("the gradient norm", norm);
-      optimizer_->step();
-      optimizer_->zero_grad();
+      const StepResult s = train_step(batches_.batch(state_.batch));
+      if (!std::isfinite(s.loss)) return diverged("the loss", s.loss);
+      if (!std::isfinite(s.grad_norm)) return diverged("the gradient norm", s.grad_norm);
       trim_allocator_cache(device_);
-      ++state_.step;
-      ++state_.batch;
-      state_.train_tokens += x.real_tokens;
-      state_.train_seconds += seconds_since(t0);
-      state_.log_loss_sum += loss;
-      ++state_.log_loss_count;
-      state_.epoch_loss_sum += loss;
-      ++state_.epoch_loss_count;
-      r.losses.push_back(loss);
-
-      const bool log = state_.step % config_.log_every == 0 || state_.step == total_steps_;
-      StepInfo info;
-      info.step = state_.step;
-      info.total_steps = total_steps_;
-      info.epoch = state_.epoch + 1;
-      info.epochs = epochs_;
-      info.loss = state_.log_loss_sum / static_cast<double>(state_.log_loss_count);
-      info.lr = optimizer_->lr();
-      info.grad_norm = norm;
-      const double secs = state_.train_seconds - train0;
-      info.tokens_per_s = secs > 0 ? static_cast<double>(state_.train_tokens - tokens0) / secs : 0;
-      info.elapsed_s = wall();
-      info.eta_s = secs / static_cast<double>(state_.step - step0) *
-                   static_cast<double>(total_steps_ - state_.step);
-      progress_.step(info, log);
-      if (log) {
-        run_.append_log(nlohmann::ordered_json{{"step", state_.step},
-                         {"epoch", epoch_position()},
-                         {"loss", info.loss},
-                         {"lr", info.lr},
-                         {"grad_norm", norm},
-                         {"tokens_per_s", info.tokens_per_s},
-                         {"elapsed_s", info.elapsed_s}});
-        state_.log_loss_sum = 0;
-        state_.log_loss_count = 0;
-      }
-      if (on_step) on_step(state_.step, loss);
-
-      const bool epoch_end = state_.batch == nb;
-      if (config_.eval_every > 0 && state_.step % config_.eval_every == 0 && !epoch_end) {
-        run_evaluation();
-      }
-      if (config_.ckpt_every > 0 && state_.step % config_.ckpt_every == 0 && !epoch_end &&
-          state_.step < total_steps_) {
-        state_.wall_seconds = wall();
-        last_ckpt = save_checkpoint();
-        last_ckpt_step = state_.step;
-        progress_.line(cat("checkpoint ", last_ckpt.string()));
-      }
+      count_step(s, seconds_since(t0));
+      log_step(s);
+      if (on_step) on_step(state_.step, s.loss);
+      after_step();  // evaluation and checkpoint on their schedules
       // (a stop at the very last step just lets the run finish)
       if (stop_requested() && state_.step < total_steps_) return interrupted();
     }
     if (state_.batch < nb) break;  // max_steps reached inside the epoch: no epoch end
-    // the end of an epoch: evaluate, then a checkpoint that starts the next epoch
-    if (state_.last_eval_step != state_.step) run_evaluation();
-    if (state_.step < total_steps_) {
-      const int64_t epoch = state_.epoch, batch = state_.batch;
-      state_.epoch += 1;  // the saved position is the start of the next epoch
-      state_.batch = 0;
-      state_.wall_seconds = wall();
-      last_ckpt = save_checkpoint();
-      last_ckpt_step = state_.step;
-      state_.epoch = epoch;
-      state_.batch = batch;
-      progress_.line(cat("checkpoint ", last_ckpt.string()));
-    }
+    end_epoch();
     if (stop_requested() && state_.step < total_steps_) {
       ++state_.epoch;
       state_.batch = 0;
@@ -407,9 +325,118 @@ TrainResult Trainer::fit() {
     report.pop_back();  // Progress::line adds the newline
     progress_.line(report);
   }
-  quant::save_compressed(model_, run_.path().string());
+  save_model(run_.path());
   write_final(done);
   return done;
+}
+
+// ---- around the step: counters, logging, schedules, endings ------------------------------------
+
+void Trainer::count_step(const StepResult& s, double seconds) {
+  ++state_.step;
+  ++state_.batch;
+  state_.train_tokens += s.tokens;
+  state_.train_seconds += seconds;
+  state_.log_loss_sum += s.loss;
+  ++state_.log_loss_count;
+  state_.epoch_loss_sum += s.loss;
+  ++state_.epoch_loss_count;
+  losses_.push_back(s.loss);
+}
+
+void Trainer::log_step(const StepResult& s) {
+  const bool log = state_.step % config_.log_every == 0 || state_.step == total_steps_;
+  StepInfo info;
+  info.step = state_.step;
+  info.total_steps = total_steps_;
+  info.epoch = state_.epoch + 1;
+  info.epochs = epochs_;
+  info.loss = state_.log_loss_sum / static_cast<double>(state_.log_loss_count);
+  info.lr = optimizer_->lr();
+  info.grad_norm = s.grad_norm;
+  const double secs = state_.train_seconds - fit_.train_seconds;
+  info.tokens_per_s = secs > 0 ? static_cast<double>(state_.train_tokens - fit_.tokens) / secs : 0;
+  info.elapsed_s = wall();
+  info.eta_s = secs / static_cast<double>(state_.step - fit_.step) *
+               static_cast<double>(total_steps_ - state_.step);
+  progress_.step(info, log);
+  if (!log) return;
+  run_.append_log(nlohmann::ordered_json{{"step", state_.step},
+                                         {"epoch", epoch_position()},
+                                         {"loss", info.loss},
+                                         {"lr", info.lr},
+                                         {"grad_norm", s.grad_norm},
+                                         {"tokens_per_s", info.tokens_per_s},
+                                         {"elapsed_s", info.elapsed_s}});
+  state_.log_loss_sum = 0;
+  state_.log_loss_count = 0;
+}
+
+void Trainer::after_step() {
+  const bool epoch_end = state_.batch == batches_.num_batches();  // end_epoch() does both
+  if (config_.eval_every > 0 && state_.step % config_.eval_every == 0 && !epoch_end)
+    run_evaluation();
+  if (config_.ckpt_every > 0 && state_.step % config_.ckpt_every == 0 && !epoch_end &&
+      state_.step < total_steps_)
+    checkpoint();
+}
+
+void Trainer::end_epoch() {
+  if (state_.last_eval_step != state_.step) run_evaluation();
+  if (state_.step >= total_steps_) return;  // the final model is saved instead
+  // a checkpoint that starts the next epoch: its saved position is (epoch + 1, batch 0)
+  const int64_t epoch = state_.epoch, batch = state_.batch;
+  state_.epoch += 1;
+  state_.batch = 0;
+  checkpoint();
+  state_.epoch = epoch;
+  state_.batch = batch;
+}
+
+void Trainer::checkpoint() {
+  state_.wall_seconds = wall();
+  last_ckpt_ = save_checkpoint();
+  last_ckpt_step_ = state_.step;
+  progress_.line(cat("checkpoint ", last_ckpt_.string()));
+}
+
+TrainResult Trainer::finish(TrainStatus status, std::string message) {
+  state_.wall_seconds = wall();
+  TrainResult r;
+  r.status = status;
+  r.step = state_.step;
+  r.eval = state_.last_eval;
+  r.losses = losses_;
+  r.wall_s = state_.wall_seconds;
+  r.train_tokens_per_s = state_.train_seconds > 0
+                             ? static_cast<double>(state_.train_tokens) / state_.train_seconds
+                             : 0;
+  r.message = std::move(message);
+  r.checkpoint = last_ckpt_.empty() ? run_.latest_checkpoint().value_or(fs::path()) : last_ckpt_;
+  progress_.finish();
+  return r;
+}
+
+TrainResult Trainer::interrupted() {
+  if (last_ckpt_step_ != state_.step) {
+    state_.wall_seconds = wall();
+    last_ckpt_ = save_checkpoint();
+  }
+  return finish(TrainStatus::interrupted,
+                cat("[train] stopped at step ", state_.step, " of ", total_steps_,
+                    "; checkpoint saved in ", last_ckpt_.string(),
+                    "; continue with: mase-train --resume ", run_.path().string()));
+}
+
+TrainResult Trainer::diverged(const char* what, double value) {
+  const auto good = run_.latest_checkpoint();
+  return finish(TrainStatus::diverged,
+                cat("[train] ", what, " is ", value, " at step ", state_.step + 1, " (epoch ",
+                    state_.epoch + 1, "): stopped (lower --lr, now ", *config_.lr,
+                    ", or check the data); ",
+                    good ? cat("the last good checkpoint is ", good->string(),
+                               " (a model folder: --init it with a lower --lr)")
+                         : std::string("no checkpoint was written before it")));
 }
 
 void Trainer::write_final(const TrainResult& r) {
@@ -437,7 +464,7 @@ void Trainer::write_final(const TrainResult& r) {
   j["model_config"] = model_.config().to_json();
   // quantized / pruned / MXINT8 layers: formats and achieved sparsity per layer (or null)
   j["compression"] = quant::compression_summary(model_);
-  nn::write_text_atomic(run_.file(RunDir::kFinal).string(), j.dump(2) + "\n");
+  write_text_atomic(run_.file(RunDir::kFinal).string(), j.dump(2) + "\n");
 }
 
 }  // namespace mase::train

@@ -1,16 +1,18 @@
 // train/trainer.h — the training loop: steps, evaluations, checkpoints, stop and resume.
 //
-// One step (the llm.c loop, with BERT's fine-tuning pieces):
-//   batch   = batches of epoch e, in the order of (seed, e)           data/batch.h
+// One step — Trainer::train_step, a dozen lines in trainer.cpp (the llm.c loop, with BERT's
+// fine-tuning pieces):
+//   batch   = batches of epoch e, in the order of (seed, e), moved to the device  data/batch.h
 //   lr      = lr_peak · schedule.factor(step)                         train/lr_schedule.h
 //   loss    = cross_entropy(model(batch), labels)   (train mode: dropout on)
 //   stop if loss is NaN/±inf                        (before touching the weights)
 //   backward(loss); norm = clip_grad_norm(params, clip)
 //   stop if norm is NaN/±inf
 //   AdamW step (no decay on biases and LayerNorm weights); zero_grad
-// Every --log-every steps a line (train_log.jsonl and the screen); every --eval-every steps
-// and at each epoch end an evaluation on the test split (metrics.csv); every --ckpt-every steps
-// and at each epoch end a checkpoint; at the end the final model and final.json.
+// fit() loops over it; around each step: counters (count_step), every --log-every steps a line
+// (train_log.jsonl and the screen: log_step), every --eval-every steps and at each epoch end
+// an evaluation on the test split (metrics.csv), every --ckpt-every steps and at each epoch
+// end a checkpoint (after_step, end_epoch); at the end the final model and final.json.
 //
 // A checkpoint holds everything the rest of the run depends on — weights, AdamW's exp_avg,
 // exp_avg_sq and step counts, the step, the epoch and the next batch in it, and the dropout
@@ -27,6 +29,7 @@
 // Read next: train/session.h (data, model and run folder around this loop).
 #pragma once
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -72,6 +75,14 @@ struct TrainerState {
 
 enum class TrainStatus { completed, interrupted, diverged };
 
+// What one train_step did: its loss, the gradient norm before clipping (NaN when the loss
+// was not finite: nothing was computed) and the real (not padding) tokens it trained on.
+struct StepResult {
+  double loss = 0;
+  int64_t tokens = 0;
+  double grad_norm = NAN;
+};
+
 struct TrainResult {
   TrainStatus status = TrainStatus::completed;
   int64_t step = 0;
@@ -94,7 +105,9 @@ class Trainer {
   // Continue from a checkpoint folder (RunDir::latest_checkpoint()): weights, optimizer state,
   // position, generator. ConfigError / IoError if it does not fit this model and config.
   void restore(const fs::path& checkpoint);
-  TrainResult fit();
+  TrainResult fit();  // train_step over every batch of every epoch, with the schedules around it
+  // One optimizer step on one (CPU) batch; the weights move only when loss and norm are finite.
+  StepResult train_step(const data::Batch& batch);
 
   int64_t steps_per_epoch() const { return batches_.num_batches(); }
   int64_t total_steps() const { return total_steps_; }
@@ -105,7 +118,17 @@ class Trainer {
   std::function<void(int64_t step, double loss)> on_step;
 
  private:
+  // around the step (trainer.cpp, "around the step")
+  void count_step(const StepResult& s, double seconds);
+  void log_step(const StepResult& s);
+  void after_step();  // evaluation and checkpoint on their --eval-every / --ckpt-every schedules
+  void end_epoch();   // evaluation, then a checkpoint positioned at the next epoch's start
+  void checkpoint();
+  TrainResult finish(TrainStatus status, std::string message);
+  TrainResult interrupted();
+  TrainResult diverged(const char* what, double value);
   EvalResult run_evaluation();
+  void save_model(const fs::path& dir);  // the plain model (models/), then quant/'s sidecar
   fs::path save_checkpoint();
   void write_final(const TrainResult& r);
   double epoch_position() const;  // state_.epoch + batch / batches per epoch
@@ -125,6 +148,13 @@ class Trainer {
   Progress progress_;
   std::chrono::steady_clock::time_point fit_start_{};
   double wall_at_start_ = 0;  // state_.wall_seconds when fit() began
+  struct FitCounters {        // state_ when fit() began: tokens/s and ETA of this process
+    double train_seconds = 0;
+    int64_t step = 0, tokens = 0;
+  } fit_;
+  std::vector<double> losses_;  // every step's loss, in this process
+  fs::path last_ckpt_;
+  int64_t last_ckpt_step_ = -1;  // a checkpoint of this very step needs no second save
 };
 
 }  // namespace mase::train

@@ -12,8 +12,7 @@
 // Kernels: runtime/cpu/binary.cpp, cuda/binary.cu.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/binary.h"
-#include "runtime/cpu/binary.h"
+#include "runtime/kernels/binary.h"
 
 namespace mase {
 namespace {
@@ -47,13 +46,15 @@ Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b, Tensor out = Te
   return out;
 }
 
-// out = a op s (or s op a), packed (no autograd).
-Tensor scalar_raw(BinaryOp op, const Tensor& a, double s, bool scalar_first) {
+// out = a op s (or s op a), packed (no autograd); into `out` when given (elementwise, so out may
+// be a itself).
+Tensor scalar_raw(BinaryOp op, const Tensor& a, double s, bool scalar_first,
+                  Tensor out = Tensor()) {
   const char* name = name_of(op);
   ops::check_float(name, a);
   ops::check_cuda_f32(name, a);
-  Tensor ac = a.contiguous();
-  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+  Tensor ac = ops::packed(a);
+  if (!out.defined()) out = Tensor::empty(a.shape(), a.dtype(), a.device());
   if (a.is_cuda()) {
     cuda::binary_scalar_forward(op, out.data<float>(), ac.data<float>(), static_cast<float>(s),
                                 scalar_first, a.numel());
@@ -84,6 +85,12 @@ void accumulate_(const Tensor& dst, const Tensor& src) {
              dst.shape(), ", got ", src.shape());
   MASE_CHECK(dst.is_contiguous(), Error, "[accumulate_] destination must be contiguous");
   binary_raw(BinaryOp::add, dst, src, dst);  // elementwise, so writing into dst is safe
+}
+
+void mul_(const Tensor& t, double s) {
+  MASE_CHECK(t.is_contiguous(), Error, "[mul_] expected a packed tensor, got shape ", t.shape(),
+             " with other strides (scale contiguous(t) and copy_ it back)");
+  scalar_raw(BinaryOp::mul, t, s, /*scalar_first=*/false, t);
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {

@@ -8,6 +8,10 @@
 
 namespace mase::ops {
 
+// The values of x packed row-major, for a kernel: x itself when already packed, else a copy.
+// Never any history (the op records its own), so it is safe on inputs that require grad.
+inline Tensor packed(const Tensor& x) { return x.detach().contiguous(); }
+
 inline void check_defined(std::string_view op, const Tensor& t, std::string_view what = "input") {
   MASE_CHECK(t.defined(), Error, "[", op, "] ", what, " is an undefined tensor");
 }

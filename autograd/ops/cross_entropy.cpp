@@ -20,8 +20,7 @@
 // Tests: tests/autograd/test_cross_entropy.cpp.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/cross_entropy.h"
-#include "runtime/cpu/cross_entropy.h"
+#include "runtime/kernels/cross_entropy.h"
 
 namespace mase {
 namespace {
@@ -57,7 +56,7 @@ int64_t check_and_count(const char* op, const Tensor& logits, const Tensor& targ
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
   const int64_t count = check_and_count("cross_entropy", logits, targets, ignore_index);
   const int64_t N = logits.size(0), C = logits.size(1);
-  Tensor x = logits.contiguous(), t = targets.contiguous();
+  Tensor x = ops::packed(logits), t = ops::packed(targets);
   Tensor loss = Tensor::empty(Shape{}, x.dtype(), x.device());
   Tensor losses = Tensor::empty({N}, x.dtype(), x.device());  // per row, a scratch for the mean
   Tensor lse = Tensor::empty({N}, x.dtype(), x.device());     // saved for backward
@@ -74,7 +73,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   return record("cross_entropy", {logits, targets}, loss,
                 [x, t, lse, N, C, ignore_index, count](const Tensor& dout) -> Tensors {
     // dlogits = (softmax(x) - onehot(t)) * dloss / count, 0 for ignored rows
-    Tensor dloss = dout.contiguous();
+    Tensor dloss = ops::packed(dout);
     Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
     if (dx.is_cuda()) {
       cuda::cross_entropy_backward(dx.data<float>(), dloss.data<float>(), x.data<float>(),

@@ -14,8 +14,7 @@
 // Kernels: runtime/cpu/dropout.cpp, cuda/dropout.cu.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/dropout.h"
-#include "runtime/cpu/dropout.h"
+#include "runtime/kernels/dropout.h"
 
 namespace mase {
 namespace {
@@ -23,7 +22,7 @@ namespace {
 // out = src · mask(seed, offset) · scale, packed, no autograd.
 Tensor dropout_raw(const Tensor& src, uint64_t seed, uint64_t offset, uint32_t threshold,
                    double scale) {
-  Tensor sc = src.contiguous();
+  Tensor sc = ops::packed(src);
   Tensor out = Tensor::empty(src.shape(), src.dtype(), src.device());
   if (src.is_cuda())
     cuda::dropout_forward(out.data<float>(), sc.data<float>(), src.numel(), seed, offset,

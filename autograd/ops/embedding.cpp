@@ -10,8 +10,7 @@
 // Kernels: runtime/cpu/embedding.cpp, cuda/embedding.cu.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/embedding.h"
-#include "runtime/cpu/embedding.h"
+#include "runtime/kernels/embedding.h"
 
 namespace mase {
 namespace {
@@ -20,7 +19,7 @@ namespace {
 // trust the ids, so the op checks them here, on a host copy (ids are N ints, the output N·C
 // floats: the scan costs little next to the gather).
 void check_ids(const Tensor& ids, int64_t V, const Shape& weight_shape) {
-  Tensor host = ids.to(Device::cpu()).contiguous();
+  Tensor host = ids.detach().to(Device::cpu()).contiguous();
   const int32_t* p = host.data<int32_t>();
   for (int64_t i = 0; i < host.numel(); ++i)
     MASE_CHECK(p[i] >= 0 && p[i] < V, ShapeError, "[embedding] expected ids in [0, ", V,
@@ -40,7 +39,7 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
   const int64_t V = weight.size(0), C = weight.size(1), N = ids.numel();
   check_ids(ids, V, weight.shape());
 
-  Tensor idsc = ids.contiguous(), wc = weight.contiguous();  // ids (N), weight (V, C)
+  Tensor idsc = ops::packed(ids), wc = ops::packed(weight);  // ids (N), weight (V, C)
   Shape out_shape = ids.shape();
   out_shape.push_back(C);
   Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());  // out (N, C)
@@ -53,7 +52,7 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
 
   return record("embedding", {ids, weight}, out, [idsc, V, C, N](const Tensor& dout) -> Tensors {
     // dweight[v] = Σ_{n : ids[n] = v} dout[n]
-    Tensor doutc = dout.contiguous();  // (N, C)
+    Tensor doutc = ops::packed(dout);  // (N, C)
     Tensor dweight = Tensor::zeros({V, C}, dout.dtype(), dout.device());
     if (dout.is_cuda())
       cuda::embedding_backward(dweight.data<float>(), doutc.data<float>(), idsc.data<int32_t>(), N,

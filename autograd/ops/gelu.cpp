@@ -15,15 +15,14 @@
 // Kernels: runtime/cpu/gelu.cpp, cuda/gelu.cu. Tests: tests/autograd/test_gelu.cpp.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/gelu.h"
-#include "runtime/cpu/gelu.h"
+#include "runtime/kernels/gelu.h"
 
 namespace mase {
 
 Tensor gelu(const Tensor& x) {
   ops::check_float("gelu", x);
   ops::check_cuda_f32("gelu", x);
-  Tensor xc = x.contiguous();
+  Tensor xc = ops::packed(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.is_cuda()) {
     cuda::gelu_forward(y.data<float>(), xc.data<float>(), x.numel());
@@ -35,7 +34,7 @@ Tensor gelu(const Tensor& x) {
 
   return record("gelu", {x}, y, [xc](const Tensor& dout) -> Tensors {
     // dx = dy * (Phi(x) + x * phi(x))
-    Tensor dy = dout.contiguous();
+    Tensor dy = ops::packed(dout);
     Tensor dx = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
     if (dx.is_cuda()) {
       cuda::gelu_backward(dx.data<float>(), dy.data<float>(), xc.data<float>(), dx.numel());
@@ -58,7 +57,7 @@ Tensor bias_gelu(const Tensor& x, const Tensor& bias) {
              bias.shape());
   // x (..., C) is read as (rows, C)
   const int64_t C = x.size(-1), rows = C == 0 ? 0 : x.numel() / C;
-  Tensor xc = x.contiguous(), bc = bias.contiguous();
+  Tensor xc = ops::packed(x), bc = ops::packed(bias);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.is_cuda()) {
     cuda::bias_gelu_forward(y.data<float>(), xc.data<float>(), bc.data<float>(), rows, C);
@@ -70,7 +69,7 @@ Tensor bias_gelu(const Tensor& x, const Tensor& bias) {
 
   return record("bias_gelu", {x, bias}, y, [xc, bc, rows, C](const Tensor& dout) -> Tensors {
     // dx = dy * gelu'(x + b),  db = sum_rows(dx)
-    Tensor dy = dout.contiguous();
+    Tensor dy = ops::packed(dout);
     Tensor dx = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
     Tensor db = Tensor::empty({C}, xc.dtype(), xc.device());
     if (dx.is_cuda()) {

@@ -29,9 +29,8 @@
 // Tests: tests/autograd/test_layer_norm.cpp.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "runtime/cpu/dropout.h"
-#include "cuda/layer_norm.h"
-#include "runtime/cpu/layer_norm.h"
+#include "runtime/kernels/dropout.h"
+#include "runtime/kernels/layer_norm.h"
 
 namespace mase {
 
@@ -63,7 +62,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const int64_t rows = C == 0 ? 0 : x.numel() / C;
 
   // x (..., C) is read as (rows, C); mean and rstd are (rows)
-  Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.contiguous();
+  Tensor xc = ops::packed(x), wc = ops::packed(weight), bc = ops::packed(bias);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
   Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
@@ -80,7 +79,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   return record("layer_norm", {x, weight, bias}, y,
                 [xc, wc, mean, rstd, rows, C](const Tensor& dout) -> Tensors {
     // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w;  dw = Σ dy * xhat;  db = Σ dy
-    Tensor dy = dout.contiguous();
+    Tensor dy = ops::packed(dout);
     Tensor dx = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
     Tensor dw = Tensor::empty({C}, xc.dtype(), xc.device());
     Tensor db = Tensor::empty({C}, xc.dtype(), xc.device());
@@ -125,8 +124,8 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
     mask.threshold = dropout_threshold(p);
     mask.scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
   }
-  Tensor xc = x.contiguous(), rc = residual.contiguous(), wc = weight.contiguous();
-  Tensor bc = bias.contiguous(), xbc = x_bias.defined() ? x_bias.contiguous() : Tensor();
+  Tensor xc = ops::packed(x), rc = ops::packed(residual), wc = ops::packed(weight);
+  Tensor bc = ops::packed(bias), xbc = x_bias.defined() ? ops::packed(x_bias) : Tensor();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor h = Tensor::empty(x.shape(), x.dtype(), x.device());  // saved: the normalised input
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
@@ -159,7 +158,7 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
   return record(op, inputs, y, [h, keep, wc, mean, rstd, rows, C, scale = mask.scale,
                                 has_xb](const Tensor& dout) -> Tensors {
     // dh = layer-norm backward at h;  dresidual = dh;  dx = dh * keep * scale;  dx_bias = sum_rows(dx)
-    Tensor dy = dout.contiguous();
+    Tensor dy = ops::packed(dout);
     auto empty = [&](const Shape& s) { return Tensor::empty(s, h.dtype(), h.device()); };
     Tensor dres = empty(h.shape()), dw = empty({C}), db = empty({C});
     const bool dropped = keep.defined();

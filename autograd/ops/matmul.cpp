@@ -10,8 +10,7 @@
 // case, x (B, T, C) — the batch folds into M and the whole product is a single GEMM.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/matmul.h"
-#include "runtime/cpu/matmul.h"
+#include "runtime/kernels/matmul.h"
 
 namespace mase {
 namespace {
@@ -29,7 +28,7 @@ MatrixArg matrix_arg(const Tensor& x) {
   const int64_t sr = x.strides()[n - 2], sc = x.strides()[n - 1];
   if ((sc == 1 || cols == 1) && sr >= std::max<int64_t>(1, cols)) return {x, false, sr};
   if ((sr == 1 || rows == 1) && sc >= std::max<int64_t>(1, rows)) return {x, true, sc};
-  Tensor packed = x.contiguous();
+  Tensor packed = ops::packed(x);
   return {packed, false, std::max<int64_t>(1, cols)};
 }
 
@@ -159,7 +158,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     MASE_CHECK(bias.ndim() == 1 && bias.size(0) == out, ShapeError, "[linear] expected bias (",
                out, "), got ", bias.shape());
   }
-  Tensor x2 = x.contiguous();  // (rows, in) with rows = every leading dim
+  Tensor x2 = ops::packed(x);  // (rows, in) with rows = every leading dim
   const int64_t rows = leading_rows(x.shape());
   Shape out_shape = x.shape();
   out_shape.back() = out;

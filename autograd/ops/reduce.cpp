@@ -10,8 +10,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/reduce.h"
-#include "runtime/cpu/reduce.h"
+#include "runtime/kernels/reduce.h"
 
 namespace mase {
 namespace {
@@ -27,7 +26,7 @@ std::vector<int64_t> normalized_dims(const Tensor& x, const std::vector<int64_t>
 
 // Σ over the sorted, distinct `dims` of x, keeping them as size-1 dims. No autograd.
 Tensor sum_keepdim_raw(const Tensor& x, const std::vector<int64_t>& dims, const char* op) {
-  Tensor cur = x.contiguous().detach();  // a new handle even when no dim is reduced
+  Tensor cur = ops::packed(x);  // a new handle even when no dim is reduced
   // reduce groups of adjacent dims, last group first, so earlier dim indices stay valid
   size_t g_end = dims.size();
   while (g_end > 0) {
@@ -120,7 +119,7 @@ Tensor amax(const Tensor& x, int64_t dim_in, bool keepdim) {
   Shape keep_shape = x.shape();
   keep_shape[dim] = 1;
   const AroundDim n = around(x.shape(), dim);
-  const Tensor xc = x.contiguous().detach();
+  const Tensor xc = ops::packed(x);
   Tensor y = Tensor::empty(keep_shape, x.dtype(), x.device());
   if (x.is_cuda())
     cuda::max_forward(y.data<float>(), xc.data<float>(), n.outer, n.reduce, n.inner);
@@ -135,7 +134,7 @@ Tensor amax(const Tensor& x, int64_t dim_in, bool keepdim) {
   }
   return record("amax", {x}, y, [xc, y_keep, n](const Tensor& dy) -> Tensors {
     // dx = dy / k where x == max (k ties), else 0
-    Tensor dyc = dy.contiguous();
+    Tensor dyc = ops::packed(dy);
     Tensor dx = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
     if (dx.is_cuda())
       cuda::max_backward(dx.data<float>(), dyc.data<float>(), xc.data<float>(),

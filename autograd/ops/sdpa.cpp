@@ -30,7 +30,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "runtime/cpu/sdpa.h"
+#include "runtime/kernels/sdpa.h"
 
 namespace mase {
 namespace {
@@ -85,7 +85,7 @@ cpu::HeadsView<U> heads(const Tensor& t) {
 }
 
 // t itself when its last dim is packed (head-split views are), else a packed copy.
-Tensor last_dim_packed(const Tensor& t) { return t.strides()[3] == 1 ? t : t.contiguous(); }
+Tensor last_dim_packed(const Tensor& t) { return t.strides()[3] == 1 ? t : ops::packed(t); }
 
 // A new (B, NH, T, D) tensor laid out as (B, T, NH, D): the layout of BERT's (B, T, C).
 Tensor empty_heads_last(int64_t B, int64_t NH, int64_t T, int64_t D, DType dtype) {

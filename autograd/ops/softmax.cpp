@@ -18,8 +18,7 @@
 // Kernels: runtime/cpu/softmax.cpp, cuda/softmax.cu. Tests: tests/autograd/test_softmax.cpp.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/softmax.h"
-#include "runtime/cpu/softmax.h"
+#include "runtime/kernels/softmax.h"
 
 namespace mase {
 namespace {
@@ -32,7 +31,7 @@ Tensor softmax_over_rows(const char* name, const Tensor& x, bool log) {
   MASE_CHECK(x.ndim() >= 1, ShapeError, "[", name, "] expected a tensor with at least 1 dim, got ",
              "shape ", x.shape(), " (reshape a scalar to (1))");
   const int64_t cols = x.size(-1), rows = cols == 0 ? 0 : x.numel() / cols;
-  Tensor xc = x.contiguous();
+  Tensor xc = ops::packed(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.is_cuda()) {
     auto kernel = log ? cuda::log_softmax_forward : cuda::softmax_forward;
@@ -47,7 +46,7 @@ Tensor softmax_over_rows(const char* name, const Tensor& x, bool log) {
   return record(name, {x}, y,
                 [name, log, rows, cols, y = y.detach()](const Tensor& dout) -> Tensors {
     // softmax: dx = y * (dy - sum(dy * y, -1));  log_softmax: dx = dy - exp(y) * sum(dy, -1)
-    Tensor dy = dout.contiguous();
+    Tensor dy = ops::packed(dout);
     Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
     if (dx.is_cuda()) {
       auto kernel = log ? cuda::log_softmax_backward : cuda::softmax_backward;

@@ -10,8 +10,7 @@
 // Kernels: runtime/cpu/unary.cpp, cuda/unary.cu.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/unary.h"
-#include "runtime/cpu/unary.h"
+#include "runtime/kernels/unary.h"
 
 namespace mase {
 namespace {
@@ -19,7 +18,7 @@ namespace {
 Tensor unary(UnaryOp op, const char* name, const Tensor& x) {
   ops::check_float(name, x);
   ops::check_cuda_f32(name, x);
-  Tensor xc = x.contiguous();
+  Tensor xc = ops::packed(x);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.is_cuda()) cuda::unary_forward(op, y.data<float>(), xc.data<float>(), x.numel());
   else dispatch_float(x.dtype(), name, [&]<class T>() { cpu::unary_forward<T>(op, y.data<T>(), xc.data<T>(), x.numel()); });
@@ -29,7 +28,7 @@ Tensor unary(UnaryOp op, const char* name, const Tensor& x) {
   bool keep_y = op == UnaryOp::exp || op == UnaryOp::sqrt || op == UnaryOp::tanh;
   Tensor sx = keep_x ? xc : Tensor(), sy = keep_y ? y.detach() : Tensor();
   return record(name, {x}, y, [op, name, sx, sy](const Tensor& dy) -> Tensors {
-    Tensor dyc = dy.contiguous();
+    Tensor dyc = ops::packed(dy);
     Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
     auto ptr = []<class T>(const Tensor& t) -> const T* { return t.defined() ? t.data<T>() : nullptr; };
     if (dx.is_cuda())

@@ -48,7 +48,7 @@ Tensor reshape_impl(const Tensor& x, const Shape& shape, bool allow_copy, const 
   } else {
     MASE_CHECK(allow_copy, ShapeError, "[", op, "] cannot view a non-contiguous tensor ", x.shape(),
                " as ", shape, " (use reshape, which copies, or contiguous() first)");
-    Tensor c = x.clone();
+    Tensor c = x.detach().clone();
     y = c.as_strided(s, contiguous_strides(s), 0);
   }
   return record(op, {x}, y, [xs = x.shape()](const Tensor& dy) -> Tensors {
@@ -184,7 +184,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 
 Tensor contiguous(const Tensor& x) {
   ops::check_defined("contiguous", x);
-  Tensor y = x.is_contiguous() ? x.detach() : x.clone();
+  Tensor y = ops::packed(x);  // x's values (no history: recorded below)
   return record("contiguous", {x}, y, [](const Tensor& dy) -> Tensors { return {dy}; });
 }
 
@@ -193,7 +193,8 @@ Tensor to_dtype(const Tensor& x, DType dtype) {
   // copy_ converts dtypes on the host only: a CUDA tensor makes a round trip (used for small
   // tensors such as a (B, T) attention mask; a conversion kernel would remove it)
   auto convert = [&] {
-    return x.is_cpu() ? x.to(dtype) : x.to(Device::cpu()).to(dtype).to(x.device());
+    Tensor v = x.detach();  // the values; the history is recorded below
+    return v.is_cpu() ? v.to(dtype) : v.to(Device::cpu()).to(dtype).to(v.device());
   };
   Tensor y = x.dtype() == dtype ? x.detach() : convert();
   return record("to_dtype", {x}, y, [from = x.dtype()](const Tensor& dy) -> Tensors {

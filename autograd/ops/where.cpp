@@ -9,8 +9,7 @@
 // gradient. Kernels: runtime/cpu/where.cpp, cuda/where.cu.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
-#include "cuda/where.h"
-#include "runtime/cpu/where.h"
+#include "runtime/kernels/where.h"
 
 namespace mase {
 namespace {

@@ -4,7 +4,7 @@
 // -fno-math-errno), and its four arrays are declared __restrict, so GCC vectorises it to
 // 8 floats per AVX2 instruction. Chunks of kGrainElems go to the thread pool; each element
 // is independent, so the result does not depend on the number of threads.
-#include "runtime/cpu/adamw.h"
+#include "runtime/kernels/adamw.h"
 
 #include <cmath>
 

@@ -4,7 +4,7 @@
 // The inner loop is instantiated per (op, stride pattern) so that the common cases — both
 // operands packed (1, 1), a row vector broadcast down a matrix (1, 0), a scalar (0, 1) —
 // compile to straight AVX2 code with constant strides.
-#include "runtime/cpu/binary.h"
+#include "runtime/kernels/binary.h"
 
 #include "runtime/cpu/strided.h"
 #include "runtime/parallel.h"

@@ -1,5 +1,5 @@
 // runtime/cpu/copy.cpp — strided copy, dtype conversion, fill (see copy.h).
-#include "runtime/cpu/copy.h"
+#include "runtime/kernels/copy.h"
 
 #include <algorithm>
 #include <cstring>

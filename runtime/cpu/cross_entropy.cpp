@@ -3,7 +3,7 @@
 // Forward, parallel over rows: one row's max, Σ exp(x − max) (in double) and logsumexp;
 // the per-row losses are then added in row order (deterministic on any number of threads).
 // The logsumexp per row is kept for the backward, which then needs a single pass per row.
-#include "runtime/cpu/cross_entropy.h"
+#include "runtime/kernels/cross_entropy.h"
 
 #include <algorithm>
 #include <cmath>

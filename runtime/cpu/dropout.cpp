@@ -1,7 +1,7 @@
 // runtime/cpu/dropout.cpp — apply a Philox dropout mask (see dropout.h). Parallel over groups
 // of 32 Philox blocks: block b gives the 4 words of elements 4b..4b+3, whichever thread
 // computes it, drawn 32 blocks at a time (philox4x32_x32).
-#include "runtime/cpu/dropout.h"
+#include "runtime/cpu/philox_x32.h"
 
 #include <algorithm>
 

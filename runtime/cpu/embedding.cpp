@@ -5,7 +5,7 @@
 // parallel over blocks of columns instead: a task owns columns [c0, c1) of every dweight row
 // and walks all N ids in order. No atomics, and the sums come out bit-identical on 1 or 64
 // threads (a sort-by-id would also work; this is simpler and reads dout row-contiguously).
-#include "runtime/cpu/embedding.h"
+#include "runtime/kernels/embedding.h"
 
 #include <algorithm>
 #include <cstring>

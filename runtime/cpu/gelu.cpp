@@ -8,7 +8,7 @@
 // keeps libm: Φ(x) = ½·erfc(−x/√2), which unlike ½(1 + erf(x/√2)) keeps the tail for x ≪ 0.
 // The fused backward adds dbias = Σ_rows dinp while the row is in cache (rowwise.h), where
 // the unfused graph reads the whole (rows, cols) gradient again in a separate sum.
-#include "runtime/cpu/gelu.h"
+#include "runtime/kernels/gelu.h"
 
 #include <cmath>
 #include <type_traits>

@@ -1,5 +1,5 @@
 // runtime/cpu/grad_norm.cpp — deterministic Σ x² in double (see grad_norm.h).
-#include "runtime/cpu/grad_norm.h"
+#include "runtime/kernels/grad_norm.h"
 
 #include <algorithm>
 #include <vector>

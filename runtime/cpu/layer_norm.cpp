@@ -12,7 +12,8 @@
 // rows_with_column_sums: deterministic on any number of threads, no allocation.
 // The plain kernels are the fused ones with nothing to add: the backward is literally the
 // same function; the forward skips building `hidden` and normalises inp in place of it.
-#include "runtime/cpu/layer_norm.h"
+#include "runtime/kernels/layer_norm.h"
+#include "runtime/cpu/philox_x32.h"
 
 #include <algorithm>
 #include <cmath>

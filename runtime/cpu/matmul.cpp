@@ -3,7 +3,7 @@
 // GEMMs are called from the main thread only, never from inside a TBB task: OpenBLAS runs
 // its own threads (as many as mase::num_threads()), and nesting the two pools would
 // oversubscribe the cores. A batch is a plain loop of GEMMs, each one using every thread.
-#include "runtime/cpu/matmul.h"
+#include "runtime/kernels/matmul.h"
 
 #include <cstdint>
 

@@ -4,7 +4,7 @@
 // shape, never on the thread count; partial sums are then added in a fixed order. So the
 // result is the same on 1 thread or 64 (tested), and a sum of 25M floats loses nothing to
 // f32 rounding before the one final conversion.
-#include "runtime/cpu/reduce.h"
+#include "runtime/kernels/reduce.h"
 
 #include <algorithm>
 #include <limits>

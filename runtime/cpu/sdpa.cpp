@@ -36,7 +36,7 @@
 // attends uniformly, exactly as the reference; with −inf everywhere, the max is −inf, the
 // exps are taken against 0 instead (exp(−inf) = 0, never −inf − (−inf) = NaN), l stays 0, the
 // output row is 0, (m, l) = (−inf, 0), and backward gives P = 0 there: no NaN anywhere.
-#include "runtime/cpu/sdpa.h"
+#include "runtime/kernels/sdpa.h"
 
 #include <algorithm>
 #include <array>
@@ -50,8 +50,8 @@
 #endif
 
 #include "runtime/cpu/blas.h"
-#include "runtime/cpu/dropout.h"
-#include "runtime/cpu/matmul.h"
+#include "runtime/cpu/philox_x32.h"
+#include "runtime/kernels/matmul.h"
 #include "runtime/cpu/rowwise.h"
 #include "runtime/parallel.h"
 

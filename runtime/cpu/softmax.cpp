@@ -24,7 +24,7 @@
 // never split, and each row is summed in a fixed order, so results do not depend on the
 // thread count. Chunk sums are in T (≤ kChunk terms, each ≤ 1), the row sum in double.
 // Backward reads y and dy once each and writes dx once, the sums in double (rowwise.h).
-#include "runtime/cpu/softmax.h"
+#include "runtime/kernels/softmax.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 // exp and tanh use fast_math.h: std::exp on floats would be one scalar libm call per element
 // (glibc's vector versions are only used under -ffast-math) and 5-40x slower than memory.
 // f64 exists for gradient checks, where accuracy matters and speed does not: it keeps libm.
-#include "runtime/cpu/unary.h"
+#include "runtime/kernels/unary.h"
 
 #include <cmath>
 #include <type_traits>

@@ -1,7 +1,7 @@
 // runtime/cpu/where.cpp — broadcasting select (see where.h): StridedLoop over four operands
 // (out, cond, a, b), rows in parallel, a plain inner loop (the compiler turns the ternary into
 // a blend when all strides are 1).
-#include "runtime/cpu/where.h"
+#include "runtime/kernels/where.h"
 
 #include <algorithm>
 

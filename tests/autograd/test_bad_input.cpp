@@ -89,8 +89,8 @@ TEST_CASE("a tensor on a GPU that does not exist is a DeviceError") {
   } catch (const DeviceError& e) {
     msg = e.what();
   }
-  if (cuda::built)
-    CHECK(msg == "[empty] expected a GPU index < " + std::to_string(cuda::device_count()) +
+  if (cuda_built())
+    CHECK(msg == "[empty] expected a GPU index < " + std::to_string(cuda_device_count()) +
                      ", got cuda:7 (no such GPU)");
   else
     CHECK(msg == "[to] built without CUDA; reconfigure with -DMASE_CUDA=ON");

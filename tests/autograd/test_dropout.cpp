@@ -6,7 +6,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "helpers.h"
-#include "runtime/cpu/dropout.h"
+#include "runtime/kernels/dropout.h"
 
 using namespace mase;
 using mase::test::check_close;

@@ -66,3 +66,41 @@ TEST_CASE("a second backward through a freed graph is an error unless retain_gra
   backward(z);
   check_close(x.grad(), {3 * std::exp(1.0)}, 1e-5);
 }
+
+TEST_CASE("raw copies refuse a tensor with history in grad mode (runtime/tensor.h's rule)") {
+  Tensor x = Tensor::from({1, 2, 3, 4}, {2, 2}).set_requires_grad(true);
+  Tensor xt = transpose(x, 0, 1);  // not contiguous: contiguous() would copy
+  // x.contiguous() would keep the history when x is packed and drop it when it is not; so
+  // every raw copy of a tensor that requires grad is refused, packed or not
+  CHECK(test::error_message([&] { (void)xt.contiguous(); }) ==
+        "[Tensor::contiguous] this (2, 2) tensor requires grad and a raw copy would drop its "
+        "history (use the differentiable op, e.g. contiguous(x) or to_dtype(x, t), or "
+        "x.detach().contiguous() when no gradient should flow)");
+  CHECK_THROWS_AS((void)x.contiguous(), Error);
+  CHECK_THROWS_AS((void)x.clone(), Error);
+  CHECK_THROWS_AS((void)x.to(DType::f64), Error);
+  CHECK_THROWS_AS((void)x.to(Device::cpu()), Error);
+  // the differentiable op keeps the history; detach() says no gradient is wanted
+  Tensor y = contiguous(xt);
+  backward(sum(y * 2.0));
+  check_close(x.grad(), {2, 2, 2, 2});
+  CHECK(!xt.detach().contiguous().requires_grad());
+  check_close(xt.detach().contiguous(), {1, 3, 2, 4});
+  // without history to drop (no grad mode, or a tensor that does not require grad) they copy
+  {
+    NoGradGuard no_grad;
+    check_close(xt.contiguous(), {1, 3, 2, 4});
+  }
+  check_close(Tensor::from({5, 6}, {2}).clone(), {5, 6});
+  CHECK(x.to_vector<double>() == std::vector<double>{1, 2, 3, 4});  // reading values is fine
+}
+
+TEST_CASE("mul_ scales in place without recording") {
+  // used by clip_grad_norm to scale gradients: (1, -2, 3) * 0.5 = (0.5, -1, 1.5)
+  Tensor g = Tensor::from({1, -2, 3}, {3});
+  mul_(g, 0.5);
+  check_close(g, {0.5, -1, 1.5});
+  CHECK(g.grad_fn() == nullptr);
+  Tensor t = transpose(Tensor::from({1, 2, 3, 4}, {2, 2}), 0, 1);
+  CHECK_THROWS_AS(mul_(t, 2.0), Error);  // not packed: refuses instead of scaling a copy
+}

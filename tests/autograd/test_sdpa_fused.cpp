@@ -191,7 +191,7 @@ TEST_CASE("sdpa fused: output and gradients in (B T NH HS) layout") {
   CHECK(out.shape() == Shape{2, 2, 5, 4});
   CHECK(transpose(out, 1, 2).is_contiguous());
   // with packed (B, NH, T, HS) inputs the output layout is the same
-  Tensor packed = sdpa(qkv[0].contiguous(), qkv[1].contiguous(), qkv[2].contiguous(), Tensor(),
+  Tensor packed = sdpa(contiguous(qkv[0]), contiguous(qkv[1]), contiguous(qkv[2]), Tensor(),
                        0.0, false);
   CHECK(transpose(packed, 1, 2).is_contiguous());
   check_close(packed, out, 0, 0);

@@ -98,12 +98,12 @@ inline void write_imdb_tarball(const fs::path& out,
   archive_write_free(a);
 }
 
-// The shared development data (../shared/data), or an empty path after a MESSAGE saying the
-// test is skipped.
+// The shared development data (../shared/data), or an empty path after test::skip() (the case
+// must return: ctest reports it skipped).
 inline fs::path shared_file(const std::string& rel) {
   fs::path p = fs::path(MASE_SHARED_DIR) / "data" / rel;
   if (fs::exists(p)) return p;
-  MESSAGE("skipped: " << p.string() << " is not present (see ../shared/data/README.md)");
+  test::skip(p.string() + " is not present (see ../shared/data/README.md)");
   return {};
 }
 

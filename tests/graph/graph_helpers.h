@@ -29,7 +29,7 @@ inline data::Batch tiny_batch(uint64_t seed = 3, int64_t vocab = 30522) {
 // Same shape, dtype and bytes.
 inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  Tensor ca = a.contiguous(), cb = b.contiguous();
+  Tensor ca = a.detach().contiguous(), cb = b.detach().contiguous();
   return std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
 }
 

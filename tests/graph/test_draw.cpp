@@ -64,7 +64,7 @@ TEST_CASE("draw: an SVG rendered by dot") {
   CHECK(slurp(dir.file("g.dot")) == to_dot(g));
   CHECK_THROWS_AS(draw(g, dir.file("g.jpeg")), ConfigError);
   if (!have_dot()) {
-    MESSAGE("skipped: Graphviz's dot is not installed");
+    test::skip("Graphviz's dot is not installed");
     return;
   }
   draw(g, dir.file("g.svg"));

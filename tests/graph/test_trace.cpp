@@ -114,7 +114,7 @@ TEST_CASE("trace: mean pooling reads the mask through the graph, not as a consta
   CHECK(g.constants().empty());
   CHECK(g.at("attention_mask").users.size() == 2);      // the additive mask and the pooling weights
   const data::Batch other = test::tiny_batch(4, 2000);  // other ids, same shapes
-  Tensor mask = other.attention_mask.clone();
+  Tensor mask = other.attention_mask.detach().clone();
   fill_(select(mask, 0, 0).detach(), 0.0);  // an other mask too: sequence 0 padded ...
   fill_(slice(select(mask, 0, 0), 0, 0, 3).detach(), 1.0);  // ... after its 3rd token
   TensorMap out = g.run({{"input_ids", other.input_ids}, {"attention_mask", mask}});
@@ -145,7 +145,7 @@ TEST_CASE("trace: one training step through the graph equals one eager step") {
   train::AdamW opt_e(eager->named_parameters(), {.lr = 1e-3});
   train::AdamW opt_g(traced->named_parameters(), {.lr = 1e-3});
   std::vector<Tensor> before;
-  for (const auto& [name, p] : traced->named_parameters()) before.push_back(p.clone());
+  for (const auto& [name, p] : traced->named_parameters()) before.push_back(p.detach().clone());
   manual_seed(21);
   Tensor loss_e = eager->forward(b.input_ids, b.attention_mask, Tensor(), b.labels).loss;
   backward(loss_e);

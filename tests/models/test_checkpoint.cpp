@@ -185,7 +185,7 @@ TEST_CASE("checkpoint: HF checkpoint variants are normalised and reported") {
     state["embeddings.position_ids"] = Tensor::zeros({1, 16}, DType::i32);
     manual_seed(5);
     auto m = std::make_shared<BertForSequenceClassification>(config);
-    Tensor fresh = m->state_dict().at("classifier.weight").clone();
+    Tensor fresh = m->state_dict().at("classifier.weight").detach().clone();
     LoadReport r;
     load_pretrained_weights(*m, state, &r);
     CHECK(r.ignored == std::vector<std::string>{"bert.embeddings.position_ids", "cls.predictions.bias",

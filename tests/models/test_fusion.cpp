@@ -1,7 +1,8 @@
-// tests/models/test_fusion.cpp — BERT's fused paths (models/fusion.h): the same loss and the
-// same gradient for every parameter as the module-by-module reference path (dropout on, with
-// padding), taken only when the switch is on, no module observer is installed and the
-// children are the plain types.
+// tests/models/test_fusion.cpp — the fusion pass (models/fusion.h): a freshly built BERT runs
+// the module-by-module reference path; after fuse_kernels() the same loss and the same
+// gradient for every parameter (dropout on, with padding) through the fused ops; blocks whose
+// children are not the plain types stay unfused; replacing a child unfuses its block; a tracer
+// sees the fused ops that run.
 #include <map>
 #include <string>
 
@@ -77,20 +78,21 @@ std::shared_ptr<BertForSequenceClassification> make_model() {
 TEST_CASE("fusion: fused and reference paths give the same loss and gradients") {
   auto model = make_model();
   OpCounter fused_ops, reference_ops;
-  std::map<std::string, std::vector<double>> fused, reference;
-  {
-    FusionGuard on(true);
-    fused = step(*model, &fused_ops);
-  }
-  {
-    FusionGuard off(false);
-    reference = step(*model, &reference_ops);
-  }
+  const auto reference = step(*model, &reference_ops);  // a new model runs the reference path
+  const FusionReport r = fuse_kernels(*model);
+  CHECK(r.ffn == 2);
+  CHECK(r.ffn_total == 2);
+  CHECK(r.add_norm == 4);
+  CHECK(r.add_norm_total == 4);
+  CHECK(r.str() == "fusion: 2 of 2 FFN blocks (bias + GELU), 4 of 4 Add & Norm blocks "
+                   "(bias + dropout + residual + LayerNorm)\n");
+  const auto fused = step(*model, &fused_ops);
   // 2 layers: one bias_gelu and two Add & Norms each
   CHECK(fused_ops.count["bias_gelu"] == 2);
   CHECK(fused_ops.count["dropout_add_layer_norm"] == 4);
   CHECK(reference_ops.count["bias_gelu"] == 0);
   CHECK(reference_ops.count["dropout_add_layer_norm"] == 0);
+  CHECK(reference_ops.count["gelu"] == 2);
   CHECK(fused_ops.count["gelu"] == 0);
   REQUIRE(fused.size() == reference.size());
   for (const auto& [path, want] : reference) {
@@ -101,21 +103,24 @@ TEST_CASE("fusion: fused and reference paths give the same loss and gradients") 
     for (double v : want) scale = std::max(scale, std::abs(v));
     for (size_t i = 0; i < got.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= 1e-5 * scale + 1e-9);
   }
-  CHECK(fusion_enabled());  // the guards restored the default
+  unfuse_kernels(*model);
+  OpCounter again;
+  step(*model, &again);
+  CHECK(again.count["bias_gelu"] == 0);
+  CHECK(again.count["gelu"] == 2);
 }
 
-TEST_CASE("fusion: a module observer (tracing) turns the fused paths off") {
+TEST_CASE("fusion: a module observer (tracing) sees the fused ops that run") {
   auto model = make_model();
+  fuse_kernels(*model);
   PassThrough tracer;
   OpCounter ops;
   ModuleObserver* prev = set_module_observer(&tracer);
-  CHECK_FALSE(use_fused_path());
   step(*model, &ops);
   set_module_observer(prev);
-  CHECK(use_fused_path());
-  CHECK(ops.count["bias_gelu"] == 0);
-  CHECK(ops.count["dropout_add_layer_norm"] == 0);
-  CHECK(ops.count["gelu"] == 2);
+  CHECK(ops.count["bias_gelu"] == 2);
+  CHECK(ops.count["dropout_add_layer_norm"] == 4);
+  CHECK(ops.count["gelu"] == 0);
 }
 
 TEST_CASE("fusion: a replaced child takes the reference path and is called") {
@@ -129,17 +134,34 @@ TEST_CASE("fusion: a replaced child takes the reference path and is called") {
       return Linear::forward(x);
     }
   };
-  auto model = make_model();
-  int calls = 0;
   const BertConfig c = small_config();
-  model->replace_submodule("bert.encoder.layer.0.intermediate.dense",
-                           std::make_shared<CountingLinear>(c.hidden_size, c.intermediate_size, &calls));
-  model->replace_submodule("bert.encoder.layer.1.output.dropout", std::make_shared<Identity>());
-  model->replace_submodule("bert.encoder.layer.1.attention.output.LayerNorm",
-                           std::make_shared<Identity>());
-  OpCounter ops;
-  step(*model, &ops);
-  CHECK(calls == 1);
-  CHECK(ops.count["bias_gelu"] == 1);               // layer 1 only
-  CHECK(ops.count["dropout_add_layer_norm"] == 3);  // Identity dropout still fuses (p = 0)
+  SUBCASE("replaced before the pass: the pass leaves that block unfused") {
+    auto model = make_model();
+    int calls = 0;
+    model->replace_submodule("bert.encoder.layer.0.intermediate.dense",
+                             std::make_shared<CountingLinear>(c.hidden_size, c.intermediate_size, &calls));
+    model->replace_submodule("bert.encoder.layer.1.output.dropout", std::make_shared<Identity>());
+    model->replace_submodule("bert.encoder.layer.1.attention.output.LayerNorm",
+                             std::make_shared<Identity>());
+    const FusionReport r = fuse_kernels(*model);
+    CHECK(r.ffn == 1);
+    CHECK(r.add_norm == 3);
+    OpCounter ops;
+    step(*model, &ops);
+    CHECK(calls == 1);
+    CHECK(ops.count["bias_gelu"] == 1);               // layer 1 only
+    CHECK(ops.count["dropout_add_layer_norm"] == 3);  // Identity dropout still fuses (p = 0)
+  }
+  SUBCASE("replaced after the pass: the replacement unfuses its block") {
+    auto model = make_model();
+    fuse_kernels(*model);
+    int calls = 0;
+    model->replace_submodule("bert.encoder.layer.0.intermediate.dense",
+                             std::make_shared<CountingLinear>(c.hidden_size, c.intermediate_size, &calls));
+    OpCounter ops;
+    step(*model, &ops);
+    CHECK(calls == 1);
+    CHECK(ops.count["bias_gelu"] == 1);
+    CHECK(ops.count["dropout_add_layer_norm"] == 4);
+  }
 }

@@ -14,7 +14,7 @@
 
 #include "oracle.h"
 #include "quant/format.h"
-#include "quant/kernels/block.h"
+#include "runtime/kernels/quant_block.h"
 
 using namespace mase;
 using namespace mase::quant;

@@ -7,8 +7,8 @@
 
 #include "oracle.h"
 #include "quant/codes.h"
-#include "quant/kernels/block.h"
-#include "quant/kernels/scalar.h"
+#include "runtime/kernels/quant_block.h"
+#include "runtime/kernels/quant_scalar.h"
 #include "runtime/error.h"
 
 using namespace mase;

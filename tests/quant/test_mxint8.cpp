@@ -9,8 +9,8 @@
 
 #include "helpers.h"
 #include "oracle.h"
-#include "quant/kernels/block.h"
-#include "quant/kernels/mxint8.h"
+#include "runtime/kernels/quant_block.h"
+#include "runtime/kernels/mxint8.h"
 #include "quant/mxint8.h"
 #include "quant/quantize.h"
 

@@ -10,7 +10,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "helpers.h"
-#include "quant/kernels/prune.h"
+#include "runtime/kernels/prune.h"
 #include "quant/passes.h"
 #include "quant/quant_configs.h"
 #include "quant/quantized_linear.h"
@@ -92,7 +92,7 @@ TEST_CASE("the radix select agrees with the oracle on keys that share their top 
   v[18] = INFINITY;
   for (int64_t k : {1, 2, 999, 1500, 2998, 2999, 3000}) {
     std::vector<uint8_t> keep(v.size());
-    quant::cpu::select_smallest({{v.data(), int64_t(v.size())}}, k, {keep.data()});
+    cpu::select_smallest({{v.data(), int64_t(v.size())}}, k, {keep.data()});
     CHECK(keep == oracle_l1({v}, k)[0]);
   }
 }

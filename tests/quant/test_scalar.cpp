@@ -6,7 +6,7 @@
 
 #include "oracle.h"
 #include "quant/format.h"
-#include "quant/kernels/scalar.h"
+#include "runtime/kernels/quant_scalar.h"
 
 using namespace mase;
 using namespace mase::quant;

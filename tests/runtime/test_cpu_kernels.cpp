@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "helpers.h"
-#include "runtime/cpu/binary.h"
-#include "runtime/cpu/copy.h"
-#include "runtime/cpu/dropout.h"
-#include "runtime/cpu/reduce.h"
+#include "runtime/kernels/binary.h"
+#include "runtime/kernels/copy.h"
+#include "runtime/cpu/philox_x32.h"
+#include "runtime/kernels/reduce.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 

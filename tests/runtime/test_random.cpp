@@ -1,7 +1,7 @@
 // tests/runtime/test_random.cpp — Philox known answers (and the 32-block CPU version against
 // the scalar one), determinism, distribution moments.
 #include "helpers.h"
-#include "runtime/cpu/dropout.h"
+#include "runtime/cpu/philox_x32.h"
 #include "runtime/random.h"
 
 using namespace mase;

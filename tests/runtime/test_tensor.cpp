@@ -67,7 +67,7 @@ TEST_CASE("printing shows shape and dtype and device and values") {
 
 TEST_CASE("moving to CUDA: a clear error without a GPU and a round trip with one") {
   Tensor t = Tensor::from({1, 2, 3}, {3});
-  if (cuda::device_count() == 0) {
+  if (cuda_device_count() == 0) {
     CHECK_THROWS_AS(t.to(Device::cuda(0)), DeviceError);
     return;
   }

@@ -1,0 +1,59 @@
+// runtime/kernels/sdpa.h — fused scaled dot-product attention, forward and backward
+// (flash-attention style: tiled, online softmax, recomputation in backward). The math and the
+// op are in autograd/ops/sdpa.cpp; the CPU algorithm and its choices are in runtime/cpu/sdpa.cpp.
+// CPU only so far: no cuda/sdpa.cu yet, so the op runs the reference composition (cuBLAS
+// batched GEMMs + the CUDA softmax and dropout kernels) for CUDA tensors.
+//
+// Every (B, NH, T, D) tensor here is a HeadsView: its last dim packed, the other three strided,
+// so head-split views of (B, T, C) projections are read in place and the output can be written
+// straight into (B, T, NH, HS) = (B, T, C) layout (no merge-heads copy).
+#pragma once
+#include <cstdint>
+
+#include "runtime/kernels/dropout.h"  // DropoutMask
+
+namespace mase::cpu {
+
+// Element (b, h, t, d) of a (B, NH, T, D) tensor is data[b·sb + h·sh + t·st + d].
+template <class T>
+struct HeadsView {
+  T* data = nullptr;
+  int64_t sb = 0, sh = 0, st = 0;
+  T* row(int64_t b, int64_t h, int64_t t) const { return data + b * sb + h * sh + t * st; }
+};
+
+// An additive mask broadcast to (B, NH, Tq, Tk): element (b, h, i, j) is
+// data[b·sb + h·sh + i·si + j·sj] (a stride is 0 where the mask is broadcast, e.g. a padding
+// mask (B, 1, 1, Tk) has sh = si = 0). data == nullptr: no mask.
+template <class T>
+struct MaskView {
+  const T* data = nullptr;
+  int64_t sb = 0, sh = 0, si = 0, sj = 0;
+};
+
+struct SdpaSizes {
+  int64_t B = 0, NH = 0, Tq = 0, Tk = 0, HS = 0, HSv = 0;  // q, k: HS wide; v, out: HSv wide
+};
+
+// Attention-probability dropout (`drop`, runtime/cpu/dropout.h): probability (b, h, i, j) is
+// kept iff word e = ((b·NH + h)·Tq + i)·Tk + j of the Philox stream (drop.seed, drop.offset)
+// passes dropout_keep — the counter layout of dropout() on the packed (B, NH, Tq, Tk)
+// probabilities, so sdpa and sdpa_reference drop the same entries for the same generator.
+// Kept entries are scaled by drop.scale = 1/(1 − p); drop.on = false: no dropout.
+
+// out = dropout(softmax(S))·v with S = scale·q·kᵀ + mask, and per query row the statistics
+// backward recomputes P = exp(S − m) / l from: stats (B, NH, Tq, 2) packed holds m = max_j S_ij
+// and l = Σ_j exp(S_ij − m); a row whose scores are all −inf has (−inf, 0) and output 0.
+template <class T>
+void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<const T> k,
+                  HeadsView<const T> v, MaskView<T> mask, const SdpaSizes& n, T scale,
+                  const DropoutMask& drop);
+
+// dq, dk, dv from dout, given the forward's inputs, out and stats (dq, dk, dv are overwritten).
+template <class T>
+void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<const T> dout,
+                   HeadsView<const T> out, const T* stats, HeadsView<const T> q,
+                   HeadsView<const T> k, HeadsView<const T> v, MaskView<T> mask,
+                   const SdpaSizes& n, T scale, const DropoutMask& drop);
+
+}  // namespace mase::cpu
