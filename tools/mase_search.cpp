@@ -102,7 +102,9 @@ int main(int argc, char** argv) {
   base.ckpt_every = 0;
   base.log_every = 50;
 
-  app.add_option("--sampler", sampler, "random, grid or tpe")->capture_default_str();
+  app.add_option("--sampler", sampler,
+                 "random, grid or tpe (multivariate; tpe-independent: one parameter at a time)")
+      ->capture_default_str();
   app.add_option("--trials", trials, "run until the study has this many finished trials")
       ->capture_default_str();
   app.add_option("--study", study_name, "study name (default arch-<sampler>)");
