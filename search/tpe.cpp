@@ -1,9 +1,11 @@
 // search/tpe.cpp — the TPE sampler: Parzen estimators of the good and the bad trials, and the
 // candidate that most favours the good ones.
 //
-// Read search/tpe.h first: it states the algorithm (Optuna's default TPESampler, one parameter
-// at a time). In one line: split the finished trials into good and bad by value, fit a density
-// to each group's values of a parameter — l(x) for the good, g(x) for the bad — draw 24
+// Read search/tpe.h first: it states the algorithm (Optuna's default TPESampler). This file is
+// the one-parameter estimator, the good/bad split and the independent sampler (one parameter
+// at a time); search/tpe_multivariate.cpp multiplies the estimators into the joint one.
+// In one line: split the finished trials into good and bad by value, fit a density to each
+// group's values of a parameter — l(x) for the good, g(x) for the bad — draw 24
 // candidates from l and keep the one with the largest log l(x) − log g(x). Maximising l/g is
 // maximising the expected improvement (Bergstra et al. 2011, section 4.1).
 //
