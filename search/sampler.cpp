@@ -141,8 +141,14 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
 std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed) {
   if (name == "random") return std::make_unique<RandomSampler>(seed);
   if (name == "grid") return std::make_unique<GridSampler>(seed);
-  if (name == "tpe") return std::make_unique<TpeSampler>(seed);
-  throw ConfigError(cat("[sampler] expected random, grid or tpe, got '", name, "'"));
+  if (name == "tpe") return std::make_unique<TpeSampler>(seed);  // multivariate, as Optuna's
+  if (name == "tpe-independent") {
+    TpeOptions independent;
+    independent.multivariate = false;
+    return std::make_unique<TpeSampler>(seed, independent);
+  }
+  throw ConfigError(
+      cat("[sampler] expected random, grid, tpe or tpe-independent, got '", name, "'"));
 }
 
 }  // namespace mase::search

@@ -12,7 +12,8 @@
 //           (seed, n), so a search is reproducible however its trials interleave.
 //   grid    every point of a finite space exactly once, in an order shuffled by the seed;
 //           points of failed trials are handed out again; exhausted -> nullopt.
-//   tpe     search/tpe.h: Optuna's default Tree-structured Parzen Estimator.
+//   tpe     search/tpe.h: Optuna's default Tree-structured Parzen Estimator (multivariate, with
+//           the constant liar for parallel workers); tpe-independent: one parameter at a time.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -67,7 +68,7 @@ class GridSampler : public Sampler {
   uint64_t seed_;
 };
 
-// "random", "grid" or "tpe" (ConfigError otherwise).
+// "random", "grid", "tpe" or "tpe-independent" (ConfigError otherwise).
 std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed);
 
 // Helpers shared by the samplers.

@@ -312,19 +312,21 @@ int Study::resume() {
   return static_cast<int>(gone.size());
 }
 
-std::optional<Trial> Study::ask() {
+std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
   // Reading the history, sampling and inserting happen under one write lock: another process
   // asking at the same moment waits, then sees this trial (running) in its history.
   Transaction tx(db_);
   std::vector<Trial> history;
-  int64_t number = 0;
+  int64_t number = 0, taken = 0;  // taken: finished or running, what a budget counts
   for (TrialRecord& r : load_trials(db_, study_id_, space_)) {
     // Samplers maximize (search/sampler.h): a minimizing study shows them -value.
     if (direction_ == Direction::minimize) r.trial.value = -r.trial.value;
     number = std::max(number, r.trial.number + 1);
+    taken += r.trial.state != TrialState::failed;
     history.push_back(std::move(r.trial));
   }
-  std::optional<Values> values = sampler_->sample(space_, history, number);
+  std::optional<Values> values;
+  if (!budget || taken < *budget) values = sampler_->sample(space_, history, number);
   if (!values) {
     tx.commit();  // nothing was written; committing just ends the transaction
     return std::nullopt;
@@ -415,6 +417,8 @@ void Study::optimize(const Objective& objective, int n_trials,
 }
 
 // --- reading the results ---
+
+std::string Study::path() const { return store::path_of(db_); }
 
 std::vector<TrialRecord> Study::trials() const { return load_trials(db_, study_id_, space_); }
 

@@ -1,6 +1,6 @@
 // search/study.h — a study: a space, a sampler and every trial, kept in a SQLite file.
 //
-// The file is the study's only state. `ask` reads the history, lets the sampler propose, and
+// The file is the study's only state (several processes on one study: search/workers.h). `ask` reads the history, lets the sampler propose, and
 // inserts the new trial as `running` in one write transaction (BEGIN IMMEDIATE), so several
 // processes can work on one study without two of them taking the same trial; `tell` records
 // the outcome. A process that dies leaves its trials `running`: `resume()` marks those whose
@@ -67,8 +67,12 @@ class Study {
 
   // Marks as failed the running trials whose process is gone; returns how many.
   int resume();
-  // A new running trial, or nullopt when the sampler has nothing left (an exhausted grid).
-  std::optional<Trial> ask();
+  // A new running trial, or nullopt when the sampler has nothing left (an exhausted grid) or,
+  // given a budget, when the study already has `budget` trials finished (complete, pruned) or
+  // running. Counted in the same write transaction as the insert, so N processes sharing a
+  // study with the same budget end with exactly `budget` finished trials, not N - 1 more
+  // (a failed trial does not count: its place is asked for again).
+  std::optional<Trial> ask(std::optional<int64_t> budget = std::nullopt);
   // Records the outcome of a running trial (ConfigError if it is not running).
   void tell(int64_t number, TrialState state, double value,
             const std::map<std::string, std::string>& attrs = {});
@@ -85,6 +89,7 @@ class Study {
 
   const Space& space() const { return space_; }
   const std::string& name() const { return name_; }
+  std::string path() const;  // the SQLite file
   Direction direction() const { return direction_; }
 
  private:

@@ -1,9 +1,11 @@
 // search/tpe.cpp — the TPE sampler: Parzen estimators of the good and the bad trials, and the
 // candidate that most favours the good ones.
 //
-// Read search/tpe.h first: it states the algorithm (Optuna's default TPESampler, one parameter
-// at a time). In one line: split the finished trials into good and bad by value, fit a density
-// to each group's values of a parameter — l(x) for the good, g(x) for the bad — draw 24
+// Read search/tpe.h first: it states the algorithm (Optuna's default TPESampler). This file is
+// the one-parameter estimator, the good/bad split and the independent sampler (one parameter
+// at a time); search/tpe_multivariate.cpp multiplies the estimators into the joint one.
+// In one line: split the finished trials into good and bad by value, fit a density to each
+// group's values of a parameter — l(x) for the good, g(x) for the bad — draw 24
 // candidates from l and keep the one with the largest log l(x) − log g(x). Maximising l/g is
 // maximising the expected improvement (Bergstra et al. 2011, section 4.1).
 //
@@ -96,16 +98,6 @@ double trunc_norm_quantile(double q, double a, double b) {
   return std::clamp(z, a, b);
 }
 
-// log Σ_k exp(terms[k]), shifted by the largest term so that nothing overflows; floored.
-double log_sum_exp(const std::vector<double>& terms) {
-  double m = -kInf;
-  for (double t : terms) m = std::max(m, t);
-  if (!(m > kLogFloor)) return kLogFloor;  // every term is (nearly) zero probability
-  double s = 0;
-  for (double t : terms) s += std::exp(t - m);
-  return std::max(m + std::log(s), kLogFloor);
-}
-
 // The first index whose cumulative weight (normalised to a total of 1) exceeds u — how numpy's
 // RandomState.choice picks Optuna's kernel — or, with strictly_greater = false, reaches u — how
 // Optuna picks a categorical's choice. The two differ only when u hits a boundary exactly.
@@ -120,11 +112,21 @@ size_t pick(const double* w, size_t n, double u, bool strictly_greater) {
   return n - 1;  // the last one takes whatever rounding left over
 }
 
+}  // namespace
+
+// log Σ_k exp(terms[k]), shifted by the largest term so that nothing overflows; floored.
+double log_sum_exp(const std::vector<double>& terms) {
+  double m = -kInf;
+  for (double t : terms) m = std::max(m, t);
+  if (!(m > kLogFloor)) return kLogFloor;  // every term is (nearly) zero probability
+  double s = 0;
+  for (double t : terms) s += std::exp(t - m);
+  return std::max(m + std::log(s), kLogFloor);
+}
+
 bool single_valued(const Param& p) {
   return p.kind == Param::Kind::real ? p.low == p.high : p.cardinality() == 1;
 }
-
-}  // namespace
 
 int tpe_gamma(int n) {
   // ceil(0.1 n) in integers, (n + 9) / 10: the same as Optuna's math.ceil(0.1 * n) in floating
@@ -229,18 +231,24 @@ ParzenEstimator::ParzenEstimator(const Param& p, const std::vector<double>& obse
   sigmas_.push_back(range);
 }
 
+size_t ParzenEstimator::pick_component(double u) const {
+  return pick(weights_.data(), weights_.size(), u, /*strictly_greater=*/true);
+}
+
 double ParzenEstimator::sample(double u_component, double u_value1, double /*u_value2*/) const {
   // Inverse-CDF sampling needs one uniform for the value; u_value2 is spare.
+  return sample_component(pick_component(u_component), u_value1);
+}
+
+double ParzenEstimator::sample_component(size_t k, double u) const {
   const Param& p = *param_;
-  const size_t k = pick(weights_.data(), weights_.size(), u_component, /*strictly_greater=*/true);
   if (p.kind == Param::Kind::categorical) {
     const size_t m = p.choices.size();
     // Optuna counts the choices whose cumulative probability is below u: the first with >= u.
-    return static_cast<double>(
-        pick(&choice_probs_[k * m], m, u_value1, /*strictly_greater=*/false));
+    return static_cast<double>(pick(&choice_probs_[k * m], m, u, /*strictly_greater=*/false));
   }
   const double mu = mus_[k], sigma = sigmas_[k];
-  double z = trunc_norm_quantile(u_value1, (low_ - mu) / sigma, (high_ - mu) / sigma);
+  double z = trunc_norm_quantile(u, (low_ - mu) / sigma, (high_ - mu) / sigma);
   double t = std::clamp(mu + sigma * z, low_, high_);
   double x = p.log ? std::exp(t) : t;
   if (p.kind == Param::Kind::integer)  // round to the step grid (ties to even, as numpy.round)
@@ -249,33 +257,62 @@ double ParzenEstimator::sample(double u_component, double u_value1, double /*u_v
 }
 
 double ParzenEstimator::log_pdf(double x) const {
+  std::vector<double> terms(weights_.size());  // log(w_k) + log(kernel k's density or mass at x)
+  log_kernels(x, terms.data());
+  for (size_t k = 0; k < terms.size(); ++k) terms[k] += std::log(weights_[k]);
+  return log_sum_exp(terms);
+}
+
+void ParzenEstimator::log_kernels(double x, double* out) const {
   const Param& p = *param_;
   const size_t n = weights_.size();
-  std::vector<double> terms(n);  // log(w_k) + log(kernel k's density or mass at x)
   if (p.kind == Param::Kind::categorical) {
     MASE_CHECK(p.contains(x), ConfigError, "[tpe] parameter '", p.name,
                "' expected a choice index, got ", x);
     const size_t m = p.choices.size(), j = static_cast<size_t>(x);
-    for (size_t i = 0; i < n; ++i)
-      terms[i] = std::log(weights_[i]) + std::log(choice_probs_[i * m + j]);
-    return log_sum_exp(terms);
+    for (size_t i = 0; i < n; ++i) out[i] = std::log(choice_probs_[i * m + j]);
+    return;
   }
-  if (!(x >= p.low && x <= p.high)) return kLogFloor;  // outside the range: no density
+  if (!(x >= p.low && x <= p.high)) {  // outside the range: no density
+    std::fill(out, out + n, kLogFloor);
+    return;
+  }
   auto transform = [&](double v) { return p.log ? std::log(v) : v; };
   for (size_t i = 0; i < n; ++i) {
     const double mu = mus_[i], sigma = sigmas_[i];
     const double log_z = log_gauss_mass((low_ - mu) / sigma, (high_ - mu) / sigma);
-    double log_kernel;
     if (p.kind == Param::Kind::integer) {  // the mass of x's bin
       const double left = transform(x - p.step / 2), right = transform(x + p.step / 2);
-      log_kernel = log_gauss_mass((left - mu) / sigma, (right - mu) / sigma) - log_z;
+      out[i] = log_gauss_mass((left - mu) / sigma, (right - mu) / sigma) - log_z;
     } else {  // the truncated normal's density
       const double z = (transform(x) - mu) / sigma;
-      log_kernel = -0.5 * z * z - kLogSqrt2Pi - std::log(sigma) - log_z;
+      out[i] = -0.5 * z * z - kLogSqrt2Pi - std::log(sigma) - log_z;
     }
-    terms[i] = std::log(weights_[i]) + log_kernel;
   }
-  return log_sum_exp(terms);
+}
+
+TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar) {
+  // Only complete trials say anything about the objective (a NaN value says nothing either);
+  // with the liar, running ones are known to be taken and are told "bad".
+  TpeSplit out;
+  std::vector<const Trial*> done;
+  for (const Trial& t : history) {
+    if (t.state == TrialState::complete && !std::isnan(t.value)) done.push_back(&t);
+    if (t.state == TrialState::running && constant_liar) out.bad.push_back(&t);
+  }
+  out.n_complete = done.size();
+  // Good = the best gamma(n) by value (higher is better; ties to the older trial), bad = the
+  // rest; each group back in trial order, oldest first, which is the order the weights assume.
+  std::stable_sort(done.begin(), done.end(), [](const Trial* a, const Trial* b) {
+    return a->value != b->value ? a->value > b->value : a->number < b->number;
+  });
+  const auto n_good = static_cast<size_t>(tpe_gamma(static_cast<int>(done.size())));
+  out.good.assign(done.begin(), done.begin() + static_cast<std::ptrdiff_t>(n_good));
+  out.bad.insert(out.bad.end(), done.begin() + static_cast<std::ptrdiff_t>(n_good), done.end());
+  auto by_number = [](const Trial* a, const Trial* b) { return a->number < b->number; };
+  std::sort(out.good.begin(), out.good.end(), by_number);
+  std::sort(out.bad.begin(), out.bad.end(), by_number);
+  return out;
 }
 
 std::optional<Values> TpeSampler::sample(const Space& space, const std::vector<Trial>& history,
@@ -285,26 +322,20 @@ std::optional<Values> TpeSampler::sample(const Space& space, const std::vector<T
   MASE_CHECK(opt_.n_startup_trials >= 0, ConfigError, "[tpe] expected n_startup_trials >= 0, got ",
              opt_.n_startup_trials);
 
-  // Only complete trials say anything about the objective (a NaN value says nothing either).
-  std::vector<const Trial*> done;
-  for (const Trial& t : history)
-    if (t.state == TrialState::complete && !std::isnan(t.value)) done.push_back(&t);
-
+  const TpeSplit split = tpe_split(history, opt_.constant_liar);
   // Startup: too little to model yet, so sample at random — exactly what RandomSampler would.
-  if (static_cast<int64_t>(done.size()) < opt_.n_startup_trials)
+  if (static_cast<int64_t>(split.n_complete) < opt_.n_startup_trials)
     return RandomSampler(seed_).sample(space, history, number);
-
-  // Good = the best gamma(n) by value (higher is better; ties to the older trial), bad = the
-  // rest; each group back in trial order, oldest first, which is the order the weights assume.
-  std::stable_sort(done.begin(), done.end(), [](const Trial* a, const Trial* b) {
-    return a->value != b->value ? a->value > b->value : a->number < b->number;
-  });
-  const auto n_good = static_cast<size_t>(tpe_gamma(static_cast<int>(done.size())));
-  std::vector<const Trial*> good(done.begin(), done.begin() + static_cast<std::ptrdiff_t>(n_good));
-  std::vector<const Trial*> bad(done.begin() + static_cast<std::ptrdiff_t>(n_good), done.end());
-  auto by_number = [](const Trial* a, const Trial* b) { return a->number < b->number; };
-  std::sort(good.begin(), good.end(), by_number);
-  std::sort(bad.begin(), bad.end(), by_number);
+  // Parameters that can take one value only: nothing to model.
+  Values out;
+  for (const Param& p : space.params())
+    if (single_valued(p)) out[p.name] = p.kind == Param::Kind::categorical ? 0.0 : p.low;
+  if (opt_.multivariate) {
+    sample_joint(space, split, number, out);
+    return out;
+  }
+  const auto& good = split.good;
+  const auto& bad = split.bad;
 
   // One parameter's observations in a group: the trials that have a valid value for it.
   auto observed = [](const std::vector<const Trial*>& group, const Param& p) {
@@ -316,14 +347,10 @@ std::optional<Values> TpeSampler::sample(const Space& space, const std::vector<T
     return xs;
   };
 
-  Values out;
   const auto& params = space.params();
   for (size_t j = 0; j < params.size(); ++j) {
     const Param& p = params[j];
-    if (single_valued(p)) {  // nothing to choose
-      out[p.name] = p.kind == Param::Kind::categorical ? 0.0 : p.low;
-      continue;
-    }
+    if (single_valued(p)) continue;  // set above
     const ParzenEstimator l(p, observed(good, p), opt_.prior_weight);
     const ParzenEstimator g(p, observed(bad, p), opt_.prior_weight);
     // This (trial, parameter)'s own Philox stream; the top bit keeps it apart from the streams

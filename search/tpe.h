@@ -1,12 +1,21 @@
 // search/tpe.h — the Tree-structured Parzen Estimator sampler, as Optuna's default TPESampler.
 //
-// Bergstra et al., "Algorithms for Hyper-Parameter Optimization", NeurIPS 2011; the details
-// follow Optuna's implementation (optuna/samplers/_tpe) with its default settings, so that a
-// student's search here is as sample-efficient as the same search in Optuna:
+// Bergstra et al., "Algorithms for Hyper-Parameter Optimization", NeurIPS 2011; Falkner et al.,
+// "BOHB", ICML 2018 (the multivariate kernel). The details follow Optuna 5.0.0's implementation
+// (optuna/samplers/_tpe) with the settings of `optuna.samplers.TPESampler()` for a
+// single-objective study — multivariate=True, constant_liar=True, group=False, prior_weight 1,
+// consider_magic_clip, no consider_endpoints, default_gamma, default_weights, n_startup_trials
+// 10, n_ei_candidates 24 — so that a student's search here is as sample-efficient as the same
+// search in Optuna (bench/tpe/ compares the two: docs/lab2.md "TPE against Optuna"):
 //   1. the first n_startup_trials (10) trials are random (RandomSampler, same seed);
 //   2. the complete trials are split by value: the best gamma(n) = min(ceil(0.1 n), 25) are
-//      "good" (below, l), the rest "bad" (above, g);
-//   3. per parameter, independently (Optuna's multivariate = false), a Parzen estimator is
+//      "good" (below, l), the rest "bad" (above, g); with the constant liar, trials still
+//      running (in other processes) join the bad ones — "do not propose what is being tried" —
+//      without counting in n (Optuna's _split_trials);
+//   3. "tpe" (multivariate, the default): ONE mixture over all parameters together, each kernel
+//      a product of the one-parameter kernels below centred on one trial's values, all sharing
+//      that trial's weight (tpe_multivariate.cpp); "tpe-independent" (multivariate = false):
+//      per parameter, independently, a Parzen estimator is
 //      built from each group: a mixture with one kernel per observation plus a prior kernel
 //      (weight prior_weight = 1), observation weights 1 for n < 25 and else a ramp from 1/n to 1
 //      over the oldest n - 25 and 1 for the newest 25 (Optuna's default_weights);
@@ -19,8 +28,12 @@
 //        categorical: kernel i puts weight 1 on its observed choice plus prior_weight / (n + 1)
 //          on every choice, normalised; the prior kernel is uniform;
 //   4. n_ei_candidates (24) candidates are drawn from l and the one maximising
-//      log l(x) - log g(x) is returned.
-// Random numbers come from Philox keyed by (seed, trial number), so a study is reproducible.
+//      log l(x) - log g(x) is returned (multivariate: whole points, scored jointly).
+// Not modelled: pruned trials (Optuna ranks them by their last intermediate value; our studies
+// keep none yet), so here they count neither as good nor as bad.
+// Random numbers come from Philox keyed by (seed, trial number), so a study is reproducible;
+// they are the only thing that differs from Optuna (tests/search/test_tpe*.cpp check the rest
+// against fixtures made by Optuna itself).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -35,12 +48,20 @@ struct TpeOptions {
   int n_startup_trials = 10;
   int n_ei_candidates = 24;
   double prior_weight = 1.0;
+  bool multivariate = true;   // false: Optuna's independent TPE ("tpe-independent")
+  bool constant_liar = true;  // running trials count as bad ones
 };
 
 // gamma(n) = min(ceil(0.1 n), 25): how many of n complete trials count as good.
 int tpe_gamma(int n);
 // Optuna's default_weights(n): ones for n < 25, else linspace(1/n, 1, n - 25) then 25 ones.
 std::vector<double> tpe_weights(int n);
+
+// Helpers shared by tpe.cpp and tpe_multivariate.cpp.
+bool single_valued(const Param& p);  // a parameter with one possible value: nothing to model
+// log sum_k exp(terms[k]) without overflow, floored at log(1e-300) so that a difference of two
+// such logs is never -inf - (-inf).
+double log_sum_exp(const std::vector<double>& terms);
 
 // One parameter's Parzen estimator over the internal form (search/space.h): a mixture of
 // kernels; for numeric parameters the kernels live in the transformed space (log for log ones).
@@ -54,6 +75,12 @@ class ParzenEstimator {
   // log of the density at x (numeric, in the transformed space: for a log real, the density of
   // log x; for integers the probability of the step's bin; categorical: the choice's).
   double log_pdf(double internal) const;
+  // The parts of both, per mixture component k (the multivariate estimator combines them):
+  // the component that u picks (weights as numpy's RandomState.choice), a draw from component k
+  // at quantile u, and log of component k's own density or mass at x (its weight left out).
+  size_t pick_component(double u) const;
+  double sample_component(size_t k, double u) const;
+  void log_kernels(double internal, double* out) const;  // out: weights().size() values
 
   // Inspection for tests and for students: component weights (sum 1), and for numeric
   // parameters the means and sigmas in the transformed space; for categoricals the per-component
@@ -69,14 +96,43 @@ class ParzenEstimator {
   double low_ = 0, high_ = 0;  // the truncation range in the transformed space
 };
 
+// The joint Parzen estimator of multivariate TPE over several parameters: component k is the
+// product of the one-parameter kernels k of each parameter's ParzenEstimator (built from the
+// same trials, so they share the weights); log_pdf(x) = log sum_k w_k prod_d kernel_kd(x_d).
+class MultivariateParzenEstimator {
+ public:
+  // params: the parameters modelled together (none single-valued); observations: one point per
+  // trial, oldest first, each with a value for every parameter in params.
+  MultivariateParzenEstimator(const std::vector<const Param*>& params,
+                              const std::vector<Values>& observations, double prior_weight);
+  // A point drawn from uniforms u[0] (the component) and u[1 + d] (parameter d's quantile).
+  Values sample(const double* u) const;
+  double log_pdf(const Values& x) const;
+  const std::vector<ParzenEstimator>& marginals() const { return marginals_; }
+  const std::vector<double>& weights() const { return marginals_.front().weights(); }
+
+ private:
+  std::vector<const Param*> params_;
+  std::vector<ParzenEstimator> marginals_;
+};
+
+// The trials TPE models, split (step 2 above): good ones and bad ones, each oldest first.
+struct TpeSplit {
+  std::vector<const Trial*> good, bad;
+  size_t n_complete = 0;  // n of gamma(n): complete trials only, never running ones
+};
+TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar);
+
 class TpeSampler : public Sampler {
  public:
   explicit TpeSampler(uint64_t seed, TpeOptions options = {}) : seed_(seed), opt_(options) {}
-  std::string name() const override { return "tpe"; }
+  std::string name() const override { return opt_.multivariate ? "tpe" : "tpe-independent"; }
   std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
                                int64_t number) override;
 
  private:
+  // Multivariate step 3-4: sets every parameter of `out` that is not single-valued.
+  void sample_joint(const Space& space, const TpeSplit& split, int64_t number, Values& out) const;
   uint64_t seed_;
   TpeOptions opt_;
 };

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/error.h"
@@ -25,6 +26,7 @@
 #include "search/objectives.h"
 #include "search/plot.h"
 #include "search/study.h"
+#include "search/workers.h"
 #include "train/trainer.h"
 
 using namespace mase;
@@ -91,7 +93,7 @@ int main(int argc, char** argv) {
   CLI::App app{"mase-search: architecture search over BERT on IMDb (Lab 2)"};
   app.footer(kFooter);
   std::string sampler = "tpe", study_name, dir = "runs/search", plot, compare;
-  int trials = 12;
+  int trials = 12, workers = 1;
   bool resume = false;
   uint64_t seed = 0;
   train::TrainConfig base;  // each trial's recipe and budget; the architecture is the trial's
@@ -102,7 +104,9 @@ int main(int argc, char** argv) {
   base.ckpt_every = 0;
   base.log_every = 50;
 
-  app.add_option("--sampler", sampler, "random, grid or tpe")->capture_default_str();
+  app.add_option("--sampler", sampler,
+                 "random, grid or tpe (multivariate; tpe-independent: one parameter at a time)")
+      ->capture_default_str();
   app.add_option("--trials", trials, "run until the study has this many finished trials")
       ->capture_default_str();
   app.add_option("--study", study_name, "study name (default arch-<sampler>)");
@@ -111,6 +115,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the sampler and of every trial's training")
       ->capture_default_str();
   app.add_flag("--resume", resume, "continue an existing study");
+  app.add_option("--workers", workers,
+                 "processes running trials of the study at once (--threads 0: cores / N each)")
+      ->capture_default_str();
   app.add_option("--plot", plot, "draw the running best of the --compare studies to this SVG");
   app.add_option("--compare", compare, "studies to plot, comma-separated");
   app.add_option("--model", base.model, "preset giving everything the space does not vary")
@@ -131,10 +138,13 @@ int main(int argc, char** argv) {
   if (auto status = cli::parse(app, "mase-search", argc, argv)) return *status;
 
   return cli::run("mase-search", [&]() -> int {
+    if (workers > 1 && base.threads == 0)  // share the cores, not oversubscribe them
+      base.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / workers);
     set_num_threads(base.threads);
     const std::string db = (fs::path(dir) / "studies.db").string();
     if (!plot.empty()) return run_plot(db, split_commas(compare), plot);
     MASE_CHECK(trials >= 1, ConfigError, "expected --trials >= 1, got ", trials);
+    MASE_CHECK(workers >= 1, ConfigError, "expected --workers >= 1, got ", workers);
     if (app.count("--lr")) base.lr = lr;
     base.seed = seed;
     base.validate();
@@ -165,6 +175,7 @@ int main(int argc, char** argv) {
 
     train::clear_stop();
     train::install_stop_handlers();
+    Workers copies(workers, study);  // this process and workers - 1 forked copies run the loop
     // Trials run until enough have finished; a failure that is not the trial's own (no data,
     // a bad flag every trial trips over) would fail forever, so three in a row end the search.
     constexpr int kMaxFailuresInARow = 3;
@@ -174,9 +185,12 @@ int main(int argc, char** argv) {
       MASE_CHECK(failures_in_a_row < kMaxFailuresInARow, Error, "[search] ", kMaxFailuresInARow,
                  " trials in a row failed; the last: ", last_error,
                  " (fix it, then continue with --resume)");
-      std::optional<Trial> t = study.ask();
-      if (!t) {
-        std::printf("done      the sampler has nothing left to try (a finished grid)\n");
+      std::optional<Trial> t = study.ask(trials);  // none once the budget is finished or running
+      if (!t) {  // the budget is finished or running (maybe in another worker), or the grid done
+        int taken = 0;
+        for (const auto& r : study.trials()) taken += r.trial.state != TrialState::failed;
+        if (taken < trials)
+          std::printf("done      the sampler has nothing left to try (a finished grid)\n");
         break;
       }
       auto start = std::chrono::steady_clock::now();
@@ -203,6 +217,9 @@ int main(int argc, char** argv) {
                   best_text);
       std::fflush(stdout);
     }
+    if (copies.is_copy()) return train::stop_requested() ? kExitInterrupted : 0;
+    MASE_CHECK(copies.wait() == 0 || train::stop_requested(), Error,
+               "[search] a worker process failed (its error is above)");
     const std::string csv = (fs::path(dir) / (study_name + ".csv")).string();
     study.write_csv(csv);
     auto best = study.best();

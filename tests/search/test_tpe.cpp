@@ -16,6 +16,7 @@
 #include "runtime/error.h"
 #include "search/sampler.h"
 #include "search/tpe.h"
+#include "search/check_close.h"
 
 using namespace mase::search;
 
@@ -44,16 +45,6 @@ Param cat_param(int n) {
   p.kind = Param::Kind::categorical;
   for (int i = 0; i < n; ++i) p.choices.push_back("c" + std::to_string(i));
   return p;
-}
-
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double rel,
-                 const std::string& what) {
-  INFO(what);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("index " << i);
-    CHECK(std::abs(got[i] - want[i]) <= rel * std::max(1.0, std::abs(want[i])));
-  }
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+// search/workers.h — several processes on one study: `mase-search --workers N`.
+//
+// A study lives in its SQLite file, and Study::ask takes the file's write lock while it reads
+// the history, samples and inserts the new running trial (search/study.h), so processes that
+// share the file never take the same trial: the grid sampler skips the points of running
+// trials, TPE's constant liar counts them as bad (search/tpe.h), and ask(budget) counts them
+// against the budget, so N workers stop at exactly `budget` finished trials.
+//
+// Workers forks N - 1 copies of the calling process; every process, the parent included, then
+// runs the same trial loop on its own connection to the file (a SQLite connection must never
+// cross a fork: the study's is closed before forking and opened again in every process, with
+// the sampler and seed stored in the file, Study::load). The parent then waits for its copies.
+//
+//   Workers workers(n, study);                 // study: open, checked, resumed
+//   while (auto t = study.ask(budget)) { ... study.tell(...); }
+//   if (workers.is_copy()) return 0;           // a copy ends here (leaving main is fine: it is
+//                                              // a whole copy of the program)
+//   int failed = workers.wait();               // the parent: copies that exited non-zero
+// Read next: search/study.h, tools/mase_search.cpp.
+#pragma once
+#include <sys/types.h>
+
+#include <vector>
+
+#include "search/study.h"
+
+namespace mase::search {
+
+class Workers {
+ public:
+  // n >= 1 (ConfigError otherwise); n == 1 forks nothing and leaves `study` as it is.
+  // IoError if a fork fails (the copies already started are waited for first).
+  Workers(int n, Study& study);
+  ~Workers();  // the parent waits for copies still running (an exception left the loop)
+  Workers(const Workers&) = delete;
+  Workers& operator=(const Workers&) = delete;
+
+  int index() const { return index_; }  // 0 in the parent, 1..n-1 in the copies
+  bool is_copy() const { return index_ > 0; }
+  // The parent: waits for every copy; returns how many did not exit with status 0.
+  int wait();
+
+ private:
+  int index_ = 0;
+  std::vector<pid_t> children_;
+};
+
+}  // namespace mase::search
