@@ -24,7 +24,7 @@
 namespace mase::bench {
 namespace {
 
-// `batch` GEMMs C_i (M × N) = op(A_i)·op(B_i), as runtime/cpu/matmul.h takes them: row-major,
+// `batch` GEMMs C_i (M × N) = op(A_i)·op(B_i), as runtime/kernels/matmul.h takes them: row-major,
 // leading dims, and each matrix's offset (elements) into A, B and C.
 struct Problem {
   bool ta = false, tb = false;

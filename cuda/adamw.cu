@@ -1,5 +1,5 @@
 // cuda/adamw.cu — the fused AdamW update on the GPU (twin of runtime/cpu/adamw.cpp; the math
-// is in runtime/cpu/adamw.h). One thread per element, in a grid-stride loop: the kernel is
+// is in runtime/kernels/adamw.h). One thread per element, in a grid-stride loop: the kernel is
 // memory-bound (28 bytes per element), so all that matters is coalesced loads and stores.
 #include "runtime/kernels/adamw.h"
 #include "cuda/check.h"

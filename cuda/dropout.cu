@@ -1,6 +1,6 @@
 // cuda/dropout.cu — apply a Philox dropout mask on the GPU (twin of runtime/cpu/dropout.cpp).
 // One thread per Philox block of 4 elements; philox4x32 and dropout_keep are the very
-// functions the CPU runs (runtime/philox.h, runtime/cpu/dropout.h), compiled for the device.
+// functions the CPU runs (runtime/philox.h, runtime/kernels/dropout.h), compiled for the device.
 #include "cuda/check.h"
 #include "runtime/kernels/dropout.h"
 

@@ -1,5 +1,5 @@
 // cuda/grad_norm.cu — Σ x² in double on the GPU, as fixed per-block partial sums (twin of
-// runtime/cpu/grad_norm.cpp; see cuda/grad_norm.h for why partials).
+// runtime/cpu/grad_norm.cpp; see runtime/kernels/grad_norm.h for why partials).
 #include "cuda/check.h"
 #include "runtime/kernels/grad_norm.h"
 

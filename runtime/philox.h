@@ -22,7 +22,7 @@
 namespace mase {
 
 // The multipliers and the key's Weyl increments (also used by the 8-wide CPU version,
-// runtime/cpu/dropout.h).
+// runtime/kernels/dropout.h).
 constexpr uint32_t kPhiloxM0 = 0xD2511F53, kPhiloxM1 = 0xCD9E8D57;
 constexpr uint32_t kPhiloxW0 = 0x9E3779B9, kPhiloxW1 = 0xBB67AE85;
 

@@ -1,5 +1,5 @@
 // train/adamw.cpp — AdamW's step: state, scalars, and the call to the fused kernel (math in
-// adamw.h and runtime/cpu/adamw.h).
+// adamw.h and runtime/kernels/adamw.h).
 #include "train/adamw.h"
 
 #include <cmath>

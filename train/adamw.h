@@ -15,7 +15,7 @@
 //   ... backward(loss); clip_grad_norm(...); opt.set_lr_factor(schedule.factor(step));
 //   opt.step(); opt.zero_grad();
 //
-// Read next: runtime/cpu/adamw.h (the kernel), train/sgd.h.
+// Read next: runtime/kernels/adamw.h (the kernel), train/sgd.h.
 #pragma once
 #include "runtime/kernels/adamw.h"  // AdamWScalars
 #include "train/optimizer.h"

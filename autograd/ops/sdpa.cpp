@@ -23,7 +23,7 @@
 //
 // Dropout: both draw the same mask from the same generator state — probability (b, h, i, j)
 // uses Philox word ((b·NH + h)·Tq + i)·Tk + j of gen's stream after gen.advance(B·NH·Tq·Tk),
-// which is the layout dropout() uses on the packed probabilities (runtime/cpu/sdpa.h).
+// which is the layout dropout() uses on the packed probabilities (runtime/kernels/sdpa.h).
 // q·kᵀ on head-split views costs no copy in either: BLAS reads the transposed, strided
 // operand with a flag and a leading dim. Tests: tests/autograd/test_sdpa*.cpp.
 #include <cmath>

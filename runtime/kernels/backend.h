@@ -1,7 +1,7 @@
-// cuda/cuda.h — how the CUDA twins of runtime/cpu kernels are declared.
+// runtime/kernels/backend.h — how the CUDA half of a kernel contract is declared.
 //
-// Every kernel header in cuda/ declares its functions through MASE_CUDA_FN. In a build with
-// CUDA (MASE_HAS_CUDA) that is a plain declaration, defined in the matching .cu file. In a
+// Every contract in runtime/kernels/ declares its CUDA kernels through MASE_CUDA_FN. In a
+// build with CUDA (MASE_HAS_CUDA) that is a plain declaration, defined in the matching .cu file. In a
 // build without CUDA it becomes an inline function that throws a DeviceError, so the rest of
 // the code calls cuda::foo unconditionally and still links. Ops only reach a cuda:: kernel
 // for a tensor on a GPU, and such a tensor cannot exist without CUDA (Tensor::to throws).

@@ -1,5 +1,4 @@
-// runtime/kernels/grad_norm.h — Σ x² of a tensor in double, deterministically (twin:
-// cuda/grad_norm.h). The kernel of train::clip_grad_norm: the total gradient norm is
+// runtime/kernels/grad_norm.h — Σ x² of a tensor in double, deterministically. The kernel of train::clip_grad_norm: the total gradient norm is
 // √(Σ over every gradient of Σ g²).
 //
 // The contract of the grad_norm kernels: both backends' signatures side by side, implemented by

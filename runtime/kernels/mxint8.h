@@ -1,4 +1,4 @@
-// runtime/kernels/mxint8.h — MXINT8 packing kernels on the CPU (twin: cuda/mxint8.cu).
+// runtime/kernels/mxint8.h — MXINT8 packing kernels: runtime/cpu/mxint8.cpp and cuda/mxint8.cu.
 //
 // Layout of a (rows, K) tensor (blocks of 32 along K, OCP MX v1.0):
 //   q      (rows, K)            int8 elements, row-major        — K bytes per row

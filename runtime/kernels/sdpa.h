@@ -35,7 +35,7 @@ struct SdpaSizes {
   int64_t B = 0, NH = 0, Tq = 0, Tk = 0, HS = 0, HSv = 0;  // q, k: HS wide; v, out: HSv wide
 };
 
-// Attention-probability dropout (`drop`, runtime/cpu/dropout.h): probability (b, h, i, j) is
+// Attention-probability dropout (`drop`, runtime/kernels/dropout.h): probability (b, h, i, j) is
 // kept iff word e = ((b·NH + h)·Tq + i)·Tk + j of the Philox stream (drop.seed, drop.offset)
 // passes dropout_keep — the counter layout of dropout() on the packed (B, NH, Tq, Tk)
 // probabilities, so sdpa and sdpa_reference drop the same entries for the same generator.
