@@ -118,6 +118,9 @@ nlohmann::json BertConfig::to_json() const {
   j["id2label"] = id2label;
   j["label2id"] = label2id;
   j["pooling"] = pooling;  // ours: HF keeps it as an unused attribute
+  if (pooling != "cls")    // say it where a reader of the file looks
+    j["pooling_note"] = "mean pooling is mase-cpp's: transformers' BertForSequenceClassification "
+                        "ignores \"pooling\" and pools [CLS], so it predicts differently from this model";
   return j;
 }
 

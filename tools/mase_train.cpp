@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ constexpr int kExitDiverged = 3, kExitInterrupted = 130;  // 1 and 2: tools/cli.
 const char* kFooter = R"(Examples:
   mase-train --model bert-tiny --data imdb --data-dir ../shared/data
       from scratch with the recipe for bert-tiny (sentencepiece 16k trained on IMDb train,
-      mean pooling, lr 1e-3, 1 epoch); results in runs/bert-tiny-imdb-<date>-<time>/
+      [CLS] pooling, lr 1e-3, 1 epoch); results in runs/bert-tiny-imdb-<date>-<time>/
   mase-train --model bert-tiny --train-subset 2000 --test-subset 1000 --epochs 1
       a quick look (a few minutes)
   mase-train --resume runs/bert-tiny-imdb-20250101-120000
@@ -57,9 +58,18 @@ Exit status: 0 done, 1 error, 2 bad flags, 3 loss diverged, 130 stopped (resumab
 const std::vector<std::string> kResumeFlags = {"--resume", "--threads", "--device",
                                                "--log-every"};
 
-int run_predict(const std::string& dir, const std::vector<std::string>& texts,
-                const std::string& vocab, int threads) {
+// One line per text: label and probability, then (--logits) every logit with %.9g, enough
+// digits to tell f32 values apart: what to compare with HF transformers' logits.
+int run_predict(const std::string& dir, std::vector<std::string> texts, const std::string& file,
+                bool logits, const std::string& vocab, int threads) {
   set_num_threads(threads);
+  if (!file.empty()) {  // one review per line, empty lines skipped
+    std::ifstream in(file);
+    if (!in) throw IoError(cat("[predict] cannot read --file ", file));
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) texts.push_back(line);
+  }
+  if (texts.empty()) throw ConfigError("[predict] expected texts or --file FILE, got neither");
   LoadedModel lm = load_model_dir(dir, vocab);
   for (const std::string& text : texts) {
     Prediction p = predict(*lm.model, *lm.tokenizer, text, lm.max_len);
@@ -67,7 +77,12 @@ int run_predict(const std::string& dir, const std::vector<std::string>& texts,
     std::string label = lm.model->config().num_labels == 2 ? names[p.label]
                                                            : "LABEL_" + std::to_string(p.label);
     std::string shown = text.size() > 70 ? text.substr(0, 67) + "..." : text;
-    std::printf("%s %.4f  %s\n", label.c_str(), p.probability, shown.c_str());
+    std::printf("%s %.4f", label.c_str(), p.probability);
+    if (logits) {
+      std::printf("  logits");
+      for (float z : p.logits) std::printf(" %.9g", z);
+    }
+    std::printf("  %s\n", shown.c_str());
   }
   return 0;
 }
@@ -113,7 +128,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--clip", c.clip, "max gradient norm (0 = off)")->capture_default_str();
   app.add_option("--dropout", dropout, "hidden and attention dropout (default 0.1)");
-  app.add_option("--pooling", pooling, "cls or mean (default: mean from scratch, the model's with --init)");
+  app.add_option("--pooling", pooling, "cls or mean (default: cls from scratch, as HF; the model's with --init). mean is ours: HF transformers would pool [CLS] and predict differently");
   app.add_option("--bucketing", bucketing, "on|off: batch reviews of similar length")
       ->capture_default_str();
   app.add_option("--seed", c.seed, "seed of weights, dropout and data order")->capture_default_str();
@@ -149,14 +164,20 @@ int main(int argc, char** argv) {
   CLI::App* pred = app.add_subcommand("predict", "print the label and probability of texts");
   std::string pred_dir;
   std::vector<std::string> texts;
+  std::string pred_file;
+  bool pred_logits = false;
   pred->add_option("run_dir", pred_dir, "a run folder (or an HF folder with vocab.txt)")->required();
-  pred->add_option("texts", texts, "review texts")->required();
-  pred->footer("Example: mase-train predict runs/bert-tiny-imdb-20250101-120000 \"A wonderful film.\"");
+  pred->add_option("texts", texts, "review texts");
+  pred->add_option("--file", pred_file, "a file of reviews, one per line");
+  pred->add_flag("--logits", pred_logits, "also print every logit at full f32 precision");
+  pred->footer("Examples:\n  mase-train predict runs/bert-tiny-imdb-20250101-120000 \"A wonderful film.\"\n"
+               "  mase-train predict runs/bert-tiny-imdb-20250101-120000 --logits --file reviews.txt");
 
   if (auto status = cli::parse(app, "mase-train", argc, argv)) return *status;
 
   return cli::run("mase-train", [&]() -> int {
-    if (pred->parsed()) return run_predict(pred_dir, texts, c.vocab, c.threads);
+    if (pred->parsed())
+      return run_predict(pred_dir, texts, pred_file, pred_logits, c.vocab, c.threads);
 
     // ---- flags that contradict each other: refused before anything is read or written ----
     auto given = [&](const char* flag) { return app.count(flag) > 0; };

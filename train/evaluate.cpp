@@ -94,8 +94,9 @@ Prediction predict(nn::BertForSequenceClassification& model, const data::Tokeniz
   Tensor input = Tensor::from(ids, {1, T}).to(device);
   Tensor logits = model.forward(input, Tensor()).logits;  // (1, num_labels)
   model.train(was_training);
-  std::vector<double> z = logits.to_vector<double>();
   Prediction p;
+  p.logits = logits.to_vector<float>();
+  std::vector<double> z(p.logits.begin(), p.logits.end());
   const double zmax = *std::max_element(z.begin(), z.end());
   double total = 0;
   for (double v : z) total += std::exp(v - zmax);

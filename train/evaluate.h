@@ -46,6 +46,7 @@ struct Prediction {
   int32_t label = 0;               // argmax: 1 = positive, 0 = negative (IMDb)
   double probability = 0;          // softmax probability of `label`
   std::vector<double> probs;       // of every label
+  std::vector<float> logits;       // the model's raw outputs, as computed (f32)
   int64_t tokens = 0;              // ids the model saw ([CLS] and [SEP] included)
 };
 

@@ -189,6 +189,10 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
                (long long)mc.num_attention_heads, (long long)mc.intermediate_size,
                with_commas(mc.vocab_size).c_str(), mc.pooling.c_str(),
                c.init.empty() ? cat("random init (seed ", c.seed, ")").c_str() : "from --init");
+  if (mc.pooling != "cls")
+    std::fprintf(out, "note      pooling %s is not HF's: transformers would load this model but pool "
+                      "[CLS] and predict differently (--pooling cls for HF parity)\n",
+                 mc.pooling.c_str());
   std::fprintf(out, "data      %s: %s train / %s test reviews, max_len %lld, bucketing %s\n",
                d.source.string().c_str(), with_commas(d.train.size()).c_str(),
                with_commas(d.test.size()).c_str(), (long long)c.max_len, c.bucketing ? "on" : "off");

@@ -24,8 +24,8 @@ struct TrainConfig {
   // ---- model ----------------------------------------------------------------------------
   std::string model = "bert-small";  // a preset (bert-tiny … bert-base) or a config.json path
   std::string init;                  // start from this HF model folder or run folder ("" = random)
-  std::optional<std::string> pooling;  // "cls" or "mean" (recipe: mean from scratch; with
-                                       // --init unset = the checkpoint's)
+  std::optional<std::string> pooling;  // "cls" or "mean" (recipe: cls from scratch, HF's;
+                                       // with --init unset = the checkpoint's)
   std::optional<double> dropout;       // hidden and attention dropout (recipe: 0.1 from scratch)
   std::string freeze;                  // regex: matching parameter paths are not trained
   // Architecture overrides of the preset (0 = the preset's): what Lab 2's search varies.

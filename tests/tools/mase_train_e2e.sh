@@ -46,6 +46,14 @@ echo "trained: $(grep '^done' "$dir/train.log")"
 cat "$dir/predict.log"
 head -n 1 "$dir/predict.log" | grep -Eq '^positive 0\.[5-9][0-9]*|^positive 1\.0' || fail "first text not positive"
 tail -n 1 "$dir/predict.log" | grep -Eq '^negative 0\.[5-9][0-9]*|^negative 1\.0' || fail "second text not negative"
+# 2b. --file and --logits: the same texts from a file, with both logits at full precision, and
+# the probability they imply (softmax) is the one printed
+printf 'great, i loved it\n\nawful, i hated it\n' > "$dir/texts.txt"
+"$bin" predict "$dir/run" --logits --file "$dir/texts.txt" > "$dir/logits.log" 2>&1 || fail "predict --file exited $?"
+cat "$dir/logits.log"
+[ "$(wc -l < "$dir/logits.log")" -eq 2 ] || fail "expected 2 lines from --file (the empty line skipped)"
+awk '{ if ($3 != "logits") exit 1; d = $5 - $4; p = 1 / (1 + exp(($1 == "positive" ? -d : d)));
+       if (p - $2 > 0.0001 || $2 - p > 0.0001) exit 1 }' "$dir/logits.log" || fail "logits do not give the printed probability"
 
 # 3. --eval-only prints the test accuracy that final.json holds
 "$bin" --init "$dir/run" --eval-only --data-dir "$dir/data" --cache-dir "$dir/cache" > "$dir/eval.log" 2>&1 || fail "eval-only exited $?"

@@ -108,7 +108,8 @@ TEST_CASE("trainer: the run folder holds the log, the metrics, the model and fin
   CHECK(fin["test_accuracy"].get<double>() == r.eval.accuracy);
   CHECK(fin["steps"].get<int64_t>() == 24);
   CHECK(fin["config"]["lr"].get<double>() == 1e-2);
-  CHECK(fin["config"]["pooling"].get<std::string>() == "mean");  // resolved by the recipe
+  CHECK(fin["config"]["pooling"].get<std::string>() == "cls");  // resolved by the recipe: HF's
+  CHECK(!read_json_file(run / "config.json").contains("pooling_note"));
   CHECK(fin["train_tokens_per_s"].get<double>() > 0);
   // the last metrics row is the final evaluation
   CHECK(metrics.back().rfind("24,2.0000,", 0) == 0);
@@ -306,9 +307,11 @@ TEST_CASE("trainer: --init starts from an HF folder or a run folder with their t
   CHECK(fin["config"]["lr"] == 1e-12);
   CHECK(mase::test::read_bytes(fx.run("from-hf") / "vocab.txt") == vocab);
 
-  // our run folder: a mean-pooled model stays mean-pooled
+  // our run folder: a mean-pooled model stays mean-pooled, and its config.json says HF differs
   TrainConfig a = fx.config("first");
+  a.pooling = "mean";
   REQUIRE(train_new(a, null).status == TrainStatus::completed);
+  CHECK(read_json_file(fx.run("first") / "config.json").contains("pooling_note"));
   TrainConfig b = fx.config("second");
   b.init = fx.run("first").string();
   b.vocab = "";
