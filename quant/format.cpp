@@ -188,6 +188,7 @@ std::string Format::str() const {
     else if (key == "bipolar") os << (bipolar ? "true" : "false");
     else if (key == "scaling") os << (scaling ? "true" : "false");
   }
+  if (mase_compat) os << ", compat=mase";
   os << ")";
   return os.str();
 }
@@ -209,6 +210,9 @@ double Format::bits_per_element() const {
 
 void Format::validate(std::string_view where, std::string_view prefix) const {
   const int W = width, E = exponent_width, b = exponent_bias;
+  MASE_CHECK(!mase_compat || is_scalar(kind), ConfigError, "[quant] ", where, ": \"compat\": ",
+             "\"mase\" is implemented for integer, minifloat_ieee, minifloat_denorm and log, got ",
+             kind_name(kind), " (docs/formats.md tables how the other formats differ from MASE)");
   auto key = [&](const char* k) { return cat(prefix, k); };  // "weight_width"
   auto needs_width = [&] { check_range(W, 1, 32, key("width"), where); };
   switch (kind) {
@@ -283,6 +287,17 @@ Format make_format(std::string_view name, const json& params, std::string_view w
 
 Format make_format(std::string_view name) { return make_format(name, json::object()); }
 
+// "compat": "mase" (MASE's formulas) or "mase-cpp" (the default: the nearest-value rule),
+// one key for every tensor of a layer.
+static bool read_compat(const json& cfg, std::string_view where) {
+  auto it = cfg.find("compat");
+  if (it == cfg.end()) return false;
+  MASE_CHECK(it->is_string() && (*it == "mase" || *it == "mase-cpp"), ConfigError, "[quant] ",
+             where, ": expected \"compat\": \"mase\" or \"mase-cpp\", got ",
+             it->is_string() ? it->get<std::string>() : std::string(it->type_name()));
+  return *it == "mase";
+}
+
 Format parse_format(const json& cfg, std::string_view prefix_sv, std::string_view where) {
   const Kind kind = parse_kind(cfg, where);
   const std::string prefix(prefix_sv);
@@ -314,6 +329,7 @@ Format parse_format(const json& cfg, std::string_view prefix_sv, std::string_vie
   if (kind == Kind::log) bias_default = f.width >= 2 && f.width <= 32 ? (1 << (f.width - 2)) - 1 : 0;
   else if (E >= 1 && E <= 30) bias_default = (1 << (E - 1)) - 1;
   f.exponent_bias = get_int("exponent_bias", bias_default);
+  f.mase_compat = read_compat(cfg, where);
   f.validate(where, prefix);
   return f;
 }
@@ -334,7 +350,7 @@ LinearQuantConfig parse_linear_config(const json& cfg, std::string_view layer) {
   const auto& taken = Format::keys(kind);
   bool has_out = false;
   for (const auto& [key, value] : cfg.items()) {
-    if (key == "name" || key == "bypass") continue;
+    if (key == "name" || key == "bypass" || key == "compat") continue;
     bool known = false;
     for (const std::string& p : kPrefixes) {
       if (!key.starts_with(p)) continue;
@@ -347,7 +363,7 @@ LinearQuantConfig parse_linear_config(const json& cfg, std::string_view layer) {
       if (p == "data_out_") has_out = true;
     }
     MASE_CHECK(known, ConfigError, "[quant] ", where, ": unknown key '", key,
-               "' (keys are name, bypass and {data_in,weight,bias,data_out}_{", join(kVocabulary), "})");
+               "' (keys are name, bypass, compat and {data_in,weight,bias,data_out}_{", join(kVocabulary), "})");
   }
   out.data_in = parse_format(cfg, "data_in_", where);
   out.weight = parse_format(cfg, "weight_", where);

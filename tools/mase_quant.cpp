@@ -221,6 +221,9 @@ int main(int argc, char** argv) {
   for (const char* key : {"stochastic", "bipolar", "scaling"})
     app.add_option_function<bool>(std::string("--") + key, [&params, k = std::string(key)](bool v) { params[k] = v; },
                                   std::string(key) + " (true or false)");
+  app.add_option_function<std::string>(
+      "--compat", [&params](const std::string& v) { params["compat"] = v; },
+      "mase: MASE's own formulas (integer, minifloat, log), to match the course's numbers");
   app.add_flag("--table", table, "list every code and value of a scalar format");
   app.add_option("--speed", speed, "time fake quantization of N random values against memcpy")
       ->check(CLI::Range(int64_t(1024), int64_t(1) << 30));

@@ -131,8 +131,30 @@ void run(T* out, const T* inp, int64_t n, bool f32_ok, Make make, Fn fn) {
   map(out, inp, n, make(T()), fn);
 }
 
+// "compat": "mase": MASE's formulas element by element (quant_scalar.h), in T's arithmetic.
+template <class T>
+void scalar_forward_mase(T* out, const T* inp, int64_t n, const quant::FormatParams& f) {
+  switch (f.kind) {
+    case Kind::integer:
+      return map(out, inp, n, integer_params<T>(f.width, f.frac_width),
+                 [](T x, const IntegerParams<T>& p) { return mase_integer_one(x, p); });
+    case Kind::log: {
+      const MaseLogSpec s{-f.exponent_bias, (1 << (f.width - 1)) - 1 - f.exponent_bias};
+      return map(out, inp, n, s, [](T x, const MaseLogSpec& p) { return mase_log_one(x, p); });
+    }
+    default: {  // minifloat_ieee, minifloat_denorm
+      const MaseMinifloatSpec s{f.width - f.exponent_width - 1, -f.exponent_bias,
+                                (1 << f.exponent_width) - 1 - f.exponent_bias,
+                                f.kind == Kind::minifloat_ieee};
+      return map(out, inp, n, s,
+                 [](T x, const MaseMinifloatSpec& p) { return mase_minifloat_one(x, p); });
+    }
+  }
+}
+
 template <class T>
 void scalar_forward(T* out, const T* inp, int64_t n, const quant::FormatParams& f) {
+  if (f.mase_compat) return scalar_forward_mase(out, inp, n, f);
   switch (f.kind) {
     case Kind::integer:
       // f32 holds every k·2^−f exactly up to 25 bits (|k| ≤ 2^24); wider grids use f64

@@ -42,6 +42,10 @@ struct FormatParams {
   bool stochastic = false; // binary, binary_scaling
   bool bipolar = true;     // binary, binary_scaling: {−1,+1} (true) or {0,+1} (false)
   bool scaling = false;    // ternary: {−α,0,α} (true) or {−1,0,1} (false)
+  // "compat": "mase" — MASE's own formulas, step by step in float arithmetic, instead of the
+  // nearest-value rule (integer, minifloat_ieee, minifloat_denorm, log only; docs/formats.md
+  // tables every difference). For matching the course's numbers, not for new work.
+  bool mase_compat = false;
 };
 
 }  // namespace mase::quant

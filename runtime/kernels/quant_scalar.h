@@ -18,7 +18,8 @@
 //
 // How each one rounds, and why it is exact:
 //  * integer: k = RNE(x·2^f) clamped to [−2^(w−1), 2^(w−1)−1], then k·2^−f. Scaling by a power
-//    of two is exact, so this is RNE on the fixed-point grid. (MASE-identical.)
+//    of two is exact, so this is RNE on the fixed-point grid. (Equal in value to MASE's; MASE
+//    keeps −0 where this gives +0 — "compat": "mase" below.)
 //  * minifloat (ieee and denorm, see MinifloatParams): in the normal range the f32 bit pattern
 //    is rounded directly: add half an ulp of the target (minus one, plus the kept LSB for ties
 //    to even) and clear the dropped bits. A carry out of the mantissa moves into the exponent,
@@ -170,6 +171,64 @@ inline T log_one(T x, const LogParams<T>& p) {
   const U small = af > p.half_min ? p.min_bits : U(0);  // below 2^kmin: nearer of 0 and 2^kmin
   r = S(a) < S(p.min_bits) ? small : r;
   return S(a) > S(B::kInf) ? x : std::bit_cast<T>(r | sign);  // NaN: keep it
+}
+
+// ---- "compat": "mase": MASE's formulas (src/chop/nn/quantizers/{integer,minifloat,log}.py) --
+// The same steps in the same arithmetic (T: what PyTorch computes a T tensor in), so a student
+// can reproduce the course's numbers. What they do differently from the rule above:
+//   integer           −0 stays −0 (round(−0.3) = −0);
+//   minifloat_*       the binade comes from floor/ceil(log2(|x| + 1e-9)), the sign from
+//                     sign(x + 1e-9); |x| ≤ 1e-8 passes through unchanged (torch.isclose to 0);
+//                     ±inf gives NaN (0·inf in the pass-through blend); ieee: the lowest binade
+//                     2^−b.. is treated as subnormal; denorm: mantissas m/2^M in [0, 1)
+//   log               no zero code: the powers are 2^−b .. 2^(2^(W−1)−1−b) and 0 maps to 2^−b
+//                     (|x| + 0.1·2^−b before log2), rounding in the log domain
+// log2 is the C library's; PyTorch's vectorised log2 may differ in the last ulp, which moves a
+// result only for an input within an ulp of a binade edge.
+struct MaseMinifloatSpec {
+  int M = 0;                 // mantissa bits (W − E − 1)
+  int emin = 0, emax = 0;    // −b and 2^E − 1 − b
+  bool ieee = true;          // minifloat_ieee (implicit one) or minifloat_denorm
+};
+struct MaseLogSpec {
+  int emin = 0, emax = 0;    // −b and 2^(W−1) − 1 − b
+};
+
+template <class T>
+inline T mase_integer_one(T x, const IntegerParams<T>& p) {
+  const T k = std::nearbyint(x * p.scale);       // torch.round: ties to even
+  return std::min(std::max(k, p.lo), p.hi) * p.inv_scale;  // clamp keeps NaN and −0
+}
+
+template <class T>
+inline T mase_sign(T v) { return v > 0 ? T(1) : v < 0 ? T(-1) : v == 0 ? T(0) : v; }  // torch.sign
+
+template <class T>
+inline T mase_minifloat_one(T x, const MaseMinifloatSpec& s) {
+  const T eps = T(1e-9);
+  const T sign = mase_sign(x + eps), value = std::abs(x);
+  const T l = std::log2(value + eps);
+  const T e = std::clamp(s.ieee ? std::floor(l) : std::ceil(l), T(s.emin), T(s.emax));
+  const T p2 = std::exp2(e), mantissa = value / p2, shift = std::exp2(T(s.M));
+  T m;
+  if (!s.ieee) {
+    m = std::clamp(std::nearbyint(mantissa * shift), T(0), shift - 1) / shift;
+  } else if (e != T(s.emin)) {  // "normal": 1.f
+    m = T(1) + std::clamp(std::nearbyint(mantissa * shift - shift), T(0), shift - 1) / shift;
+  } else {                      // MASE's subnormal: 0.f · 2 in the lowest binade
+    m = std::clamp(std::nearbyint(mantissa * shift / 2), T(0), shift - 1) / shift * 2;
+  }
+  const bool close_to_0 = value <= T(1e-8);  // torch.isclose(value, 0): atol 1e-8
+  // (!close)·q + close·x, as MASE blends: 0·inf = NaN, so ±inf gives NaN
+  return T(!close_to_0) * (sign * p2 * m) + T(close_to_0) * x;
+}
+
+template <class T>
+inline T mase_log_one(T x, const MaseLogSpec& s) {
+  const T tiny = static_cast<T>(std::exp2(double(s.emin)) * 0.1);  // min_pos · 0.1
+  const T sign = mase_sign(x + tiny), value = std::abs(x) + tiny;
+  const T e = std::clamp(std::nearbyint(std::log2(value)), T(s.emin), T(s.emax));
+  return sign * std::exp2(e);
 }
 
 // ---- array kernels -----------------------------------------------------------------------
