@@ -64,11 +64,12 @@ void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
                            "set key below noenhanced\nset grid\nset offsets graph 0.02, graph 0.02,"
                            " graph 0.05, graph 0.05\nset yrange [*:*]\n",
                            "plot ");
+  // Markers shrink from curve to curve, so equal points show as nested markers, not one.
   for (size_t i = 0; i < curves.size(); ++i)
     script += cat(i ? ", \\\n     " : "", gp_string(dat), " index ", i,
-                  " using 1:2 with linespoints linewidth 2 pointsize 1.3 pointtype ",
-                  2 * i + 5, " dashtype ", i + 1, " linecolor ", i + 1, " title ",
-                  gp_string(curves[i].label));
+                  " using 1:2 with linespoints linewidth 2 pointsize ",
+                  std::max(0.8, 1.9 - 0.35 * double(i)), " pointtype ", 2 * i + 5, " dashtype ",
+                  i + 1, " linecolor ", i + 1, " title ", gp_string(curves[i].label));
   script += "\n";
   nn::write_text_atomic(gp, script);
 

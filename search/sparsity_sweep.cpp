@@ -100,11 +100,12 @@ SweepPlan sparsity_sweep_plan(const SparsitySweepOptions& opt) {
     return s;
   };
   plan.layout.attr_columns = {"weight_sparsity", "test_loss", "seconds", "run"};
-  std::string what = targets ? "" : opt.targets[0] == "both" ? "weights+activations, "
-                                                             : opt.targets[0] + "s, ";
-  if (!scopes) what += opt.scopes[0] + " scope, ";
-  plan.text.title = cat("Lab 1.2: ", model_label(b.init), " pruned (", what,
-                        "sparsity x)\n", budget_text(b, "fine-tuning", steps));
+  std::string what = targets ? "" : opt.targets[0] == "both" ? "weights+activations"
+                                                             : opt.targets[0] + "s";
+  if (!scopes) what += (what.empty() ? "" : ", ") + opt.scopes[0] + " scope";
+  plan.text.title = cat("Lab 1.2: ", model_label(b.init), " pruned",
+                        what.empty() ? "" : " (" + what + ")", "\n",
+                        budget_text(b, "fine-tuning", steps));
   plan.text.xlabel = "sparsity (fraction of values pruned)";
   return plan;
 }
