@@ -79,7 +79,7 @@ SweepPlan sparsity_sweep_plan(const SparsitySweepOptions& opt) {
                                    {"finetune", index_of(finetune, ft)}});
   }
   plan.objective = {{"sweep", "lab1.2 sparsity"},
-                    {"model_dir", fs::absolute(b.init).lexically_normal().string()},
+                    {"model_dir", fs::weakly_canonical(fs::absolute(b.init)).string()},
                     {"test_subset", b.test_subset}, {"max_len", b.max_len},
                     {"finetune_steps", opt.finetune_steps}, {"train_subset", b.train_subset},
                     {"batch_size", b.batch_size}, {"lr", b.lr ? json(*b.lr) : json()},
@@ -106,6 +106,15 @@ SweepPlan sparsity_sweep_plan(const SparsitySweepOptions& opt) {
   plan.text.title = cat("Lab 1.2: ", model_label(b.init), " pruned",
                         what.empty() ? "" : " (" + what + ")", "\n",
                         budget_text(b, "fine-tuning", steps));
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string j;
+    for (const std::string& x : v) j += (j.empty() ? "" : ",") + x;
+    return "{" + j + "}";
+  };
+  plan.summary = cat("Lab 1.2: ", opt.sparsities.size(), " sparsities x ", joined(opt.methods),
+                     " x ", joined(opt.scopes), " x ", joined(opt.targets),
+                     steps > 0 ? cat(", fine-tuned ", steps, " steps and not") : std::string(),
+                     ", model ", b.init);
   plan.text.xlabel = "sparsity (fraction of values pruned)";
   return plan;
 }

@@ -122,6 +122,7 @@ int run_sweep(const SweepPlan& plan, const PointFn& evaluate, std::FILE* out) {
   std::filesystem::create_directories(std::filesystem::path(plan.db).parent_path());
   OrderedGridSampler* sampler = nullptr;
   Study study = open_sweep(plan, sampler);
+  std::fprintf(out, "sweep     %s\n", plan.summary.c_str());
   const int dead = study.resume();
   const int total = static_cast<int>(plan.points.size());
   int done = complete_points(plan, study.trials());

@@ -59,6 +59,7 @@ struct SweepPlan {
   std::vector<Values> points;  // the points this run asks for, in order (a subset of space)
   nlohmann::json objective;    // what the points compute (compared on re-runs)
   SweepLayout layout;
+  std::string summary;            // one line saying what the sweep is (printed once opened)
   CurvePlotText text;             // the figure's title and axes
   std::string csv;                // the CSV to write
   std::vector<std::string> plots;  // the figures to draw (.svg, .png)

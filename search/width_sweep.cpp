@@ -33,7 +33,7 @@ SweepPlan width_sweep_plan(const WidthSweepOptions& opt) {
     for (size_t i = 0; i < widths.size(); ++i)
       plan.points.push_back({{"mode", mode == "ptq" ? 0 : 1}, {"width", double(i)}});
   plan.objective = {{"sweep", "lab1.1 width"},
-                    {"model_dir", fs::absolute(b.init).lexically_normal().string()},
+                    {"model_dir", fs::weakly_canonical(fs::absolute(b.init)).string()},
                     {"format", "integer"}, {"frac_width", opt.frac.str()},
                     {"test_subset", b.test_subset}, {"max_len", b.max_len},
                     {"qat_steps", opt.qat_steps}, {"train_subset", b.train_subset},
@@ -49,6 +49,10 @@ SweepPlan width_sweep_plan(const WidthSweepOptions& opt) {
   const std::string frac = opt.frac.half ? "width/2" : cat(opt.frac.fixed);
   plan.text.title = cat("Lab 1.1: ", model_label(b.init), ", every Linear integer(width, frac ", frac,
                         ")\n", budget_text(b, "QAT", qat_steps));
+  std::string curves;
+  for (const std::string& c : opt.curves) curves += (curves.empty() ? "" : ",") + c;
+  plan.summary = cat("Lab 1.1: ", opt.widths.size(), " widths x {", curves, "}, frac width ",
+                     opt.frac.str(), ", model ", b.init);
   plan.text.xlabel = "fixed-point width (bits)";
   return plan;
 }

@@ -178,8 +178,6 @@ struct SweepCommands {
     MASE_CHECK(qat_steps >= 1, ConfigError, "[--qat-steps] expected >= 1, got ", qat_steps);
     o.qat_steps = qat_steps;
     start(o, wf);
-    std::printf("sweep     Lab 1.1: %zu widths x {%s}, frac width %s, model %s\n",
-                o.widths.size(), curves.c_str(), o.frac.str().c_str(), o.base.init.c_str());
     return search::run_width_sweep(o, stdout);
   }
 
@@ -194,11 +192,6 @@ struct SweepCommands {
                finetune_steps);
     o.finetune_steps = finetune_steps;
     start(o, sf);
-    std::printf("sweep     Lab 1.2: %zu sparsities x {%s} x {%s} x {%s}%s, model %s\n",
-                o.sparsities.size(), methods.c_str(), scopes.c_str(), targets.c_str(),
-                finetune_steps > 0 ? cat(", fine-tuned ", finetune_steps, " steps and not").c_str()
-                                   : "",
-                o.base.init.c_str());
     return search::run_sparsity_sweep(o, stdout);
   }
 };
