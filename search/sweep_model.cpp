@@ -76,6 +76,8 @@ train::TrainResult train_point(train::TrainConfig c, const nlohmann::json& pass,
     throw;
   }
   std::fclose(sink);
+  MASE_CHECK(r.status != train::TrainStatus::interrupted, Error, "[sweep] stopped during ",
+             run.string(), " (run the same command again: this point starts over)");
   MASE_CHECK(r.status == train::TrainStatus::completed, Error, "[sweep] the run ", run.string(),
              " did not complete: ", r.message, " (its log: ", log, ")");
   return r;

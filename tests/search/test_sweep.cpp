@@ -1,7 +1,8 @@
 // tests/search/test_sweep.cpp — the Lab 1 sweeps without a model: list parsing and every bad
 // input (the flag named in one line), the pass configs a point builds, and run_sweep on a
 // made-up objective: points in order, resumed without re-evaluating, a failing point, the CSV
-// rows and a refused re-run (other objective or space) that leaves the study file unchanged.
+// rows, a stop request between points, and a refused re-run (other objective or space) that
+// leaves the study file unchanged.
 // The oracles are hand-written lists, CSV text and file bytes.
 #include <doctest/doctest.h>
 
@@ -15,6 +16,7 @@
 #include "search/sweep_list.h"
 #include "search/sweep_study.h"
 #include "search/width_sweep.h"
+#include "train/trainer.h"
 
 using namespace mase;
 using namespace mase::search;
@@ -160,7 +162,7 @@ TEST_CASE("sweep plans: points in order and the curves asked for") {
         "random, local, fine-tuned 10 steps");
 }
 
-TEST_CASE("run_sweep: every point once, resumed, CSV rows by curve and x") {
+TEST_CASE("run_sweep: every point once and resumed with CSV rows by curve and x") {
   TempDir dir;
   SweepPlan plan = toy_plan(dir);
   std::vector<std::string> seen;
@@ -236,5 +238,23 @@ TEST_CASE("run_sweep: a study name reused with another objective or space change
   CHECK(config_error([&] { run_sweep(other_space, fn, sink); }).find("was created with") !=
         std::string::npos);
   CHECK(read(plan.db) == db);  // byte for byte
+  std::fclose(sink);
+}
+
+TEST_CASE("run_sweep: a stop request ends the sweep after the point in progress and the rest runs next time") {
+  TempDir dir;
+  SweepPlan plan = toy_plan(dir);
+  int calls = 0;
+  auto fn = [&](const Params&) {
+    if (++calls == 2) train::request_stop();  // what Ctrl-C does (train/trainer.h)
+    return Outcome{0.5, {}};
+  };
+  std::FILE* sink = std::fopen("/dev/null", "w");
+  train::clear_stop();
+  CHECK(run_sweep(plan, fn, sink) == 2);
+  CHECK(read(plan.csv) == "curve,curve,x,accuracy,note,trial\ncurve a,a,1,0.5,,0\ncurve a,a,2,0.5,,1\n");
+  train::clear_stop();
+  CHECK(run_sweep(plan, fn, sink) == 4);
+  CHECK(calls == 6);
   std::fclose(sink);
 }
