@@ -139,7 +139,7 @@ int run_sparsity_sweep(const SparsitySweepOptions& opt, std::FILE* out) {
       return o;
     }
     const fs::path run = runs / cat("ft-", method, "-", scope, "-", target, "-s", format_real(s));
-    Outcome o = train_outcome(opt.base, opt.finetune_steps, config, "prune", run);
+    Outcome o = train_outcome(opt.base, opt.finetune_steps, config, "prune", run, out);
     o.attrs["weight_sparsity"] = final_weight_sparsity(run);
     return o;
   };

@@ -91,8 +91,11 @@ Outcome eval_outcome(const train::EvalResult& e, Outcome o) {
 }
 
 Outcome train_outcome(train::TrainConfig c, int64_t steps, const nlohmann::json& pass,
-                      const std::string& pass_flag, const fs::path& run) {
+                      const std::string& pass_flag, const fs::path& run, std::FILE* out) {
   c.max_steps = steps;
+  std::fprintf(out, "training  %s: %lld steps (progress in %s.log)\n", run.string().c_str(),
+               static_cast<long long>(steps), run.string().c_str());
+  std::fflush(out);
   train::TrainResult r = train_point(c, pass, pass_flag, run);
   train::EvalResult e = r.eval;
   e.seconds = r.wall_s;

@@ -58,9 +58,11 @@ train::TrainResult train_point(train::TrainConfig config, const nlohmann::json& 
 // A point's outcome from an evaluation: accuracy; attributes test_loss and seconds (added to o's).
 Outcome eval_outcome(const train::EvalResult& e, Outcome o = {});
 // train_point for `steps` steps, as an outcome: the run's accuracy; test_loss, seconds (the
-// run's wall time: training and evaluation) and run (its folder).
+// run's wall time: training and evaluation) and run (its folder). Says on `out` where the
+// run's own progress goes, since a point may train for minutes.
 Outcome train_outcome(train::TrainConfig base, int64_t steps, const nlohmann::json& pass,
-                      const std::string& pass_flag, const std::filesystem::path& run);
+                      const std::string& pass_flag, const std::filesystem::path& run,
+                      std::FILE* out);
 
 // The max_len the run at `model_dir` was trained with (its train_config.json), else 512.
 int64_t trained_max_len(const std::filesystem::path& model_dir);

@@ -70,7 +70,7 @@ int run_width_sweep(const WidthSweepOptions& opt, std::FILE* out) {
       o = eval_outcome(ptq->evaluate([&](nn::Module& m) { (void)quant::quantize(m, config); }));
     } else {
       o = train_outcome(opt.base, opt.qat_steps, config, "quant",
-                        runs / cat("qat-w", width, "-f", frac));
+                        runs / cat("qat-w", width, "-f", frac), out);
     }
     o.attrs["frac_width"] = cat(frac);
     return o;
