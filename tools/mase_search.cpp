@@ -1,4 +1,5 @@
-// tools/mase-search — architecture search (Lab 2) with the random, grid and TPE samplers.
+// tools/mase-search — architecture search (Lab 2) with the random, grid and TPE samplers, and
+// the Lab 1 sweeps as subcommands (sweep-width, sweep-sparsity: tools/sweep_cli.h).
 //
 //   mase-search --sampler tpe --trials 20 --model bert-tiny --max-steps 200 --train-subset 2000
 //   mase-search --sampler tpe --resume                     # continue after a crash or Ctrl-C
@@ -22,6 +23,7 @@
 
 #include "runtime/error.h"
 #include "tools/cli.h"
+#include "tools/sweep_cli.h"
 #include "runtime/parallel.h"
 #include "search/objectives.h"
 #include "search/plot.h"
@@ -135,7 +137,10 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", base.cache_dir, "tokenizer models and token caches");
   app.add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
 
+  cli::SweepCommands sweeps(app);  // sweep-width, sweep-sparsity: Lab 1 (tools/sweep_cli.h)
+
   if (auto status = cli::parse(app, "mase-search", argc, argv)) return *status;
+  if (sweeps.chosen()) return cli::run("mase-search", [&] { return sweeps.run(); });
 
   return cli::run("mase-search", [&]() -> int {
     if (workers > 1 && base.threads == 0)  // share the cores, not oversubscribe them

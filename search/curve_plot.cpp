@@ -1,0 +1,90 @@
+// search/curve_plot.cpp — x-y curves through gnuplot (SVG or PNG). Read curve_plot.h first.
+#include "search/curve_plot.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "models/atomic_file.h"
+#include "runtime/error.h"
+
+namespace mase::search {
+namespace fs = std::filesystem;
+namespace {
+
+// The terminal for a file name, or "" if its extension is not one we draw.
+std::string terminal_for(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".svg") return "svg size 800,500 dynamic font 'sans,13'";
+  if (ext == ".png") return "pngcairo size 900,560 font 'sans,12'";
+  return "";
+}
+
+// gnuplot string literal in double quotes (so a title's "\n" breaks the line): backslash,
+// double quote and newline escaped.
+std::string gp_string(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '\n') q += "\\n";
+    else if (c == '\\' || c == '"') q += std::string("\\") + c;
+    else q += c;
+  }
+  return q + "\"";
+}
+
+}  // namespace
+
+void check_plot_path(const std::string& path, const std::string& flag) {
+  MASE_CHECK(!terminal_for(path).empty(), ConfigError, "[", flag,
+             "] expected a file ending in .svg or .png, got '", path,
+             "' (the extension chooses gnuplot's terminal)");
+}
+
+void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
+                 const std::string& path) {
+  check_plot_path(path, "plot");
+  MASE_CHECK(!curves.empty(), ConfigError, "[plot] expected at least one curve to draw, got none");
+  const std::string dat = path + ".dat", gp = path + ".gp", tmp = path + ".tmp";
+
+  std::string data;  // one block per curve (gnuplot's "index"), two blank lines between blocks
+  for (const Curve& c : curves) {
+    data += "# " + c.label + ": x y\n";
+    auto pts = c.points;
+    std::sort(pts.begin(), pts.end());
+    for (const auto& [x, y] : pts) data += cat(x, " ", y, "\n");
+    data += "\n\n";
+  }
+  nn::write_text_atomic(dat, data);
+
+  std::string script = cat("set terminal ", terminal_for(path), "\n",
+                           "set output ", gp_string(tmp), "\n",
+                           "set title ", gp_string(text.title), " noenhanced\n",
+                           "set xlabel ", gp_string(text.xlabel), " noenhanced\n",
+                           "set ylabel ", gp_string(text.ylabel), " noenhanced\n",
+                           "set key below noenhanced\nset grid\nset offsets graph 0.02, graph 0.02,"
+                           " graph 0.05, graph 0.05\nset yrange [*:*]\n",
+                           "plot ");
+  // Markers shrink from curve to curve, so equal points show as nested markers, not one.
+  for (size_t i = 0; i < curves.size(); ++i)
+    script += cat(i ? ", \\\n     " : "", gp_string(dat), " index ", i,
+                  " using 1:2 with linespoints linewidth 2 pointsize ",
+                  std::max(0.8, 1.9 - 0.35 * double(i)), " pointtype ", 2 * i + 5, " dashtype ",
+                  i + 1, " linecolor ", i + 1, " title ", gp_string(curves[i].label));
+  script += "\n";
+  nn::write_text_atomic(gp, script);
+
+  // gnuplot writes the figure to a temporary name; it is renamed only when gnuplot succeeded.
+  std::FILE* pipe = popen(cat("gnuplot ", gp_string(gp), " 2>&1").c_str(), "r");
+  MASE_CHECK(pipe != nullptr, IoError, "[plot] cannot run gnuplot (apt-get install gnuplot-nox)");
+  std::string output;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
+  const int status = pclose(pipe);
+  MASE_CHECK(status == 0, IoError, "[plot] gnuplot failed on ", gp, ": ",
+             output.empty() ? std::string("no output (apt-get install gnuplot-nox)") : output);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  MASE_CHECK(!ec, IoError, "[plot] gnuplot wrote no ", tmp, ": ", ec.message());
+}
+
+}  // namespace mase::search

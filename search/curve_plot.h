@@ -1,0 +1,35 @@
+// search/curve_plot.h — Lab 1's figures: y against x, one curve per method, through gnuplot.
+//
+// Where search/plot.h draws the running best of studies against the trial, this draws sweep
+// points: accuracy against width (Lab 1.1) or against sparsity (Lab 1.2). The file's
+// extension chooses gnuplot's terminal: .svg -> svg, .png -> pngcairo. Curves get a point
+// marker, a dash type and a colour of their own, so two curves with equal values (PTQ and QAT
+// both at fp32 accuracy for wide formats) still read as two. The numbers (<path>.dat) and the
+// script (<path>.gp) are written beside the figure, so a student can restyle it and redraw
+// with `gnuplot <path>.gp`.
+// Read next: search/sweep_study.h (where the curves come from).
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mase::search {
+
+struct Curve {
+  std::string label;
+  std::vector<std::pair<double, double>> points;  // (x, y), drawn in x order
+};
+
+struct CurvePlotText {
+  std::string title, xlabel, ylabel = "test accuracy";
+};
+
+// Writes `path` (.svg or .png), `path`.dat and `path`.gp, each atomically. ConfigError for
+// another extension or no curve; IoError if gnuplot is missing or fails (with its output).
+void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
+                 const std::string& path);
+
+// Throws the ConfigError plot_curves would for `path`'s extension, naming `flag`.
+void check_plot_path(const std::string& path, const std::string& flag);
+
+}  // namespace mase::search
