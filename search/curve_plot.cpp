@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 
 namespace mase::search {
@@ -54,7 +54,7 @@ void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
     for (const auto& [x, y] : pts) data += cat(x, " ", y, "\n");
     data += "\n\n";
   }
-  nn::write_text_atomic(dat, data);
+  write_text_atomic(dat, data);
 
   std::string script = cat("set terminal ", terminal_for(path), "\n",
                            "set output ", gp_string(tmp), "\n",
@@ -71,7 +71,7 @@ void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
                   std::max(0.8, 1.9 - 0.35 * double(i)), " pointtype ", 2 * i + 5, " dashtype ",
                   i + 1, " linecolor ", i + 1, " title ", gp_string(curves[i].label));
   script += "\n";
-  nn::write_text_atomic(gp, script);
+  write_text_atomic(gp, script);
 
   // gnuplot writes the figure to a temporary name; it is renamed only when gnuplot succeeded.
   std::FILE* pipe = popen(cat("gnuplot ", gp_string(gp), " 2>&1").c_str(), "r");

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "data/dataset.h"
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "quant/passes.h"
 #include "runtime/error.h"
 #include "train/evaluate.h"
@@ -31,7 +31,7 @@ PassEvaluator::PassEvaluator(const train::TrainConfig& c, std::FILE* out)
   lm_.model->to(eval_.device);
   for (const auto& [path, linear] : quant::linear_layers(*lm_.model))
     originals_[path] = lm_.model->submodule(path);
-  for (const auto& [name, t] : lm_.model->state_dict()) weights_[name] = t.clone();
+  for (const auto& [name, t] : lm_.model->state_dict()) weights_[name] = t.detach().clone();  // values only
   std::fprintf(out, "model     %s (%s), %lld test reviews, max_len %lld, loaded once\n",
                lm_.weights.string().c_str(), lm_.tokenizer_file.filename().string().c_str(),
                static_cast<long long>(test_.size()), static_cast<long long>(max_len_));
@@ -63,7 +63,7 @@ train::TrainResult train_point(train::TrainConfig c, const nlohmann::json& pass,
   fs::remove_all(run, ec);  // an earlier attempt of this point that did not finish
   fs::create_directories(run.parent_path());
   const std::string config = run.string() + ".json", log = run.string() + ".log";
-  nn::write_text_atomic(config, pass.dump(2) + "\n");
+  write_text_atomic(config, pass.dump(2) + "\n");
   (pass_flag == "quant" ? c.quant : c.prune) = config;
   c.out = run.string();
   std::FILE* sink = std::fopen(log.c_str(), "w");

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <map>
 
-#include "models/atomic_file.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "search/study_store.h"
 #include "search/sweep_list.h"
@@ -213,7 +213,7 @@ void write_sweep_outputs(const SweepPlan& plan, const Study& study, std::FILE* o
     }
     curves.push_back(std::move(c));
   }
-  nn::write_text_atomic(plan.csv, csv);
+  write_text_atomic(plan.csv, csv);
   std::fprintf(out, "csv       %s (%d rows)\n", plan.csv.c_str(), rows);
   for (const std::string& p : plan.plots) {
     if (curves.empty()) break;
