@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "runtime/error.h"
+#include "runtime/atomic_file.h"
 
 namespace mase::search {
 namespace fs = std::filesystem;
@@ -27,22 +28,6 @@ std::vector<double> running_best(const std::vector<TrialRecord>& trials, Directi
 }
 
 namespace {
-
-// Writes text to path via a temporary file and a rename: a crash never leaves half a file.
-void write_atomically(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    MASE_CHECK(f.good(), IoError, "[plot] cannot write ", tmp.string());
-    f << text;
-    MASE_CHECK(f.good(), IoError, "[plot] write failed: ", tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  MASE_CHECK(!ec, IoError, "[plot] cannot rename ", tmp.string(), " to ", path.string(), ": ",
-             ec.message());
-}
 
 // gnuplot string literal: single quotes, a single quote doubled.
 std::string quoted(const std::string& s) {
@@ -69,7 +54,7 @@ void plot_running_best(const std::vector<std::pair<std::string, std::vector<Tria
     }
     data += "\n\n";
   }
-  write_atomically(dat, data);
+  write_text_atomic(dat.string(), data);  // whole or not at all (runtime/atomic_file.h)
 
   std::string script = cat(
       "set terminal svg size 800,500 dynamic font 'sans,12'\n",
@@ -81,7 +66,7 @@ void plot_running_best(const std::vector<std::pair<std::string, std::vector<Tria
     script += cat(i ? ", " : "", quoted(dat.string()), " index ", i,
                   " using 1:2 with steps linewidth 2 title ", quoted(series[i].first));
   script += "\n";
-  write_atomically(gp, script);
+  write_text_atomic(gp.string(), script);
 
   // gnuplot writes the SVG to a temporary name; we rename it when gnuplot succeeded.
   std::string cmd = cat("gnuplot ", quoted(gp.string()), " 2>&1");

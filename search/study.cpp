@@ -20,6 +20,7 @@
 
 #include "runtime/error.h"
 #include "search/study_store.h"
+#include "runtime/atomic_file.h"
 
 namespace mase::search {
 
@@ -462,24 +463,8 @@ void Study::write_csv(const std::string& path) const {
     text += '\n';
   }
 
-  // Whole or not at all: a reader never sees half a CSV (rename(2) is atomic on one file system).
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw IoError(cat("[study] write ", tmp, ": ", std::strerror(errno),
-                        " (does the directory exist, and may this user write there?)"));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw IoError(
-        cat("[study] rename ", tmp, " to ", path, ": ", why, " (is the target a directory?)"));
-  }
+  // whole or not at all: a reader never sees half a CSV (runtime/atomic_file.h)
+  write_text_atomic(path, text);
 }
 
 }  // namespace mase::search
