@@ -21,6 +21,7 @@
 
 #include "bench/report.h"
 #include "runtime/cpu/blas.h"
+#include "runtime/cpu_features.h"
 #include "runtime/parallel.h"
 
 namespace mase::bench {
@@ -135,6 +136,7 @@ int main(int argc, char** argv) {
 
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
     benchmark::AddCustomContext("openblas_core", mase::blas::corename());
+    benchmark::AddCustomContext("cpu_isa", mase::isa_summary());
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,

@@ -33,4 +33,6 @@ int num_threads() {
   return g_threads;
 }
 
+std::string gemm_library() { return "OpenBLAS (" + blas::corename() + " kernels)"; }
+
 }  // namespace mase

@@ -6,6 +6,7 @@
 // machine is never oversubscribed (2 pools × 2 threads on 2 cores would halve throughput).
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -16,6 +17,8 @@ namespace mase {
 // (mase-train's --threads does). Returns the count now in effect.
 int set_num_threads(int n);
 int num_threads();
+// Which GEMM library and kernels the CPU backend runs: "OpenBLAS 0.3.21 (Haswell kernels)".
+std::string gemm_library();
 
 // f(lo, hi) over [begin, end) in chunks of at least `grain` elements. Runs inline when the
 // range is a single chunk, so small tensors pay no scheduling cost.

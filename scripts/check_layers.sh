@@ -14,7 +14,8 @@
 #                  signatures; includes base and other contracts only
 #        backends  runtime/cpu/ and cuda/ — peers: each includes the contracts, base and its own
 #                  folder, never the other (runtime/cpu/ may also use runtime/{parallel,
-#                  random,allocator}.h, its thread pool, generators and scratch memory)
+#                  random,allocator,cpu_features}.h: its thread pool, generators, scratch
+#                  memory and the CPU's feature flags)
 #        core      runtime/*.cpp|h (Tensor, Storage, allocator, …): anything in runtime/, and
 #                  cuda/memory.h (device memory) only
 #   3. Who calls kernels: runtime/kernels/ is included only by the backends, runtime's core,
@@ -64,7 +65,7 @@ while IFS= read -r file; do
         case "$inc" in runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h) ;;
           *) report "$file" "$inc" "a contract includes only base headers and contracts" ;; esac ;;
       runtime/cpu/*)
-        case "$inc" in runtime/cpu/*|runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h|runtime/parallel.h|runtime/random.h|runtime/allocator.h) ;;
+        case "$inc" in runtime/cpu/*|runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h|runtime/parallel.h|runtime/random.h|runtime/allocator.h|runtime/cpu_features.h) ;;
           *) report "$file" "$inc" "the CPU backend includes contracts, base headers and runtime/cpu/" ;; esac ;;
       cuda/*)
         case "$inc" in cuda/*|runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h) ;;

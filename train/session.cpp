@@ -15,6 +15,7 @@
 #include "quant/checkpoint.h"
 #include "quant/mxint8_linear.h"
 #include "quant/passes.h"
+#include "runtime/cpu_features.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 
@@ -206,6 +207,8 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
                (long long)t.steps_per_epoch(), c.weight_decay, c.clip,
                mc.hidden_dropout_prob);
   std::fprintf(out, "device    %s, %d threads\n", c.device.c_str(), num_threads());
+  if (!Device::parse(c.device).is_cuda())
+    std::fprintf(out, "cpu       %s; GEMMs: %s\n", isa_summary().c_str(), gemm_library().c_str());
   std::fprintf(out, "trainable parameters\n");
   for (const auto& [name, n] : parameter_counts(m)) {
     std::fprintf(out, "  %-18s %12s\n", name.c_str(), with_commas(n).c_str());

@@ -2,12 +2,12 @@
 // thread timeout (see blas.h).
 #include "runtime/cpu/blas.h"
 
-#include <cpuid.h>
 #include <dlfcn.h>
 
 #include <cstdlib>
 #include <mutex>
 
+#include "runtime/cpu_features.h"
 #include "runtime/error.h"
 
 namespace mase::blas {
@@ -27,17 +27,11 @@ struct Api {
   CorenameFn corename = nullptr;
 };
 
-// Which OpenBLAS core type this CPU can run, from its feature bits (leaf 7: AVX2 = EBX bit 5,
-// AVX-512 F/DQ/BW/VL = EBX bits 16/17/30/31; leaf 1: FMA = ECX bit 12).
+// Which OpenBLAS core type this CPU can run (runtime/cpu_features.h).
 const char* best_coretype() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return nullptr;
-  bool fma = c & (1u << 12);
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return nullptr;
-  bool avx2 = b & (1u << 5);
-  bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31));
-  if (avx512) return "SkylakeX";
-  if (avx2 && fma) return "Haswell";
+  const CpuFeatures& f = cpu_features();
+  if (f.avx512()) return "SkylakeX";
+  if (f.avx2 && f.fma) return "Haswell";
   return nullptr;
 }
 

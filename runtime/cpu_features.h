@@ -1,0 +1,36 @@
+// runtime/cpu_features.h — what this CPU can run, asked of the CPU itself (CPUID) and of the OS.
+//
+// The build targets x86-64-v3 (AVX2 + FMA: CMakeLists.txt); anything beyond it is chosen at
+// run time from these flags, and every such path has a portable fallback. A feature counts
+// only when the OS saves its registers on a context switch (XGETBV: the AVX and AVX-512 state
+// bits of XCR0) and, for AMX, when Linux has granted this process the tile data state
+// (arch_prctl ARCH_REQ_XCOMP_PERM, which cpu_features() asks for once): a CPUID bit alone does
+// not make an instruction safe to execute.
+//
+//   cpu_features().avx512_bf16     // use the bf16 dot product instructions?
+//   isa_summary()                  // "AMD EPYC 7B13: AVX2 FMA F16C (no AVX-512, AMX)"
+//
+// mase-train and mase-bench print the summary, so every figure names the CPU it came from.
+// Read next: runtime/cpu/blas.h (which OpenBLAS kernels the CPU gets).
+#pragma once
+#include <string>
+
+namespace mase {
+
+struct CpuFeatures {
+  std::string brand;  // the processor brand string, e.g. "AMD EPYC 7B13 64-Core Processor"
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;  // "AVX-512"
+  bool avx512_bf16 = false;  // vdpbf16ps: bf16 pairs dotted into fp32
+  bool avx512_vnni = false;  // vpdpbusd on 512-bit registers: u8·s8 dotted into int32
+  bool avx_vnni = false;     // the same on 256-bit registers (VEX encoded)
+  bool amx_tile = false, amx_bf16 = false, amx_int8 = false;  // tiles, with the OS's permission
+  bool avx512() const { return avx512f && avx512bw && avx512dq && avx512vl; }
+};
+
+// Detected once (thread-safe), then cached.
+const CpuFeatures& cpu_features();
+// One line: the brand, the extensions present beyond x86-64, and the notable ones absent.
+std::string isa_summary();
+
+}  // namespace mase

@@ -1,0 +1,61 @@
+// tests/runtime/test_cpu_features.cpp — runtime/cpu_features.h against the kernel's own view
+// (/proc/cpuinfo's flags), and the AMX permission where the CPU has AMX.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "helpers.h"
+#include "runtime/cpu_features.h"
+
+using namespace mase;
+
+namespace {
+
+// The "flags" line of the first processor in /proc/cpuinfo (empty when there is none).
+std::set<std::string> proc_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> out;
+    for (std::string w; words >> w;) out.insert(w);
+    return out;
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("cpu features: CPUID agrees with the kernel's /proc/cpuinfo") {
+  const std::set<std::string> flags = proc_flags();
+  if (flags.empty()) return test::skip("/proc/cpuinfo has no flags line");
+  const CpuFeatures& f = cpu_features();
+  auto has = [&](const char* name) { return flags.count(name) > 0; };
+  CHECK(f.avx2 == has("avx2"));
+  CHECK(f.fma == has("fma"));
+  CHECK(f.f16c == has("f16c"));
+  CHECK(f.avx512f == has("avx512f"));
+  CHECK(f.avx512bw == has("avx512bw"));
+  CHECK(f.avx512_bf16 == has("avx512_bf16"));
+  CHECK(f.avx512_vnni == has("avx512_vnni"));
+  CHECK(f.avx_vnni == has("avx_vnni"));
+  // the build's floor: x86-64-v3 code runs only where AVX2 and FMA are there
+  CHECK(f.avx2);
+  CHECK(f.fma);
+  CHECK(!f.brand.empty());
+  const std::string s = isa_summary();
+  CHECK(s.rfind(f.brand + ": AVX2 FMA", 0) == 0);
+  MESSAGE(s);
+}
+
+TEST_CASE("cpu features: AMX tiles are usable once Linux grants them") {
+  const std::set<std::string> flags = proc_flags();
+  if (!flags.count("amx_tile")) return test::skip("this CPU has no AMX (amx_tile)");
+  const CpuFeatures& f = cpu_features();
+  CHECK(f.amx_tile);  // the permission request succeeded
+  CHECK(f.amx_bf16 == flags.count("amx_bf16") > 0);
+  CHECK(f.amx_int8 == flags.count("amx_int8") > 0);
+}
