@@ -6,6 +6,7 @@
 //   --check mase-graph --model bert-tiny --pass report_parameters --pass 'freeze:^bert\.embeddings'
 //   --pass report_parameters mase-graph --init runs/imdb --pass insert_lora --lora-rank 8 --pass
 //   report_parameters --export out/ mase-graph --reload out/ --print --run
+//   mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5
 //
 // Steps, in this order: build the model (a preset with seeded HF init, or --init DIR: a
 // checkpoint folder, compressed or not: quant/checkpoint.h) in eval mode (--train for
@@ -14,6 +15,9 @@
 // trace it with --inputs, annotate it (the common metadata pass), run each --pass in order,
 // then --print / --draw / --export / --check / --run. --reload DIR starts from an exported graph
 // instead (no model: model passes and --check are not available).
+// `mase-graph compile` (Lab 4.1) compiles the model for one signature and prints the first-call
+// split, eager vs compiled per step, what each pass bought and the memory plan
+// (graph/compile_report.h); --no-pass NAME turns one pass off. Exit 1 if outputs differ.
 // Everything is a thin layer over graph/ (trace.h, metadata.h, draw.h, export.h,
 // passes/dropout.h) and models/ (parameters.h, lora.h).
 // Bad flags: one line on stderr, exit 2; other errors (an erase that fails): exit 1.
@@ -25,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/compile_report.h"
 #include "graph/draw.h"
 #include "graph/export.h"
 #include "graph/metadata.h"
@@ -241,7 +246,29 @@ int main(int argc, char** argv) {
   app.add_option("--export", o.export_dir, "export graph.json + model.safetensors to this folder");
   app.add_flag("--check", o.check, "compare the graph's logits with the eager model's");
   app.add_flag("--run", o.run, "run the graph on the example batch and print its outputs");
+  graph::CompileReportOptions co;
+  std::string mode = "eval";
+  CLI::App* comp = app.add_subcommand(
+      "compile", "compile for one input signature and compare with eager (Lab 4.1, docs/lab4.md)");
+  comp->add_option("--model", co.model, "preset: bert-tiny, bert-mini, bert-small, bert-base");
+  comp->add_option("--batch", co.batch, "sequences per batch")->check(CLI::Range(1, 4096));
+  comp->add_option("--seq", co.seq, "tokens per sequence")->check(CLI::Range(1, 512));
+  comp->add_option("--mode", mode, "eval (forward, no grad) or train (forward + backward)")
+      ->check(CLI::IsMember({"eval", "train"}));
+  comp->add_option("--no-pass", co.disabled,
+                   "turn a pass off (repeatable): remove_dropout, fuse_bias_gelu, fuse_add_norm, "
+                   "dce, memory_plan");
+  comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")
+      ->check(CLI::Range(1, 10000));
+  comp->add_option("--seed", co.seed, "seed of the model's init and of the batch");
   if (auto status = cli::parse(app, "mase-graph", argc, argv)) return *status;
+  if (comp->parsed())
+    return cli::run("mase-graph", [&] {
+      co.train = mode == "train";
+      const graph::CompileReport r = graph::compile_report(co);
+      std::cout << r.str();
+      return r.outputs_equal ? 0 : 1;
+    });
   return cli::run("mase-graph", [&] {
     MASE_CHECK(o.pad < o.seq_len, ConfigError, "--pad ", o.pad, " must be below --seq-len ",
                o.seq_len);

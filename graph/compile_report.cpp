@@ -1,0 +1,203 @@
+// graph/compile_report.cpp — measuring eager vs compiled for one signature (see
+// compile_report.h).
+#include "graph/compile_report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "models/fusion.h"
+#include "runtime/allocator.h"
+#include "runtime/parallel.h"
+
+namespace mase::graph {
+namespace {
+
+using Model = nn::BertForSequenceClassification;
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.shape() != b.shape() || a.dtype() != b.dtype())
+    return false;
+  Tensor ca = a.detach().contiguous(), cb = b.detach().contiguous();
+  return std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
+}
+
+// One step's results: logits (eval) or loss and every gradient (train).
+std::vector<Tensor> results(Model& model, const TensorMap& out, bool train) {
+  if (!train) return {out.at("logits").detach()};
+  std::vector<Tensor> r{out.at("loss").detach()};
+  for (const Tensor& p : model.parameters()) r.push_back(p.grad());
+  return r;
+}
+
+// One step: forward (no-grad in eval) and, in train mode, backward from fresh gradients.
+TensorMap step(Model& model, bool train, uint64_t seed, const std::function<TensorMap()>& fwd) {
+  if (!train) {
+    NoGradGuard ng;
+    return fwd();
+  }
+  for (const Tensor& p : model.parameters()) p.set_grad(Tensor());
+  manual_seed(seed);
+  TensorMap out = fwd();
+  backward(out.at("loss"));
+  return out;
+}
+
+double seconds_of(const std::function<void()>& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+size_t peak_of(const std::function<void()>& f) {
+  const size_t base = allocator_stats().in_use_bytes;
+  reset_peak_stats();
+  f();
+  const size_t peak = allocator_stats().peak_in_use_bytes;
+  return peak > base ? peak - base : 0;
+}
+
+std::string msec(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%9.2f ms", s * 1e3);
+  return b;
+}
+
+}  // namespace
+
+CompileReport compile_report(const CompileReportOptions& o) {
+  MASE_CHECK(o.repeat >= 1 && o.batch >= 1 && o.seq >= 1, ConfigError,
+             "[compile_report] expected repeat, batch and seq >= 1, got ", o.repeat, ", ",
+             o.batch, ", ", o.seq);
+  CompileReport r;
+  r.options = o;
+  r.threads = num_threads();
+  manual_seed(o.seed);
+  auto model = std::make_shared<Model>(nn::BertConfig::preset(o.model, o.vocab_size));
+  model->train(o.train);
+  const data::Batch batch = example_batch(o.batch, o.seq, o.vocab_size, o.seed);
+  std::vector<std::string> names{"input_ids", "attention_mask"};
+  if (o.train) names.push_back("labels");
+  const NamedTensors inputs = bert_inputs(names, batch);
+  const uint64_t seed = o.seed + 11;
+
+  // compile first: the trace must see the unfused model
+  Compiled compiled = compile_bert(model, {o.disabled});
+  std::vector<Tensor> got = results(*model, step(*model, o.train, seed, [&] {
+    return compiled(inputs);
+  }), o.train);
+  const CompiledGraph& cg = compiled.last();
+  r.signature = cg.signature;
+  r.first_call = cg.first_call;
+  r.passes = cg.passes;
+  r.traced_nodes = cg.traced_nodes;
+  r.compiled_nodes = cg.graph.size();
+  r.memory_planned = cg.memory_planned;
+  r.memory = cg.memory;
+
+  auto eager_step = [&] {
+    return step(*model, o.train, seed, [&] {
+      auto out = model->forward(batch.input_ids, batch.attention_mask, Tensor(),
+                                o.train ? batch.labels : Tensor());
+      TensorMap m{{"logits", out.logits}};
+      if (o.train) m["loss"] = out.loss;
+      return m;
+    });
+  };
+  // the fusion flags are set outside the timed step (the compiled graphs do not read them)
+  auto set_fused = [&](bool fused) {
+    return [&, fused] { fused ? (void)nn::fuse_kernels(*model) : nn::unfuse_kernels(*model); };
+  };
+  auto nothing = [] {};
+  set_fused(true)();
+  std::vector<Tensor> want = results(*model, eager_step(), o.train);
+  r.outputs_equal = got.size() == want.size();
+  for (size_t i = 0; r.outputs_equal && i < got.size(); ++i)
+    r.outputs_equal = same_bits(got[i], want[i]);
+  r.compared = o.train ? cat("loss and ", got.size() - 1, " gradients") : "logits";
+
+  auto run_compiled = [&](Compiled& c) {
+    return [&] { return step(*model, o.train, seed, [&] { return c(inputs); }); };
+  };
+  // the variants, timed round-robin; each ablation is its own compiled model
+  struct Variant {
+    std::string name;
+    std::function<void()> prepare;  // untimed
+    std::function<TensorMap()> run;
+  };
+  std::vector<Variant> variants{
+      {"eager reference (unfused)", set_fused(false), eager_step},
+      {"eager fused (nn::fuse_kernels)", set_fused(true), eager_step},
+      {"compiled", nothing, run_compiled(compiled)}};
+  std::vector<std::unique_ptr<Compiled>> ablations;
+  std::vector<std::string> off = {"all passes"};
+  for (const std::string& p : compile_pass_names())
+    if (p != "memory_plan" && (p != "remove_dropout" || !o.train) &&
+        std::find(o.disabled.begin(), o.disabled.end(), p) == o.disabled.end())
+      off.push_back(p);
+  for (const std::string& p : off) {
+    CompileOptions co{o.disabled};
+    co.disabled.push_back("memory_plan");
+    if (p == "all passes")
+      co.disabled = compile_pass_names();
+    else
+      co.disabled.push_back(p);
+    ablations.push_back(std::make_unique<Compiled>(compile_bert(model, co)));
+    variants.push_back({"compiled without " + p, nothing, run_compiled(*ablations.back())});
+  }
+  auto timed = [&](const Variant& v) {
+    v.prepare();
+    return seconds_of([&] { v.run(); });
+  };
+  for (const Variant& v : variants) timed(v);  // warm-up (and each ablation's compile)
+  std::vector<std::vector<double>> t(variants.size());
+  for (int k = 0; k < o.repeat; ++k)
+    for (size_t v = 0; v < variants.size(); ++v) t[v].push_back(timed(variants[v]));
+  for (size_t v = 0; v < variants.size(); ++v) {
+    std::sort(t[v].begin(), t[v].end());
+    r.times.push_back({variants[v].name, t[v][t[v].size() / 2]});
+  }
+  for (size_t v : {1, 2}) {  // eager fused, compiled
+    variants[v].prepare();
+    for (const Tensor& p : model->parameters()) p.set_grad(Tensor());  // counted in the peak
+    (v == 1 ? r.eager_peak_bytes : r.compiled_peak_bytes) = peak_of([&] { variants[v].run(); });
+  }
+  return r;
+}
+
+std::string CompileReport::str() const {
+  const auto& o = options;
+  std::string s = cat("mase-graph compile: ", o.model, ", batch ", o.batch, ", seq ", o.seq, ", ",
+                      o.train ? "train (forward + backward)" : "eval (forward, no grad)", ", CPU, ",
+                      threads, " threads\n");
+  s += "signature: " + signature.str() + "\n" + first_call.str() + "\n";
+  s += cat("passes (", traced_nodes, " traced nodes -> ", compiled_nodes, "):\n");
+  for (const PassRun& p : passes) {
+    char head[96];
+    std::snprintf(head, sizeof head, "  %-15s %7.2f ms  %zu -> %zu nodes  ", p.name.c_str(),
+                  p.seconds * 1e3, p.nodes_before, p.nodes_after);
+    s += head + p.report.substr(0, p.report.find('\n')) + "\n";
+  }
+  if (memory_planned)
+    s += "  " + memory.str() + "  measured peak of one step (allocator): eager fused " +
+         megabytes(eager_peak_bytes) + ", compiled " + megabytes(compiled_peak_bytes) +
+         (o.train ? " (forward + backward: the plan covers forward values only)" : "") +
+         "\n  (the plan is an analysis: the ops allocate their own outputs)\n";
+  s += cat("steady state, median of ", o.repeat, " steps each (round-robin):\n");
+  const double fused = times.at(1).median_s, ref = times.at(0).median_s;
+  for (const TimedVariant& v : times) {
+    char ratio[96];
+    std::snprintf(ratio, sizeof ratio, "  x%.3f vs eager fused, x%.3f vs reference",
+                  fused / v.median_s, ref / v.median_s);
+    char name[48];
+    std::snprintf(name, sizeof name, "  %-34s", v.name.c_str());
+    s += name + msec(v.median_s) + ratio + "\n";
+  }
+  s += cat(outputs_equal ? "outputs equal" : "outputs DIFFER",
+           ": compiled vs eager fused, bitwise (", compared, ")\n");
+  return s;
+}
+
+}  // namespace mase::graph
