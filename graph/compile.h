@@ -28,7 +28,6 @@
 // Read next: graph/plan.h, graph/passes/fuse_add_norm.h, tools/mase_graph.cpp (`compile`).
 #pragma once
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +44,8 @@ struct Signature {
   std::vector<DType> dtypes;
   bool training = false;
   static Signature of(const NamedTensors& inputs, bool training);
+  // Whether these inputs have this signature (what every call checks: no allocation).
+  bool matches(const NamedTensors& inputs, bool training) const;
   std::string str() const;  // "input_ids (2, 16) i32, attention_mask (2, 16) i32; eval"
 };
 
@@ -103,7 +104,8 @@ class Compiled {
   nn::ModulePtr root_;
   TraceFn trace_fn_;
   CompileOptions options_;
-  std::map<std::string, std::unique_ptr<CompiledGraph>> cache_;  // by Signature::str()
+  // one entry per signature, searched in order (a handful: one per bucket length and mode)
+  std::vector<std::unique_ptr<CompiledGraph>> cache_;
   const CompiledGraph* last_ = nullptr;
   int64_t compiles_ = 0, replays_ = 0;
   bool enabled(const std::string& pass) const;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -45,10 +46,24 @@ TensorMap step(Model& model, bool train, uint64_t seed, const std::function<Tens
   return out;
 }
 
-double seconds_of(const std::function<void()>& f) {
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// (wall, CPU) seconds of f()
+std::pair<double, double> seconds_of(const std::function<void()>& f) {
+  const double c0 = cpu_seconds();
   auto t0 = std::chrono::steady_clock::now();
   f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+          cpu_seconds() - c0};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 size_t peak_of(const std::function<void()>& f) {
@@ -73,6 +88,7 @@ CompileReport compile_report(const CompileReportOptions& o) {
              o.batch, ", ", o.seq);
   CompileReport r;
   r.options = o;
+  if (o.threads > 0) set_num_threads(o.threads);
   r.threads = num_threads();
   manual_seed(o.seed);
   auto model = std::make_shared<Model>(nn::BertConfig::preset(o.model, o.vocab_size));
@@ -152,13 +168,15 @@ CompileReport compile_report(const CompileReportOptions& o) {
     return seconds_of([&] { v.run(); });
   };
   for (const Variant& v : variants) timed(v);  // warm-up (and each ablation's compile)
-  std::vector<std::vector<double>> t(variants.size());
+  std::vector<std::vector<double>> wall(variants.size()), cpu(variants.size());
   for (int k = 0; k < o.repeat; ++k)
-    for (size_t v = 0; v < variants.size(); ++v) t[v].push_back(timed(variants[v]));
-  for (size_t v = 0; v < variants.size(); ++v) {
-    std::sort(t[v].begin(), t[v].end());
-    r.times.push_back({variants[v].name, t[v][t[v].size() / 2]});
-  }
+    for (size_t v = 0; v < variants.size(); ++v) {
+      auto [w, c] = timed(variants[v]);
+      wall[v].push_back(w);
+      cpu[v].push_back(c);
+    }
+  for (size_t v = 0; v < variants.size(); ++v)
+    r.times.push_back({variants[v].name, median(wall[v]), median(cpu[v])});
   for (size_t v : {1, 2}) {  // eager fused, compiled
     variants[v].prepare();
     for (const Tensor& p : model->parameters()) p.set_grad(Tensor());  // counted in the peak
@@ -185,15 +203,15 @@ std::string CompileReport::str() const {
          megabytes(eager_peak_bytes) + ", compiled " + megabytes(compiled_peak_bytes) +
          (o.train ? " (forward + backward: the plan covers forward values only)" : "") +
          "\n  (the plan is an analysis: the ops allocate their own outputs)\n";
-  s += cat("steady state, median of ", o.repeat, " steps each (round-robin):\n");
-  const double fused = times.at(1).median_s, ref = times.at(0).median_s;
+  s += cat("steady state, median of ", o.repeat,
+           " steps each (round-robin); speed-up = eager fused time / this time:\n",
+           "                                           wall   speed-up         cpu   speed-up\n");
   for (const TimedVariant& v : times) {
-    char ratio[96];
-    std::snprintf(ratio, sizeof ratio, "  x%.3f vs eager fused, x%.3f vs reference",
-                  fused / v.median_s, ref / v.median_s);
-    char name[48];
-    std::snprintf(name, sizeof name, "  %-34s", v.name.c_str());
-    s += name + msec(v.median_s) + ratio + "\n";
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-34s%s   x%.3f   %s   x%.3f\n", v.name.c_str(),
+                  msec(v.median_s).c_str(), times.at(1).median_s / v.median_s,
+                  msec(v.cpu_median_s).c_str(), times.at(1).cpu_median_s / v.cpu_median_s);
+    s += line;
   }
   s += cat(outputs_equal ? "outputs equal" : "outputs DIFFER",
            ": compiled vs eager fused, bitwise (", compared, ")\n");

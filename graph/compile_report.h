@@ -6,7 +6,7 @@
 // not touch), it measures in one sitting:
 //   * the first call of the compiled model, split into trace / passes / plan / first run;
 //   * steady-state time per step, median of `repeat` steps taken round-robin (so a shared
-//     machine's load falls on all of them alike): eager reference (no fusion), eager fused
+//     machine's load falls on all of them alike), in wall time and in CPU time: eager reference (no fusion), eager fused
 //     (nn::fuse_kernels: what mase-train runs), compiled, and compiled with each pass off;
 //   * outputs: compiled vs eager fused, bitwise (logits; in train mode the loss and every
 //     gradient, dropout masks from the same seed);
@@ -28,12 +28,15 @@ struct CompileReportOptions {
   bool train = false;
   std::vector<std::string> disabled;  // passes off in the compiled model (--no-pass)
   int repeat = 5;
+  int threads = 0;  // 0: leave the runtime's thread count as it is
   uint64_t seed = 0;
 };
 
 struct TimedVariant {
   std::string name;     // "eager reference (unfused)", "compiled without fuse_add_norm", …
-  double median_s = 0;  // per step
+  double median_s = 0;      // wall time per step
+  double cpu_median_s = 0;  // CPU time of the process (all threads) per step: steadier on a
+                            // shared machine (time slices lost to others are not counted)
 };
 
 struct CompileReport {

@@ -49,7 +49,7 @@ Plan::Plan(const Graph& g) : root_(g.root_ptr()), output_names_(g.output_names()
   }
 }
 
-TensorMap Plan::run(const TensorMap& inputs, const NodeHook& hook) const {
+TensorMap Plan::run(const NamedTensors& inputs, const NodeHook& hook) const {
   MASE_CHECK(root_ != nullptr, graph::GraphError, "[plan] expected a built plan, got an empty one");
   std::vector<Tensor> value(steps_.size());
   const bool training = root_->is_training();
@@ -62,7 +62,8 @@ TensorMap Plan::run(const TensorMap& inputs, const NodeHook& hook) const {
     Tensor v;
     switch (n.op) {
       case OpKind::placeholder: {
-        auto it = inputs.find(n.target);
+        auto it = std::find_if(inputs.begin(), inputs.end(),
+                               [&](const auto& in) { return in.first == n.target; });
         MASE_CHECK(it != inputs.end() && it->second.defined(), graph::GraphError,
                    "[plan] expected input '", n.target, "', got none");
         v = it->second;

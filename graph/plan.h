@@ -22,6 +22,7 @@
 
 #include "graph/graph.h"
 #include "graph/op_table.h"
+#include "graph/trace.h"
 
 namespace mase::graph {
 
@@ -31,7 +32,7 @@ class Plan {
   explicit Plan(const Graph& g);
   // Runs the steps on `inputs` (one per placeholder, by name, of the traced shape and dtype:
   // ShapeError / DTypeError otherwise). Training mode is the model's, as for Graph::run.
-  TensorMap run(const TensorMap& inputs, const NodeHook& hook = {}) const;
+  TensorMap run(const NamedTensors& inputs, const NodeHook& hook = {}) const;
   size_t steps() const { return steps_.size(); }
 
  private:

@@ -261,6 +261,8 @@ int main(int argc, char** argv) {
   comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")
       ->check(CLI::Range(1, 10000));
   comp->add_option("--seed", co.seed, "seed of the model's init and of the batch");
+  comp->add_option("--threads", co.threads, "threads (default: the runtime's)")
+      ->check(CLI::Range(1, 256));
   if (auto status = cli::parse(app, "mase-graph", argc, argv)) return *status;
   if (comp->parsed())
     return cli::run("mase-graph", [&] {

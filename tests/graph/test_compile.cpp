@@ -44,7 +44,7 @@ TEST_CASE("compile: a plan refuses inputs of another shape") {
   compiled(bert_inputs(eval_inputs(), small_batch(7)));
   const Plan& plan = compiled.last().plan;
   const data::Batch b5 = small_batch(5);
-  TensorMap in{{"input_ids", b5.input_ids}, {"attention_mask", b5.attention_mask}};
+  NamedTensors in{{"input_ids", b5.input_ids}, {"attention_mask", b5.attention_mask}};
   CHECK_THROWS_WITH_AS(plan.run(in),
                        doctest::Contains("[plan] expected input input_ids of shape (3, 7)"),
                        ShapeError);
