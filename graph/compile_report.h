@@ -6,8 +6,9 @@
 // not touch), it measures in one sitting:
 //   * the first call of the compiled model, split into trace / passes / plan / first run;
 //   * steady-state time per step, median of `repeat` steps taken round-robin (so a shared
-//     machine's load falls on all of them alike), in wall time and in CPU time: eager reference (no fusion), eager fused
-//     (nn::fuse_kernels: what mase-train runs), compiled, and compiled with each pass off;
+//     machine's load falls on all of them alike), in wall time and in CPU time: eager
+//     reference (no fusion), eager fused (nn::fuse_kernels: what mase-train runs), compiled,
+//     and compiled with each pass off;
 //   * outputs: compiled vs eager fused, bitwise (logits; in train mode the loss and every
 //     gradient, dropout masks from the same seed);
 //   * memory: the plan's arena vs the sum of all intermediates, and the allocator's measured
