@@ -34,7 +34,10 @@
 #include "graph/export.h"
 #include "graph/metadata.h"
 #include "graph/op_table.h"
+#include "graph/passes/dce.h"
 #include "graph/passes/dropout.h"
+#include "graph/passes/fuse_add_norm.h"
+#include "graph/passes/fuse_bias_gelu.h"
 #include "graph/trace.h"
 #include "models/checkpoint.h"
 #include "models/lora.h"
@@ -60,8 +63,8 @@ struct Options {
 };
 
 const char* kPasses =
-    "count_dropout, remove_dropout, report_parameters, freeze:REGEX, unfreeze:REGEX, "
-    "insert_lora, fuse_lora, erase:NODE";
+    "count_dropout, remove_dropout, fuse_bias_gelu, fuse_add_norm, dce, report_parameters, "
+    "freeze:REGEX, unfreeze:REGEX, insert_lora, fuse_lora, erase:NODE";
 
 // "name" or "name:argument"
 std::pair<std::string, std::string> split_pass(const std::string& p) {
@@ -94,6 +97,15 @@ bool run_pass(const std::string& spec, graph::Graph& g, const Options& o, bool h
   }
   if (name == "remove_dropout") {
     std::cout << graph::remove_dropout(g).str();
+    return true;
+  }
+  if (name == "fuse_bias_gelu" || name == "fuse_add_norm") {  // Lab 4: graph/compile.h
+    auto r = name == "fuse_bias_gelu" ? graph::fuse_bias_gelu(g) : graph::fuse_add_norm(g);
+    std::cout << r.str();
+    return true;
+  }
+  if (name == "dce") {
+    std::cout << graph::dead_code_elimination(g).str();
     return true;
   }
   if (name == "report_parameters" || name == "report_trainable_parameters") {
@@ -207,7 +219,10 @@ int main(int argc, char** argv) {
       "  mase-graph --pass insert_lora --lora-rank 8 --lora-alpha 16 --pass report_parameters\n"
       "  mase-graph --inputs input_ids,attention_mask --export out/ && mase-graph --reload out/ "
       "--run\n"
-      "Passes (in the order given): count_dropout, remove_dropout, report_parameters,\n"
+      "  mase-graph --pass fuse_bias_gelu --pass fuse_add_norm --print --check\n"
+      "  mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5\n"
+      "Passes (in the order given): count_dropout, remove_dropout, fuse_bias_gelu,\n"
+      "  fuse_add_norm, dce (Lab 4: docs/lab4.md), report_parameters,\n"
       "  freeze:REGEX, unfreeze:REGEX (over parameter paths), insert_lora (--lora-* flags),\n"
       "  fuse_lora, erase:NODE (fails while the node has users). Walkthrough: docs/lab0.md.");
   Options o;
