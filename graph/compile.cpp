@@ -7,6 +7,7 @@
 
 #include "graph/passes/dce.h"
 #include "graph/passes/dropout.h"
+#include "graph/passes/fold_mxint8.h"
 #include "graph/passes/fuse_add_norm.h"
 #include "graph/passes/fuse_bias_gelu.h"
 
@@ -60,8 +61,8 @@ std::string FirstCallSplit::str() const {
 }
 
 const std::vector<std::string>& compile_pass_names() {
-  static const std::vector<std::string> names{"remove_dropout", "fuse_bias_gelu", "fuse_add_norm",
-                                              "dce", "memory_plan"};
+  static const std::vector<std::string> names{
+      "remove_dropout", "fuse_bias_gelu", "fuse_add_norm", "fold_mxint8", "dce", "memory_plan"};
   return names;
 }
 
@@ -70,10 +71,11 @@ Compiled::Compiled(nn::ModulePtr root, TraceFn trace_fn, CompileOptions options)
   MASE_CHECK(root_ != nullptr && trace_fn_ != nullptr, ConfigError,
              "[compile] expected a model and a trace function, got null");
   const auto& known = compile_pass_names();
+  std::string list;
+  for (const auto& p : known) list += (list.empty() ? "" : ", ") + p;
   for (const auto& p : options_.disabled)
     MASE_CHECK(std::find(known.begin(), known.end(), p) != known.end(), ConfigError,
-               "[compile] expected a pass among remove_dropout, fuse_bias_gelu, fuse_add_norm, "
-               "dce, memory_plan, got '", p, "'");
+               "[compile] expected a pass among ", list, ", got '", p, "'");
 }
 
 bool Compiled::enabled(const std::string& pass) const {
@@ -127,6 +129,7 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   if (!sig.training) run_pass("remove_dropout", [&] { return remove_dropout(g).str(); });
   run_pass("fuse_bias_gelu", [&] { return fuse_bias_gelu(g).str(); });
   run_pass("fuse_add_norm", [&] { return fuse_add_norm(g).str(); });
+  run_pass("fold_mxint8", [&] { return fold_mxint8(g, options_.fold_budget_bytes).str(); });
   run_pass("dce", [&] { return dead_code_elimination(g).str(); });
   g.lint();
 

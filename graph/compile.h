@@ -15,6 +15,8 @@
 //   remove_dropout   eval mode only: dropout is the identity there (graph/passes/dropout.h)
 //   fuse_bias_gelu   Linear + GELU -> linear + bias_gelu (graph/passes/fuse_bias_gelu.h)
 //   fuse_add_norm    Linear + Dropout + add + LayerNorm -> linear + dropout_add_layer_norm
+//   fold_mxint8      constant folding: MXINT8 weights unpacked once, within a memory budget
+//                    (graph/passes/fold_mxint8.h)
 //   dce              dead-code elimination (graph/passes/dce.h)
 //   memory_plan      an analysis after the first run: lifetimes, arena offsets, planned peak
 //                    (graph/passes/memory_plan.h); the ops still allocate their own outputs
@@ -50,9 +52,10 @@ struct Signature {
 };
 
 struct CompileOptions {
-  std::vector<std::string> disabled;  // pass names to skip
+  std::vector<std::string> disabled;                // pass names to skip
+  size_t fold_budget_bytes = size_t(1) << 30;       // fold_mxint8: f32 bytes it may add
 };
-// remove_dropout, fuse_bias_gelu, fuse_add_norm, dce, memory_plan
+// remove_dropout, fuse_bias_gelu, fuse_add_norm, fold_mxint8, dce, memory_plan
 const std::vector<std::string>& compile_pass_names();
 
 struct PassRun {

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "models/fusion.h"
+#include "quant/mxint8_linear.h"
 #include "runtime/allocator.h"
 #include "runtime/parallel.h"
 
@@ -92,6 +93,7 @@ CompileReport compile_report(const CompileReportOptions& o) {
   r.threads = num_threads();
   manual_seed(o.seed);
   auto model = std::make_shared<Model>(nn::BertConfig::preset(o.model, o.vocab_size));
+  if (o.mxint8_weights) (void)quant::mxint8_weights(*model);
   model->train(o.train);
   const data::Batch batch = example_batch(o.batch, o.seq, o.vocab_size, o.seed);
   std::vector<std::string> names{"input_ids", "attention_mask"};
@@ -149,10 +151,8 @@ CompileReport compile_report(const CompileReportOptions& o) {
       {"compiled", nothing, run_compiled(compiled)}};
   std::vector<std::unique_ptr<Compiled>> ablations;
   std::vector<std::string> off = {"all passes"};
-  for (const std::string& p : compile_pass_names())
-    if (p != "memory_plan" && (p != "remove_dropout" || !o.train) &&
-        std::find(o.disabled.begin(), o.disabled.end(), p) == o.disabled.end())
-      off.push_back(p);
+  for (const PassRun& p : r.passes)  // each pass that ran (fold_mxint8 only if it folded)
+    if (p.name != "fold_mxint8" || p.nodes_before != p.nodes_after) off.push_back(p.name);
   for (const std::string& p : off) {
     CompileOptions co{o.disabled};
     co.disabled.push_back("memory_plan");
@@ -187,7 +187,8 @@ CompileReport compile_report(const CompileReportOptions& o) {
 
 std::string CompileReport::str() const {
   const auto& o = options;
-  std::string s = cat("mase-graph compile: ", o.model, ", batch ", o.batch, ", seq ", o.seq, ", ",
+  std::string s = cat("mase-graph compile: ", o.model, o.mxint8_weights ? " (MXINT8 weights)" : "",
+                      ", batch ", o.batch, ", seq ", o.seq, ", ",
                       o.train ? "train (forward + backward)" : "eval (forward, no grad)", ", CPU, ",
                       threads, " threads\n");
   s += "signature: " + signature.str() + "\n" + first_call.str() + "\n";

@@ -27,6 +27,7 @@ struct CompileReportOptions {
   std::string model = "bert-tiny";  // a preset of nn::BertConfig::preset
   int64_t batch = 2, seq = 16, vocab_size = 30522;
   bool train = false;
+  bool mxint8_weights = false;  // every Linear stored as MXINT8 (quant::mxint8_weights) first
   std::vector<std::string> disabled;  // passes off in the compiled model (--no-pass)
   int repeat = 5;
   int threads = 0;  // 0: leave the runtime's thread count as it is

@@ -272,7 +272,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"eval", "train"}));
   comp->add_option("--no-pass", co.disabled,
                    "turn a pass off (repeatable): remove_dropout, fuse_bias_gelu, fuse_add_norm, "
-                   "dce, memory_plan");
+                   "fold_mxint8, dce, memory_plan");
+  comp->add_flag("--mxint8-weights", co.mxint8_weights,
+                 "store every Linear's weight as MXINT8 first (as mase-train --mxint8-weights)");
   comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")
       ->check(CLI::Range(1, 10000));
   comp->add_option("--seed", co.seed, "seed of the model's init and of the batch");
