@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <cstdio>
 #include <cstring>
@@ -185,6 +186,38 @@ CompileReport compile_report(const CompileReportOptions& o) {
   return r;
 }
 
+std::string CompileReport::bought() const {
+  const TimedVariant* compiled = nullptr;
+  for (const TimedVariant& v : times)
+    if (v.name == "compiled") compiled = &v;
+  if (!compiled) return "";
+  // dce on a fresh trace removes nothing: "compiled without dce" is the same graph, so the
+  // gap between the two is this run's noise
+  double noise = -1;
+  for (const PassRun& p : passes)
+    if (p.name == "dce" && p.nodes_before == p.nodes_after)
+      for (const TimedVariant& v : times)
+        if (v.name == "compiled without dce")
+          noise = std::abs(v.cpu_median_s / compiled->cpu_median_s - 1);
+  std::string s = "what each pass bought (CPU time of the compiled step without it / with it - 1";
+  s += noise >= 0 ? cat("; noise: dce changed nothing, and its row differs by ",
+                        static_cast<int>(std::lround(noise * 1000)) / 10.0, "%):\n")
+                  : std::string("):\n");
+  for (const TimedVariant& v : times) {
+    const std::string prefix = "compiled without ";
+    if (!v.name.starts_with(prefix) || v.name == "compiled without dce") continue;
+    const double gain = v.cpu_median_s / compiled->cpu_median_s - 1;
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-16s %+6.1f%%%s\n", v.name.substr(prefix.size()).c_str(),
+                  gain * 100,
+                  noise >= 0 && std::abs(gain) <= noise ? "  (within noise)"
+                  : gain < 0                            ? "  (LOSES: turn it off with --no-pass)"
+                                                        : "");
+    s += line;
+  }
+  return s;
+}
+
 std::string CompileReport::str() const {
   const auto& o = options;
   std::string s = cat("mase-graph compile: ", o.model, o.mxint8_weights ? " (MXINT8 weights)" : "",
@@ -214,6 +247,7 @@ std::string CompileReport::str() const {
                   msec(v.cpu_median_s).c_str(), times.at(1).cpu_median_s / v.cpu_median_s);
     s += line;
   }
+  s += bought();
   s += cat(outputs_equal ? "outputs equal" : "outputs DIFFER",
            ": compiled vs eager fused, bitwise (", compared, ")\n");
   return s;

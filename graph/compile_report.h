@@ -55,6 +55,9 @@ struct CompileReport {
   bool outputs_equal = false;
   std::string compared;  // "logits" or "loss and 40 gradients"
   std::string str() const;
+  // "what each pass bought": each pass's gain in CPU time, flagged when within this run's
+  // noise (the identical "compiled without dce" row) or when it loses
+  std::string bought() const;
 };
 
 CompileReport compile_report(const CompileReportOptions& o);
