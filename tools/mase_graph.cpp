@@ -6,6 +6,7 @@
 //   --check mase-graph --model bert-tiny --pass report_parameters --pass 'freeze:^bert\.embeddings'
 //   --pass report_parameters mase-graph --init runs/imdb --pass insert_lora --lora-rank 8 --pass
 //   report_parameters --export out/ mase-graph --reload out/ --print --run
+//   mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5
 //
 // Steps, in this order: build the model (a preset with seeded HF init, or --init DIR: a
 // checkpoint folder, compressed or not: quant/checkpoint.h) in eval mode (--train for
@@ -14,6 +15,9 @@
 // trace it with --inputs, annotate it (the common metadata pass), run each --pass in order,
 // then --print / --draw / --export / --check / --run. --reload DIR starts from an exported graph
 // instead (no model: model passes and --check are not available).
+// `mase-graph compile` (Lab 4.1) compiles the model for one signature and prints the first-call
+// split, eager vs compiled per step, what each pass bought and the memory plan
+// (graph/compile_report.h); --no-pass NAME turns one pass off. Exit 1 if outputs differ.
 // Everything is a thin layer over graph/ (trace.h, metadata.h, draw.h, export.h,
 // passes/dropout.h) and models/ (parameters.h, lora.h).
 // Bad flags: one line on stderr, exit 2; other errors (an erase that fails): exit 1.
@@ -25,11 +29,15 @@
 #include <string>
 #include <vector>
 
+#include "graph/compile_report.h"
 #include "graph/draw.h"
 #include "graph/export.h"
 #include "graph/metadata.h"
 #include "graph/op_table.h"
+#include "graph/passes/dce.h"
 #include "graph/passes/dropout.h"
+#include "graph/passes/fuse_add_norm.h"
+#include "graph/passes/fuse_bias_gelu.h"
 #include "graph/trace.h"
 #include "models/checkpoint.h"
 #include "models/lora.h"
@@ -55,8 +63,8 @@ struct Options {
 };
 
 const char* kPasses =
-    "count_dropout, remove_dropout, report_parameters, freeze:REGEX, unfreeze:REGEX, "
-    "insert_lora, fuse_lora, erase:NODE";
+    "count_dropout, remove_dropout, fuse_bias_gelu, fuse_add_norm, dce, report_parameters, "
+    "freeze:REGEX, unfreeze:REGEX, insert_lora, fuse_lora, erase:NODE";
 
 // "name" or "name:argument"
 std::pair<std::string, std::string> split_pass(const std::string& p) {
@@ -89,6 +97,15 @@ bool run_pass(const std::string& spec, graph::Graph& g, const Options& o, bool h
   }
   if (name == "remove_dropout") {
     std::cout << graph::remove_dropout(g).str();
+    return true;
+  }
+  if (name == "fuse_bias_gelu" || name == "fuse_add_norm") {  // Lab 4: graph/compile.h
+    auto r = name == "fuse_bias_gelu" ? graph::fuse_bias_gelu(g) : graph::fuse_add_norm(g);
+    std::cout << r.str();
+    return true;
+  }
+  if (name == "dce") {
+    std::cout << graph::dead_code_elimination(g).str();
     return true;
   }
   if (name == "report_parameters" || name == "report_trainable_parameters") {
@@ -202,7 +219,10 @@ int main(int argc, char** argv) {
       "  mase-graph --pass insert_lora --lora-rank 8 --lora-alpha 16 --pass report_parameters\n"
       "  mase-graph --inputs input_ids,attention_mask --export out/ && mase-graph --reload out/ "
       "--run\n"
-      "Passes (in the order given): count_dropout, remove_dropout, report_parameters,\n"
+      "  mase-graph --pass fuse_bias_gelu --pass fuse_add_norm --print --check\n"
+      "  mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5\n"
+      "Passes (in the order given): count_dropout, remove_dropout, fuse_bias_gelu,\n"
+      "  fuse_add_norm, dce (Lab 4: docs/lab4.md), report_parameters,\n"
       "  freeze:REGEX, unfreeze:REGEX (over parameter paths), insert_lora (--lora-* flags),\n"
       "  fuse_lora, erase:NODE (fails while the node has users). Walkthrough: docs/lab0.md.");
   Options o;
@@ -241,7 +261,33 @@ int main(int argc, char** argv) {
   app.add_option("--export", o.export_dir, "export graph.json + model.safetensors to this folder");
   app.add_flag("--check", o.check, "compare the graph's logits with the eager model's");
   app.add_flag("--run", o.run, "run the graph on the example batch and print its outputs");
+  graph::CompileReportOptions co;
+  std::string mode = "eval";
+  CLI::App* comp = app.add_subcommand(
+      "compile", "compile for one input signature and compare with eager (Lab 4.1, docs/lab4.md)");
+  comp->add_option("--model", co.model, "preset: bert-tiny, bert-mini, bert-small, bert-base");
+  comp->add_option("--batch", co.batch, "sequences per batch")->check(CLI::Range(1, 4096));
+  comp->add_option("--seq", co.seq, "tokens per sequence")->check(CLI::Range(1, 512));
+  comp->add_option("--mode", mode, "eval (forward, no grad) or train (forward + backward)")
+      ->check(CLI::IsMember({"eval", "train"}));
+  comp->add_option("--no-pass", co.disabled,
+                   "turn a pass off (repeatable): remove_dropout, fuse_bias_gelu, fuse_add_norm, "
+                   "fold_mxint8, dce, memory_plan");
+  comp->add_flag("--mxint8-weights", co.mxint8_weights,
+                 "store every Linear's weight as MXINT8 first (as mase-train --mxint8-weights)");
+  comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")
+      ->check(CLI::Range(1, 10000));
+  comp->add_option("--seed", co.seed, "seed of the model's init and of the batch");
+  comp->add_option("--threads", co.threads, "threads (default: the runtime's)")
+      ->check(CLI::Range(1, 256));
   if (auto status = cli::parse(app, "mase-graph", argc, argv)) return *status;
+  if (comp->parsed())
+    return cli::run("mase-graph", [&] {
+      co.train = mode == "train";
+      const graph::CompileReport r = graph::compile_report(co);
+      std::cout << r.str();
+      return r.outputs_equal ? 0 : 1;
+    });
   return cli::run("mase-graph", [&] {
     MASE_CHECK(o.pad < o.seq_len, ConfigError, "--pad ", o.pad, " must be below --seq-len ",
                o.seq_len);

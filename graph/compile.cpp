@@ -1,0 +1,184 @@
+// graph/compile.cpp — the signature cache and the compile pipeline (see compile.h).
+#include "graph/compile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "graph/passes/dce.h"
+#include "graph/passes/dropout.h"
+#include "graph/passes/fold_mxint8.h"
+#include "graph/passes/fuse_add_norm.h"
+#include "graph/passes/fuse_bias_gelu.h"
+
+namespace mase::graph {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string ms(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", s * 1e3);
+  return b;
+}
+
+}  // namespace
+
+Signature Signature::of(const NamedTensors& inputs, bool training) {
+  Signature s;
+  s.training = training;
+  for (const auto& [name, t] : inputs) {
+    MASE_CHECK(t.defined(), graph::GraphError, "[compile] input '", name,
+               "' is an undefined tensor");
+    s.names.push_back(name);
+    s.shapes.push_back(t.shape());
+    s.dtypes.push_back(t.dtype());
+  }
+  return s;
+}
+
+bool Signature::matches(const NamedTensors& inputs, bool train) const {
+  if (train != training || inputs.size() != names.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].first != names[i] || !inputs[i].second.defined() ||
+        inputs[i].second.shape() != shapes[i] || inputs[i].second.dtype() != dtypes[i])
+      return false;
+  return true;
+}
+
+std::string Signature::str() const {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i)
+    s += cat(i ? ", " : "", names[i], " ", shapes[i], " ", dtypes[i]);
+  return s + (training ? "; train" : "; eval");
+}
+
+std::string FirstCallSplit::str() const {
+  return cat("first call ", ms(total()), " ms = trace ", ms(trace), " + passes ", ms(passes),
+             " + plan ", ms(plan), " + first run ", ms(first_run), " (ms)");
+}
+
+const std::vector<std::string>& compile_pass_names() {
+  static const std::vector<std::string> names{
+      "remove_dropout", "fuse_bias_gelu", "fuse_add_norm", "fold_mxint8", "dce", "memory_plan"};
+  return names;
+}
+
+Compiled::Compiled(nn::ModulePtr root, TraceFn trace_fn, CompileOptions options)
+    : root_(std::move(root)), trace_fn_(std::move(trace_fn)), options_(std::move(options)) {
+  MASE_CHECK(root_ != nullptr && trace_fn_ != nullptr, ConfigError,
+             "[compile] expected a model and a trace function, got null");
+  const auto& known = compile_pass_names();
+  std::string list;
+  for (const auto& p : known) list += (list.empty() ? "" : ", ") + p;
+  for (const auto& p : options_.disabled)
+    MASE_CHECK(std::find(known.begin(), known.end(), p) != known.end(), ConfigError,
+               "[compile] expected a pass among ", list, ", got '", p, "'");
+}
+
+bool Compiled::enabled(const std::string& pass) const {
+  return std::find(options_.disabled.begin(), options_.disabled.end(), pass) ==
+         options_.disabled.end();
+}
+
+const CompiledGraph& Compiled::last() const {
+  MASE_CHECK(last_ != nullptr, graph::GraphError, "[compile] nothing has run yet");
+  return *last_;
+}
+
+const CompiledGraph* Compiled::find(const Signature& s) const {
+  for (const auto& cg : cache_)
+    if (cg->signature.str() == s.str()) return cg.get();
+  return nullptr;
+}
+
+void Compiled::clear() {
+  cache_.clear();
+  last_ = nullptr;
+}
+
+TensorMap Compiled::operator()(const NamedTensors& inputs) {
+  const bool training = root_->is_training();
+  for (const auto& cg : cache_)
+    if (cg->signature.matches(inputs, training)) {
+      ++replays_;
+      last_ = cg.get();
+      return last_->plan.run(inputs);
+    }
+  return compile_and_run(inputs, Signature::of(inputs, training));
+}
+
+TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature& sig) {
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  Graph traced = trace_fn_(inputs);
+  auto cg = std::make_unique<CompiledGraph>(sig, std::move(traced));
+  cg->first_call.trace = seconds_since(t0);
+  cg->traced_nodes = cg->graph.size();
+  Graph& g = cg->graph;
+  auto run_pass = [&](const std::string& name, const std::function<std::string()>& pass) {
+    if (!enabled(name)) return;
+    auto t = clock::now();
+    const size_t before = g.size();
+    std::string report = pass();
+    cg->passes.push_back({name, seconds_since(t), before, g.size(), std::move(report)});
+    cg->first_call.passes += cg->passes.back().seconds;
+  };
+  if (!sig.training) run_pass("remove_dropout", [&] { return remove_dropout(g).str(); });
+  run_pass("fuse_bias_gelu", [&] { return fuse_bias_gelu(g).str(); });
+  run_pass("fuse_add_norm", [&] { return fuse_add_norm(g).str(); });
+  run_pass("fold_mxint8", [&] { return fold_mxint8(g, options_.fold_budget_bytes).str(); });
+  run_pass("dce", [&] { return dead_code_elimination(g).str(); });
+  g.lint();
+
+  t0 = clock::now();
+  cg->plan = Plan(g);
+  cg->first_call.plan = seconds_since(t0);
+
+  RecordedValues values;
+  cg->memory_planned = enabled("memory_plan");
+  t0 = clock::now();
+  TensorMap out = cg->plan.run(inputs, cg->memory_planned ? record_values(values) : NodeHook());
+  cg->first_call.first_run = seconds_since(t0);
+  if (cg->memory_planned) {  // after the run: sizes and aliasing are what it measured
+    t0 = clock::now();
+    cg->memory = plan_memory(g, values);
+    cg->first_call.plan += seconds_since(t0);
+  }
+  ++compiles_;
+  last_ = cg.get();
+  cache_.push_back(std::move(cg));
+  return out;
+}
+
+Compiled compile(nn::ModulePtr root, ForwardFn forward, CompileOptions options) {
+  nn::ModulePtr r = root;
+  return Compiled(
+      std::move(root),
+      [r, forward](const NamedTensors& inputs) { return trace(r, inputs, forward); },
+      std::move(options));
+}
+
+Compiled compile_bert(const std::shared_ptr<nn::BertForSequenceClassification>& model,
+                      CompileOptions options) {
+  MASE_CHECK(model != nullptr, ConfigError, "[compile] expected a model, got null");
+  return Compiled(
+      model,
+      [model](const NamedTensors& inputs) {
+        data::Batch batch;
+        std::vector<std::string> names;
+        for (const auto& [name, t] : inputs) {
+          names.push_back(name);
+          if (name == "input_ids") batch.input_ids = t;
+          if (name == "attention_mask") batch.attention_mask = t;
+          if (name == "token_type_ids") batch.token_type_ids = t;
+          if (name == "labels") batch.labels = t;
+        }
+        return trace_bert(model, names, batch);  // ConfigError for an unknown name
+      },
+      std::move(options));
+}
+
+}  // namespace mase::graph

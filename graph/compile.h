@@ -1,0 +1,124 @@
+// graph/compile.h — compile: trace a model once per input signature, run the passes, build an
+// executable plan, and replay it on later calls with the same signature (Lab 4.1).
+//
+//   auto compiled = graph::compile_bert(model);               // nothing traced yet
+//   TensorMap out = compiled(graph::bert_inputs(names, batch));
+//   // 1st call: trace -> passes -> plan -> first run; same shapes again: replay the plan;
+//   // another bucket length: compile again, and keep both plans
+//
+// The signature is what a plan is specialised to: the inputs' names, shapes and dtypes, and
+// the model's train/eval mode (a traced graph records view shapes as numbers, and in eval
+// mode the pipeline removes dropout). It is the cache key, so a changed shape never replays
+// a plan made for another (tested); the plan also checks each input's shape as it runs.
+//
+// The passes, in order (CompileOptions::disabled turns any of them off, by name):
+//   remove_dropout   eval mode only: dropout is the identity there (graph/passes/dropout.h)
+//   fuse_bias_gelu   Linear + GELU -> linear + bias_gelu (graph/passes/fuse_bias_gelu.h)
+//   fuse_add_norm    Linear + Dropout + add + LayerNorm -> linear + dropout_add_layer_norm
+//   fold_mxint8      constant folding: MXINT8 weights unpacked once, within a memory budget
+//                    (graph/passes/fold_mxint8.h)
+//   dce              dead-code elimination (graph/passes/dce.h)
+//   memory_plan      an analysis after the first run: lifetimes, arena offsets, planned peak
+//                    (graph/passes/memory_plan.h); the ops still allocate their own outputs
+// Trace the UNFUSED model (never nn::fuse_kernels before compiling): the fusions are decided
+// here, on the graph. The compiled graph then runs the eager fused model's ops in its order,
+// so its outputs and gradients equal eager's after nn::fuse_kernels, bit for bit on the CPU.
+//
+// The plan binds the model's modules and parameter tensors when it is built: after replacing
+// a module or a parameter tensor (LoRA, quantization), call clear(). No CUDA-graph capture:
+// this machine has no GPU; it is not done (docs/lab4.md).
+// Read next: graph/plan.h, graph/passes/fuse_add_norm.h, tools/mase_graph.cpp (`compile`).
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/passes/memory_plan.h"
+#include "graph/plan.h"
+#include "graph/trace.h"
+
+namespace mase::graph {
+
+struct Signature {
+  std::vector<std::string> names;
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  bool training = false;
+  static Signature of(const NamedTensors& inputs, bool training);
+  // Whether these inputs have this signature (what every call checks: no allocation).
+  bool matches(const NamedTensors& inputs, bool training) const;
+  std::string str() const;  // "input_ids (2, 16) i32, attention_mask (2, 16) i32; eval"
+};
+
+struct CompileOptions {
+  std::vector<std::string> disabled;                // pass names to skip
+  size_t fold_budget_bytes = size_t(1) << 30;       // fold_mxint8: f32 bytes it may add
+};
+// remove_dropout, fuse_bias_gelu, fuse_add_norm, fold_mxint8, dce, memory_plan
+const std::vector<std::string>& compile_pass_names();
+
+struct PassRun {
+  std::string name;
+  double seconds = 0;
+  size_t nodes_before = 0, nodes_after = 0;
+  std::string report;  // the pass's own str()
+};
+
+// What the first call of a signature cost, step by step (seconds).
+struct FirstCallSplit {
+  double trace = 0, passes = 0, plan = 0, first_run = 0;
+  double total() const { return trace + passes + plan + first_run; }
+  // "first call 12.3 ms = trace 4.1 + passes 0.9 + plan 0.5 + first run 6.8 (ms)"
+  std::string str() const;
+};
+
+struct CompiledGraph {
+  CompiledGraph(Signature s, Graph g) : signature(std::move(s)), graph(std::move(g)) {}
+  Signature signature;
+  Graph graph;
+  Plan plan;
+  size_t traced_nodes = 0;
+  std::vector<PassRun> passes;  // the ones that ran, in order
+  bool memory_planned = false;
+  MemoryPlan memory;
+  FirstCallSplit first_call;
+};
+
+class Compiled {
+ public:
+  // How a signature's graph is captured: trace(root, inputs, forward) for compile(), or
+  // trace_bert for compile_bert().
+  using TraceFn = std::function<Graph(const NamedTensors& inputs)>;
+  Compiled(nn::ModulePtr root, TraceFn trace_fn, CompileOptions options = {});
+
+  // Runs the plan of these inputs' signature, compiling it on first sight. Grad mode and
+  // the model's train/eval mode are the caller's, as for an eager call.
+  TensorMap operator()(const NamedTensors& inputs);
+
+  const CompiledGraph& last() const;                // the plan the last call ran
+  const CompiledGraph* find(const Signature& s) const;  // nullptr when not compiled
+  size_t cache_size() const { return cache_.size(); }
+  int64_t compiles() const { return compiles_; }
+  int64_t replays() const { return replays_; }
+  void clear();  // forget every plan (after replacing modules or parameters)
+
+ private:
+  nn::ModulePtr root_;
+  TraceFn trace_fn_;
+  CompileOptions options_;
+  // one entry per signature, searched in order (a handful: one per bucket length and mode)
+  std::vector<std::unique_ptr<CompiledGraph>> cache_;
+  const CompiledGraph* last_ = nullptr;
+  int64_t compiles_ = 0, replays_ = 0;
+  bool enabled(const std::string& pass) const;
+  TensorMap compile_and_run(const NamedTensors& inputs, const Signature& sig);
+};
+
+// compile for any model: its forward as trace() takes it.
+Compiled compile(nn::ModulePtr root, ForwardFn forward, CompileOptions options = {});
+// compile for BERT: inputs named as bert_input_names(), outputs logits (and loss with labels).
+Compiled compile_bert(const std::shared_ptr<nn::BertForSequenceClassification>& model,
+                      CompileOptions options = {});
+
+}  // namespace mase::graph

@@ -1,0 +1,65 @@
+// graph/compile_report.h — the Lab 4.1 report a student reads: compile a BERT for one
+// signature and set it beside eager, step by step (what `mase-graph compile` prints).
+//
+// For one model, batch, sequence length and mode (eval: forward under no-grad, logits; train:
+// forward with labels and dropout, then backward — no optimizer step, which compiling does
+// not touch), it measures in one sitting:
+//   * the first call of the compiled model, split into trace / passes / plan / first run;
+//   * steady-state time per step, median of `repeat` steps taken round-robin (so a shared
+//     machine's load falls on all of them alike), in wall time and in CPU time: eager
+//     reference (no fusion), eager fused (nn::fuse_kernels: what mase-train runs), compiled,
+//     and compiled with each pass off;
+//   * outputs: compiled vs eager fused, bitwise (logits; in train mode the loss and every
+//     gradient, dropout masks from the same seed);
+//   * memory: the plan's arena vs the sum of all intermediates, and the allocator's measured
+//     peak (runtime/allocator.h) for one eager fused and one compiled step.
+// Library code: it throws, never exits; tools/mase_graph.cpp prints str().
+// Read next: graph/compile.h, docs/lab4.md (the figures on this machine).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/compile.h"
+
+namespace mase::graph {
+
+struct CompileReportOptions {
+  std::string model = "bert-tiny";  // a preset of nn::BertConfig::preset
+  int64_t batch = 2, seq = 16, vocab_size = 30522;
+  bool train = false;
+  bool mxint8_weights = false;  // every Linear stored as MXINT8 (quant::mxint8_weights) first
+  std::vector<std::string> disabled;  // passes off in the compiled model (--no-pass)
+  int repeat = 5;
+  int threads = 0;  // 0: leave the runtime's thread count as it is
+  uint64_t seed = 0;
+};
+
+struct TimedVariant {
+  std::string name;     // "eager reference (unfused)", "compiled without fuse_add_norm", …
+  double median_s = 0;      // wall time per step
+  double cpu_median_s = 0;  // CPU time of the process (all threads) per step: steadier on a
+                            // shared machine (time slices lost to others are not counted)
+};
+
+struct CompileReport {
+  CompileReportOptions options;
+  int threads = 1;
+  Signature signature;
+  FirstCallSplit first_call;
+  std::vector<PassRun> passes;
+  size_t traced_nodes = 0, compiled_nodes = 0;
+  bool memory_planned = false;
+  MemoryPlan memory;
+  size_t eager_peak_bytes = 0, compiled_peak_bytes = 0;  // measured, one step each
+  std::vector<TimedVariant> times;  // [0] reference, [1] eager fused, [2] compiled, then ablations
+  bool outputs_equal = false;
+  std::string compared;  // "logits" or "loss and 40 gradients"
+  std::string str() const;
+  // "what each pass bought": each pass's gain in CPU time, flagged when within this run's
+  // noise (the identical "compiled without dce" row) or when it loses
+  std::string bought() const;
+};
+
+CompileReport compile_report(const CompileReportOptions& o);
+
+}  // namespace mase::graph

@@ -1,0 +1,82 @@
+// tests/graph/compile_helpers.h — a small BERT (C = 24, 3 heads, 2 layers), its batches, the
+// eager fused reference (nn::fuse_kernels, or only one half of it) and one training step's
+// loss and gradients, for the compile and pass tests.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph_helpers.h"
+#include "models/fusion.h"
+
+namespace mase::test {
+
+inline std::shared_ptr<nn::BertForSequenceClassification> small_bert(uint64_t seed = 1) {
+  nn::BertConfig c;
+  c.vocab_size = 50;
+  c.hidden_size = 24;  // 3 heads of 8: C not a multiple of 16
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 3;
+  c.intermediate_size = 40;
+  c.max_position_embeddings = 16;
+  manual_seed(seed);
+  return std::make_shared<nn::BertForSequenceClassification>(c);
+}
+
+// 3 sequences of `seq` tokens from a vocabulary of 50, the second with 2 padded positions.
+inline data::Batch small_batch(int64_t seq = 7, uint64_t seed = 5) {
+  return graph::example_batch(3, seq, 50, seed, 2);
+}
+
+// The eager model's fused flags: the FFN halves, the Add & Norm halves, or both (fuse_kernels).
+inline void fuse_only(nn::Module& model, bool ffn, bool add_norm) {
+  nn::unfuse_kernels(model);
+  nn::fuse_kernels(model);
+  for (auto& [path, m] : model.named_modules()) {
+    if (auto* b = dynamic_cast<nn::BertIntermediate*>(m.get())) b->fused &= ffn;
+    if (auto* b = dynamic_cast<nn::BertSelfOutput*>(m.get())) b->fused &= add_norm;
+  }
+}
+
+inline std::vector<std::string> eval_inputs() { return {"input_ids", "attention_mask"}; }
+inline std::vector<std::string> train_inputs() { return {"input_ids", "attention_mask", "labels"}; }
+
+// The eager model's outputs on `batch` (logits, and loss when labels are given).
+inline graph::TensorMap eager_outputs(nn::BertForSequenceClassification& model,
+                                      const data::Batch& b, bool labels) {
+  auto out = model.forward(b.input_ids, b.attention_mask, Tensor(), labels ? b.labels : Tensor());
+  graph::TensorMap m{{"logits", out.logits}};
+  if (labels) m["loss"] = out.loss;
+  return m;
+}
+
+// How many nodes of `g` have this target.
+inline int64_t count_target(const graph::Graph& g, const std::string& target) {
+  int64_t n = 0;
+  for (const graph::Node* node : g.nodes()) n += node->target == target;
+  return n;
+}
+
+// One training step's loss and every parameter's gradient (dropout masks from seed 11): run
+// is the forward (eager or compiled) returning the loss.
+template <class F>
+std::map<std::string, Tensor> loss_and_grads(nn::Module& model, F&& run) {
+  for (const Tensor& p : model.parameters()) p.set_grad(Tensor());
+  manual_seed(11);
+  Tensor loss = run();
+  backward(loss);
+  std::map<std::string, Tensor> out{{"loss", loss.detach()}};
+  for (const auto& [path, p] : model.named_parameters()) out[path] = p.grad();
+  return out;
+}
+
+inline void check_all_bitwise(const std::map<std::string, Tensor>& a,
+                              const std::map<std::string, Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  for (const auto& [name, t] : a) {
+    INFO(name);
+    CHECK(bitwise_equal(t, b.at(name)));
+  }
+}
+
+}  // namespace mase::test

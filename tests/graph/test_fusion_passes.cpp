@@ -1,0 +1,98 @@
+// tests/graph/test_fusion_passes.cpp — the graph fusion passes (graph/passes/fuse_bias_gelu.h,
+// fuse_add_norm.h) on a small BERT traced UNFUSED: each pass fuses every plain block, the
+// fused graph's outputs equal the eager model fused the same way (models/fusion.h) bit for bit,
+// in eval and in training (loss and every gradient, dropout on), and a block whose Linear is
+// not a plain Linear with a bias is left alone.
+#include "compile_helpers.h"
+#include "graph/passes/dropout.h"
+#include "graph/passes/fuse_add_norm.h"
+#include "graph/passes/fuse_bias_gelu.h"
+
+using namespace mase;
+using namespace mase::graph;
+using namespace mase::test;
+
+namespace {
+
+int64_t computing_nodes(const Graph& g) {
+  int64_t n = 0;
+  for (const graph::Node* node : g.nodes())
+    n += node->op != OpKind::get_attr && node->op != OpKind::placeholder;
+  return n;
+}
+
+// Traced unfused in eval mode, `pass` applied; compares with the eager model fused the same way.
+template <class Pass>
+void check_eval(Pass&& pass, bool ffn, bool add_norm, int64_t expected) {
+  auto model = small_bert();
+  model->eval();
+  const data::Batch b = small_batch();
+  Graph g = trace_bert(model, eval_inputs(), b);
+  const int64_t before = computing_nodes(g);
+  FuseReport r = pass(g);
+  CHECK(r.fused == expected);
+  CHECK(computing_nodes(g) <= before);  // 2 ops -> 2 (FFN), 4 -> 2 (Add & Norm)
+  g.lint();
+  fuse_only(*model, ffn, add_norm);
+  NoGradGuard ng;
+  CHECK(bitwise_equal(g.run(graph_inputs(g, b)).at("logits"),
+                      eager_outputs(*model, b, false).at("logits")));
+}
+
+}  // namespace
+
+TEST_CASE("fuse_bias_gelu: fuses each FFN and equals the eager fused model bitwise") {
+  check_eval([](Graph& g) { return fuse_bias_gelu(g); }, true, false, 2);
+  auto model = small_bert();
+  Graph g = trace_bert(model, eval_inputs(), small_batch());
+  fuse_bias_gelu(g);
+  CHECK(count_target(g, "bias_gelu") == 2);
+  CHECK(count_target(g, "bert.encoder.layer.0.intermediate.intermediate_act_fn") == 0);
+  CHECK(count_target(g, "bert.encoder.layer.0.intermediate.dense.bias") == 1);  // a get_attr
+}
+
+TEST_CASE("fuse_add_norm: fuses each Add and Norm and equals the eager fused model bitwise") {
+  check_eval([](Graph& g) { return fuse_add_norm(g); }, false, true, 4);
+}
+
+TEST_CASE("fuse_add_norm: after remove_dropout (no dropout node) it still fuses") {
+  check_eval(
+      [](Graph& g) {
+        remove_dropout(g);
+        return fuse_add_norm(g);
+      },
+      false, true, 4);
+}
+
+TEST_CASE("fusion passes: both together in training mode give eager's loss and gradients") {
+  auto model = small_bert();
+  model->train();
+  const data::Batch b = small_batch();
+  Graph g = trace_bert(model, train_inputs(), b);
+  CHECK(fuse_bias_gelu(g).fused == 2);
+  CHECK(fuse_add_norm(g).fused == 4);
+  CHECK(count_target(g, "dropout_add_layer_norm") == 4);
+  const TensorMap in = graph_inputs(g, b);
+  auto compiled = loss_and_grads(*model, [&] { return g.run(in).at("loss"); });
+  nn::fuse_kernels(*model);
+  auto eager = loss_and_grads(*model, [&] { return eager_outputs(*model, b, true).at("loss"); });
+  check_all_bitwise(compiled, eager);
+}
+
+TEST_CASE("fusion passes: a Linear without a bias is not fused") {
+  auto model = small_bert();
+  model->eval();
+  for (const char* path : {"bert.encoder.layer.0.intermediate.dense",
+                           "bert.encoder.layer.1.output.dense"}) {
+    auto& lin = static_cast<nn::Linear&>(*model->submodule(path));
+    model->replace_submodule(path, std::make_shared<nn::Linear>(lin.weight, Tensor()));
+  }
+  Graph g = trace_bert(model, eval_inputs(), small_batch());
+  CHECK(fuse_bias_gelu(g).fused == 1);
+  CHECK(fuse_add_norm(g).fused == 3);
+  const data::Batch b = small_batch();
+  nn::fuse_kernels(*model);  // leaves the same two blocks unfused
+  NoGradGuard ng;
+  CHECK(bitwise_equal(g.run(graph_inputs(g, b)).at("logits"),
+                      eager_outputs(*model, b, false).at("logits")));
+}
