@@ -9,10 +9,13 @@ forward under torch.no_grad() in eval mode. Model FLOPs are counted as mase-benc
 step is paired with a torch sgemm 4096³ (torch.mm, MKL) timed right after it.
 
     python3 bench/torch_e2e.py --threads 2 --models bert-small --steps 5
+    python3 bench/torch_e2e.py --precision bf16      # torch.autocast("cpu", torch.bfloat16)
+    python3 bench/torch_e2e.py --compile             # torch.compile(model); first call timed apart
 
 Not a test and not part of the build: a comparison printed for docs/performance.md.
 """
 import argparse
+import contextlib
 import math
 import time
 
@@ -38,6 +41,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models", nargs="+", default=list(PRESETS))
     ap.add_argument("--steps", type=int, default=5, help="timed steps per figure (after 2 warm-up)")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: the steps run under torch.autocast('cpu', dtype=torch.bfloat16)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (default mode)")
+    ap.add_argument("--attn", choices=["sdpa", "eager"], default="sdpa",
+                    help="HF's attention implementation (sdpa is transformers' default)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -49,14 +57,18 @@ def main():
         torch.mm(a, b)
         return time.perf_counter() - t0
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, B={B} T={T} V={V}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, B={B} T={T} V={V}, "
+          f"{args.precision}, attention {args.attn}{', torch.compile' if args.compile else ''}")
     print(f"{'step':<18}{'ms':>9}{'tokens/s':>11}{'GFLOP/s':>9}{'sgemm GF/s':>12}{'vs_sgemm':>10}")
     for name in args.models:
         layers, hidden, heads = PRESETS[name]
         cfg = BertConfig(vocab_size=V, hidden_size=hidden, num_hidden_layers=layers,
                          num_attention_heads=heads, intermediate_size=4 * hidden,
-                         attn_implementation="eager")
+                         attn_implementation=args.attn)
         model = BertForSequenceClassification(cfg)
+        run = torch.compile(model) if args.compile else model
+        autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) \
+            if args.precision == "bf16" else contextlib.nullcontext
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
         ids = torch.randint(1, V, (B, T))
         mask = torch.ones(B, T, dtype=torch.long)
@@ -64,7 +76,8 @@ def main():
 
         def train_step():
             model.train()
-            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            with autocast():
+                loss = run(input_ids=ids, attention_mask=mask, labels=labels).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -72,12 +85,16 @@ def main():
 
         def eval_step():
             model.eval()
-            with torch.no_grad():
-                model(input_ids=ids, attention_mask=mask)
+            with torch.no_grad(), autocast():
+                run(input_ids=ids, attention_mask=mask)
 
         for kind, step in (("train", train_step), ("eval", eval_step)):
-            for _ in range(2):
-                step()
+            t0 = time.perf_counter()
+            step()
+            first = time.perf_counter() - t0
+            if args.compile:
+                print(f"{name + '/' + kind:<18} first call {first:.1f} s (compilation included)")
+            step()
             step_s = sgemm_s = 0.0
             for _ in range(args.steps):
                 t0 = time.perf_counter()
