@@ -1,0 +1,146 @@
+// search/lab_plot.cpp — best-so-far and Pareto figures through gnuplot. Read lab_plot.h first.
+#include "search/lab_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/error.h"
+#include "search/plot.h"
+
+namespace mase::search {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string gp_quote(const std::string& s) {  // a gnuplot string: '' stands for '
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? "''" : std::string(1, c);
+  return q + "'";
+}
+
+std::string terminal_for(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".svg") return "set terminal svg size 900,560 dynamic font 'sans,12'\n";
+  if (ext == ".png") return "set terminal pngcairo size 900,560 font 'sans,11'\n";
+  throw ConfigError(cat("[plot] expected --plot ending in .svg or .png, got '", path, "'"));
+}
+
+void save_text(const fs::path& path, const std::string& text) {
+  const fs::path tmp = fs::path(path.string() + ".tmp");
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    MASE_CHECK(f.good(), IoError, "[plot] cannot write ", tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+// Writes data and script beside `path`, runs gnuplot, renames its output into place.
+void draw(const std::string& path, const std::string& data, const std::string& body) {
+  const std::string term = terminal_for(path);
+  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
+  save_text(path + ".dat", data);
+  const std::string out_tmp = path + ".part";
+  save_text(path + ".gp", cat(term, "set output ", gp_quote(out_tmp), "\n", body));
+  const std::string log = path + ".log";
+  const std::string cmd = cat("gnuplot ", gp_quote(path + ".gp"), " > ", gp_quote(log), " 2>&1");
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(log);
+  std::stringstream msg;
+  msg << in.rdbuf();
+  fs::remove(log);
+  MASE_CHECK(status == 0 && fs::exists(out_tmp), IoError, "[plot] gnuplot failed on ", path,
+             ".gp: ", msg.str().empty() ? "is gnuplot installed? (apt-get install gnuplot-nox)"
+                                        : msg.str());
+  fs::rename(out_tmp, path);
+}
+
+std::string common_settings(const std::string& title, const std::string& xlabel,
+                            const std::string& ylabel) {
+  return cat("set title ", gp_quote(title), " noenhanced\n", "set xlabel ", gp_quote(xlabel),
+             "\nset ylabel ", gp_quote(ylabel), "\n",
+             "set key bottom right box opaque noenhanced\nset grid\n");
+}
+
+// Style i: colour, dash pattern and marker all change, so overlapping curves stay visible.
+std::string style(size_t i) {
+  return cat("linecolor ", i + 1, " dashtype ", i % 5 + 1, " pointtype ", i % 13 + 1);
+}
+
+double attr_value(const TrialRecord& r, const std::string& key) {
+  auto it = r.attrs.find(key);
+  return it == r.attrs.end() ? NAN : std::strtod(it->second.c_str(), nullptr);
+}
+
+}  // namespace
+
+void plot_best_so_far(const Series& series, const std::string& title, const std::string& ylabel,
+                      const std::string& path) {
+  MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study, got none");
+  std::string data, plot = "plot ";
+  for (size_t i = 0; i < series.size(); ++i) {
+    const auto& [label, trials] = series[i];
+    data += "# " + label + ": trial best_so_far value\n";
+    const std::vector<double> best = running_best(trials, Direction::maximize);
+    for (size_t j = 0; j < trials.size(); ++j)
+      if (!std::isnan(best[j]))
+        data += cat(trials[j].trial.number, " ", best[j], " ",
+                    trials[j].trial.state == TrialState::complete ? cat(trials[j].trial.value)
+                                                                  : std::string("NaN"),
+                    "\n");
+    data += "\n\n";
+    const std::string dat = gp_quote(path + ".dat");
+    plot += cat(i ? ", " : "", dat, " index ", i, " using 1:2 with steps linewidth 2 ", style(i),
+                " title ", gp_quote(label + " (best so far)"), ", ", dat, " index ", i,
+                " using 1:3 with points pointsize 0.8 ", style(i), " notitle");
+  }
+  draw(path, data, cat(common_settings(title, "trial", ylabel), "set offsets 0.3, 0.3, 0.02, 0.02\n",
+                       plot, "\n"));
+}
+
+std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,
+                                      const std::string& x_attr) {
+  std::vector<TrialRecord> pts;
+  for (const auto& r : trials)
+    if (r.trial.state == TrialState::complete && !std::isnan(attr_value(r, x_attr)))
+      pts.push_back(r);
+  std::sort(pts.begin(), pts.end(), [&](const TrialRecord& a, const TrialRecord& b) {
+    const double xa = attr_value(a, x_attr), xb = attr_value(b, x_attr);
+    return xa != xb ? xa < xb : a.trial.value > b.trial.value;
+  });
+  std::vector<TrialRecord> front;  // by increasing x: keep each trial better than all before
+  for (const auto& r : pts)
+    if (front.empty() || r.trial.value > front.back().trial.value) front.push_back(r);
+  return front;
+}
+
+void plot_pareto(const Series& series, const std::string& x_attr, const std::string& title,
+                 const std::string& xlabel, const std::string& path) {
+  MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study, got none");
+  std::string data, plot = "plot ";
+  size_t block = 0;
+  for (size_t i = 0; i < series.size(); ++i) {
+    const auto& [label, trials] = series[i];
+    data += "# " + label + ": trials (x y)\n";
+    for (const auto& r : trials)
+      if (r.trial.state == TrialState::complete && !std::isnan(attr_value(r, x_attr)))
+        data += cat(attr_value(r, x_attr), " ", r.trial.value, "\n");
+    data += "\n\n# " + label + ": Pareto front\n";
+    for (const auto& r : pareto_front(trials, x_attr))
+      data += cat(attr_value(r, x_attr), " ", r.trial.value, "\n");
+    data += "\n\n";
+    const std::string dat = gp_quote(path + ".dat");
+    plot += cat(i ? ", " : "", dat, " index ", block, " using 1:2 with points pointsize 1 ",
+                style(i), " title ", gp_quote(label + " trials"), ", ", dat, " index ", block + 1,
+                " using 1:2 with steps linewidth 2 ", style(i), " title ",
+                gp_quote(label + " Pareto front"));
+    block += 2;
+  }
+  draw(path, data, cat(common_settings(title, xlabel, "test accuracy"), plot, "\n"));
+}
+
+}  // namespace mase::search
