@@ -96,6 +96,8 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
   c->add_option("--seed", o.seed, "seed of the samplers and of the trials")->capture_default_str();
   c->add_flag("--resume", o.resume, "continue the studies (same flags)");
   c->add_option("--plot", o.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
+  c->add_option("--model", o.base.model, "preset giving everything the space does not vary")
+      ->capture_default_str();
   c->add_option("--max-steps", o.base.max_steps, "training steps per trial")->capture_default_str();
   c->add_option("--train-subset", o.base.train_subset, "training reviews (0 = all)")
       ->capture_default_str();
