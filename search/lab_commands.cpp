@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "runtime/error.h"
+#include "search/command_objective.h"
 #include "search/lab_objectives.h"
 #include "search/lab_plot.h"
 #include "search/lab_runner.h"
@@ -70,7 +71,7 @@ LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs
     res.studies.push_back(specs[i].name);
   }
   for (size_t i = 0; i < studies.size(); ++i) series.emplace_back(specs[i].label, studies[i].trials());
-  plot_best_so_far(series, title, ylabel, o.plot);
+  plot_best_so_far(series, title, ylabel, o.plot, specs.front().direction);
   res.plots.push_back(o.plot);
   for (const std::string& csv : res.csvs) std::fprintf(o.out, "csv       %s\n", csv.c_str());
   std::fprintf(o.out, "plot      %s (data %s.dat, script %s.gp)\n", o.plot.c_str(),
@@ -154,6 +155,8 @@ LabResult run_precision(PrecisionOptions o) {
   const std::vector<FormatChoices> formats = format_choices(o.formats, o.widths, o.frac_widths);
   MASE_CHECK(o.qat_steps >= 0, ConfigError, "[search] expected --qat-steps >= 0, got ",
              o.qat_steps);
+  MASE_CHECK(o.bits_weight >= 0, ConfigError, "[search] expected --bits-weight >= 0, got ",
+             o.bits_weight);
   MASE_CHECK(o.per_format || o.mixed, ConfigError,
              "[search] nothing to search: --mixed-only needs --mixed");
   (void)make_sampler(o.sampler, o.seed);
@@ -168,6 +171,7 @@ LabResult run_precision(PrecisionOptions o) {
   key["objective"] = "precision";
   key["init"] = fs::absolute(o.init).lexically_normal().string();
   key["qat_steps"] = o.qat_steps;
+  if (o.bits_weight != 0) key["bits_weight"] = o.bits_weight;
   std::vector<LabStudy> specs;
   if (o.per_format)
     for (const FormatChoices& f : formats)
@@ -183,13 +187,18 @@ LabResult run_precision(PrecisionOptions o) {
   for (const LabStudy& s : specs)
     objectives.push_back(precision_trial_objective(s.space, layers, o.init, o.base, data,
                                                    o.qat_steps, fs::path(o.dir) / s.name,
-                                                   null_sink()));
-  const std::string what = o.qat_steps > 0 ? cat("PTQ + ", o.qat_steps, " QAT steps") : "PTQ";
-  const std::string title = cat("Lab 3: ", lm.model->config().num_hidden_layers, "-layer model of ",
-                                fs::path(o.init).filename().string(), ", ", what, ", tested on ",
-                                o.base.test_subset, " reviews (max-len ", o.base.max_len, "); ",
-                                o.trials, " trials per study");
-  LabResult res = finish(studies, specs, objectives, o, title, "best test accuracy so far");
+                                                   null_sink(), o.bits_weight));
+  const double fp32 = test_model(*lm.model, *data, o.base).accuracy;  // the reference
+  std::fprintf(o.out, "fp32      %s: accuracy %.4f on the test subset\n", o.init.c_str(), fp32);
+  std::string what = o.qat_steps > 0 ? cat("PTQ + ", o.qat_steps, " QAT steps") : "PTQ";
+  if (o.bits_weight > 0) what += cat(", value = acc - ", o.bits_weight, " bits/32");
+  const std::string title =
+      cat("Lab 3: ", fs::path(o.init).filename().string(), " (",
+          lm.model->config().num_hidden_layers, " layers, fp32 ", fp32, "), ", what,
+          ", tested on ", o.base.test_subset, " reviews (max-len ", o.base.max_len, "); ",
+          o.trials, " trials per study");
+  LabResult res = finish(studies, specs, objectives, o, title,
+                         o.bits_weight > 0 ? "best value so far" : "best test accuracy so far");
   Series series;
   for (size_t i = 0; i < studies.size(); ++i)
     series.emplace_back(specs[i].label, studies[i].trials());
@@ -200,6 +209,19 @@ LabResult run_precision(PrecisionOptions o) {
   res.plots.push_back(pareto);
   std::fprintf(o.out, "pareto    %s\n", pareto.c_str());
   return res;
+}
+
+LabResult run_custom(CustomOptions o) {
+  check_common(o, "custom");
+  (void)make_sampler(o.sampler, o.seed);
+  const Space space = parse_space_spec(o.space);
+  Objective objective = command_objective(space, o.command);  // checks the placeholders
+  LabStudy spec{o.study, o.sampler, o.sampler, space, {{"objective", "command"}, {"command", o.command}}};
+  spec.direction = o.minimize ? Direction::minimize : Direction::maximize;
+  std::vector<Study> studies = open_lab_studies({spec}, make_run(o));
+  return finish(studies, {spec}, {objective}, o,
+                cat("mase-search custom: ", o.command, "; ", o.trials, " trials, ", o.sampler),
+                o.minimize ? "lowest value so far" : "best value so far");
 }
 
 }  // namespace mase::search

@@ -11,6 +11,7 @@
 //                       (--init), one study per format (<study>-<format>), and with `mixed` one
 //                       where each layer picks among them (<study>-mixed); best-so-far figure
 //                       and the Pareto figure (accuracy against average weight bits)
+//   run_custom          beyond the course `mase-search custom`: the samplers on any command
 // Files: <dir>/studies.db, <dir>/<study>.csv per study, <dir>/<study>/trial-NNNN (runs), the
 // figure at --plot (default <dir>/<prefix>.svg). ConfigErrors before anything is written.
 // Read next: search/lab_objectives.h, search/lab_runner.h, tools/mase_search_labs.cpp.
@@ -57,6 +58,15 @@ struct PrecisionOptions : LabOptions {
   bool mixed = false;     // add the study where each layer picks among the formats
   bool per_format = true; // one study per format
   int64_t qat_steps = 0;  // > 0: fine-tune this many steps quantized after PTQ
+  double bits_weight = 0; // > 0: value = accuracy − bits_weight · avg_weight_bits / 32
+};
+
+// `mase-search custom`: any experiment, through a command template (search/command_objective.h).
+struct CustomOptions : LabOptions {
+  std::string sampler = "tpe";
+  std::string space;    // "x=real:0:1,n=int:1:8,act=cat:relu|gelu"
+  std::string command;  // "python3 f.py {x} {n} {act}": the last stdout line is the value
+  bool minimize = false;
 };
 
 struct LabResult {
@@ -67,5 +77,6 @@ struct LabResult {
 LabResult run_tutorial(TutorialOptions o);
 LabResult run_compress_aware(CompressAwareOptions o);
 LabResult run_precision(PrecisionOptions o);
+LabResult run_custom(CustomOptions o);
 
 }  // namespace mase::search

@@ -109,16 +109,19 @@ LayerList linear_layer_list(const fs::path& init) {
 
 Objective precision_trial_objective(const Space& space, const LayerList& layers, fs::path init,
                                     train::TrainConfig base, std::shared_ptr<const TrialData> data,
-                                    int64_t qat_steps, fs::path trials_dir, std::FILE* log) {
+                                    int64_t qat_steps, fs::path trials_dir, std::FILE* log,
+                                    double bits_weight) {
   (void)space;
-  return [layers, init, base, data, qat_steps, trials_dir, log](const Params& p, int64_t number) {
+  return [layers, init, base, data, qat_steps, trials_dir, log, bits_weight](const Params& p,
+                                                                             int64_t number) {
     const auto t0 = std::chrono::steady_clock::now();
     const nlohmann::json cfg = precision_quant_config(p, layers.names);
     train::LoadedModel lm = train::load_model_dir(init);  // a fresh copy: weights only, fast
     const quant::QuantizeReport report = quant::quantize(*lm.model, cfg);
     Outcome o;
     o.attrs["quantized_layers"] = cat(report.quantized());
-    o.attrs["avg_weight_bits"] = cat(average_weight_bits(cfg, layers.names, layers.sizes));
+    const double bits = average_weight_bits(cfg, layers.names, layers.sizes);
+    o.attrs["avg_weight_bits"] = cat(bits);
     const train::EvalResult e = test_model(*lm.model, *data, base);
     o.value = e.accuracy;
     o.attrs["accuracy_ptq"] = cat(e.accuracy);
@@ -135,6 +138,8 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
       o.attrs["test_loss"] = cat(r.eval.loss);
       o.attrs["run"] = run.string();
     }
+    o.attrs["accuracy"] = cat(o.value);
+    o.value -= bits_weight * bits / 32;
     o.attrs["wall_s"] = cat(seconds_since(t0));
     return o;
   };

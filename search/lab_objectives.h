@@ -11,8 +11,9 @@
 // Precision trial (Lab 3): a fresh copy of the trained model of `init` (its tokenizer, the
 //   test set tokenized once) -> the trial's per-layer quantize config -> test (PTQ) ->
 //   [`qat_steps` steps of quantization-aware training in trial-NNNN, then test]. Value = the
-//   last accuracy; attributes: accuracy_ptq, accuracy_qat, avg_weight_bits, quantized_layers,
-//   test_loss, wall_s.
+//   last accuracy − bits_weight · avg_weight_bits / 32 (bits_weight 0: the accuracy; > 0: a
+//   scalarized two-objective search, accuracy up and bits down); attributes: accuracy (the last
+//   one), accuracy_ptq, accuracy_qat, avg_weight_bits, quantized_layers, test_loss, wall_s.
 // Read next: search/lab_commands.h (the commands that run them).
 #pragma once
 #include <cstdio>
@@ -46,6 +47,7 @@ LayerList linear_layer_list(const std::filesystem::path& init);
 Objective precision_trial_objective(const Space& space, const LayerList& layers,
                                     std::filesystem::path init, train::TrainConfig base,
                                     std::shared_ptr<const TrialData> data, int64_t qat_steps,
-                                    std::filesystem::path trials_dir, std::FILE* log);
+                                    std::filesystem::path trials_dir, std::FILE* log,
+                                    double bits_weight = 0);
 
 }  // namespace mase::search

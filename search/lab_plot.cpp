@@ -79,13 +79,13 @@ double attr_value(const TrialRecord& r, const std::string& key) {
 }  // namespace
 
 void plot_best_so_far(const Series& series, const std::string& title, const std::string& ylabel,
-                      const std::string& path) {
+                      const std::string& path, Direction direction) {
   MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study, got none");
   std::string data, plot = "plot ";
   for (size_t i = 0; i < series.size(); ++i) {
     const auto& [label, trials] = series[i];
     data += "# " + label + ": trial best_so_far value\n";
-    const std::vector<double> best = running_best(trials, Direction::maximize);
+    const std::vector<double> best = running_best(trials, direction);
     for (size_t j = 0; j < trials.size(); ++j)
       if (!std::isnan(best[j]))
         data += cat(trials[j].trial.number, " ", best[j], " ",
@@ -98,9 +98,20 @@ void plot_best_so_far(const Series& series, const std::string& title, const std:
                 " title ", gp_quote(label + " (best so far)"), ", ", dat, " index ", i,
                 " using 1:3 with points pointsize 0.8 ", style(i), " notitle");
   }
-  draw(path, data, cat(common_settings(title, "trial", ylabel), "set offsets 0.3, 0.3, 0.02, 0.02\n",
+  const char* key = direction == Direction::maximize ? "" : "set key top right\n";
+  draw(path, data, cat(common_settings(title, "trial", ylabel), key,
+                       "set offsets 0.3, 0.3, 0.02, 0.02\nset xrange [-0.5:*]\n",
                        plot, "\n"));
 }
+
+namespace {
+// The y of a Pareto point: attribute "accuracy" when the trial has it (a trial whose value is a
+// weighted sum of accuracy and bits), else its value.
+double accuracy_of(const TrialRecord& r) {
+  const double a = attr_value(r, "accuracy");
+  return std::isnan(a) ? r.trial.value : a;
+}
+}  // namespace
 
 std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,
                                       const std::string& x_attr) {
@@ -110,11 +121,11 @@ std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,
       pts.push_back(r);
   std::sort(pts.begin(), pts.end(), [&](const TrialRecord& a, const TrialRecord& b) {
     const double xa = attr_value(a, x_attr), xb = attr_value(b, x_attr);
-    return xa != xb ? xa < xb : a.trial.value > b.trial.value;
+    return xa != xb ? xa < xb : accuracy_of(a) > accuracy_of(b);
   });
   std::vector<TrialRecord> front;  // by increasing x: keep each trial better than all before
   for (const auto& r : pts)
-    if (front.empty() || r.trial.value > front.back().trial.value) front.push_back(r);
+    if (front.empty() || accuracy_of(r) > accuracy_of(front.back())) front.push_back(r);
   return front;
 }
 
@@ -128,10 +139,10 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
     data += "# " + label + ": trials (x y)\n";
     for (const auto& r : trials)
       if (r.trial.state == TrialState::complete && !std::isnan(attr_value(r, x_attr)))
-        data += cat(attr_value(r, x_attr), " ", r.trial.value, "\n");
+        data += cat(attr_value(r, x_attr), " ", accuracy_of(r), "\n");
     data += "\n\n# " + label + ": Pareto front\n";
     for (const auto& r : pareto_front(trials, x_attr))
-      data += cat(attr_value(r, x_attr), " ", r.trial.value, "\n");
+      data += cat(attr_value(r, x_attr), " ", accuracy_of(r), "\n");
     data += "\n\n";
     const std::string dat = gp_quote(path + ".dat");
     plot += cat(i ? ", " : "", dat, " index ", block, " using 1:2 with points pointsize 1 ",

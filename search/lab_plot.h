@@ -20,9 +20,10 @@ namespace mase::search {
 using Series = std::vector<std::pair<std::string, std::vector<TrialRecord>>>;  // label, trials
 
 void plot_best_so_far(const Series& series, const std::string& title, const std::string& ylabel,
-                      const std::string& path);
+                      const std::string& path, Direction direction = Direction::maximize);
 
-// Complete trials with attribute `x_attr`, x = that attribute (lower is better), y = value.
+// Complete trials with attribute `x_attr`, x = that attribute (lower is better), y = attribute
+// "accuracy" if the trial has one (its value may weigh bits in), else the value.
 void plot_pareto(const Series& series, const std::string& x_attr, const std::string& title,
                  const std::string& xlabel, const std::string& path);
 

@@ -88,7 +88,7 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
     Db db(run.db);  // every check before any write
     for (const LabStudy& s : specs) {
       if (!study_exists(db.db, s.name)) continue;
-      Study existing = Study::open(run.db, s.name, s.space, Direction::maximize,
+      Study existing = Study::open(run.db, s.name, s.space, s.direction,
                                    make_sampler(s.sampler, run.seed), run.seed);
       check_objective(db.db, s, run.db);
       const size_t n = existing.trials().size();
@@ -100,7 +100,7 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
   std::vector<Study> studies;
   Db db(run.db);
   for (const LabStudy& s : specs) {
-    studies.push_back(Study::open(run.db, s.name, s.space, Direction::maximize,
+    studies.push_back(Study::open(run.db, s.name, s.space, s.direction,
                                   make_sampler(s.sampler, run.seed), run.seed));
     Statement put(db.db,
                   "INSERT OR IGNORE INTO study_objectives(name, objective_json) VALUES(?1, ?2)",
@@ -126,7 +126,7 @@ std::string run_lab_study(Study& study, const Objective& objective, const LabRun
     std::optional<Trial> t = study.ask(run.trials);
     if (!t) break;  // the budget is finished or running elsewhere, or the grid is done
     const TrialRun tr = run_one_trial(study, objective, *t);
-    std::string result = tr.ok ? cat("accuracy ", tr.outcome.value) : cat("failed: ", tr.error);
+    std::string result = tr.ok ? cat("value ", tr.outcome.value) : cat("failed: ", tr.error);
     for (const char* k : {"accuracy_trained", "accuracy_compressed", "accuracy_ptq",
                           "avg_weight_bits", "identity_layers"})
       if (tr.outcome.attrs.count(k)) result += cat("  ", k, " ", tr.outcome.attrs.at(k));

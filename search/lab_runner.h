@@ -26,6 +26,7 @@ struct LabStudy {
   std::string sampler;          // random, grid, tpe, tpe-independent
   Space space;
   nlohmann::json objective;     // the objective key (see above)
+  Direction direction = Direction::maximize;
 };
 
 struct LabRun {

@@ -25,11 +25,15 @@ std::string cache_dir_for(const train::TrainConfig& c) {
   if (!c.cache_dir.empty()) return c.cache_dir;
   const fs::path dir = data::data_dir(c.data_dir) / "imdb";
   const fs::path probe = fs::exists(dir) ? dir : dir.parent_path();
-  if (!fs::exists(probe) || ::access(probe.c_str(), W_OK) == 0) return "";
+  // writable: we may write (root may write anywhere) and the folder is not marked r-x
+  std::error_code ec;
+  const auto any_write = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  const bool writable = ::access(probe.c_str(), W_OK) == 0 &&
+                        (fs::status(probe, ec).permissions() & any_write) != fs::perms::none;
+  if (!fs::exists(probe) || writable) return "";
   const char* home = std::getenv("HOME");
   if (!home || !*home) return "";
   const fs::path fallback = fs::path(home) / ".cache" / "mase" / "imdb";
-  std::error_code ec;
   fs::create_directories(fallback, ec);
   return fallback.string();
 }

@@ -51,7 +51,7 @@ const char* kFooter = R"(Examples:
 Files: <dir>/studies.db (every study), <dir>/<study>.csv, <dir>/<study>/trial-NNNN/ (runs).
 Exit status: 0 done, 1 error, 2 bad flags, 130 stopped (continue with --resume).
 Lab commands (each has --help): mase-search tutorial (Lab 2.1), compress-aware (Lab 2.2),
-  precision (Labs 3.1 and 3.2).)";
+  precision (Labs 3.1 and 3.2), custom (any command as the objective).)";
 
 // "mm:ss" or "h:mm:ss"
 std::string clock_time(double s) {

@@ -54,9 +54,21 @@ Examples:
       picks its format; lab3.png (best so far) and lab3-pareto.png (accuracy vs bits)
   mase-search precision --init runs/tiny --formats integer --qat-steps 20
       each trial fine-tunes 20 steps quantized after PTQ (the trial's value is then QAT's)
+  mase-search precision --init runs/tiny --formats all --mixed-only --bits-weight 0.1
+      accuracy up and bits down: each 32 bits per weight cost 0.1 of accuracy; the
+      Pareto figure shows which trials no other beats on both
 Formats: integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual
   ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2
   mxfp6_e2m3 mxfp4_e2m1 (or all))";
+
+const char* kCustomHelp = R"HELP(Beyond the course: the samplers on any experiment. The last line the command prints on
+stdout is the trial's value; {name} is replaced by the parameter's value (shell-quoted), {trial}
+by the trial number.
+Examples:
+  mase-search custom --space 'x=real:-2:2,y=real:-2:2' --trials 30 \
+      --command 'python3 -c "print(-({x}-0.5)**2 - ({y}+1)**2)"'
+  mase-search custom --minimize --space 'lr=real:1e-5:1e-2:log,layers=int:1:8,act=cat:relu|gelu' \
+      --command './my_experiment.sh --lr {lr} --layers {layers} --act {act}' --study mine)HELP";
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -126,7 +138,7 @@ LinearChoice parse_linear(const std::string& s) { return linear_choice_from(s); 
 
 bool is_lab_command(const char* arg) {
   return std::strcmp(arg, "tutorial") == 0 || std::strcmp(arg, "compress-aware") == 0 ||
-         std::strcmp(arg, "precision") == 0;
+         std::strcmp(arg, "precision") == 0 || std::strcmp(arg, "custom") == 0;
 }
 
 int lab_main(int argc, char** argv) {
@@ -177,6 +189,26 @@ int lab_main(int argc, char** argv) {
   p->add_option("--qat-steps", pre.qat_steps, "quantized fine-tuning steps after PTQ")
       ->capture_default_str();
   p->add_option("--sampler", pre.sampler, "random, grid, tpe")->capture_default_str();
+  p->add_option("--bits-weight", pre.bits_weight,
+                "two objectives in one: value = accuracy - W * avg weight bits / 32")
+      ->capture_default_str();
+
+  CustomOptions cus;
+  defaults(cus);
+  CLI::App* u = app.add_subcommand("custom", "any experiment: a command template as the objective");
+  u->footer(kCustomHelp);
+  u->add_option("--space", cus.space, "name=real:LOW:HIGH[:log], name=int:..., name=cat:A|B, ...")
+      ->required();
+  u->add_option("--command", cus.command, "shell command; its last stdout line is the value")
+      ->required();
+  u->add_flag("--minimize", cus.minimize, "lower values are better");
+  u->add_option("--sampler", cus.sampler, "random, grid, tpe")->capture_default_str();
+  u->add_option("--trials", cus.trials, "finished trials")->capture_default_str();
+  u->add_option("--study", cus.study, "study name (default custom)");
+  u->add_option("--dir", cus.dir, "folder of studies.db and the CSV")->capture_default_str();
+  u->add_option("--seed", cus.seed, "seed of the sampler")->capture_default_str();
+  u->add_flag("--resume", cus.resume, "continue the study (same flags)");
+  u->add_option("--plot", cus.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
 
   if (auto status = cli::parse(app, "mase-search", argc, argv)) return *status;
 
@@ -194,6 +226,8 @@ int lab_main(int argc, char** argv) {
       cmp.variants = split_list(variants);
       cmp.compress = quant::read_config_file(compress_file);
       run_compress_aware(cmp);
+    } else if (u->parsed()) {
+      run_custom(cus);
     } else {
       if (p->count("--lr")) pre.base.lr = cp.lr;
       pre.formats = split_list(formats);
