@@ -79,12 +79,16 @@ LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs
   return res;
 }
 
+Space arch_space(const ArchChoices& a) {
+  return architecture_space(a.layers, a.heads, a.hidden, a.intermediate);
+}
+
 }  // namespace
 
 LabResult run_tutorial(TutorialOptions o) {
   check_common(o, "tutorial");
   MASE_CHECK(!o.samplers.empty(), ConfigError, "[search] expected a non-empty list for --samplers");
-  const Space space = tutorial_space(o.linear, lab2_space());
+  const Space space = tutorial_space(o.linear, arch_space(o.arch));
   json key = budget_key(o.base);
   key["objective"] = "architecture";
   std::vector<LabStudy> specs;
@@ -100,7 +104,8 @@ LabResult run_tutorial(TutorialOptions o) {
     objectives.push_back(arch_trial_objective(space, o.base, data, {},
                                               fs::path(o.dir) / s.name, null_sink()));
   return finish(studies, specs, objectives, o,
-                cat("Lab 2.1: ", budget_text(o.base), "; ", o.trials, " trials per sampler"),
+                cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space), "; ",
+                    o.trials, " trials per sampler"),
                 "best test accuracy so far");
 }
 
@@ -110,7 +115,7 @@ LabResult run_compress_aware(CompressAwareOptions o) {
              "[search] expected --compress FILE with {\"quantize\": ..., \"prune\": ...}");
   MASE_CHECK(!o.variants.empty(), ConfigError, "[search] expected a non-empty list for --variants");
   (void)make_sampler(o.sampler, o.seed);
-  const Space space = tutorial_space(o.linear, lab2_space());
+  const Space space = tutorial_space(o.linear, arch_space(o.arch));
   std::vector<LabStudy> specs;
   std::vector<CompressStep> steps;
   for (const std::string& v : o.variants) {
@@ -145,7 +150,8 @@ LabResult run_compress_aware(CompressAwareOptions o) {
     objectives.push_back(arch_trial_objective(space, o.base, data, steps[i],
                                               fs::path(o.dir) / specs[i].name, null_sink()));
   return finish(studies, specs, objectives, o,
-                cat("Lab 2.2: ", budget_text(o.base), "; ", o.trials, " trials, ", o.sampler),
+                cat("Lab 2.2: ", budget_text(o.base), "; ", architecture_text(space), "; ",
+                    o.trials, " trials, ", o.sampler),
                 "best test accuracy so far");
 }
 

@@ -37,12 +37,21 @@ struct LabOptions {
   std::FILE* out = stdout;
 };
 
+// The architecture choices of Labs 2.1 and 2.2 (the tutorial's by default).
+struct ArchChoices {
+  std::vector<int64_t> layers = {2, 4, 8}, heads = {2, 4, 8, 16};
+  std::vector<int64_t> hidden = {128, 192, 256, 384, 512};
+  std::vector<int64_t> intermediate = {512, 768, 1024, 1536, 2048};
+};
+
 struct TutorialOptions : LabOptions {
+  ArchChoices arch;
   std::vector<std::string> samplers = {"random", "grid", "tpe"};
   LinearChoice linear = LinearChoice::shared;
 };
 
 struct CompressAwareOptions : LabOptions {
+  ArchChoices arch;
   std::string sampler = "tpe";
   LinearChoice linear = LinearChoice::shared;
   nlohmann::json compress;  // {"quantize": ..., "prune": ...}; required

@@ -22,10 +22,12 @@ std::string gp_quote(const std::string& s) {  // a gnuplot string: '' stands for
   return q + "'";
 }
 
-std::string terminal_for(const std::string& path) {
+// Many curves: a wider figure with the legend outside, right of the plot.
+std::string terminal_for(const std::string& path, bool wide) {
   const std::string ext = fs::path(path).extension().string();
-  if (ext == ".svg") return "set terminal svg size 900,560 dynamic font 'sans,12'\n";
-  if (ext == ".png") return "set terminal pngcairo size 900,560 font 'sans,11'\n";
+  const char* size = wide ? "1100,600" : "900,560";
+  if (ext == ".svg") return cat("set terminal svg size ", size, " dynamic font 'sans,12'\n");
+  if (ext == ".png") return cat("set terminal pngcairo size ", size, " font 'sans,11'\n");
   throw ConfigError(cat("[plot] expected --plot ending in .svg or .png, got '", path, "'"));
 }
 
@@ -40,8 +42,9 @@ void save_text(const fs::path& path, const std::string& text) {
 }
 
 // Writes data and script beside `path`, runs gnuplot, renames its output into place.
-void draw(const std::string& path, const std::string& data, const std::string& body) {
-  const std::string term = terminal_for(path);
+void draw(const std::string& path, const std::string& data, const std::string& body,
+          bool wide) {
+  const std::string term = terminal_for(path, wide);
   if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
   save_text(path + ".dat", data);
   const std::string out_tmp = path + ".part";
@@ -60,10 +63,12 @@ void draw(const std::string& path, const std::string& data, const std::string& b
 }
 
 std::string common_settings(const std::string& title, const std::string& xlabel,
-                            const std::string& ylabel) {
+                            const std::string& ylabel, bool wide) {
   return cat("set title ", gp_quote(title), " noenhanced\n", "set xlabel ", gp_quote(xlabel),
              "\nset ylabel ", gp_quote(ylabel), "\n",
-             "set key bottom right box opaque noenhanced\nset grid\n");
+             wide ? "set key outside right top noenhanced\n"
+                  : "set key bottom right box opaque noenhanced\n",
+             "set grid\n");
 }
 
 // Style i: colour, dash pattern and marker all change, so overlapping curves stay visible.
@@ -81,6 +86,7 @@ double attr_value(const TrialRecord& r, const std::string& key) {
 void plot_best_so_far(const Series& series, const std::string& title, const std::string& ylabel,
                       const std::string& path, Direction direction) {
   MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study, got none");
+  const bool wide = series.size() > 4;
   std::string data, plot = "plot ";
   for (size_t i = 0; i < series.size(); ++i) {
     const auto& [label, trials] = series[i];
@@ -95,13 +101,14 @@ void plot_best_so_far(const Series& series, const std::string& title, const std:
     data += "\n\n";
     const std::string dat = gp_quote(path + ".dat");
     plot += cat(i ? ", " : "", dat, " index ", i, " using 1:2 with steps linewidth 2 ", style(i),
-                " title ", gp_quote(label + " (best so far)"), ", ", dat, " index ", i,
+                " title ", gp_quote(wide ? label : label + " (best so far)"), ", ", dat, " index ", i,
                 " using 1:3 with points pointsize 0.8 ", style(i), " notitle");
   }
   const char* key = direction == Direction::maximize ? "" : "set key top right\n";
-  draw(path, data, cat(common_settings(title, "trial", ylabel), key,
-                       "set offsets 0.3, 0.3, 0.02, 0.02\nset xrange [-0.5:*]\n",
-                       plot, "\n"));
+  draw(path, data,
+       cat(common_settings(title, "trial", ylabel, wide), key,
+           "set offsets 0.3, 0.3, 0.02, 0.02\nset xrange [-0.5:*]\n", plot, "\n"),
+       wide);
 }
 
 namespace {
@@ -132,6 +139,7 @@ std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,
 void plot_pareto(const Series& series, const std::string& x_attr, const std::string& title,
                  const std::string& xlabel, const std::string& path) {
   MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study, got none");
+  const bool wide = series.size() > 2;
   std::string data, plot = "plot ";
   size_t block = 0;
   for (size_t i = 0; i < series.size(); ++i) {
@@ -146,12 +154,12 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
     data += "\n\n";
     const std::string dat = gp_quote(path + ".dat");
     plot += cat(i ? ", " : "", dat, " index ", block, " using 1:2 with points pointsize 1 ",
-                style(i), " title ", gp_quote(label + " trials"), ", ", dat, " index ", block + 1,
-                " using 1:2 with steps linewidth 2 ", style(i), " title ",
-                gp_quote(label + " Pareto front"));
+                style(i), wide ? std::string(" notitle") : " title " + gp_quote(label + " trials"),
+                ", ", dat, " index ", block + 1, " using 1:2 with steps linewidth 2 ", style(i),
+                " title ", gp_quote(wide ? label : label + " Pareto front"));
     block += 2;
   }
-  draw(path, data, cat(common_settings(title, xlabel, "test accuracy"), plot, "\n"));
+  draw(path, data, cat(common_settings(title, xlabel, "test accuracy", wide), plot, "\n"), wide);
 }
 
 }  // namespace mase::search

@@ -42,6 +42,39 @@ int64_t max_layers(const Space& arch) {
 
 }  // namespace
 
+Space architecture_space(const std::vector<int64_t>& layers, const std::vector<int64_t>& heads,
+                         const std::vector<int64_t>& hidden, const std::vector<int64_t>& inter) {
+  Space s;
+  const std::pair<const char*, const std::vector<int64_t>*> lists[] = {
+      {"num_layers", &layers}, {"num_heads", &heads}, {"hidden_size", &hidden},
+      {"intermediate_size", &inter}};
+  const char* flags[] = {"--num-layers", "--num-heads", "--hidden-sizes", "--intermediate-sizes"};
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& [name, values] = lists[i];
+    MASE_CHECK(!values->empty(), ConfigError, "[search] expected a non-empty list for ",
+               flags[i]);
+    std::vector<std::string> choices;
+    for (int64_t v : *values) {
+      MASE_CHECK(v >= 1, ConfigError, "[search] expected ", flags[i], " >= 1, got ", v);
+      choices.push_back(std::to_string(v));
+    }
+    s.categorical(name, choices);
+  }
+  return s;
+}
+
+std::string architecture_text(const Space& arch) {
+  const char* names[] = {"num_layers", "num_heads", "hidden_size", "intermediate_size"};
+  const char* letters[] = {"L", "A", "H", "I"};
+  std::string out;
+  for (size_t i = 0; i < 4; ++i) {
+    std::string list;
+    for (const std::string& c : arch.at(names[i]).choices) list += (list.empty() ? "" : ",") + c;
+    out += cat(i ? " " : "", letters[i], "{", list, "}");
+  }
+  return out;
+}
+
 Space tutorial_space(LinearChoice mode, const Space& arch) {
   Space s = arch;
   if (mode == LinearChoice::shared) s.categorical("linear_layer", {"linear", "identity"});

@@ -33,6 +33,14 @@ namespace mase::search {
 enum class LinearChoice { none, shared, per_layer };
 LinearChoice linear_choice_from(const std::string& s);  // "none", "shared", "per-layer"
 
+// An architecture space with these choices (lab2_space's when all four are the tutorial's):
+// ConfigError naming the flag (--num-layers, --num-heads, --hidden-sizes,
+// --intermediate-sizes) for an empty list or a value < 1. Smaller spaces fit a CPU budget.
+Space architecture_space(const std::vector<int64_t>& layers, const std::vector<int64_t>& heads,
+                         const std::vector<int64_t>& hidden, const std::vector<int64_t>& inter);
+// "L{2,4} A{2,4} H{128} I{512}"
+std::string architecture_text(const Space& arch);
+
 // `arch` (lab2_space() by default) plus the Linear-or-Identity parameter(s).
 Space tutorial_space(LinearChoice mode, const Space& arch);
 // Replaces the square Linears the trial chose `identity` for; returns their paths.

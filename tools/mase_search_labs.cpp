@@ -31,7 +31,9 @@ Examples:
       hidden_size x intermediate_size x (square Linears kept or Identity, one shared choice)
   mase-search tutorial --linear-choice per-layer --samplers tpe --study tut-pl --plot pl.png
       each square Linear chooses for itself (the tutorial's f"{name}_type")
-  mase-search tutorial --trials 16 --resume     (the same flags: continue to 16 trials each))";
+  mase-search tutorial --trials 16 --resume     (the same flags: continue to 16 trials each)
+  mase-search tutorial --num-layers 2 --hidden-sizes 128,192,256 --intermediate-sizes 512,768,1024
+      a smaller space for a CPU budget (the defaults are the tutorial's))";
 
 const char* kCompressHelp = R"(Lab 2.2: compression-aware search; three studies, three curves on one plot.
 Examples:
@@ -134,6 +136,23 @@ void defaults(LabOptions& o) {
 
 LinearChoice parse_linear(const std::string& s) { return linear_choice_from(s); }
 
+// --num-layers 2,4 --num-heads ... as text, read back into an ArchChoices after parsing.
+struct ArchFlags {
+  std::string layers = "2,4,8", heads = "2,4,8,16", hidden = "128,192,256,384,512",
+              intermediate = "512,768,1024,1536,2048";
+  void add(CLI::App* c) {
+    c->add_option("--num-layers", layers, "num_layers choices")->capture_default_str();
+    c->add_option("--num-heads", heads, "num_heads choices")->capture_default_str();
+    c->add_option("--hidden-sizes", hidden, "hidden_size choices")->capture_default_str();
+    c->add_option("--intermediate-sizes", intermediate, "intermediate_size choices")
+        ->capture_default_str();
+  }
+  ArchChoices read() const {
+    return {int_list(layers, "--num-layers"), int_list(heads, "--num-heads"),
+            int_list(hidden, "--hidden-sizes"), int_list(intermediate, "--intermediate-sizes")};
+  }
+};
+
 }  // namespace
 
 bool is_lab_command(const char* arg) {
@@ -161,6 +180,8 @@ int lab_main(int argc, char** argv) {
   add_common(t, tut, ct);
   t->add_option("--samplers", samplers, "comma-separated: random, grid, tpe, tpe-independent")
       ->capture_default_str();
+  ArchFlags arch_t, arch_c;
+  arch_t.add(t);
   t->add_option("--linear-choice", linear_t, "square Linear or Identity: shared, per-layer, none")
       ->capture_default_str();
 
@@ -175,6 +196,7 @@ int lab_main(int argc, char** argv) {
   c->add_option("--variants", variants, "studies to run: plain, compressed, post-trained")
       ->capture_default_str();
   c->add_option("--linear-choice", linear_c, "shared, per-layer, none")->capture_default_str();
+  arch_c.add(c);
 
   CLI::App* p = app.add_subcommand("precision", "Lab 3: per-layer precision of a trained model");
   p->footer(kPrecisionHelp);
@@ -219,10 +241,12 @@ int lab_main(int argc, char** argv) {
       if (t->count("--lr")) tut.base.lr = ct.lr;
       tut.samplers = split_list(samplers);
       tut.linear = parse_linear(linear_t);
+      tut.arch = arch_t.read();
       run_tutorial(tut);
     } else if (c->parsed()) {
       if (c->count("--lr")) cmp.base.lr = cc.lr;
       cmp.linear = parse_linear(linear_c);
+      cmp.arch = arch_c.read();
       cmp.variants = split_list(variants);
       cmp.compress = quant::read_config_file(compress_file);
       run_compress_aware(cmp);

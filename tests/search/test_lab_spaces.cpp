@@ -53,6 +53,18 @@ TEST_CASE("tutorial space: the shared choice adds one parameter and doubles the 
   CHECK(per.at("bert.encoder.layer.7.attention.self.query_type").choices.size() == 2);
 }
 
+TEST_CASE("architecture space: the tutorial's lists give lab2_space, smaller lists a smaller one") {
+  Space full = architecture_space({2, 4, 8}, {2, 4, 8, 16}, {128, 192, 256, 384, 512},
+                                  {512, 768, 1024, 1536, 2048});
+  CHECK(full.grid_size() == lab2_space().grid_size());
+  CHECK(architecture_text(full) == "L{2,4,8} A{2,4,8,16} H{128,192,256,384,512} "
+                                   "I{512,768,1024,1536,2048}");
+  Space small = architecture_space({2}, {2, 4}, {128}, {512, 768});
+  CHECK(tutorial_space(LinearChoice::shared, small).grid_size() == 1 * 2 * 1 * 2 * 2);
+  // per layer: the deepest model of this space has 2 blocks
+  CHECK(tutorial_space(LinearChoice::per_layer, small).params().size() == 4 + 2 * 6 + 1);
+}
+
 TEST_CASE("linear or identity: shared identity replaces every square Linear and nothing else") {
   auto m = tiny(32, 64);  // Q K V, attention output and pooler square; FFN not
   Space s = tutorial_space(LinearChoice::shared, lab2_space());
@@ -152,6 +164,8 @@ TEST_CASE("precision space: bad lists name their flag") {
   throws_with([] { format_choices({"integer"}, {}, {4}); }, "non-empty list for --widths");
   throws_with([] { format_choices({}, {8}, {4}); }, "non-empty list for --formats");
   throws_with([] { linear_choice_from("some"); }, "--linear-choice");
+  throws_with([] { architecture_space({2}, {}, {128}, {512}); }, "non-empty list for --num-heads");
+  throws_with([] { architecture_space({2}, {2}, {0}, {512}); }, "--hidden-sizes >= 1, got 0");
 }
 
 TEST_CASE("pareto front: the trials no other beats on both bits and accuracy") {

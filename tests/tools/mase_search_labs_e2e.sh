@@ -19,6 +19,7 @@ fail() { echo "e2e: FAILED: $*"; exit 1; }
 budget="--data-dir $data --batch-size 8 --train-subset 64 --test-subset 32 --max-len 32 --threads 2"
 common="--trials 2 --dir $dir/s $budget"
 budget="$budget --max-steps 3"
+small="--num-layers 1,2 --hidden-sizes 64,128 --intermediate-sizes 128,256"
 
 # check_csv STUDY: the CSV has a header and exactly 2 complete trials
 check_csv() {
@@ -38,19 +39,19 @@ check_plot() {
 
 case "$lab" in
   tutorial)
-    "$search" tutorial $common --max-steps 3 --plot "$dir/t.png" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+    "$search" tutorial $common $small --max-steps 3 --plot "$dir/t.png" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
     for s in random grid tpe; do check_csv "tutorial-$s"; done
     grep -q '^number,state,value,.*linear_layer' "$dir/s/tutorial-grid.csv" || fail "no linear_layer column"
     check_plot "$dir/t.png"
     # the same study with another budget is refused, and the study is left as it was
-    "$search" tutorial $common --max-steps 4 --resume > "$dir/log2" 2>&1
+    "$search" tutorial $common $small --max-steps 4 --resume > "$dir/log2" 2>&1
     [ $? -eq 2 ] || fail "another budget: expected exit 2: $(cat "$dir/log2")"
     grep -q "key 'max_steps' was 3, now 4" "$dir/log2" || fail "message: $(cat "$dir/log2")"
     check_csv tutorial-grid
     ;;
   compress-aware)
     printf '%s' '{"quantize": {"by": "type", "default": {"config": {"name": "integer", "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4, "bias_width": 8, "bias_frac_width": 4}}}, "prune": {"weight": {"sparsity": 0.5}}}' > "$dir/c.json"
-    "$search" compress-aware $common --max-steps 3 --compress "$dir/c.json" --post-steps 2 --plot "$dir/c.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+    "$search" compress-aware $common $small --max-steps 3 --compress "$dir/c.json" --post-steps 2 --plot "$dir/c.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
     for s in plain compressed post-trained; do check_csv "compress-aware-$s"; done
     grep -q 'accuracy_post' "$dir/s/compress-aware-post-trained.csv" || fail "no accuracy_post column"
     check_plot "$dir/c.svg"
