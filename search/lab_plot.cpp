@@ -62,18 +62,39 @@ void draw(const std::string& path, const std::string& data, const std::string& b
   fs::rename(out_tmp, path);
 }
 
+// A title as a double-quoted gnuplot string, broken into lines at "; " (gnuplot reads \n there).
+std::string title_lines(const std::string& title) {
+  std::string q = "\"";
+  for (size_t i = 0; i < title.size(); ++i) {
+    if (title.compare(i, 2, "; ") == 0) {
+      q += "\\n";
+      ++i;
+    } else if (title[i] == '"' || title[i] == '\\') {
+      q += std::string("\\") + title[i];
+    } else {
+      q += title[i];
+    }
+  }
+  return q + "\"";
+}
+
 std::string common_settings(const std::string& title, const std::string& xlabel,
                             const std::string& ylabel, bool wide) {
-  return cat("set title ", gp_quote(title), " noenhanced\n", "set xlabel ", gp_quote(xlabel),
+  return cat("set title ", title_lines(title), " noenhanced\n", "set xlabel ", gp_quote(xlabel),
              "\nset ylabel ", gp_quote(ylabel), "\n",
              wide ? "set key outside right top noenhanced\n"
                   : "set key bottom right box opaque noenhanced\n",
              "set grid\n");
 }
 
-// Style i: colour, dash pattern and marker all change, so overlapping curves stay visible.
-std::string style(size_t i) {
-  return cat("linecolor ", i + 1, " dashtype ", i % 5 + 1, " pointtype ", i % 13 + 1);
+// Style i of n: colour, dash pattern and marker all change, and earlier curves are drawn
+// wider, so a curve lying on another shows as a thin line inside a thick one.
+// (n = 0: points, no line width.)
+std::string style(size_t i, size_t n = 0) {
+  std::string s = cat("linecolor ", i + 1, " dashtype ", i % 5 + 1, " pointtype ", i % 13 + 1);
+  if (n == 0) return s;
+  const double wider = n <= 4 ? 2.0 * static_cast<double>(n - 1 - i) : 0.0;  // i < n
+  return cat(s, " linewidth ", 1.5 + wider);
 }
 
 double attr_value(const TrialRecord& r, const std::string& key) {
@@ -100,11 +121,14 @@ void plot_best_so_far(const Series& series, const std::string& title, const std:
                     "\n");
     data += "\n\n";
     const std::string dat = gp_quote(path + ".dat");
-    plot += cat(i ? ", " : "", dat, " index ", i, " using 1:2 with steps linewidth 2 ", style(i),
+    plot += cat(i ? ", " : "", dat, " index ", i, " using 1:2 with steps ", style(i, series.size()),
                 " title ", gp_quote(wide ? label : label + " (best so far)"), ", ", dat, " index ", i,
                 " using 1:3 with points pointsize 0.8 ", style(i), " notitle");
   }
-  const char* key = direction == Direction::maximize ? "" : "set key top right\n";
+  std::string key = direction == Direction::maximize ? "" : "set key top right\n";
+  size_t most = 0;
+  for (const auto& [label, trials] : series) most = std::max(most, trials.size());
+  if (most <= 20) key += "set xtics 1\n";  // few trials: whole numbers only
   draw(path, data,
        cat(common_settings(title, "trial", ylabel, wide), key,
            "set offsets 0.3, 0.3, 0.02, 0.02\nset xrange [-0.5:*]\n", plot, "\n"),
@@ -155,7 +179,7 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
     const std::string dat = gp_quote(path + ".dat");
     plot += cat(i ? ", " : "", dat, " index ", block, " using 1:2 with points pointsize 1 ",
                 style(i), wide ? std::string(" notitle") : " title " + gp_quote(label + " trials"),
-                ", ", dat, " index ", block + 1, " using 1:2 with steps linewidth 2 ", style(i),
+                ", ", dat, " index ", block + 1, " using 1:2 with steps ", style(i, 1),
                 " title ", gp_quote(wide ? label : label + " Pareto front"));
     block += 2;
   }
