@@ -23,6 +23,7 @@
 
 #include "runtime/error.h"
 #include "tools/cli.h"
+#include "tools/mase_search_labs.h"
 #include "tools/sweep_cli.h"
 #include "runtime/parallel.h"
 #include "search/objectives.h"
@@ -50,7 +51,9 @@ const char* kFooter = R"(Examples:
       continue the study: finished trials are kept, trials of a dead process are marked failed
       and tried again, and trials run until 24 have finished
 Files: <dir>/studies.db (every study), <dir>/<study>.csv, <dir>/<study>/trial-NNNN/ (runs).
-Exit status: 0 done, 1 error, 2 bad flags, 130 stopped (continue with --resume).)";
+Exit status: 0 done, 1 error, 2 bad flags, 130 stopped (continue with --resume).
+Lab commands (each has --help): mase-search tutorial (Lab 2.1), compress-aware (Lab 2.2),
+  precision (Labs 3.1 and 3.2), custom (any command as the objective).)";
 
 // "mm:ss" or "h:mm:ss"
 std::string clock_time(double s) {
@@ -92,6 +95,7 @@ int run_plot(const std::string& db, const std::vector<std::string>& names, const
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && tools::is_lab_command(argv[1])) return tools::lab_main(argc, argv);
   CLI::App app{"mase-search: architecture search over BERT on IMDb (Lab 2)"};
   app.footer(kFooter);
   std::string sampler = "tpe", study_name, dir = "runs/search", plot, compare;

@@ -1,0 +1,150 @@
+// search/command_objective.cpp — a shell command as the objective. Read command_objective.h.
+#include "search/command_objective.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "runtime/error.h"
+
+namespace mase::search {
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, sep);) out.push_back(item);
+  return out;
+}
+
+double number(const std::string& text, const std::string& item) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  MASE_CHECK(used == text.size() && !text.empty(), ConfigError, "[search] --space item '", item,
+             "': expected a number, got '", text, "'");
+  return v;
+}
+
+// A value as the shell should see it: as it is when it is made of safe characters only (every
+// number is, so "{x}" may sit inside quoted code: python3 -c "print({x}**2)"), else quoted.
+std::string shell_quoted(const std::string& s) {
+  const bool safe = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+                                                      "QRSTUVWXYZ0123456789_.+-=/:,@%") ==
+                                      std::string::npos;
+  if (safe) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+Space parse_space_spec(const std::string& spec) {
+  Space space;
+  for (const std::string& item : split(spec, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    MASE_CHECK(eq != std::string::npos && eq > 0, ConfigError, "[search] --space item '", item,
+               "': expected name=real:LOW:HIGH[:log], name=int:LOW:HIGH[:log] or name=cat:A|B");
+    const std::string name = item.substr(0, eq);
+    const std::vector<std::string> f = split(item.substr(eq + 1), ':');
+    const std::string kind = f.empty() ? "" : f[0];
+    const bool log = f.size() == 4 && f[3] == "log";
+    if (kind == "cat" && f.size() == 2) {
+      std::vector<std::string> choices;
+      for (const std::string& c : split(f[1], '|'))
+        if (!c.empty()) choices.push_back(c);
+      MASE_CHECK(!choices.empty(), ConfigError, "[search] --space item '", item,
+                 "': expected choices A|B|..., got none");
+      space.categorical(name, choices);
+    } else if ((kind == "real" || kind == "int") && (f.size() == 3 || log)) {
+      const double lo = number(f[1], item), hi = number(f[2], item);
+      MASE_CHECK(lo < hi && (!log || lo > 0), ConfigError, "[search] --space item '", item,
+                 "': expected 0 < LOW < HIGH for log, LOW < HIGH otherwise");
+      if (kind == "real") space.real(name, lo, hi, log);
+      else space.integer(name, static_cast<int64_t>(lo), static_cast<int64_t>(hi), 1, log);
+    } else {
+      throw ConfigError(cat("[search] --space item '", item, "': expected name=real:LOW:HIGH[:log], "
+                            "name=int:LOW:HIGH[:log] or name=cat:A|B"));
+    }
+  }
+  MASE_CHECK(!space.empty(), ConfigError, "[search] expected a non-empty list for --space");
+  return space;
+}
+
+std::string expand_command(const std::string& tmpl, const Space& space, const Values& values,
+                           int64_t trial) {
+  std::string out;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    const size_t close = tmpl[i] == '{' ? tmpl.find('}', i) : std::string::npos;
+    if (close == std::string::npos) {
+      out += tmpl[i];
+      continue;
+    }
+    const std::string name = tmpl.substr(i + 1, close - i - 1);
+    if (name == "trial") {
+      out += std::to_string(trial);
+    } else {
+      const auto it = values.find(name);
+      MASE_CHECK(it != values.end(), ConfigError, "[search] --command: {", name,
+                 "} is not a parameter of --space");
+      out += shell_quoted(space.at(name).format(it->second));
+    }
+    i = close;
+  }
+  return out;
+}
+
+Objective command_objective(const Space& space, const std::string& tmpl) {
+  MASE_CHECK(!tmpl.empty(), ConfigError, "[search] expected --command, got an empty template");
+  Values zero;
+  for (const Param& p : space.params()) zero[p.name] = p.kind == Param::Kind::categorical ? 0 : p.low;
+  (void)expand_command(tmpl, space, zero, 0);  // unknown placeholders fail now
+  return [tmpl, space](const Params& p, int64_t number) -> Outcome {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string cmd = expand_command(tmpl, space, p.values(), number);
+    std::FILE* pipe = popen(cmd.c_str(), "r");
+    MASE_CHECK(pipe != nullptr, IoError, "[search] cannot run: ", cmd);
+    std::string last, line;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, pipe)) {
+      line += buf;
+      if (line.back() != '\n') continue;
+      line.pop_back();
+      if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+      line.clear();
+    }
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+    const int status = pclose(pipe);
+    MASE_CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, Error,
+               "[search] command exited with status ",
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1, ": ", cmd);
+    size_t used = 0;
+    double v = NAN;
+    try {
+      v = std::stod(last, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    while (used < last.size() && std::isspace(static_cast<unsigned char>(last[used]))) ++used;
+    MASE_CHECK(used == last.size() && !last.empty() && std::isfinite(v), Error,
+               "[search] expected a number on the last line of the command's stdout, got '",
+               last, "': ", cmd);
+    Outcome o;
+    o.value = v;
+    o.attrs["output"] = last;
+    o.attrs["wall_s"] =
+        cat(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return o;
+  };
+}
+
+}  // namespace mase::search

@@ -1,0 +1,30 @@
+// search/command_objective.h — any experiment as an objective: a command template run by the
+// shell, whose last line on stdout is the trial's value (`mase-search custom`).
+//
+//   space    "lr=real:1e-5:1e-2:log,layers=int:1:8,act=cat:relu|gelu"
+//            real:LOW:HIGH[:log]   int:LOW:HIGH[:log]   cat:A|B|C
+//   command  "python3 train.py --lr {lr} --layers {layers} --act {act}"
+// Each {name} becomes the trial's value as text (Param::format: the choice, the integer, or
+// %.6g), single-quoted for the shell when it has other characters than letters, digits and
+// _.+-=/:,@% (numbers never do, so {x} may sit inside quoted code); {trial} is the trial number. The trial fails (and the
+// search goes on) when the command exits non-zero or its last non-empty stdout line is not a
+// number; its stderr passes through to ours. Attributes: output (that line), wall_s.
+// Read next: search/lab_commands.h (run_custom), docs/lab2.md ("Any experiment").
+#pragma once
+#include <string>
+
+#include "search/study.h"
+
+namespace mase::search {
+
+// ConfigError naming --space and the item for a bad spec (kind, bounds, empty choices).
+Space parse_space_spec(const std::string& spec);
+
+// ConfigError naming --command for a {placeholder} that is not a parameter of `space`.
+Objective command_objective(const Space& space, const std::string& command_template);
+
+// The command of one trial (the template with its values in place).
+std::string expand_command(const std::string& command_template, const Space& space,
+                           const Values& values, int64_t trial);
+
+}  // namespace mase::search

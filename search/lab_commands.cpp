@@ -1,0 +1,233 @@
+// search/lab_commands.cpp — the lab commands: checks, studies, data once, trials, figures.
+// Read lab_commands.h first.
+#include "search/lab_commands.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "runtime/error.h"
+#include "search/command_objective.h"
+#include "search/lab_objectives.h"
+#include "search/lab_plot.h"
+#include "search/lab_runner.h"
+#include "search/objectives.h"
+#include "search/sampler.h"
+#include "train/session.h"
+#include "train/trainer.h"
+
+namespace mase::search {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string budget_text(const train::TrainConfig& c) {
+  return cat(c.model, ", ", c.max_steps, " steps of ", c.batch_size, " on ", c.train_subset,
+             " reviews, max-len ", c.max_len, ", tested on ", c.test_subset);
+}
+
+// What every trial's result depends on besides its parameters (the objective key).
+json budget_key(const train::TrainConfig& c) {
+  return {{"model", c.model},         {"max_steps", c.max_steps},
+          {"batch_size", c.batch_size}, {"train_subset", c.train_subset},
+          {"test_subset", c.test_subset}, {"max_len", c.max_len},
+          {"lr", c.lr ? json(*c.lr) : json(nullptr)}, {"seed", c.seed}};
+}
+
+LabRun make_run(const LabOptions& o) {
+  LabRun r;
+  r.db = (fs::path(o.dir) / "studies.db").string();
+  r.dir = o.dir;
+  r.trials = o.trials;
+  r.resume = o.resume;
+  r.seed = o.seed;
+  r.out = o.out;
+  return r;
+}
+
+void check_common(LabOptions& o, const std::string& command) {
+  MASE_CHECK(o.trials >= 1, ConfigError, "[search] expected --trials >= 1, got ", o.trials);
+  if (o.study.empty()) o.study = command;
+  if (o.plot.empty()) o.plot = (fs::path(o.dir) / (o.study + ".svg")).string();
+  const std::string ext = fs::path(o.plot).extension().string();
+  MASE_CHECK(ext == ".svg" || ext == ".png", ConfigError,
+             "[search] expected --plot ending in .svg or .png, got '", o.plot, "'");
+  o.base.seed = o.seed;
+  o.base.validate();
+}
+
+// The trials run; one figure of the studies' best-so-far curves.
+LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
+                 const std::vector<Objective>& objectives, const LabOptions& o,
+                 const std::string& title, const std::string& ylabel) {
+  const LabRun run = make_run(o);
+  LabResult res;
+  Series series;
+  for (size_t i = 0; i < studies.size(); ++i) {
+    if (train::stop_requested()) break;
+    std::fprintf(o.out, "study     %s (%s): sampler %s, %d trials\n", specs[i].name.c_str(),
+                 specs[i].label.c_str(), specs[i].sampler.c_str(), o.trials);
+    res.csvs.push_back(run_lab_study(studies[i], objectives[i], run));
+    res.studies.push_back(specs[i].name);
+  }
+  for (size_t i = 0; i < studies.size(); ++i) series.emplace_back(specs[i].label, studies[i].trials());
+  plot_best_so_far(series, title, ylabel, o.plot, specs.front().direction);
+  res.plots.push_back(o.plot);
+  for (const std::string& csv : res.csvs) std::fprintf(o.out, "csv       %s\n", csv.c_str());
+  std::fprintf(o.out, "plot      %s (data %s.dat, script %s.gp)\n", o.plot.c_str(),
+               o.plot.c_str(), o.plot.c_str());
+  return res;
+}
+
+Space arch_space(const ArchChoices& a) {
+  return architecture_space(a.layers, a.heads, a.hidden, a.intermediate);
+}
+
+}  // namespace
+
+LabResult run_tutorial(TutorialOptions o) {
+  check_common(o, "tutorial");
+  MASE_CHECK(!o.samplers.empty(), ConfigError, "[search] expected a non-empty list for --samplers");
+  const Space space = tutorial_space(o.linear, arch_space(o.arch));
+  json key = budget_key(o.base);
+  key["objective"] = "architecture";
+  std::vector<LabStudy> specs;
+  for (const std::string& s : o.samplers) {
+    (void)make_sampler(s, o.seed);  // ConfigError for an unknown name
+    specs.push_back({o.study + "-" + s, s, s, space, key});
+  }
+  const LabRun run = make_run(o);
+  std::vector<Study> studies = open_lab_studies(specs, run);
+  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, o.out));
+  std::vector<Objective> objectives;
+  for (const LabStudy& s : specs)
+    objectives.push_back(arch_trial_objective(space, o.base, data, {},
+                                              fs::path(o.dir) / s.name, null_sink()));
+  return finish(studies, specs, objectives, o,
+                cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space), "; ",
+                    o.trials, " trials per sampler"),
+                "best test accuracy so far");
+}
+
+LabResult run_compress_aware(CompressAwareOptions o) {
+  check_common(o, "compress-aware");
+  MASE_CHECK(o.compress.is_object() && !o.compress.empty(), ConfigError,
+             "[search] expected --compress FILE with {\"quantize\": ..., \"prune\": ...}");
+  MASE_CHECK(!o.variants.empty(), ConfigError, "[search] expected a non-empty list for --variants");
+  (void)make_sampler(o.sampler, o.seed);
+  const Space space = tutorial_space(o.linear, arch_space(o.arch));
+  std::vector<LabStudy> specs;
+  std::vector<CompressStep> steps;
+  for (const std::string& v : o.variants) {
+    json key = budget_key(o.base);
+    key["objective"] = "architecture";
+    CompressStep step;
+    if (v == "compressed" || v == "post-trained") {
+      key["compress"] = o.compress;
+      step.config = o.compress;
+    }
+    if (v == "post-trained") {
+      MASE_CHECK(o.post_steps >= 1, ConfigError, "[search] expected --post-steps >= 1, got ",
+                 o.post_steps);
+      key["post_steps"] = o.post_steps;
+      step.post_steps = o.post_steps;
+    }
+    MASE_CHECK(v == "plain" || v == "compressed" || v == "post-trained", ConfigError,
+               "[search] --variants: unknown variant '", v,
+               "' (known: plain, compressed, post-trained)");
+    const std::string label = v == "plain"        ? "no compression"
+                              : v == "compressed" ? "compression-aware"
+                                                  : cat("compression-aware + ", o.post_steps,
+                                                        " steps after");
+    specs.push_back({o.study + "-" + v, label, o.sampler, space, key});
+    steps.push_back(step);
+  }
+  const LabRun run = make_run(o);
+  std::vector<Study> studies = open_lab_studies(specs, run);
+  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, o.out));
+  std::vector<Objective> objectives;
+  for (size_t i = 0; i < specs.size(); ++i)
+    objectives.push_back(arch_trial_objective(space, o.base, data, steps[i],
+                                              fs::path(o.dir) / specs[i].name, null_sink()));
+  return finish(studies, specs, objectives, o,
+                cat("Lab 2.2: ", budget_text(o.base), "; ", architecture_text(space), "; ",
+                    o.trials, " trials, ", o.sampler),
+                "best test accuracy so far");
+}
+
+LabResult run_precision(PrecisionOptions o) {
+  MASE_CHECK(!o.init.empty(), ConfigError,
+             "[search] expected --init RUN (a trained model to quantize), got none");
+  const std::vector<FormatChoices> formats = format_choices(o.formats, o.widths, o.frac_widths);
+  MASE_CHECK(o.qat_steps >= 0, ConfigError, "[search] expected --qat-steps >= 0, got ",
+             o.qat_steps);
+  MASE_CHECK(o.bits_weight >= 0, ConfigError, "[search] expected --bits-weight >= 0, got ",
+             o.bits_weight);
+  MASE_CHECK(o.per_format || o.mixed, ConfigError,
+             "[search] nothing to search: --mixed-only needs --mixed");
+  (void)make_sampler(o.sampler, o.seed);
+  train::LoadedModel lm = train::load_model_dir(o.init);  // its tokenizer and max_len
+  o.base.vocab = lm.tokenizer_file.string();
+  o.base.tokenizer = lm.tokenizer_file.extension() == ".model" ? "sentencepiece" : "wordpiece";
+  if (o.base.max_len <= 0) o.base.max_len = lm.max_len;
+  check_common(o, "precision");
+  const LayerList layers = linear_layer_list(o.init);
+
+  json key = budget_key(o.base);
+  key["objective"] = "precision";
+  key["init"] = fs::absolute(o.init).lexically_normal().string();
+  key["qat_steps"] = o.qat_steps;
+  if (o.bits_weight != 0) key["bits_weight"] = o.bits_weight;
+  std::vector<LabStudy> specs;
+  if (o.per_format)
+    for (const FormatChoices& f : formats)
+      specs.push_back({o.study + "-" + f.format, f.format, o.sampler,
+                       precision_space(layers.names, {f}), key});
+  if (o.mixed)
+    specs.push_back({o.study + "-mixed", "each layer picks", o.sampler,
+                     precision_space(layers.names, formats), key});
+  const LabRun run = make_run(o);
+  std::vector<Study> studies = open_lab_studies(specs, run);
+  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, o.out));
+  std::vector<Objective> objectives;
+  for (const LabStudy& s : specs)
+    objectives.push_back(precision_trial_objective(s.space, layers, o.init, o.base, data,
+                                                   o.qat_steps, fs::path(o.dir) / s.name,
+                                                   null_sink(), o.bits_weight));
+  const double fp32 = test_model(*lm.model, *data, o.base).accuracy;  // the reference
+  std::fprintf(o.out, "fp32      %s: accuracy %.4f on the test subset\n", o.init.c_str(), fp32);
+  std::string what = o.qat_steps > 0 ? cat("PTQ + ", o.qat_steps, " QAT steps") : "PTQ";
+  if (o.bits_weight > 0) what += cat(", value = acc - ", o.bits_weight, " bits/32");
+  const std::string title =
+      cat("Lab 3: ", fs::path(o.init).filename().string(), " (",
+          lm.model->config().num_hidden_layers, " layers, fp32 ", fp32, "), ", what,
+          ", tested on ", o.base.test_subset, " reviews (max-len ", o.base.max_len, "); ",
+          o.trials, " trials per study");
+  LabResult res = finish(studies, specs, objectives, o, title,
+                         o.bits_weight > 0 ? "best value so far" : "best test accuracy so far");
+  Series series;
+  for (size_t i = 0; i < studies.size(); ++i)
+    series.emplace_back(specs[i].label, studies[i].trials());
+  const fs::path p(o.plot);
+  const std::string pareto =
+      (p.parent_path() / (p.stem().string() + "-pareto" + p.extension().string())).string();
+  plot_pareto(series, "avg_weight_bits", title, "average bits per weight (fp32 = 32)", pareto);
+  res.plots.push_back(pareto);
+  std::fprintf(o.out, "pareto    %s\n", pareto.c_str());
+  return res;
+}
+
+LabResult run_custom(CustomOptions o) {
+  check_common(o, "custom");
+  (void)make_sampler(o.sampler, o.seed);
+  const Space space = parse_space_spec(o.space);
+  Objective objective = command_objective(space, o.command);  // checks the placeholders
+  LabStudy spec{o.study, o.sampler, o.sampler, space, {{"objective", "command"}, {"command", o.command}}};
+  spec.direction = o.minimize ? Direction::minimize : Direction::maximize;
+  std::vector<Study> studies = open_lab_studies({spec}, make_run(o));
+  return finish(studies, {spec}, {objective}, o,
+                cat("mase-search custom: ", o.command, "; ", o.trials, " trials, ", o.sampler),
+                o.minimize ? "lowest value so far" : "best value so far");
+}
+
+}  // namespace mase::search

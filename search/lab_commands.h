@@ -1,0 +1,91 @@
+// search/lab_commands.h — one call per lab question, each what one `mase-search <command>`
+// does: check everything, load the data once, run its studies, write the CSVs and the figure.
+//
+//   run_tutorial        Lab 2.1  `mase-search tutorial`: the tutorial's whole space (4
+//                       architecture choices + Linear-or-Identity), one study per sampler
+//                       (<study>-random, -grid, -tpe), their best-so-far curves on one figure
+//   run_compress_aware  Lab 2.2  `mase-search compress-aware`: three studies over the same
+//                       space — trained only (<study>-plain), trained then compressed
+//                       (-compressed), compressed then trained again (-post-trained)
+//   run_precision       Lab 3    `mase-search precision`: per-layer formats on a trained model
+//                       (--init), one study per format (<study>-<format>), and with `mixed` one
+//                       where each layer picks among them (<study>-mixed); best-so-far figure
+//                       and the Pareto figure (accuracy against average weight bits)
+//   run_custom          beyond the course `mase-search custom`: the samplers on any command
+// Files: <dir>/studies.db, <dir>/<study>.csv per study, <dir>/<study>/trial-NNNN (runs), the
+// figure at --plot (default <dir>/<prefix>.svg). ConfigErrors before anything is written.
+// Read next: search/lab_objectives.h, search/lab_runner.h, tools/mase_search_labs.cpp.
+#pragma once
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "search/lab_spaces.h"
+#include "train/train_config.h"
+
+namespace mase::search {
+
+struct LabOptions {
+  std::string dir = "runs/search";
+  std::string study;   // prefix of the study names ("" = the command's name)
+  int trials = 8;      // finished trials per study
+  bool resume = false;
+  uint64_t seed = 0;
+  std::string plot;    // the figure (.svg or .png); "" = <dir>/<prefix>.svg
+  train::TrainConfig base;  // recipe and budget of every trial
+  std::FILE* out = stdout;
+};
+
+// The architecture choices of Labs 2.1 and 2.2 (the tutorial's by default).
+struct ArchChoices {
+  std::vector<int64_t> layers = {2, 4, 8}, heads = {2, 4, 8, 16};
+  std::vector<int64_t> hidden = {128, 192, 256, 384, 512};
+  std::vector<int64_t> intermediate = {512, 768, 1024, 1536, 2048};
+};
+
+struct TutorialOptions : LabOptions {
+  ArchChoices arch;
+  std::vector<std::string> samplers = {"random", "grid", "tpe"};
+  LinearChoice linear = LinearChoice::shared;
+};
+
+struct CompressAwareOptions : LabOptions {
+  ArchChoices arch;
+  std::string sampler = "tpe";
+  LinearChoice linear = LinearChoice::shared;
+  nlohmann::json compress;  // {"quantize": ..., "prune": ...}; required
+  int64_t post_steps = 50;  // training steps after compressing (the post-trained study)
+  std::vector<std::string> variants = {"plain", "compressed", "post-trained"};
+};
+
+struct PrecisionOptions : LabOptions {
+  std::string sampler = "tpe";
+  std::string init;  // a trained run folder (or HF folder)
+  std::vector<std::string> formats = {"integer"};  // or {"all"}
+  std::vector<int64_t> widths = {8, 16, 32}, frac_widths = {2, 4, 8};
+  bool mixed = false;     // add the study where each layer picks among the formats
+  bool per_format = true; // one study per format
+  int64_t qat_steps = 0;  // > 0: fine-tune this many steps quantized after PTQ
+  double bits_weight = 0; // > 0: value = accuracy − bits_weight · avg_weight_bits / 32
+};
+
+// `mase-search custom`: any experiment, through a command template (search/command_objective.h).
+struct CustomOptions : LabOptions {
+  std::string sampler = "tpe";
+  std::string space;    // "x=real:0:1,n=int:1:8,act=cat:relu|gelu"
+  std::string command;  // "python3 f.py {x} {n} {act}": the last stdout line is the value
+  bool minimize = false;
+};
+
+struct LabResult {
+  std::vector<std::string> studies, csvs;
+  std::vector<std::string> plots;
+};
+
+LabResult run_tutorial(TutorialOptions o);
+LabResult run_compress_aware(CompressAwareOptions o);
+LabResult run_precision(PrecisionOptions o);
+LabResult run_custom(CustomOptions o);
+
+}  // namespace mase::search

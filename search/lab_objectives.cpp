@@ -1,0 +1,148 @@
+// search/lab_objectives.cpp — architecture (+ compression) and precision trials. Read
+// lab_objectives.h first.
+#include "search/lab_objectives.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "quant/passes.h"
+#include "runtime/error.h"
+#include "search/lab_spaces.h"
+#include "search/objectives.h"
+#include "train/session.h"
+
+namespace mase::search {
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// An architecture parameter's value: the integer, or the categorical choice read as one.
+int64_t arch_value(const Params& p, const Param& param) {
+  if (param.kind == Param::Kind::integer) return p.integer(param.name);
+  return std::stoll(p.category(param.name));
+}
+
+bool is_architecture(const std::string& name) {
+  const auto& known = architecture_params();
+  return std::find(known.begin(), known.end(), name) != known.end();
+}
+
+}  // namespace
+
+Objective arch_trial_objective(const Space& space, train::TrainConfig base,
+                               std::shared_ptr<const TrialData> data, CompressStep compress,
+                               fs::path trials_dir, std::FILE* log) {
+  for (const Param& p : space.params())
+    MASE_CHECK(is_architecture(p.name) || p.name == "linear_layer" || p.name.ends_with("_type"),
+               ConfigError, "[search] the architecture objective has no parameter '", p.name,
+               "' (it knows num_layers, num_heads, hidden_size, intermediate_size and the "
+               "Linear-or-Identity choices)");
+  MASE_CHECK(base.init.empty(), ConfigError,
+             "[search] architecture search trains from random init; --init is not allowed");
+  if (!compress.config.is_null()) {  // a bad compress config fails now, not in every trial
+    auto probe = std::make_shared<nn::BertForSequenceClassification>(
+        nn::BertConfig::preset("bert-tiny", data->tokenizer->vocab_size()));
+    (void)quant::compress(*probe, compress.config);
+  }
+
+  return [space, base, data, compress, trials_dir, log](const Params& p, int64_t number) {
+    const auto t0 = std::chrono::steady_clock::now();
+    train::TrainConfig c = base;
+    for (const Param& param : space.params()) {
+      if (!is_architecture(param.name)) continue;
+      const int64_t v = arch_value(p, param);
+      if (param.name == "num_layers") c.num_layers = v;
+      if (param.name == "num_heads") c.num_heads = v;
+      if (param.name == "hidden_size") c.hidden_size = v;
+      if (param.name == "intermediate_size") c.intermediate_size = v;
+    }
+    auto model = new_model(c, *data->tokenizer);
+    const std::vector<std::string> identity = apply_linear_choice(*model, p);
+    Outcome o;
+    o.attrs["parameters"] = cat(model->num_parameters(true));
+    o.attrs["identity_layers"] = cat(identity.size());
+    const fs::path run = trial_dir(trials_dir, number);
+    train::TrainResult r = train_model(c, *model, *data, run, log);
+    o.value = r.eval.accuracy;
+    o.attrs["accuracy_trained"] = cat(r.eval.accuracy);
+    o.attrs["test_loss"] = cat(r.eval.loss);
+    if (!compress.config.is_null()) {
+      const quant::CompressReport report = quant::compress(*model, compress.config);
+      const train::EvalResult e = test_model(*model, *data, c);
+      o.value = e.accuracy;
+      o.attrs["accuracy_compressed"] = cat(e.accuracy);
+      o.attrs["test_loss"] = cat(e.loss);
+      if (report.pruned)
+        o.attrs["weight_sparsity"] =
+            cat(static_cast<double>(report.prune.pruned()) / std::max<int64_t>(1, report.prune.weights()));
+      if (compress.post_steps > 0) {
+        train::TrainConfig post = c;
+        post.max_steps = compress.post_steps;
+        post.seed = c.seed + 1;  // another batch order than the first training
+        train::TrainResult r2 = train_model(post, *model, *data, run / "post", log);
+        o.value = r2.eval.accuracy;
+        o.attrs["accuracy_post"] = cat(r2.eval.accuracy);
+        o.attrs["test_loss"] = cat(r2.eval.loss);
+      }
+    }
+    o.attrs["wall_s"] = cat(seconds_since(t0));
+    o.attrs["run"] = run.string();
+    return o;
+  };
+}
+
+LayerList linear_layer_list(const fs::path& init) {
+  train::LoadedModel lm = train::load_model_dir(init);
+  LayerList l;
+  for (const auto& [name, lin] : quant::linear_layers(*lm.model)) {
+    l.names.push_back(name);
+    l.sizes.push_back(lin->weight.numel());
+  }
+  MASE_CHECK(!l.names.empty(), ConfigError, "[search] --init ", init.string(),
+             " has no Linear layer to quantize");
+  return l;
+}
+
+Objective precision_trial_objective(const Space& space, const LayerList& layers, fs::path init,
+                                    train::TrainConfig base, std::shared_ptr<const TrialData> data,
+                                    int64_t qat_steps, fs::path trials_dir, std::FILE* log,
+                                    double bits_weight) {
+  (void)space;
+  return [layers, init, base, data, qat_steps, trials_dir, log, bits_weight](const Params& p,
+                                                                             int64_t number) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const nlohmann::json cfg = precision_quant_config(p, layers.names);
+    train::LoadedModel lm = train::load_model_dir(init);  // a fresh copy: weights only, fast
+    const quant::QuantizeReport report = quant::quantize(*lm.model, cfg);
+    Outcome o;
+    o.attrs["quantized_layers"] = cat(report.quantized());
+    const double bits = average_weight_bits(cfg, layers.names, layers.sizes);
+    o.attrs["avg_weight_bits"] = cat(bits);
+    const train::EvalResult e = test_model(*lm.model, *data, base);
+    o.value = e.accuracy;
+    o.attrs["accuracy_ptq"] = cat(e.accuracy);
+    o.attrs["test_loss"] = cat(e.loss);
+    if (qat_steps > 0) {
+      train::TrainConfig c = base;
+      c.max_steps = qat_steps;
+      if (!c.lr) c.lr = 1e-4;  // fine-tuning a trained model: far below the from-scratch rate
+      if (!c.warmup) c.warmup = 0.1;
+      const fs::path run = trial_dir(trials_dir, number);
+      train::TrainResult r = train_model(c, *lm.model, *data, run, log);
+      o.value = r.eval.accuracy;
+      o.attrs["accuracy_qat"] = cat(r.eval.accuracy);
+      o.attrs["test_loss"] = cat(r.eval.loss);
+      o.attrs["run"] = run.string();
+    }
+    o.attrs["accuracy"] = cat(o.value);
+    o.value -= bits_weight * bits / 32;
+    o.attrs["wall_s"] = cat(seconds_since(t0));
+    return o;
+  };
+}
+
+}  // namespace mase::search

@@ -1,0 +1,189 @@
+// search/lab_plot.cpp — best-so-far and Pareto figures through gnuplot. Read lab_plot.h first.
+#include "search/lab_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/error.h"
+#include "search/plot.h"
+
+namespace mase::search {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string gp_quote(const std::string& s) {  // a gnuplot string: '' stands for '
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? "''" : std::string(1, c);
+  return q + "'";
+}
+
+// Many curves: a wider figure with the legend outside, right of the plot.
+std::string terminal_for(const std::string& path, bool wide) {
+  const std::string ext = fs::path(path).extension().string();
+  const char* size = wide ? "1100,600" : "900,560";
+  if (ext == ".svg") return cat("set terminal svg size ", size, " dynamic font 'sans,12'\n");
+  if (ext == ".png") return cat("set terminal pngcairo size ", size, " font 'sans,11'\n");
+  throw ConfigError(cat("[plot] expected --plot ending in .svg or .png, got '", path, "'"));
+}
+
+void save_text(const fs::path& path, const std::string& text) {
+  const fs::path tmp = fs::path(path.string() + ".tmp");
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    MASE_CHECK(f.good(), IoError, "[plot] cannot write ", tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+// Writes data and script beside `path`, runs gnuplot, renames its output into place.
+void draw(const std::string& path, const std::string& data, const std::string& body,
+          bool wide) {
+  const std::string term = terminal_for(path, wide);
+  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
+  save_text(path + ".dat", data);
+  const std::string out_tmp = path + ".part";
+  save_text(path + ".gp", cat(term, "set output ", gp_quote(out_tmp), "\n", body));
+  const std::string log = path + ".log";
+  const std::string cmd = cat("gnuplot ", gp_quote(path + ".gp"), " > ", gp_quote(log), " 2>&1");
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(log);
+  std::stringstream msg;
+  msg << in.rdbuf();
+  fs::remove(log);
+  MASE_CHECK(status == 0 && fs::exists(out_tmp), IoError, "[plot] gnuplot failed on ", path,
+             ".gp: ", msg.str().empty() ? "is gnuplot installed? (apt-get install gnuplot-nox)"
+                                        : msg.str());
+  fs::rename(out_tmp, path);
+}
+
+// A title as a double-quoted gnuplot string, broken into lines at "; " (gnuplot reads \n there).
+std::string title_lines(const std::string& title) {
+  std::string q = "\"";
+  for (size_t i = 0; i < title.size(); ++i) {
+    if (title.compare(i, 2, "; ") == 0) {
+      q += "\\n";
+      ++i;
+    } else if (title[i] == '"' || title[i] == '\\') {
+      q += std::string("\\") + title[i];
+    } else {
+      q += title[i];
+    }
+  }
+  return q + "\"";
+}
+
+std::string common_settings(const std::string& title, const std::string& xlabel,
+                            const std::string& ylabel, bool wide) {
+  return cat("set title ", title_lines(title), " noenhanced\n", "set xlabel ", gp_quote(xlabel),
+             "\nset ylabel ", gp_quote(ylabel), "\n",
+             wide ? "set key outside right top noenhanced\n"
+                  : "set key bottom right box opaque noenhanced\n",
+             "set grid\n");
+}
+
+// Style i of n: colour, dash pattern and marker all change, and earlier curves are drawn
+// wider, so a curve lying on another shows as a thin line inside a thick one.
+// (n = 0: points, no line width.)
+std::string style(size_t i, size_t n = 0) {
+  std::string s = cat("linecolor ", i + 1, " dashtype ", i % 5 + 1, " pointtype ", i % 13 + 1);
+  if (n == 0) return s;
+  const double wider = n <= 4 ? 2.0 * static_cast<double>(n - 1 - i) : 0.0;  // i < n
+  return cat(s, " linewidth ", 1.5 + wider);
+}
+
+double attr_value(const TrialRecord& r, const std::string& key) {
+  auto it = r.attrs.find(key);
+  return it == r.attrs.end() ? NAN : std::strtod(it->second.c_str(), nullptr);
+}
+
+}  // namespace
+
+void plot_best_so_far(const Series& series, const std::string& title, const std::string& ylabel,
+                      const std::string& path, Direction direction) {
+  MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study, got none");
+  const bool wide = series.size() > 4;
+  std::string data, plot = "plot ";
+  for (size_t i = 0; i < series.size(); ++i) {
+    const auto& [label, trials] = series[i];
+    data += "# " + label + ": trial best_so_far value\n";
+    const std::vector<double> best = running_best(trials, direction);
+    for (size_t j = 0; j < trials.size(); ++j)
+      if (!std::isnan(best[j]))
+        data += cat(trials[j].trial.number, " ", best[j], " ",
+                    trials[j].trial.state == TrialState::complete ? cat(trials[j].trial.value)
+                                                                  : std::string("NaN"),
+                    "\n");
+    data += "\n\n";
+    const std::string dat = gp_quote(path + ".dat");
+    plot += cat(i ? ", " : "", dat, " index ", i, " using 1:2 with steps ", style(i, series.size()),
+                " title ", gp_quote(wide ? label : label + " (best so far)"), ", ", dat, " index ", i,
+                " using 1:3 with points pointsize 0.8 ", style(i), " notitle");
+  }
+  std::string key = direction == Direction::maximize ? "" : "set key top right\n";
+  size_t most = 0;
+  for (const auto& [label, trials] : series) most = std::max(most, trials.size());
+  if (most <= 20) key += "set xtics 1\n";  // few trials: whole numbers only
+  draw(path, data,
+       cat(common_settings(title, "trial", ylabel, wide), key,
+           "set offsets 0.3, 0.3, 0.02, 0.02\nset xrange [-0.5:*]\n", plot, "\n"),
+       wide);
+}
+
+namespace {
+// The y of a Pareto point: attribute "accuracy" when the trial has it (a trial whose value is a
+// weighted sum of accuracy and bits), else its value.
+double accuracy_of(const TrialRecord& r) {
+  const double a = attr_value(r, "accuracy");
+  return std::isnan(a) ? r.trial.value : a;
+}
+}  // namespace
+
+std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,
+                                      const std::string& x_attr) {
+  std::vector<TrialRecord> pts;
+  for (const auto& r : trials)
+    if (r.trial.state == TrialState::complete && !std::isnan(attr_value(r, x_attr)))
+      pts.push_back(r);
+  std::sort(pts.begin(), pts.end(), [&](const TrialRecord& a, const TrialRecord& b) {
+    const double xa = attr_value(a, x_attr), xb = attr_value(b, x_attr);
+    return xa != xb ? xa < xb : accuracy_of(a) > accuracy_of(b);
+  });
+  std::vector<TrialRecord> front;  // by increasing x: keep each trial better than all before
+  for (const auto& r : pts)
+    if (front.empty() || accuracy_of(r) > accuracy_of(front.back())) front.push_back(r);
+  return front;
+}
+
+void plot_pareto(const Series& series, const std::string& x_attr, const std::string& title,
+                 const std::string& xlabel, const std::string& path) {
+  MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study, got none");
+  const bool wide = series.size() > 2;
+  std::string data, plot = "plot ";
+  size_t block = 0;
+  for (size_t i = 0; i < series.size(); ++i) {
+    const auto& [label, trials] = series[i];
+    data += "# " + label + ": trials (x y)\n";
+    for (const auto& r : trials)
+      if (r.trial.state == TrialState::complete && !std::isnan(attr_value(r, x_attr)))
+        data += cat(attr_value(r, x_attr), " ", accuracy_of(r), "\n");
+    data += "\n\n# " + label + ": Pareto front\n";
+    for (const auto& r : pareto_front(trials, x_attr))
+      data += cat(attr_value(r, x_attr), " ", accuracy_of(r), "\n");
+    data += "\n\n";
+    const std::string dat = gp_quote(path + ".dat");
+    plot += cat(i ? ", " : "", dat, " index ", block, " using 1:2 with points pointsize 1 ",
+                style(i), wide ? std::string(" notitle") : " title " + gp_quote(label + " trials"),
+                ", ", dat, " index ", block + 1, " using 1:2 with steps ", style(i, 1),
+                " title ", gp_quote(wide ? label : label + " Pareto front"));
+    block += 2;
+  }
+  draw(path, data, cat(common_settings(title, xlabel, "test accuracy", wide), plot, "\n"), wide);
+}
+
+}  // namespace mase::search

@@ -1,0 +1,34 @@
+// search/lab_plot.h — the lab commands' figures through gnuplot: SVG or PNG by the output's
+// extension, a title (model and budget), a legend, and curves told apart by colour, dash
+// pattern and point marker (so two curves on top of each other both stay visible).
+//
+//   plot_best_so_far   one running-best curve per study (Labs 2.1, 2.2, 3.1, 3.2)
+//   plot_pareto        accuracy against average weight bits for every trial, and the Pareto
+//                      front (the trials no other trial beats on both) as a line
+// Beside the figure: <figure>.dat (the numbers) and <figure>.gp (the script; `gnuplot F.gp`
+// redraws it after an edit). IoError if gnuplot is missing or fails.
+// Read next: search/plot.h (the plain Lab 2 figure), search/lab_commands.h.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "search/study.h"
+
+namespace mase::search {
+
+using Series = std::vector<std::pair<std::string, std::vector<TrialRecord>>>;  // label, trials
+
+void plot_best_so_far(const Series& series, const std::string& title, const std::string& ylabel,
+                      const std::string& path, Direction direction = Direction::maximize);
+
+// Complete trials with attribute `x_attr`, x = that attribute (lower is better), y = attribute
+// "accuracy" if the trial has one (its value may weigh bits in), else the value.
+void plot_pareto(const Series& series, const std::string& x_attr, const std::string& title,
+                 const std::string& xlabel, const std::string& path);
+
+// The trials on the Pareto front of (x_attr low, value high), sorted by x.
+std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,
+                                      const std::string& x_attr);
+
+}  // namespace mase::search

@@ -1,0 +1,156 @@
+// search/lab_runner.cpp — open checked studies, run the trial loop, write CSVs. Read
+// lab_runner.h first; tools/mase_search.cpp has the same loop for the plain Lab 2 search.
+#include "search/lab_runner.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "runtime/error.h"
+#include "search/study_store.h"
+#include "train/trainer.h"
+
+namespace mase::search {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using store::Statement;
+
+namespace {
+
+// The connection of the checks, closed when they are done.
+struct Db {
+  sqlite3* db;
+  explicit Db(const std::string& path) : db(store::open_database(path)) {
+    store::exec(db,
+                "CREATE TABLE IF NOT EXISTS study_objectives(name TEXT PRIMARY KEY, "
+                "objective_json TEXT NOT NULL)",
+                "create table study_objectives");
+  }
+  ~Db() { sqlite3_close(db); }
+};
+
+bool study_exists(sqlite3* db, const std::string& name) {
+  Statement find(db, "SELECT id FROM studies WHERE name = ?1", "read study");
+  return find.bind(1, name).step();
+}
+
+// "key 'max_steps' was 100, now 200" for the first top-level key that differs, else "".
+std::string first_difference(const json& stored, const json& given) {
+  for (auto it = given.begin(); it != given.end(); ++it)
+    if (!stored.contains(it.key()) || stored[it.key()] != it.value())
+      return cat("key '", it.key(), "' was ",
+                 stored.contains(it.key()) ? stored[it.key()].dump() : std::string("unset"),
+                 ", now ", it.value().dump());
+  for (auto it = stored.begin(); it != stored.end(); ++it)
+    if (!given.contains(it.key()))
+      return cat("key '", it.key(), "' was ", it.value().dump(), ", now unset");
+  return "";
+}
+
+void check_objective(sqlite3* db, const LabStudy& s, const std::string& path) {
+  Statement find(db, "SELECT objective_json FROM study_objectives WHERE name = ?1",
+                 "read study objective");
+  if (!find.bind(1, s.name).step()) return;  // a study of plain mase-search: nothing stored
+  const std::string diff = first_difference(json::parse(find.text(0)), s.objective);
+  MASE_CHECK(diff.empty(), ConfigError, "[search] study '", s.name, "' in ", path,
+             " was run with another objective: ", diff,
+             " (use the same flags with --resume, or another --study)");
+}
+
+int finished(const std::vector<TrialRecord>& trials) {
+  int n = 0;
+  for (const auto& r : trials)
+    n += r.trial.state == TrialState::complete || r.trial.state == TrialState::pruned;
+  return n;
+}
+
+}  // namespace
+
+TrialRun run_one_trial(Study& study, const Objective& objective, const Trial& t) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TrialRun r;
+  try {
+    r.outcome = objective(Params(study.space(), t.values), t.number);
+    study.tell(t.number, r.outcome.state, r.outcome.value, r.outcome.attrs);
+    r.ok = true;
+  } catch (const std::exception& e) {  // the trial failed, not the search: recorded, go on
+    r.error = e.what();
+    study.tell(t.number, TrialState::failed, 0, {{"error", r.error}});
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const LabRun& run) {
+  fs::create_directories(fs::path(run.db).parent_path());
+  {
+    Db db(run.db);  // every check before any write
+    for (const LabStudy& s : specs) {
+      if (!study_exists(db.db, s.name)) continue;
+      Study existing = Study::open(run.db, s.name, s.space, s.direction,
+                                   make_sampler(s.sampler, run.seed), run.seed);
+      check_objective(db.db, s, run.db);
+      const size_t n = existing.trials().size();
+      MASE_CHECK(n == 0 || run.resume, ConfigError, "[search] study '", s.name, "' in ", run.db,
+                 " already has ", n, " trials: add --resume to continue it, or pick another "
+                 "--study");
+    }
+  }
+  std::vector<Study> studies;
+  Db db(run.db);
+  for (const LabStudy& s : specs) {
+    studies.push_back(Study::open(run.db, s.name, s.space, s.direction,
+                                  make_sampler(s.sampler, run.seed), run.seed));
+    Statement put(db.db,
+                  "INSERT OR IGNORE INTO study_objectives(name, objective_json) VALUES(?1, ?2)",
+                  "store study objective");
+    put.bind(1, s.name).bind(2, s.objective.dump()).run();
+    if (run.resume) {
+      const int failed = studies.back().resume();
+      std::fprintf(run.out, "resume    %s: %d finished trials kept, %d of a dead process marked "
+                   "failed\n", s.name.c_str(), finished(studies.back().trials()), failed);
+    }
+  }
+  return studies;
+}
+
+std::string run_lab_study(Study& study, const Objective& objective, const LabRun& run) {
+  constexpr int kMaxFailuresInARow = 3;
+  int failures_in_a_row = 0;
+  std::string last_error;
+  while (finished(study.trials()) < run.trials && !train::stop_requested()) {
+    MASE_CHECK(failures_in_a_row < kMaxFailuresInARow, Error, "[search] ", kMaxFailuresInARow,
+               " trials in a row failed; the last: ", last_error,
+               " (fix it, then continue with --resume)");
+    std::optional<Trial> t = study.ask(run.trials);
+    if (!t) break;  // the budget is finished or running elsewhere, or the grid is done
+    const TrialRun tr = run_one_trial(study, objective, *t);
+    std::string result = tr.ok ? cat("value ", tr.outcome.value) : cat("failed: ", tr.error);
+    for (const char* k : {"accuracy_trained", "accuracy_compressed", "accuracy_ptq",
+                          "avg_weight_bits", "identity_layers"})
+      if (tr.outcome.attrs.count(k)) result += cat("  ", k, " ", tr.outcome.attrs.at(k));
+    failures_in_a_row = tr.ok ? 0 : failures_in_a_row + 1;
+    if (!tr.ok) last_error = tr.error;
+    const double s = tr.seconds;
+    std::string values = study.space().format(t->values);
+    if (values.size() > 160) values = cat(values.substr(0, 150), " …");
+    auto best = study.best();
+    std::fprintf(run.out, "%-18s trial %-3lld %s\n%-18s           %s  (%.1f s)  best %.4f\n",
+                 study.name().c_str(), static_cast<long long>(t->number), values.c_str(), "",
+                 result.c_str(), s, best ? best->trial.value : 0.0);
+    std::fflush(run.out);
+  }
+  const std::string csv = (fs::path(run.dir) / (study.name() + ".csv")).string();
+  study.write_csv(csv);
+  return csv;
+}
+
+std::vector<TrialRecord> completed(const std::vector<TrialRecord>& trials) {
+  std::vector<TrialRecord> out;
+  for (const auto& r : trials)
+    if (r.trial.state == TrialState::complete) out.push_back(r);
+  return out;
+}
+
+}  // namespace mase::search

@@ -1,0 +1,64 @@
+// search/lab_runner.h — what every lab command does around its trials: open its studies (all
+// checked before any is changed), run trials until the budget is finished, write the CSVs.
+//
+// A lab command (search/lab_commands.h) runs one or more studies in one studies database:
+// Lab 2.1 one per sampler, Lab 2.2 one per variant, Lab 3.2 one per format. Each study also
+// stores an *objective key* — a JSON object of what its trials compute besides the space (the
+// model, the budget, the compress config, the trained model of --init, ...) — in the table
+//   study_objectives(name TEXT PRIMARY KEY, objective_json TEXT)
+// of the same file. Reusing a study name with another space, sampler or objective key is a
+// ConfigError naming the first key that differs; it is raised before any study of the command
+// is created or changed. A study that already has trials continues only with --resume.
+// Read next: search/lab_plot.h, search/lab_commands.h.
+#pragma once
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "search/study.h"
+
+namespace mase::search {
+
+struct LabStudy {
+  std::string name;             // the study's name in the database
+  std::string label;            // its curve's legend
+  std::string sampler;          // random, grid, tpe, tpe-independent
+  Space space;
+  nlohmann::json objective;     // the objective key (see above)
+  Direction direction = Direction::maximize;
+};
+
+struct LabRun {
+  std::string db;               // <dir>/studies.db
+  std::string dir;              // CSVs go to <dir>/<study>.csv, trial runs to <dir>/<study>/
+  int trials = 8;               // finished trials each study should have
+  bool resume = false;
+  uint64_t seed = 0;
+  std::FILE* out = stdout;      // progress lines
+};
+
+// Opens (creating where needed) every study, after checking all of them: ConfigError naming
+// the study and the key for a different space, sampler or objective, or for a study with trials
+// and no --resume. With --resume, trials of dead processes are marked failed.
+std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const LabRun& run);
+
+// Runs trials of `study` until run.trials have finished (or the sampler is exhausted, or
+// Ctrl-C: train::stop_requested()), one progress line each; three failures in a row end the
+// search with an Error. Then writes <dir>/<study>.csv and returns its path.
+std::string run_lab_study(Study& study, const Objective& objective, const LabRun& run);
+
+// One trial: the objective, then tell (complete / pruned, or failed with attribute "error"
+// when the objective throws: the search goes on).
+struct TrialRun {
+  bool ok = false;
+  Outcome outcome;
+  std::string error;
+  double seconds = 0;
+};
+TrialRun run_one_trial(Study& study, const Objective& objective, const Trial& t);
+
+// Complete trials of `study` (an existing one) in trial order.
+std::vector<TrialRecord> completed(const std::vector<TrialRecord>& trials);
+
+}  // namespace mase::search

@@ -1,0 +1,145 @@
+// tests/search/test_lab_objectives.cpp — the Lab 2.1/2.2/3 trials on the made-up IMDb of
+// tests/train/trainer_fixture.h, and the studies' checks (objective key, --resume).
+// Oracles: the trial's run folders (final.json, compression summary), mase-train's own
+// --eval-only with the same quantize config (the PTQ accuracy must be the same number), the
+// study's trials before and after a refused command.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "search/lab_objectives.h"
+#include "search/lab_runner.h"
+#include "search/lab_spaces.h"
+#include "train/trainer_fixture.h"
+
+using namespace mase;
+using namespace mase::search;
+using mase::test::read_json_file;
+using mase::test::TrainFixture;
+namespace fs = std::filesystem;
+
+namespace {
+
+Space fixture_arch() {
+  Space s;
+  s.categorical("num_layers", {"1"}).categorical("hidden_size", {"16"})
+      .categorical("num_heads", {"2"}).categorical("intermediate_size", {"32"});
+  return tutorial_space(LinearChoice::shared, s);
+}
+
+train::TrainConfig fixture_base(const TrainFixture& fx) {
+  train::TrainConfig c = fx.config("unused");
+  c.epochs.reset();
+  c.max_steps = 6;
+  c.ckpt_every = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("compress-aware trial: train, compress, test, train again, each in the trial folder") {
+  TrainFixture fx;
+  train::TrainConfig base = fixture_base(fx);
+  auto data = std::make_shared<const TrialData>(load_trial_data(base, fx.null));
+  const Space space = fixture_arch();
+  CompressStep step;
+  step.config = nlohmann::json::parse(R"({"quantize": {"by": "type", "default": {"config": {
+      "name": "integer", "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8,
+      "weight_frac_width": 4, "bias_width": 8, "bias_frac_width": 4}}},
+      "prune": {"weight": {"sparsity": 0.5}}})");
+  step.post_steps = 3;
+  Objective f = arch_trial_objective(space, base, data, step, fx.dir.path / "t", fx.null);
+  Values v = {{"num_layers", 0}, {"hidden_size", 0}, {"num_heads", 0}, {"intermediate_size", 0},
+              {"linear_layer", 1}};  // identity
+  Outcome o = f(Params(space, v), 2);
+  const fs::path run = fx.dir.path / "t" / "trial-0002";
+  CHECK(o.attrs.at("identity_layers") == "5");  // Q K V, attention output, pooler (H 16, I 32)
+  CHECK(std::stod(o.attrs.at("accuracy_trained")) ==
+        read_json_file(run / "final.json")["test_accuracy"].get<double>());
+  CHECK(o.attrs.count("accuracy_compressed") == 1);
+  CHECK(std::stod(o.attrs.at("weight_sparsity")) == doctest::Approx(0.5).epsilon(0.02));
+  auto post = read_json_file(run / "post" / "final.json");
+  CHECK(o.value == post["test_accuracy"].get<double>());
+  CHECK(post["steps"] == 3);
+  CHECK(!post["compression"].is_null());  // the post-trained model is the compressed one
+}
+
+TEST_CASE("precision trial: PTQ accuracy is mase-train --eval-only's with the same config") {
+  TrainFixture fx;
+  train::TrainConfig tc = fx.config("trained");
+  tc.epochs = 1;
+  REQUIRE(train::train_new(tc, fx.null).status == train::TrainStatus::completed);
+
+  const LayerList layers = linear_layer_list(fx.run("trained"));
+  CHECK(layers.names.size() == 1 * 6 + 2);
+  const Space space = precision_space(layers.names, format_choices({"integer"}, {8}, {4}));
+  Values v;
+  for (const Param& p : space.params()) v[p.name] = 1 - (p.name.find(":format") == std::string::npos);
+  v["classifier:format"] = 0;  // every layer integer 8/4 but the classifier
+  train::TrainConfig base = fixture_base(fx);
+  auto data = std::make_shared<const TrialData>(load_trial_data(base, fx.null));
+  Objective f = precision_trial_objective(space, layers, fx.run("trained"), base, data, 0,
+                                          fx.dir.path / "p", fx.null);
+  const Params params(space, v);
+  Outcome o = f(params, 0);
+  CHECK(o.attrs.at("quantized_layers") == "7");
+  CHECK(std::stod(o.attrs.at("avg_weight_bits")) < 32);
+
+  const fs::path cfg = fx.dir.path / "q.json";
+  std::ofstream(cfg) << precision_quant_config(params, layers.names).dump();
+  train::TrainConfig e = fx.config("");
+  e.init = fx.run("trained").string();
+  e.quant = cfg.string();
+  e.out.clear();
+  CHECK(o.value == train::eval_only(e, fx.null).accuracy);
+
+  // with QAT: the trial trains its copy in trial-NNNN, the value is the accuracy after it
+  Objective g = precision_trial_objective(space, layers, fx.run("trained"), base, data, 2,
+                                          fx.dir.path / "p", fx.null);
+  Outcome q = g(params, 1);
+  CHECK(q.value == read_json_file(fx.dir.path / "p" / "trial-0001" / "final.json")["test_accuracy"]
+                       .get<double>());
+  CHECK(q.attrs.count("accuracy_ptq") == 1);
+}
+
+TEST_CASE("lab studies: another objective, another space or no --resume leave the study as it was") {
+  TrainFixture fx;
+  LabRun run;
+  run.db = (fx.dir.path / "s" / "studies.db").string();
+  run.dir = (fx.dir.path / "s").string();
+  run.trials = 2;
+  run.out = fx.null;
+  Space space;
+  space.categorical("x", {"1", "2", "3"});
+  LabStudy a{"a", "a", "grid", space, {{"max_steps", 100}}};
+  {
+    auto studies = open_lab_studies({a}, run);
+    run_lab_study(studies[0], [](const Params& p, int64_t) {
+      return Outcome{static_cast<double>(p.values().at("x")), {}};
+    }, run);
+  }
+  auto count = [&] { return Study::load(run.db, "a").trials().size(); };
+  REQUIRE(count() == 2);
+
+  auto message = [&](const LabStudy& s, bool resume) {
+    LabRun r = run;
+    r.resume = resume;
+    try {
+      open_lab_studies({LabStudy{"b", "b", "grid", space, {}}, s}, r);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  LabStudy other = a;
+  other.objective["max_steps"] = 200;
+  CHECK(message(other, true).find("key 'max_steps' was 100, now 200") != std::string::npos);
+  CHECK(message(a, false).find("add --resume") != std::string::npos);
+  LabStudy wider = a;
+  wider.space = Space().categorical("x", {"1", "2", "3", "4"});
+  CHECK(message(wider, true).find("study 'a'") != std::string::npos);
+  CHECK(count() == 2);
+  // and the study listed first was not created either: every check comes before any write
+  CHECK_THROWS_AS(Study::load(run.db, "b"), ConfigError);
+  CHECK(message(a, true) == "no error");
+}

@@ -1,0 +1,76 @@
+#!/bin/sh
+# tests/tools/mase_search_labs_e2e.sh MASE_SEARCH MASE_TRAIN LAB — one lab command of
+# mase-search end to end on real IMDb at a tiny budget (3 steps of 8 reviews of 32 tokens, 32
+# test reviews, 2 trials per study): exit 0, one CSV per study with 2 complete rows, the figure.
+#   LAB: tutorial (2.1) | compress-aware (2.2) | precision-integer (3.1) | precision-all (3.2)
+# IMDb comes from $MASE_DATA_DIR, else /work/shared/data; without it the test prints
+# MASE_SKIPPED (ctest: skipped). Prints "e2e: ok" when every check passed.
+set -u
+search=$1
+train=$2
+lab=$3
+data=${MASE_DATA_DIR:-/work/shared/data}
+if [ ! -f "$data/imdb/aclImdb_v1.tar.gz" ] && [ ! -d "$data/imdb/aclImdb" ]; then
+  echo "MASE_SKIPPED: no IMDb in $data (set MASE_DATA_DIR)"; exit 0
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/mase-search-labs-XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "e2e: FAILED: $*"; exit 1; }
+budget="--data-dir $data --batch-size 8 --train-subset 64 --test-subset 32 --max-len 32 --threads 2"
+common="--trials 2 --dir $dir/s $budget"
+budget="$budget --max-steps 3"
+small="--num-layers 1,2 --hidden-sizes 64,128 --intermediate-sizes 128,256"
+
+# check_csv STUDY: the CSV has a header and exactly 2 complete trials
+check_csv() {
+  f="$dir/s/$1.csv"
+  [ -f "$f" ] || fail "no $f: $(tail -n 3 "$dir/log")"
+  n=$(grep -c ',complete,' "$f")
+  [ "$n" -eq 2 ] || fail "$f has $n complete rows, expected 2: $(cat "$f")"
+}
+# check_plot FILE: gnuplot wrote it (and its data and script beside it)
+check_plot() {
+  [ -s "$1" ] && [ -s "$1.dat" ] && [ -s "$1.gp" ] || fail "no figure $1"
+  case "$1" in
+    *.png) head -c 4 "$1" | grep -q PNG || fail "$1 is not a PNG" ;;
+    *.svg) grep -q '<svg' "$1" || fail "$1 is not an SVG" ;;
+  esac
+}
+
+case "$lab" in
+  tutorial)
+    "$search" tutorial $common $small --max-steps 3 --plot "$dir/t.png" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+    for s in random grid tpe; do check_csv "tutorial-$s"; done
+    grep -q '^number,state,value,.*linear_layer' "$dir/s/tutorial-grid.csv" || fail "no linear_layer column"
+    check_plot "$dir/t.png"
+    # the same study with another budget is refused, and the study is left as it was
+    "$search" tutorial $common $small --max-steps 4 --resume > "$dir/log2" 2>&1
+    [ $? -eq 2 ] || fail "another budget: expected exit 2: $(cat "$dir/log2")"
+    grep -q "key 'max_steps' was 3, now 4" "$dir/log2" || fail "message: $(cat "$dir/log2")"
+    check_csv tutorial-grid
+    ;;
+  compress-aware)
+    printf '%s' '{"quantize": {"by": "type", "default": {"config": {"name": "integer", "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4, "bias_width": 8, "bias_frac_width": 4}}}, "prune": {"weight": {"sparsity": 0.5}}}' > "$dir/c.json"
+    "$search" compress-aware $common $small --max-steps 3 --compress "$dir/c.json" --post-steps 2 --plot "$dir/c.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+    for s in plain compressed post-trained; do check_csv "compress-aware-$s"; done
+    grep -q 'accuracy_post' "$dir/s/compress-aware-post-trained.csv" || fail "no accuracy_post column"
+    check_plot "$dir/c.svg"
+    ;;
+  precision-integer|precision-all)
+    "$train" --model bert-tiny $budget --out "$dir/run" > "$dir/train.log" 2>&1 || fail "training: $(tail -n 3 "$dir/train.log")"
+    if [ "$lab" = precision-integer ]; then
+      "$search" precision --init "$dir/run" $common --plot "$dir/p.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+      check_csv precision-integer
+      grep -q 'integer.frac_width' "$dir/s/precision-integer.csv" || fail "no frac_width column"
+    else
+      "$search" precision --init "$dir/run" $common --formats all --mixed --plot "$dir/p.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+      for s in integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2 mxfp6_e2m3 mxfp4_e2m1 mixed; do
+        check_csv "precision-$s"
+      done
+    fi
+    check_plot "$dir/p.svg"
+    check_plot "$dir/p-pareto.svg"
+    ;;
+  *) fail "unknown LAB $lab" ;;
+esac
+echo "e2e: ok"

@@ -1,0 +1,267 @@
+// tools/mase_search_labs.cpp — the flags of `mase-search tutorial | compress-aware | precision`.
+// One command per lab question, named after what it searches (the lab numbers are in --help
+// and docs/lab2.md, docs/lab3.md). Each writes its studies to <dir>/studies.db, a CSV per
+// study and one figure (--plot, .svg or .png). Exit status: 0 done, 1 error, 2 bad flags,
+// 130 stopped by Ctrl-C (continue with the same command and --resume).
+// Read next: search/lab_commands.h.
+#include "tools/mase_search_labs.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstring>
+#include <sstream>
+
+#include "quant/passes.h"
+#include "runtime/error.h"
+#include "search/lab_commands.h"
+#include "tools/cli.h"
+#include "train/trainer.h"
+
+namespace mase::tools {
+using namespace mase::search;
+
+namespace {
+
+constexpr int kExitInterrupted = 130;
+
+const char* kTutorialHelp = R"(Lab 2.1 (tutorial 5): the tutorial's whole space, random / grid / TPE on one plot.
+Examples:
+  mase-search tutorial --trials 8 --max-len 128 --test-subset 500 --data-dir ../shared/data
+      studies tutorial-random, tutorial-grid, tutorial-tpe: num_layers x num_heads x
+      hidden_size x intermediate_size x (square Linears kept or Identity, one shared choice)
+  mase-search tutorial --linear-choice per-layer --samplers tpe --study tut-pl --plot pl.png
+      each square Linear chooses for itself (the tutorial's f"{name}_type")
+  mase-search tutorial --trials 16 --resume     (the same flags: continue to 16 trials each)
+  mase-search tutorial --num-layers 2 --hidden-sizes 128,192,256 --intermediate-sizes 512,768,1024
+      a smaller space for a CPU budget (the defaults are the tutorial's))";
+
+const char* kCompressHelp = R"(Lab 2.2: compression-aware search; three studies, three curves on one plot.
+Examples:
+  mase-search compress-aware --compress int8-prune50.json --post-steps 50 --trials 8 \
+      --max-len 128 --data-dir ../shared/data
+      compress-aware-plain         train, test
+      compress-aware-compressed    train, quantize + prune (the file's pipeline), test
+      compress-aware-post-trained  train, compress, train 50 steps more, test
+  int8-prune50.json: {"quantize": {"by": "type", "default": {"config": {"name": "integer",
+      "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4,
+      "bias_width": 8, "bias_frac_width": 4}}}, "prune": {"weight": {"sparsity": 0.5}}})";
+
+const char* kPrecisionHelp = R"(Lab 3: per-layer precision of a trained model (PTQ; QAT with --qat-steps).
+Examples:
+  mase-search precision --init runs/tiny --formats integer --trials 20
+      Lab 3.1: each Linear: full precision or integer, width {8,16,32}, frac {2,4,8}
+  mase-search precision --init runs/tiny --formats integer --widths 4,6,8 --frac-widths 2,3
+  mase-search precision --init runs/tiny --formats all --mixed --trials 10 --plot lab3.png
+      Lab 3.2: one study per format over its own parameters, plus one where each layer
+      picks its format; lab3.png (best so far) and lab3-pareto.png (accuracy vs bits)
+  mase-search precision --init runs/tiny --formats integer --qat-steps 20
+      each trial fine-tunes 20 steps quantized after PTQ (the trial's value is then QAT's)
+  mase-search precision --init runs/tiny --formats all --mixed-only --bits-weight 0.1
+      accuracy up and bits down: each 32 bits per weight cost 0.1 of accuracy; the
+      Pareto figure shows which trials no other beats on both
+Formats: integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual
+  ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2
+  mxfp6_e2m3 mxfp4_e2m1 (or all))";
+
+const char* kCustomHelp = R"HELP(Beyond the course: the samplers on any experiment. The last line the command prints on
+stdout is the trial's value; {name} is replaced by the parameter's value (shell-quoted), {trial}
+by the trial number.
+Examples:
+  mase-search custom --space 'x=real:-2:2,y=real:-2:2' --trials 30 \
+      --command 'python3 -c "print(-({x}-0.5)**2 - ({y}+1)**2)"'
+  mase-search custom --minimize --space 'lr=real:1e-5:1e-2:log,layers=int:1:8,act=cat:relu|gelu' \
+      --command './my_experiment.sh --lr {lr} --layers {layers} --act {act}' --study mine)HELP";
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<int64_t> int_list(const std::string& s, const char* flag) {
+  std::vector<int64_t> out;
+  for (const std::string& item : split_list(s)) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    MASE_CHECK(used == item.size(), ConfigError, "[search] expected integers for ", flag,
+               ", got '", item, "'");
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The flags every lab command has; `lr` and `lists` are read back after parsing.
+struct Common {
+  double lr = 0;
+};
+
+void add_common(CLI::App* c, LabOptions& o, Common& k) {
+  c->add_option("--trials", o.trials, "finished trials per study")->capture_default_str();
+  c->add_option("--study", o.study, "prefix of the study names (default: the command)");
+  c->add_option("--dir", o.dir, "folder of studies.db, the CSVs and the trial runs")
+      ->capture_default_str();
+  c->add_option("--seed", o.seed, "seed of the samplers and of the trials")->capture_default_str();
+  c->add_flag("--resume", o.resume, "continue the studies (same flags)");
+  c->add_option("--plot", o.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
+  c->add_option("--model", o.base.model, "preset giving everything the space does not vary")
+      ->capture_default_str();
+  c->add_option("--max-steps", o.base.max_steps, "training steps per trial")->capture_default_str();
+  c->add_option("--train-subset", o.base.train_subset, "training reviews (0 = all)")
+      ->capture_default_str();
+  c->add_option("--test-subset", o.base.test_subset, "test reviews (0 = all)")
+      ->capture_default_str();
+  c->add_option("--batch-size", o.base.batch_size, "reviews per step")->capture_default_str();
+  c->add_option("--max-len", o.base.max_len, "tokens per review")->capture_default_str();
+  c->add_option("--lr", k.lr, "peak learning rate (default: the recipe's)");
+  c->add_option("--data-dir", o.base.data_dir, "folder with imdb/ in it (as mase-train)");
+  c->add_option("--cache-dir", o.base.cache_dir, "tokenizer models and token caches");
+  c->add_option("--threads", o.base.threads, "threads (0 = all cores)")->capture_default_str();
+}
+
+void defaults(LabOptions& o) {
+  o.base.model = "bert-tiny";
+  o.base.max_steps = 100;
+  o.base.train_subset = 2000;
+  o.base.test_subset = 500;
+  o.base.ckpt_every = 0;
+  o.base.log_every = 50;
+}
+
+LinearChoice parse_linear(const std::string& s) { return linear_choice_from(s); }
+
+// --num-layers 2,4 --num-heads ... as text, read back into an ArchChoices after parsing.
+struct ArchFlags {
+  std::string layers = "2,4,8", heads = "2,4,8,16", hidden = "128,192,256,384,512",
+              intermediate = "512,768,1024,1536,2048";
+  void add(CLI::App* c) {
+    c->add_option("--num-layers", layers, "num_layers choices")->capture_default_str();
+    c->add_option("--num-heads", heads, "num_heads choices")->capture_default_str();
+    c->add_option("--hidden-sizes", hidden, "hidden_size choices")->capture_default_str();
+    c->add_option("--intermediate-sizes", intermediate, "intermediate_size choices")
+        ->capture_default_str();
+  }
+  ArchChoices read() const {
+    return {int_list(layers, "--num-layers"), int_list(heads, "--num-heads"),
+            int_list(hidden, "--hidden-sizes"), int_list(intermediate, "--intermediate-sizes")};
+  }
+};
+
+}  // namespace
+
+bool is_lab_command(const char* arg) {
+  return std::strcmp(arg, "tutorial") == 0 || std::strcmp(arg, "compress-aware") == 0 ||
+         std::strcmp(arg, "precision") == 0 || std::strcmp(arg, "custom") == 0;
+}
+
+int lab_main(int argc, char** argv) {
+  CLI::App app{"mase-search: one command per lab question (Labs 2.1, 2.2, 3.1, 3.2)"};
+  app.require_subcommand(1);
+  TutorialOptions tut;
+  CompressAwareOptions cmp;
+  PrecisionOptions pre;
+  for (LabOptions* o : std::initializer_list<LabOptions*>{&tut, &cmp, &pre}) defaults(*o);
+  pre.base.max_steps = 0;  // no training unless --qat-steps
+  pre.base.max_len = 0;    // the trained run's
+  Common ct, cc, cp;
+  std::string samplers = "random,grid,tpe", linear_t = "shared", linear_c = "shared";
+  std::string compress_file, variants = "plain,compressed,post-trained";
+  std::string formats = "integer", widths = "8,16,32", fracs = "2,4,8";
+  bool mixed_only = false;
+
+  CLI::App* t = app.add_subcommand("tutorial", "Lab 2.1: the tutorial's whole space");
+  t->footer(kTutorialHelp);
+  add_common(t, tut, ct);
+  t->add_option("--samplers", samplers, "comma-separated: random, grid, tpe, tpe-independent")
+      ->capture_default_str();
+  ArchFlags arch_t, arch_c;
+  arch_t.add(t);
+  t->add_option("--linear-choice", linear_t, "square Linear or Identity: shared, per-layer, none")
+      ->capture_default_str();
+
+  CLI::App* c = app.add_subcommand("compress-aware", "Lab 2.2: compression-aware search");
+  c->footer(kCompressHelp);
+  add_common(c, cmp, cc);
+  c->add_option("--compress", compress_file, "pipeline config (TOML/JSON): quantize + prune")
+      ->required();
+  c->add_option("--post-steps", cmp.post_steps, "training steps after compressing")
+      ->capture_default_str();
+  c->add_option("--sampler", cmp.sampler, "random, grid, tpe")->capture_default_str();
+  c->add_option("--variants", variants, "studies to run: plain, compressed, post-trained")
+      ->capture_default_str();
+  c->add_option("--linear-choice", linear_c, "shared, per-layer, none")->capture_default_str();
+  arch_c.add(c);
+
+  CLI::App* p = app.add_subcommand("precision", "Lab 3: per-layer precision of a trained model");
+  p->footer(kPrecisionHelp);
+  add_common(p, pre, cp);
+  p->add_option("--init", pre.init, "the trained run folder to quantize")->required();
+  p->add_option("--formats", formats, "comma-separated format names, or all")
+      ->capture_default_str();
+  p->add_option("--widths", widths, "integer: width choices (2..32)")->capture_default_str();
+  p->add_option("--frac-widths", fracs, "integer: frac width choices")->capture_default_str();
+  p->add_flag("--mixed", pre.mixed, "also a study where each layer picks among the formats");
+  p->add_flag("--mixed-only", mixed_only, "only that study");
+  p->add_option("--qat-steps", pre.qat_steps, "quantized fine-tuning steps after PTQ")
+      ->capture_default_str();
+  p->add_option("--sampler", pre.sampler, "random, grid, tpe")->capture_default_str();
+  p->add_option("--bits-weight", pre.bits_weight,
+                "two objectives in one: value = accuracy - W * avg weight bits / 32")
+      ->capture_default_str();
+
+  CustomOptions cus;
+  defaults(cus);
+  CLI::App* u = app.add_subcommand("custom", "any experiment: a command template as the objective");
+  u->footer(kCustomHelp);
+  u->add_option("--space", cus.space, "name=real:LOW:HIGH[:log], name=int:..., name=cat:A|B, ...")
+      ->required();
+  u->add_option("--command", cus.command, "shell command; its last stdout line is the value")
+      ->required();
+  u->add_flag("--minimize", cus.minimize, "lower values are better");
+  u->add_option("--sampler", cus.sampler, "random, grid, tpe")->capture_default_str();
+  u->add_option("--trials", cus.trials, "finished trials")->capture_default_str();
+  u->add_option("--study", cus.study, "study name (default custom)");
+  u->add_option("--dir", cus.dir, "folder of studies.db and the CSV")->capture_default_str();
+  u->add_option("--seed", cus.seed, "seed of the sampler")->capture_default_str();
+  u->add_flag("--resume", cus.resume, "continue the study (same flags)");
+  u->add_option("--plot", cus.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
+
+  if (auto status = cli::parse(app, "mase-search", argc, argv)) return *status;
+
+  return cli::run("mase-search", [&]() -> int {
+    train::clear_stop();
+    train::install_stop_handlers();
+    if (t->parsed()) {
+      if (t->count("--lr")) tut.base.lr = ct.lr;
+      tut.samplers = split_list(samplers);
+      tut.linear = parse_linear(linear_t);
+      tut.arch = arch_t.read();
+      run_tutorial(tut);
+    } else if (c->parsed()) {
+      if (c->count("--lr")) cmp.base.lr = cc.lr;
+      cmp.linear = parse_linear(linear_c);
+      cmp.arch = arch_c.read();
+      cmp.variants = split_list(variants);
+      cmp.compress = quant::read_config_file(compress_file);
+      run_compress_aware(cmp);
+    } else if (u->parsed()) {
+      run_custom(cus);
+    } else {
+      if (p->count("--lr")) pre.base.lr = cp.lr;
+      pre.formats = split_list(formats);
+      pre.widths = int_list(widths, "--widths");
+      pre.frac_widths = int_list(fracs, "--frac-widths");
+      if (mixed_only) pre.mixed = true, pre.per_format = false;
+      run_precision(pre);
+    }
+    return train::stop_requested() ? kExitInterrupted : 0;
+  });
+}
+
+}  // namespace mase::tools

@@ -1,0 +1,12 @@
+// tools/mase_search_labs.h — mase-search's lab commands (Labs 2.1, 2.2, 3.1, 3.2):
+//   mase-search tutorial ...        mase-search compress-aware ...      mase-search precision ...
+// tools/mase_search.cpp hands argv over when its first argument is one of them.
+// Read next: tools/mase_search_labs.cpp (the flags), search/lab_commands.h (what they run).
+#pragma once
+
+namespace mase::tools {
+
+bool is_lab_command(const char* arg);
+int lab_main(int argc, char** argv);  // the exit status (tools/cli.h)
+
+}  // namespace mase::tools
