@@ -1,20 +1,16 @@
-// search/study.h — a study: a space, a sampler and every trial, kept in a SQLite file.
+// search/study.h — a study: a space, a sampler and every trial, kept in a SQLite file in
+// Optuna's storage schema (search/optuna_schema.h), so Optuna and optuna-dashboard read mase's
+// studies and mase continues Optuna's.
 //
 // The file is the study's only state (several processes on one study: search/workers.h). `ask` reads the history, lets the sampler propose, and
-// inserts the new trial as `running` in one write transaction (BEGIN IMMEDIATE), so several
+// inserts the new trial as RUNNING in one write transaction (BEGIN IMMEDIATE), so several
 // processes can work on one study without two of them taking the same trial; `tell` records
-// the outcome. A process that dies leaves its trials `running`: `resume()` marks those whose
+// the outcome. A process that dies leaves its trials running: `resume()` marks those whose
 // process is gone as failed (on this host: the pid no longer exists), and the grid sampler
-// hands their points out again. Each trial stores its values as text (Param::format) under the
-// parameter's name, its state, value, user attributes (model size, bits, ...), start and end
-// times, and the pid and host that ran it.
-//
-// Tables (one file may hold several studies):
-//   studies(id, name UNIQUE, direction, sampler, seed, space_json)
-//   trials(id, study_id, number, state, value, started_at, ended_at, pid, host,
-//          UNIQUE(study_id, number))
-//   trial_params(trial_id, name, value_text)
-//   trial_attrs(trial_id, name, value_text)
+// hands their points out again. Each trial stores its values in Optuna's internal form with
+// their distribution, its state, value, intermediate values, user attributes (model size,
+// bits, ...), start and end times, and as system attributes the pid and host that ran it.
+// The study keeps its sampler, seed and space as system attributes (mase:sampler, ...).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -37,6 +33,7 @@ enum class Direction { maximize, minimize };
 struct TrialRecord {
   Trial trial;  // value as the objective returned it (not negated)
   std::map<std::string, std::string> attrs;
+  std::map<int64_t, double> intermediate;  // step -> value (Study::report, Optuna's report)
   std::string started_at, ended_at;  // ISO 8601 UTC; ended_at empty while running
   int64_t pid = 0;
   std::string host;
@@ -49,6 +46,10 @@ struct Outcome {
   TrialState state = TrialState::complete;  // or pruned
 };
 using Objective = std::function<Outcome(const Params&, int64_t trial_number)>;
+
+// IoError naming `path` unless it is a non-empty file that starts as a SQLite file does (what
+// Study::load and mase-search --resume check before SQLite opens it, so nothing is written).
+void check_study_file(const std::string& path);
 
 class Study {
  public:
@@ -76,6 +77,9 @@ class Study {
   // Records the outcome of a running trial (ConfigError if it is not running).
   void tell(int64_t number, TrialState state, double value,
             const std::map<std::string, std::string>& attrs = {});
+  // Records the objective's value at `step` of a running trial (Optuna's trial.report; shown
+  // by optuna-dashboard as the trial's curve). ConfigError if not running or not finite.
+  void report(int64_t number, int64_t step, double value);
   // ask -> objective -> tell, n_trials times or until the sampler is exhausted; an exception
   // from the objective marks that trial failed (its message kept as attribute "error") and the
   // loop goes on. on_trial (optional) is called after each trial, for progress output.
@@ -94,6 +98,7 @@ class Study {
 
  private:
   Study() = default;
+  int64_t running_trial(int64_t number) const;  // its trial_id; ConfigError if not running
   sqlite3* db_ = nullptr;
   int64_t study_id_ = 0;
   std::string name_;

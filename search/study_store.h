@@ -3,7 +3,8 @@
 // Three small RAII types, so that study.cpp reads as "what a study does" and not as SQLite
 // bookkeeping: a Statement (a prepared statement: bind parameters, step through rows, always
 // finalized), a Transaction (BEGIN IMMEDIATE ... COMMIT, rolled back if an exception leaves the
-// scope first) and open_database (the file, its locking settings and the tables of study.h).
+// scope first) and open_database (the file, its locking settings and Optuna's tables:
+// search/optuna_schema.h).
 // Every SQLite failure becomes a mase::IoError "[study] <op> on <file>: <sqlite message> (hint)".
 // Values are always bound as parameters (?1, ?2, ...), never pasted into SQL text: a study or
 // attribute name with a quote in it is just data.
@@ -23,8 +24,9 @@ std::string path_of(sqlite3* db);
 
 // Opens (creating if needed) the study file at `path`: a 10 s busy timeout so that processes
 // sharing the file wait for each other's write transactions instead of failing, WAL journaling
-// so that readers never block the writer, and the four tables of search/study.h.
-// IoError if the file cannot be opened or is not a SQLite database.
+// so that readers never block the writer, and Optuna's tables (search/optuna_schema.h: created,
+// checked, or migrated from mase's first schema). IoError if the file cannot be opened, is not
+// a SQLite database, or is not a study file; such a file is left as it was.
 sqlite3* open_database(const std::string& path);
 // Runs SQL that returns nothing worth reading (PRAGMA, CREATE, BEGIN, ...).
 void exec(sqlite3* db, const std::string& sql, const std::string& op);

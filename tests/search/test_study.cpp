@@ -220,9 +220,16 @@ TEST_CASE(
     s.ask();                                         // trial 3: another live process's
   }
   // 2^22 + 12345 is above Linux's largest pid (2^22): no process can have it.
-  raw_sql(path, "UPDATE trials SET pid = 4206649 WHERE number = 0");
-  raw_sql(path, "UPDATE trials SET pid = 4206649, host = 'some-other-host' WHERE number = 2");
-  raw_sql(path, "UPDATE trials SET pid = " + std::to_string(getppid()) + " WHERE number = 3");
+  // (pid and host are trial system attributes in Optuna's schema: search/optuna_schema.h)
+  auto set_attr = [&](int number, const std::string& key, const std::string& json) {
+    raw_sql(path, "UPDATE trial_system_attributes SET value_json = '" + json + "' WHERE key = '" +
+                      key + "' AND trial_id = (SELECT trial_id FROM trials WHERE number = " +
+                      std::to_string(number) + ")");
+  };
+  set_attr(0, "mase:pid", "4206649");
+  set_attr(2, "mase:pid", "4206649");
+  set_attr(2, "mase:host", "\"some-other-host\"");
+  set_attr(3, "mase:pid", std::to_string(getppid()));
 
   Study s = open();
   CHECK(s.resume() == 1);
