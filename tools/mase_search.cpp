@@ -7,7 +7,8 @@
 //
 // Each trial trains a BERT of the sampled architecture from scratch (search/objectives.h) in
 // <dir>/<study>/trial-NNNN, a mase-train run folder; the study (every trial, its values, state,
-// accuracy and attributes) lives in <dir>/studies.db (SQLite) and <dir>/<study>.csv.
+// accuracy and attributes) lives in <dir>/studies.db (SQLite, Optuna's schema: optuna.load_study
+// and optuna-dashboard open it; search/optuna_schema.h) and <dir>/<study>.csv.
 // Exit status: 0 done; 1 an error; 2 bad flags; 130 stopped by Ctrl-C (resume with --resume).
 // Read next: search/study.h, search/sampler.h, search/objectives.h, docs/lab2.md.
 #include <CLI/CLI.hpp>
@@ -155,6 +156,9 @@ int main(int argc, char** argv) {
     base.validate();
     if (study_name.empty()) study_name = "arch-" + sampler;
 
+    // --resume continues a study file that is there: a missing, empty or damaged one is named
+    // in one line before SQLite opens (and would write to) it.
+    if (resume) check_study_file(db);
     fs::create_directories(dir);
     const Space space = lab2_space();
     // A study that exists continues only with --resume: a typo in --study must not quietly

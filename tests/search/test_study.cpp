@@ -18,10 +18,12 @@
 #include "models/temp_dir.h"
 #include "runtime/error.h"
 #include "search/study.h"
+#include "search/study_test_util.h"
 
 using namespace mase;
 using namespace mase::search;
 using test::TempDir;
+using namespace mase::search::test_util;
 
 namespace {
 
@@ -55,38 +57,6 @@ struct ScriptedSampler : Sampler {
     return script[history.size()];
   }
 };
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-// A statement run on the file directly, the way a second tool (or a crash) would leave it.
-void raw_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  INFO(sql << ": " << (err ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
-}
-
-std::string this_host() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 
 }  // namespace
 
