@@ -1,5 +1,6 @@
 // tests/search/study_test_util.h — small helpers of the study tests: an exception's message,
-// a substring test, a statement run on a study file from outside, this machine's name.
+// a substring test, a statement or query run on a study file from outside, this machine's
+// name.
 #pragma once
 #include <doctest/doctest.h>
 #include <sqlite3.h>
@@ -33,6 +34,20 @@ inline void raw_sql(const std::string& path, const std::string& sql) {
   sqlite3_free(err);
   sqlite3_close(db);
   REQUIRE(rc == SQLITE_OK);
+}
+
+// One value of a raw query (the first column of the first row), "" if none.
+inline std::string query_one(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+  std::string out;
+  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
 }
 
 inline std::string this_host() {
