@@ -2,8 +2,8 @@
 // Optuna's storage schema (search/optuna_schema.h), so Optuna and optuna-dashboard read mase's
 // studies and mase continues Optuna's.
 //
-// The file is the study's only state (several processes on one study: search/workers.h). `ask` reads the history, lets the sampler propose, and
-// inserts the new trial as RUNNING in one write transaction (BEGIN IMMEDIATE), so several
+// The file is the study's only state (several processes on one study: search/workers.h).
+// `ask` reads the history, lets the sampler propose, and inserts the new trial as RUNNING in one write transaction (BEGIN IMMEDIATE), so several
 // processes can work on one study without two of them taking the same trial; `tell` records
 // the outcome. A process that dies leaves its trials running: `resume()` marks those whose
 // process is gone as failed (on this host: the pid no longer exists), and the grid sampler
@@ -55,12 +55,16 @@ class Study {
  public:
   // Opens the study `name` in the SQLite file at `path`, creating file and study if needed.
   // If the study exists, direction, sampler name and space must match what is stored
-  // (ConfigError naming the first difference). IoError if the file cannot be opened.
+  // (ConfigError naming the first difference); a study an Optuna script made must have used
+  // the space's distributions, and gets the sampler, seed and space recorded. IoError if the
+  // file cannot be opened or holds another Optuna schema revision (nothing written then).
   static Study open(const std::string& path, const std::string& name, Space space,
                     Direction direction, std::unique_ptr<Sampler> sampler, uint64_t seed);
   // Opens an existing study with the space, direction, sampler and seed it was created with
-  // (to read it, plot it, or go on with it). ConfigError naming the studies the file has if
-  // there is no study `name`; IoError if there is no file.
+  // (to read it, plot it, or go on with it). A study an Optuna script made has no mase
+  // record of these: its trials' distributions are the space, the sampler is tpe, the seed 0.
+  // ConfigError naming the studies the file has if there is no study `name`; IoError if the
+  // file is missing, empty or not a study file (check_study_file).
   static Study load(const std::string& path, const std::string& name);
   Study(Study&&) noexcept;
   Study& operator=(Study&&) noexcept;
