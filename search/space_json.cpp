@@ -41,7 +41,8 @@ json space_to_json(const Space& space) {
 Space space_from_json(const json& params) {
   Space space;
   for (const json& p : params) {
-    const std::string name = p.at("name").get<std::string>(), kind = p.at("kind").get<std::string>();
+    const std::string name = p.at("name").get<std::string>();
+    const std::string kind = p.at("kind").get<std::string>();
     if (kind == "categorical") {
       space.categorical(name, p.at("choices").get<std::vector<std::string>>());
     } else if (kind == "integer") {
@@ -63,8 +64,8 @@ std::string describe(const json& p) {
     for (const auto& c : p.at("choices")) list += (list.empty() ? "" : ", ") + c.get<std::string>();
     return s + " {" + list + "}";
   }
-  s += " [" + shortest_text(p.at("low").get<double>()) + ", " + shortest_text(p.at("high").get<double>()) +
-       "]";
+  s += " [" + shortest_text(p.at("low").get<double>()) + ", " +
+       shortest_text(p.at("high").get<double>()) + "]";
   if (p.at("kind") == "integer") s += " step " + shortest_text(p.at("step").get<double>());
   return p.at("log").get<bool>() ? s + " log" : s;
 }

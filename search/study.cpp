@@ -93,39 +93,44 @@ Study Study::open(const std::string& path, const std::string& name, Space space,
   s.sampler_ = std::move(sampler);
   const json given = space_to_json(s.space_);
 
-  Transaction tx(s.db_);  // look up and maybe create in one step: two processes, one study
-  Statement find(s.db_, "SELECT study_id FROM studies WHERE study_name = ?1", "read study");
-  if (find.bind(1, name).step()) {
-    s.study_id_ = find.int64(0);
-    const std::string where = cat("[study] study '", name, "' in ", path, " was created with ");
-    const char* hint = " (use another --study name or file)";
-    const std::string dir = stored_direction(s.db_, s.study_id_, where);
-    MASE_CHECK(dir == optuna_name(direction), ConfigError, where, "direction ",
-               dir == "MINIMIZE" ? "minimize" : "maximize", ", not ", to_string(direction), hint);
-    std::optional<std::string> sampler_json = system_attr(s.db_, s.study_id_, "mase:sampler");
-    if (sampler_json) {  // a study mase made: its sampler and space are recorded
-      const std::string stored = optuna::attr_text(*sampler_json);
-      MASE_CHECK(stored == s.sampler_->name(), ConfigError, where, "sampler ", stored, ", not ",
-                 s.sampler_->name(), hint);
-      std::optional<std::string> space_text = system_attr(s.db_, s.study_id_, "mase:space");
-      std::string diff = space_difference(parse_space(space_text.value_or("[]"), name, s.db_), given);
-      MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
-    } else {  // an Optuna script's: its trials' distributions must agree with the space
-      std::string diff = distributions_difference(distributions(s.db_, s.study_id_), s.space_);
-      MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
+  {  // the statements end with the scope: WAL cannot be set while one is reading
+    Transaction tx(s.db_);  // look up and maybe create in one step: two processes, one study
+    Statement find(s.db_, "SELECT study_id FROM studies WHERE study_name = ?1", "read study");
+    if (find.bind(1, name).step()) {
+      s.study_id_ = find.int64(0);
+      const std::string where = cat("[study] study '", name, "' in ", path, " was created with ");
+      const char* hint = " (use another --study name or file)";
+      const std::string dir = stored_direction(s.db_, s.study_id_, where);
+      MASE_CHECK(dir == optuna_name(direction), ConfigError, where, "direction ",
+                 dir == "MINIMIZE" ? "minimize" : "maximize", ", not ", to_string(direction), hint);
+      std::optional<std::string> sampler_json = system_attr(s.db_, s.study_id_, "mase:sampler");
+      if (sampler_json) {  // a study mase made: its sampler and space are recorded
+        const std::string stored = optuna::attr_text(*sampler_json);
+        MASE_CHECK(stored == s.sampler_->name(), ConfigError, where, "sampler ", stored, ", not ",
+                   s.sampler_->name(), hint);
+        std::optional<std::string> space_text = system_attr(s.db_, s.study_id_, "mase:space");
+        const json stored_space = parse_space(space_text.value_or("[]"), name, s.db_);
+        std::string diff = space_difference(stored_space, given);
+        MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
+      } else {  // an Optuna script's: its trials' distributions must agree with the space
+        std::string diff = distributions_difference(distributions(s.db_, s.study_id_), s.space_);
+        MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
+        set_system_attrs(s.db_, s.study_id_, s.sampler_->name(), seed, given);
+      }
+    } else {
+      Statement ins(s.db_, "INSERT INTO studies(study_name) VALUES(?1)", "create study");
+      ins.bind(1, name).run();
+      s.study_id_ = sqlite3_last_insert_rowid(s.db_);
+      Statement dir(s.db_,
+                    "INSERT INTO study_directions(direction, study_id, objective) "
+                    "VALUES(?1, ?2, 0)",
+                    "create study");
+      dir.bind(1, std::string(optuna_name(direction))).bind(2, s.study_id_).run();
       set_system_attrs(s.db_, s.study_id_, s.sampler_->name(), seed, given);
     }
-  } else {
-    Statement ins(s.db_, "INSERT INTO studies(study_name) VALUES(?1)", "create study");
-    ins.bind(1, name).run();
-    s.study_id_ = sqlite3_last_insert_rowid(s.db_);
-    Statement dir(s.db_,
-                  "INSERT INTO study_directions(direction, study_id, objective) VALUES(?1, ?2, 0)",
-                  "create study");
-    dir.bind(1, std::string(optuna_name(direction))).bind(2, s.study_id_).run();
-    set_system_attrs(s.db_, s.study_id_, s.sampler_->name(), seed, given);
+    tx.commit();
   }
-  tx.commit();
+  store::use_wal(s.db_);  // only now: a refused study leaves the file as it was
   return s;
 }
 
@@ -161,7 +166,8 @@ Study Study::load(const std::string& path, const std::string& name) {
     }
     MASE_CHECK(s.study_id_ != 0, ConfigError, "[study] no study '", name, "' in ", path,
                " (it has: ", known.empty() ? "none" : known, ")");
-    dir = stored_direction(s.db_, s.study_id_, cat("[study] study '", name, "' in ", path, " has "));
+    const std::string where = cat("[study] study '", name, "' in ", path, " has ");
+    dir = stored_direction(s.db_, s.study_id_, where);
     // A study an Optuna script made has no mase attributes: TPE, seed 0, its distributions.
     if (auto v = system_attr(s.db_, s.study_id_, "mase:sampler")) sampler = optuna::attr_text(*v);
     if (auto v = system_attr(s.db_, s.study_id_, "mase:seed"))
@@ -226,7 +232,8 @@ int Study::resume() {
     bool dead = pid <= 0 || (pid != me && kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH);
     if (dead) gone.emplace_back(running.int64(0), pid);
   }
-  Statement mark(db_, "UPDATE trials SET state = 'FAIL', datetime_complete = ?2 WHERE trial_id = ?1",
+  Statement mark(db_,
+                 "UPDATE trials SET state = 'FAIL', datetime_complete = ?2 WHERE trial_id = ?1",
                  "mark trial failed");
   for (const auto& [id, pid] : gone) {
     mark.bind(1, id).bind(2, optuna::time_now()).run();

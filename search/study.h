@@ -2,15 +2,16 @@
 // Optuna's storage schema (search/optuna_schema.h), so Optuna and optuna-dashboard read mase's
 // studies and mase continues Optuna's.
 //
-// The file is the study's only state (several processes on one study: search/workers.h).
-// `ask` reads the history, lets the sampler propose, and inserts the new trial as RUNNING in one write transaction (BEGIN IMMEDIATE), so several
-// processes can work on one study without two of them taking the same trial; `tell` records
-// the outcome. A process that dies leaves its trials running: `resume()` marks those whose
-// process is gone as failed (on this host: the pid no longer exists), and the grid sampler
-// hands their points out again. Each trial stores its values in Optuna's internal form with
-// their distribution, its state, value, intermediate values, user attributes (model size,
-// bits, ...), start and end times, and as system attributes the pid and host that ran it.
-// The study keeps its sampler, seed and space as system attributes (mase:sampler, ...).
+// The file is the study's only state (several processes on one study: search/workers.h). `ask`
+// reads the history, lets the sampler propose, and inserts the new trial as RUNNING in one write
+// transaction (BEGIN IMMEDIATE), so several processes can work on one study without two of them
+// taking the same trial; `tell` records the outcome. A process that dies leaves its trials
+// running: `resume()` marks those whose process is gone as failed (on this host: the pid no longer
+// exists), and the grid sampler hands their points out again. Each trial stores its values in
+// Optuna's internal form with their distribution, its state, value, intermediate values, user
+// attributes (model size, bits, ...), start and end times, and as system attributes the pid and
+// host that ran it. The study keeps its sampler, seed and space as system attributes
+// (mase:sampler, ...).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -68,14 +68,14 @@ sqlite3* open_database(const std::string& path) {
       ensure_optuna_schema(db);
       tx.commit();
     }
-    // Outside any transaction (SQLite's rule for this pragma), once the file is known good.
-    exec(db, "PRAGMA journal_mode=WAL", "set WAL journal mode");
   } catch (...) {
     sqlite3_close_v2(db);
     throw;
   }
   return db;
 }
+
+void use_wal(sqlite3* db) { exec(db, "PRAGMA journal_mode=WAL", "set WAL journal mode"); }
 
 // --- Statement ---
 

@@ -23,11 +23,14 @@ namespace mase::search::store {
 std::string path_of(sqlite3* db);
 
 // Opens (creating if needed) the study file at `path`: a 10 s busy timeout so that processes
-// sharing the file wait for each other's write transactions instead of failing, WAL journaling
-// so that readers never block the writer, and Optuna's tables (search/optuna_schema.h: created,
+// sharing the file wait for each other's write transactions instead of failing, and Optuna's
+// tables (search/optuna_schema.h: created,
 // checked, or migrated from mase's first schema). IoError if the file cannot be opened, is not
 // a SQLite database, or is not a study file; such a file is left as it was.
 sqlite3* open_database(const std::string& path);
+// WAL journaling, so that readers never block the writer: set once the caller knows the file
+// is its to change (a study opened, not refused), outside any transaction (SQLite's rule).
+void use_wal(sqlite3* db);
 // Runs SQL that returns nothing worth reading (PRAGMA, CREATE, BEGIN, ...).
 void exec(sqlite3* db, const std::string& sql, const std::string& op);
 

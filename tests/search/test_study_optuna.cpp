@@ -29,7 +29,9 @@ namespace {
 // The fixture's space, as make_optuna_study.py declares it.
 Space fixture_space(int64_t layers_high = 8) {
   Space s;
-  s.categorical("act", {"relu", "gelu", "silu"}).integer("layers", 2, layers_high).real("lr", 1e-5, 1e-2, true);
+  s.categorical("act", {"relu", "gelu", "silu"})
+      .integer("layers", 2, layers_high)
+      .real("lr", 1e-5, 1e-2, true);
   return s;
 }
 
@@ -115,8 +117,8 @@ TEST_CASE("optuna: mase continues an Optuna study where the spaces agree") {
   CHECK(t[6].attrs.at("who") == "mase");
   CHECK(t[6].intermediate == std::map<int64_t, double>{{10, 0.5}});
   CHECK(t[6].pid == getpid());
-  CHECK(query_one(path, "SELECT value_json FROM study_system_attributes WHERE key = 'mase:sampler'") ==
-        "\"random\"");
+  CHECK(query_one(path, "SELECT value_json FROM study_system_attributes "
+                        "WHERE key = 'mase:sampler'") == "\"random\"");
   // Optuna's own rows for a mase trial: its state name and the distribution Optuna wrote.
   CHECK(query_one(path, "SELECT state FROM trials WHERE number = 6") == "COMPLETE");
   const auto mine = nlohmann::json::parse(query_one(
@@ -131,6 +133,7 @@ TEST_CASE("optuna: mase continues an Optuna study where the spaces agree") {
 TEST_CASE("optuna: a space that disagrees with the Optuna study is a ConfigError naming it") {
   TempDir dir;
   const std::string path = fixture_copy(dir);
+  const std::string before = bytes_of(path);
   std::string m = error_of<ConfigError>([&] {
     Study::open(path, "from-optuna", fixture_space(6), Direction::maximize,
                 std::make_unique<RandomSampler>(3), 3);
@@ -140,7 +143,8 @@ TEST_CASE("optuna: a space that disagrees with the Optuna study is a ConfigError
   Space fewer;
   fewer.categorical("act", {"relu", "gelu", "silu"}).integer("layers", 2, 8);
   m = error_of<ConfigError>([&] {
-    Study::open(path, "from-optuna", fewer, Direction::maximize, std::make_unique<RandomSampler>(3), 3);
+    Study::open(path, "from-optuna", fewer, Direction::maximize,
+                std::make_unique<RandomSampler>(3), 3);
   });
   CHECK(contains(m, "parameter lr: real [1e-05, 0.01] log, which this space lacks"));
   m = error_of<ConfigError>([&] {
@@ -148,7 +152,8 @@ TEST_CASE("optuna: a space that disagrees with the Optuna study is a ConfigError
                 std::make_unique<RandomSampler>(3), 3);
   });
   CHECK(contains(m, "direction maximize, not minimize"));
-  // Nothing was recorded: the study is still the Optuna script's.
+  // Nothing was recorded: the study is still the Optuna script's, byte for byte.
+  CHECK(bytes_of(path) == before);
   CHECK(query_one(path, "SELECT count(*) FROM study_system_attributes") == "0");
   CHECK(query_one(path, "SELECT count(*) FROM trials") == "4");
 }
@@ -209,10 +214,14 @@ CREATE TABLE trial_params(trial_id INTEGER NOT NULL REFERENCES trials(id), name 
   value_text TEXT NOT NULL, PRIMARY KEY(trial_id, name));
 CREATE TABLE trial_attrs(trial_id INTEGER NOT NULL REFERENCES trials(id), name TEXT NOT NULL,
   value_text TEXT NOT NULL, PRIMARY KEY(trial_id, name));
-INSERT INTO studies VALUES(1, 'old', 'minimize', 'grid', 7, '[{"name":"act","kind":"categorical","choices":["relu","gelu"],"low":0.0,"high":0.0,"step":0.0,"log":false},{"name":"layers","kind":"integer","choices":[],"low":1.0,"high":3.0,"step":1.0,"log":false}]');
-INSERT INTO trials VALUES(1, 1, 0, 'complete', 0.5, '2026-01-02T03:04:05Z', '2026-01-02T03:05:00Z', 4206649, 'h1');
-INSERT INTO trials VALUES(2, 1, 1, 'failed', NULL, '2026-01-02T03:06:00Z', '2026-01-02T03:07:00Z', 4206649, 'h1');
-INSERT INTO trials VALUES(3, 1, 2, 'running', NULL, '2026-01-02T03:08:00Z', NULL, 4206649, 'h1');
+INSERT INTO studies VALUES(1, 'old', 'minimize', 'grid', 7, '[
+  {"name":"act","kind":"categorical","choices":["relu","gelu"],"low":0.0,"high":0.0,"step":0.0,
+   "log":false},
+  {"name":"layers","kind":"integer","choices":[],"low":1.0,"high":3.0,"step":1.0,"log":false}]');
+INSERT INTO trials VALUES
+  (1, 1, 0, 'complete', 0.5, '2026-01-02T03:04:05Z', '2026-01-02T03:05:00Z', 4206649, 'h1'),
+  (2, 1, 1, 'failed', NULL, '2026-01-02T03:06:00Z', '2026-01-02T03:07:00Z', 4206649, 'h1'),
+  (3, 1, 2, 'running', NULL, '2026-01-02T03:08:00Z', NULL, 4206649, 'h1');
 INSERT INTO trial_params VALUES(1, 'act', 'gelu'), (1, 'layers', '3'), (2, 'act', 'relu'),
   (2, 'layers', '1'), (3, 'act', 'relu'), (3, 'layers', '2');
 INSERT INTO trial_attrs VALUES(1, 'parameters', '1234'), (2, 'error', 'diverged');
