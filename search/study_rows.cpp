@@ -56,8 +56,17 @@ std::vector<Param> distributions(sqlite3* db, int64_t study_id) {
               "JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = ?1",
               "read distributions");
   q.bind(1, study_id);
+  std::map<std::string, Param> by_name;  // the same distribution may be spelled two ways
+  while (q.step()) {
+    Param p = optuna::param_from_distribution(q.text(0), q.text(1));
+    auto [it, fresh] = by_name.emplace(p.name, p);
+    MASE_CHECK(fresh || optuna::same_param(it->second, p), ConfigError, "[study] parameter '",
+               p.name, "' in ", store::path_of(db), " expected one distribution, got trials with ",
+               "two: ", optuna::distribution_json(it->second), " and ", q.text(1),
+               " (mase searches one space: give the Optuna script fixed ranges)");
+  }
   std::vector<Param> out;
-  while (q.step()) out.push_back(optuna::param_from_distribution(q.text(0), q.text(1)));
+  for (auto& [name, p] : by_name) out.push_back(std::move(p));
   return out;
 }
 

@@ -24,7 +24,8 @@ void set_system_attrs(sqlite3* db, int64_t study_id, const std::string& sampler,
                       const nlohmann::json& space);
 // "MAXIMIZE" or "MINIMIZE"; ConfigError (`where` + the count) unless there is one objective.
 std::string stored_direction(sqlite3* db, int64_t study_id, const std::string& where);
-// Every distribution the study's trials used, one per parameter name.
+// Every distribution the study's trials used, one per parameter name, by name. ConfigError if
+// trials used two different distributions for one name (Optuna allows changing float ranges).
 std::vector<Param> distributions(sqlite3* db, int64_t study_id);
 // The trials of a study (or only trial `number`), by number, with params (those in `space`),
 // value, user attributes, pid and host, intermediate values.

@@ -252,3 +252,15 @@ INSERT INTO trial_attrs VALUES(1, 'parameters', '1234'), (2, 'error', 'diverged'
   while (auto next = s.ask()) s.tell(next->number, TrialState::complete, 1), ++asked;
   CHECK(asked == 4);
 }
+
+TEST_CASE("optuna: an Optuna study whose trials used two ranges for one parameter is refused") {
+  TempDir dir;
+  const std::string path = fixture_copy(dir);
+  raw_sql(path, "UPDATE trial_params SET distribution_json = '{\"name\": \"FloatDistribution\", "
+                "\"attributes\": {\"step\": null, \"low\": 1e-06, \"high\": 0.01, \"log\": true}}'"
+                " WHERE param_name = 'lr' AND trial_id = 2");
+  const std::string m = error_of<ConfigError>([&] { Study::load(path, "from-optuna"); });
+  CHECK(contains(m, "[study] parameter 'lr' in " + path + " expected one distribution, got "
+                    "trials with two"));
+  CHECK(contains(m, "1e-06"));
+}
