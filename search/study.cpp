@@ -210,7 +210,7 @@ Study::~Study() { sqlite3_close_v2(db_); }  // a no-op on nullptr
 
 // --- the trial life cycle ---
 
-int Study::resume() {
+int Study::resume(double stale_after_s) {
   const std::string host = store::host_name();
   const int64_t me = getpid();
   Transaction tx(db_);
@@ -223,22 +223,39 @@ int Study::resume() {
                     "AND p.key = 'mase:pid' WHERE t.study_id = ?1 AND t.state = 'RUNNING'",
                     "read running trials");
   running.bind(1, study_id_).bind(2, optuna::attr_json(host));
-  std::vector<std::pair<int64_t, int64_t>> gone;  // (trial id, pid)
+  std::vector<std::pair<int64_t, std::string>> gone;  // (trial id, why)
   while (running.step()) {
     int64_t pid = std::atoll(running.text(1).c_str());
     // kill(pid, 0) sends nothing: it only asks whether the process exists. ESRCH: it does not
     // (EPERM means it exists but belongs to someone else). Our own trials may still be in
     // progress in this process; a pid <= 0 names no process (kill would mean a process group).
     bool dead = pid <= 0 || (pid != me && kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH);
-    if (dead) gone.emplace_back(running.int64(0), pid);
+    if (dead)
+      gone.emplace_back(running.int64(0),
+                        cat("process ", pid, " on ", host, " ended before the trial did"));
+  }
+  // Any host's (or an Optuna worker's): a heartbeat older than stale_after_s (trial_heartbeats
+  // holds SQLite's CURRENT_TIMESTAMP, UTC, as Optuna's record_heartbeat writes it).
+  Statement stale(db_,
+                  "SELECT t.trial_id, h.heartbeat FROM trials t JOIN trial_heartbeats h "
+                  "ON h.trial_id = t.trial_id WHERE t.study_id = ?1 AND t.state = 'RUNNING' "
+                  "AND (julianday('now') - julianday(h.heartbeat)) * 86400.0 > ?2",
+                  "read stale heartbeats");
+  stale.bind(1, study_id_).bind(2, stale_after_s);
+  while (stale.step()) {
+    const int64_t id = stale.int64(0);
+    bool seen = false;
+    for (const auto& g : gone) seen = seen || g.first == id;
+    if (!seen)
+      gone.emplace_back(id, cat("no heartbeat since ", stale.text(1), " UTC (more than ",
+                                stale_after_s, " s): its worker is gone"));
   }
   Statement mark(db_,
                  "UPDATE trials SET state = 'FAIL', datetime_complete = ?2 WHERE trial_id = ?1",
                  "mark trial failed");
-  for (const auto& [id, pid] : gone) {
+  for (const auto& [id, why] : gone) {
     mark.bind(1, id).bind(2, optuna::time_now()).run();
-    insert_attrs(db_, id,
-                 {{"error", cat("process ", pid, " on ", host, " ended before the trial did")}});
+    insert_attrs(db_, id, {{"error", why}});
   }
   tx.commit();
   return static_cast<int>(gone.size());
@@ -321,6 +338,17 @@ void Study::tell(int64_t number, TrialState state, double value,
     val.run();
   }
   insert_attrs(db_, trial_id, all);
+  tx.commit();
+}
+
+void Study::heartbeat(int64_t number) {
+  Transaction tx(db_);
+  const int64_t trial_id = running_trial(number);
+  Statement beat(db_,
+                 "INSERT INTO trial_heartbeats(trial_id, heartbeat) VALUES(?1, CURRENT_TIMESTAMP) "
+                 "ON CONFLICT(trial_id) DO UPDATE SET heartbeat = CURRENT_TIMESTAMP",
+                 "record heartbeat");
+  beat.bind(1, trial_id).run();
   tx.commit();
 }
 

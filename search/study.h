@@ -52,6 +52,11 @@ using Objective = std::function<Outcome(const Params&, int64_t trial_number)>;
 // Study::load and mase-search --resume check before SQLite opens it, so nothing is written).
 void check_study_file(const std::string& path);
 
+// A worker beats every kHeartbeatInterval_s while a trial runs (search/heartbeat.h); resume
+// counts a trial whose last beat is older than kHeartbeatGrace_s as its worker's death.
+inline constexpr double kHeartbeatInterval_s = 10;
+inline constexpr double kHeartbeatGrace_s = 60;
+
 class Study {
  public:
   // Opens the study `name` in the SQLite file at `path`, creating file and study if needed.
@@ -71,8 +76,13 @@ class Study {
   Study& operator=(Study&&) noexcept;
   ~Study();
 
-  // Marks as failed the running trials whose process is gone; returns how many.
-  int resume();
+  // Marks as failed the running trials whose worker is gone; returns how many. Gone: on this
+  // host, the pid it recorded names no process; on any host, its last heartbeat (trial_heartbeats,
+  // search/heartbeat.h) is older than stale_after_s. A trial with neither is left running.
+  int resume(double stale_after_s = kHeartbeatGrace_s);
+  // Refreshes trial `number`'s row in trial_heartbeats, as Optuna's record_heartbeat does (read
+  // by resume and by Optuna's fail_stale_trials). ConfigError if the trial is not running.
+  void heartbeat(int64_t number);
   // A new running trial, or nullopt when the sampler has nothing left (an exhausted grid) or,
   // given a budget, when the study already has `budget` trials finished (complete, pruned) or
   // running. Counted in the same write transaction as the insert, so N processes sharing a

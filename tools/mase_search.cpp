@@ -26,6 +26,7 @@
 #include "tools/cli.h"
 #include "tools/sweep_cli.h"
 #include "runtime/parallel.h"
+#include "search/heartbeat.h"
 #include "search/objectives.h"
 #include "search/plot.h"
 #include "search/study.h"
@@ -205,7 +206,10 @@ int main(int argc, char** argv) {
       auto start = std::chrono::steady_clock::now();
       std::string result;
       try {
-        Outcome o = objective(Params(space, t->values), t->number);
+        Outcome o = [&] {  // beats while it trains: resume on any host sees the worker alive
+          Heartbeat beat(study, t->number);
+          return objective(Params(space, t->values), t->number);
+        }();
         study.tell(t->number, o.state, o.value, o.attrs);
         result = cat("accuracy ", o.value, "  params ", o.attrs["parameters"]);
         failures_in_a_row = 0;
