@@ -5,7 +5,6 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include <ctime>
 
 #include "runtime/error.h"
 #include "search/optuna_schema.h"
@@ -152,16 +151,7 @@ void Transaction::commit() {
   open_ = false;
 }
 
-// --- the clock and the host ---
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+// --- the host ---
 
 std::string host_name() {
   char buf[256] = {};

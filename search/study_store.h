@@ -80,8 +80,6 @@ class Transaction {
   bool open_ = true;
 };
 
-// "2024-05-01T12:34:56Z": now, in UTC, ISO 8601.
-std::string utc_now();
 // This machine's name (gethostname), "" if it has none.
 std::string host_name();
 
