@@ -31,7 +31,8 @@ struct Db {
 };
 
 bool study_exists(sqlite3* db, const std::string& name) {
-  Statement find(db, "SELECT id FROM studies WHERE name = ?1", "read study");
+  // Optuna's studies table (search/study.h)
+  Statement find(db, "SELECT study_id FROM studies WHERE study_name = ?1", "read study");
   return find.bind(1, name).step();
 }
 

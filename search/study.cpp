@@ -1,6 +1,6 @@
-// search/study.cpp — a study kept in a SQLite file: ask, tell, resume, optimize, best, CSV.
-// Read search/study.h first (what is stored and why); the SQLite plumbing (statements,
-// transactions, the schema) is search/study_store.cpp.
+// search/study.cpp — a study kept in Optuna's tables in a SQLite file: ask, tell, resume,
+// optimize, best, CSV. Read search/study.h first; the tables are search/optuna_schema.h, the
+// values' Optuna forms search/optuna_format.h, the SQLite plumbing search/study_store.cpp.
 #include "search/study.h"
 
 #include <sqlite3.h>
@@ -9,18 +9,19 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "runtime/error.h"
-#include "search/study_store.h"
 #include "runtime/atomic_file.h"
+#include "runtime/error.h"
+#include "search/optuna_format.h"
+#include "search/space_json.h"
+#include "search/study_rows.h"
+#include "search/study_store.h"
 
 namespace mase::search {
 
@@ -29,141 +30,42 @@ namespace {
 using nlohmann::json;
 using store::Statement;
 using store::Transaction;
+using namespace rows;
 
 const char* to_string(Direction d) { return d == Direction::maximize ? "maximize" : "minimize"; }
+const char* optuna_name(Direction d) { return d == Direction::maximize ? "MAXIMIZE" : "MINIMIZE"; }
 
-const char* kind_name(Param::Kind k) {
-  switch (k) {
-    case Param::Kind::categorical: return "categorical";
-    case Param::Kind::integer: return "integer";
-    case Param::Kind::real: return "real";
-  }
-  return "?";
-}
-
-// The shortest text that reads back as the same double ("0.1", not "0.10000000000000001").
-std::string shortest(double v) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return ec == std::errc() ? std::string(buf, end) : std::string("?");
-}
-
-// --- the space as stored in studies.space_json ---
-
-json space_to_json(const Space& space) {
-  json params = json::array();
-  for (const Param& p : space.params())
-    params.push_back({{"name", p.name},
-                      {"kind", kind_name(p.kind)},
-                      {"choices", p.choices},
-                      {"low", p.low},
-                      {"high", p.high},
-                      {"step", p.step},
-                      {"log", p.log}});
-  return params;
-}
-
-// The inverse of space_to_json (Study::load). The builders check the stored values again.
-Space space_from_json(const json& params) {
-  Space space;
-  for (const json& p : params) {
-    const std::string name = p.at("name").get<std::string>(), kind = p.at("kind").get<std::string>();
-    if (kind == "categorical") {
-      space.categorical(name, p.at("choices").get<std::vector<std::string>>());
-    } else if (kind == "integer") {
-      space.integer(name, std::llround(p.at("low").get<double>()),
-                    std::llround(p.at("high").get<double>()),
-                    std::llround(p.at("step").get<double>()), p.at("log").get<bool>());
-    } else {
-      space.real(name, p.at("low").get<double>(), p.at("high").get<double>(),
-                 p.at("log").get<bool>());
-    }
-  }
-  return space;
-}
-
-// One parameter in words, for the message that says how a stored study differs.
-std::string describe(const json& p) {
-  std::string s = p.at("name").get<std::string>() + ": " + p.at("kind").get<std::string>();
-  if (p.at("kind") == "categorical") {
-    std::string list;
-    for (const auto& c : p.at("choices")) list += (list.empty() ? "" : ", ") + c.get<std::string>();
-    return s + " {" + list + "}";
-  }
-  s += " [" + shortest(p.at("low").get<double>()) + ", " + shortest(p.at("high").get<double>()) +
-       "]";
-  if (p.at("kind") == "integer") s += " step " + shortest(p.at("step").get<double>());
-  return p.at("log").get<bool>() ? s + " log" : s;
-}
-
-// How the stored space differs from the given one, in words; "" if they are the same.
-// Both lists are sorted by name (search/space.h), so one merge walk finds the first difference.
-std::string space_difference(const json& stored, const json& given) {
-  size_t i = 0, j = 0;
-  while (i < stored.size() || j < given.size()) {
-    if (j == given.size() || (i < stored.size() && stored[i].at("name") < given[j].at("name")))
-      return "parameter " + describe(stored[i]) + ", which this space lacks";
-    if (i == stored.size() || given[j].at("name") < stored[i].at("name"))
-      return "no parameter " + given[j].at("name").get<std::string>() + ", which this space has";
-    if (stored[i] != given[j])
-      return "parameter " + describe(stored[i]) + ", not " + describe(given[j]);
-    ++i, ++j;
+// How an Optuna script's distributions differ from `space`, in words; "" if they agree (the
+// space may have parameters no trial used yet).
+std::string distributions_difference(const std::vector<Param>& stored, const Space& space) {
+  for (const Param& p : stored) {
+    const Param* mine = nullptr;
+    for (const Param& q : space.params()) mine = q.name == p.name ? &q : mine;
+    if (!mine) return "parameter " + describe(param_to_json(p)) + ", which this space lacks";
+    if (!optuna::same_param(p, *mine))
+      return "parameter " + describe(param_to_json(p)) + ", not " + describe(param_to_json(*mine));
   }
   return "";
 }
 
-// --- reading trials back ---
-
-// The trials of a study (or only trial `number`), by number, with their values parsed back to
-// the internal form. Three queries (trials, their params, their attrs), not one per trial.
-std::vector<TrialRecord> load_trials(sqlite3* db, int64_t study_id, const Space& space,
-                                     std::optional<int64_t> number = std::nullopt) {
-  // "?2 IS NULL OR number = ?2": one statement serves both "all trials" and "trial n".
-  Statement rows(db,
-                 "SELECT id, number, state, value, started_at, ended_at, pid, host FROM trials "
-                 "WHERE study_id = ?1 AND (?2 IS NULL OR number = ?2) ORDER BY number",
-                 "read trials");
-  rows.bind(1, study_id);
-  number ? rows.bind(2, *number) : rows.bind_null(2);
-  std::vector<TrialRecord> out;
-  std::map<int64_t, size_t> index_of_id;  // trials.id -> position in `out`
-  while (rows.step()) {
-    TrialRecord r;
-    r.trial.number = rows.int64(1);
-    r.trial.state = trial_state_from(rows.text(2));
-    r.trial.value = rows.is_null(3) ? 0.0 : rows.real(3);
-    r.started_at = rows.text(4);
-    r.ended_at = rows.text(5);
-    r.pid = rows.int64(6);
-    r.host = rows.text(7);
-    index_of_id[rows.int64(0)] = out.size();
-    out.push_back(std::move(r));
+Space space_of(const std::vector<Param>& params) {
+  Space space;
+  for (const Param& p : params) {
+    if (p.kind == Param::Kind::categorical) space.categorical(p.name, p.choices);
+    else if (p.kind == Param::Kind::integer)
+      space.integer(p.name, std::llround(p.low), std::llround(p.high), std::llround(p.step), p.log);
+    else space.real(p.name, p.low, p.high, p.log);
   }
-  for (const char* table : {"trial_params", "trial_attrs"}) {
-    std::string sql = std::string("SELECT x.trial_id, x.name, x.value_text FROM ") + table +
-                      " x JOIN trials t ON t.id = x.trial_id "
-                      "WHERE t.study_id = ?1 AND (?2 IS NULL OR t.number = ?2)";
-    Statement named(db, sql.c_str(), std::string("read ") + table);
-    named.bind(1, study_id);
-    number ? named.bind(2, *number) : named.bind_null(2);
-    bool params = std::strcmp(table, "trial_params") == 0;
-    while (named.step()) {
-      TrialRecord& r = out.at(index_of_id.at(named.int64(0)));
-      std::string name = named.text(1), text = named.text(2);
-      if (params)
-        r.trial.values[name] = space.at(name).parse(text);  // the space matches: checked by open
-      else
-        r.attrs[name] = text;
-    }
-  }
-  return out;
+  return space;
 }
 
-void insert_attrs(sqlite3* db, int64_t trial_id, const std::map<std::string, std::string>& attrs) {
-  Statement ins(db,
-                "INSERT OR REPLACE INTO trial_attrs(trial_id, name, value_text) VALUES(?1, ?2, ?3)",
-                "write trial attributes");
-  for (const auto& [name, text] : attrs) ins.bind(1, trial_id).bind(2, name).bind(3, text).run();
+json parse_space(const std::string& text, const std::string& name, sqlite3* db) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw IoError(cat("[study] study '", name, "' in ", store::path_of(db),
+                      " has an unreadable mase:space: ", e.what(), " (was it written by mase?)"));
+  }
 }
 
 // CSV: a field with a comma, quote or line break goes in quotes, its quotes doubled (RFC 4180).
@@ -191,74 +93,97 @@ Study Study::open(const std::string& path, const std::string& name, Space space,
   s.sampler_ = std::move(sampler);
   const json given = space_to_json(s.space_);
 
-  Transaction tx(s.db_);  // look up and maybe create in one step: two processes, one study
-  Statement find(s.db_, "SELECT id, direction, sampler, space_json FROM studies WHERE name = ?1",
-                 "read study");
-  if (find.bind(1, name).step()) {
-    s.study_id_ = find.int64(0);
-    const std::string where = cat("[study] study '", name, "' in ", path, " was created with ");
-    const char* hint = " (use another --study name or file)";
-    std::string dir = find.text(1), sampler_name = find.text(2);
-    MASE_CHECK(dir == to_string(direction), ConfigError, where, "direction ", dir, ", not ",
-               to_string(direction), hint);
-    MASE_CHECK(sampler_name == s.sampler_->name(), ConfigError, where, "sampler ", sampler_name,
-               ", not ", s.sampler_->name(), hint);
-    std::string diff;
-    try {
-      diff = space_difference(json::parse(find.text(3)), given);
-    } catch (const json::exception& e) {  // not JSON, or not the fields space_to_json writes
-      throw IoError(cat("[study] study '", name, "' in ", path, " has an unreadable space_json: ",
-                        e.what(), " (was the file written by mase?)"));
+  {  // the statements end with the scope: WAL cannot be set while one is reading
+    Transaction tx(s.db_);  // look up and maybe create in one step: two processes, one study
+    Statement find(s.db_, "SELECT study_id FROM studies WHERE study_name = ?1", "read study");
+    if (find.bind(1, name).step()) {
+      s.study_id_ = find.int64(0);
+      const std::string where = cat("[study] study '", name, "' in ", path, " was created with ");
+      const char* hint = " (use another --study name or file)";
+      const std::string dir = stored_direction(s.db_, s.study_id_, where);
+      MASE_CHECK(dir == optuna_name(direction), ConfigError, where, "direction ",
+                 dir == "MINIMIZE" ? "minimize" : "maximize", ", not ", to_string(direction), hint);
+      std::optional<std::string> sampler_json = system_attr(s.db_, s.study_id_, "mase:sampler");
+      if (sampler_json) {  // a study mase made: its sampler and space are recorded
+        const std::string stored = optuna::attr_text(*sampler_json);
+        MASE_CHECK(stored == s.sampler_->name(), ConfigError, where, "sampler ", stored, ", not ",
+                   s.sampler_->name(), hint);
+        std::optional<std::string> space_text = system_attr(s.db_, s.study_id_, "mase:space");
+        const json stored_space = parse_space(space_text.value_or("[]"), name, s.db_);
+        std::string diff = space_difference(stored_space, given);
+        MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
+      } else {  // an Optuna script's: its trials' distributions must agree with the space
+        std::string diff = distributions_difference(distributions(s.db_, s.study_id_), s.space_);
+        MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
+        set_system_attrs(s.db_, s.study_id_, s.sampler_->name(), seed, given);
+      }
+    } else {
+      Statement ins(s.db_, "INSERT INTO studies(study_name) VALUES(?1)", "create study");
+      ins.bind(1, name).run();
+      s.study_id_ = sqlite3_last_insert_rowid(s.db_);
+      Statement dir(s.db_,
+                    "INSERT INTO study_directions(direction, study_id, objective) "
+                    "VALUES(?1, ?2, 0)",
+                    "create study");
+      dir.bind(1, std::string(optuna_name(direction))).bind(2, s.study_id_).run();
+      set_system_attrs(s.db_, s.study_id_, s.sampler_->name(), seed, given);
     }
-    MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
-  } else {
-    Statement ins(s.db_,
-                  "INSERT INTO studies(name, direction, sampler, seed, space_json) "
-                  "VALUES(?1, ?2, ?3, ?4, ?5)",
-                  "create study");
-    // SQLite integers are signed 64-bit: the seed is stored as the same 64 bits, read as int64.
-    ins.bind(1, name).bind(2, std::string(to_string(direction))).bind(3, s.sampler_->name());
-    ins.bind(4, static_cast<int64_t>(seed)).bind(5, given.dump()).run();
-    s.study_id_ = sqlite3_last_insert_rowid(s.db_);
+    tx.commit();
   }
-  tx.commit();
+  store::use_wal(s.db_);  // only now: a refused study leaves the file as it was
   return s;
 }
 
-Study Study::load(const std::string& path, const std::string& name) {
-  MASE_CHECK(std::filesystem::exists(path), IoError, "[study] no study file ", path,
+void check_study_file(const std::string& path) {
+  std::error_code ec;
+  MASE_CHECK(std::filesystem::exists(path, ec), IoError, "[study] no study file ", path,
              " (run a search first, or give --dir)");
-  std::string dir, sampler, space_json, known;
-  int64_t seed = 0;
-  bool found = false;
+  const auto size = std::filesystem::file_size(path, ec);
+  MASE_CHECK(!ec && size > 0, IoError, "[study] ", path, " expected a study file, got ",
+             ec ? "a file that cannot be read" : "an empty file (0 bytes)",
+             " (remove it, or give another --dir)");
+  char header[16] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(header, sizeof header);
+  MASE_CHECK(in && std::memcmp(header, "SQLite format 3", 16) == 0, IoError, "[study] ", path,
+             " expected a SQLite study file, got a file that is not one (damaged, or another "
+             "file by that name: remove it, or give another --dir)");
+}
+
+Study Study::load(const std::string& path, const std::string& name) {
+  check_study_file(path);
+  std::string dir, sampler = "tpe", known;
+  uint64_t seed = 0;
+  Space space;
   {
     Study s;  // only to own the connection while reading
     s.db_ = store::open_database(path);
-    Statement find(s.db_, "SELECT name, direction, sampler, seed, space_json FROM studies",
+    Statement find(s.db_, "SELECT study_id, study_name FROM studies ORDER BY study_id",
                    "read studies");
     while (find.step()) {
-      known += (known.empty() ? "" : ", ") + find.text(0);
-      if (find.text(0) != name) continue;
-      found = true;
-      dir = find.text(1);
-      sampler = find.text(2);
-      seed = find.int64(3);
-      space_json = find.text(4);
+      known += (known.empty() ? "" : ", ") + find.text(1);
+      if (find.text(1) == name) s.study_id_ = find.int64(0);
+    }
+    MASE_CHECK(s.study_id_ != 0, ConfigError, "[study] no study '", name, "' in ", path,
+               " (it has: ", known.empty() ? "none" : known, ")");
+    const std::string where = cat("[study] study '", name, "' in ", path, " has ");
+    dir = stored_direction(s.db_, s.study_id_, where);
+    // A study an Optuna script made has no mase attributes: TPE, seed 0, its distributions.
+    if (auto v = system_attr(s.db_, s.study_id_, "mase:sampler")) sampler = optuna::attr_text(*v);
+    if (auto v = system_attr(s.db_, s.study_id_, "mase:seed"))
+      seed = std::strtoull(optuna::attr_text(*v).c_str(), nullptr, 10);
+    auto text = system_attr(s.db_, s.study_id_, "mase:space");
+    try {
+      space = text ? space_from_json(parse_space(*text, name, s.db_))
+                   : space_of(distributions(s.db_, s.study_id_));
+    } catch (const json::exception& e) {
+      throw IoError(cat("[study] study '", name, "' in ", path, " has an unreadable mase:space: ",
+                        e.what(), " (was it written by mase?)"));
     }
   }
-  MASE_CHECK(found, ConfigError, "[study] no study '", name, "' in ", path, " (it has: ",
-             known.empty() ? "none" : known, ")");
-  Space space;
-  try {
-    space = space_from_json(json::parse(space_json));
-  } catch (const json::exception& e) {
-    throw IoError(cat("[study] study '", name, "' in ", path, " has an unreadable space_json: ",
-                      e.what(), " (was the file written by mase?)"));
-  }
-  const auto useed = static_cast<uint64_t>(seed);
   return open(path, name, std::move(space),
-              dir == "minimize" ? Direction::minimize : Direction::maximize,
-              make_sampler(sampler, useed), useed);
+              dir == "MINIMIZE" ? Direction::minimize : Direction::maximize,
+              make_sampler(sampler, seed), seed);
 }
 
 Study::Study(Study&& o) noexcept
@@ -285,29 +210,52 @@ Study::~Study() { sqlite3_close_v2(db_); }  // a no-op on nullptr
 
 // --- the trial life cycle ---
 
-int Study::resume() {
+int Study::resume(double stale_after_s) {
   const std::string host = store::host_name();
   const int64_t me = getpid();
   Transaction tx(db_);
-  Statement running(
-      db_, "SELECT id, pid FROM trials WHERE study_id = ?1 AND state = 'running' AND host = ?2",
-      "read running trials");
-  running.bind(1, study_id_).bind(2, host);
-  std::vector<std::pair<int64_t, int64_t>> gone;  // (trial id, pid)
+  // The running trials this host's mase processes started (an Optuna worker's have no pid).
+  Statement running(db_,
+                    "SELECT t.trial_id, p.value_json FROM trials t "
+                    "JOIN trial_system_attributes h ON h.trial_id = t.trial_id "
+                    "AND h.key = 'mase:host' AND h.value_json = ?2 "
+                    "JOIN trial_system_attributes p ON p.trial_id = t.trial_id "
+                    "AND p.key = 'mase:pid' WHERE t.study_id = ?1 AND t.state = 'RUNNING'",
+                    "read running trials");
+  running.bind(1, study_id_).bind(2, optuna::attr_json(host));
+  std::vector<std::pair<int64_t, std::string>> gone;  // (trial id, why)
   while (running.step()) {
-    int64_t pid = running.int64(1);
+    int64_t pid = std::atoll(running.text(1).c_str());
     // kill(pid, 0) sends nothing: it only asks whether the process exists. ESRCH: it does not
     // (EPERM means it exists but belongs to someone else). Our own trials may still be in
     // progress in this process; a pid <= 0 names no process (kill would mean a process group).
     bool dead = pid <= 0 || (pid != me && kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH);
-    if (dead) gone.emplace_back(running.int64(0), pid);
+    if (dead)
+      gone.emplace_back(running.int64(0),
+                        cat("process ", pid, " on ", host, " ended before the trial did"));
   }
-  Statement mark(db_, "UPDATE trials SET state = 'failed', ended_at = ?2 WHERE id = ?1",
+  // Any host's (or an Optuna worker's): a heartbeat older than stale_after_s (trial_heartbeats
+  // holds SQLite's CURRENT_TIMESTAMP, UTC, as Optuna's record_heartbeat writes it).
+  Statement stale(db_,
+                  "SELECT t.trial_id, h.heartbeat FROM trials t JOIN trial_heartbeats h "
+                  "ON h.trial_id = t.trial_id WHERE t.study_id = ?1 AND t.state = 'RUNNING' "
+                  "AND (julianday('now') - julianday(h.heartbeat)) * 86400.0 > ?2",
+                  "read stale heartbeats");
+  stale.bind(1, study_id_).bind(2, stale_after_s);
+  while (stale.step()) {
+    const int64_t id = stale.int64(0);
+    bool seen = false;
+    for (const auto& g : gone) seen = seen || g.first == id;
+    if (!seen)
+      gone.emplace_back(id, cat("no heartbeat since ", stale.text(1), " UTC (more than ",
+                                stale_after_s, " s): its worker is gone"));
+  }
+  Statement mark(db_,
+                 "UPDATE trials SET state = 'FAIL', datetime_complete = ?2 WHERE trial_id = ?1",
                  "mark trial failed");
-  for (const auto& [id, pid] : gone) {
-    mark.bind(1, id).bind(2, store::utc_now()).run();
-    insert_attrs(db_, id,
-                 {{"error", cat("process ", pid, " on ", host, " ended before the trial did")}});
+  for (const auto& [id, why] : gone) {
+    mark.bind(1, id).bind(2, optuna::time_now()).run();
+    insert_attrs(db_, id, {{"error", why}});
   }
   tx.commit();
   return static_cast<int>(gone.size());
@@ -334,26 +282,30 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
   }
 
   Statement ins(db_,
-                "INSERT INTO trials(study_id, number, state, started_at, pid, host) "
-                "VALUES(?1, ?2, 'running', ?3, ?4, ?5)",
+                "INSERT INTO trials(number, study_id, state, datetime_start) "
+                "VALUES(?1, ?2, 'RUNNING', ?3)",
                 "insert trial");
-  ins.bind(1, study_id_).bind(2, number).bind(3, store::utc_now());
-  ins.bind(4, static_cast<int64_t>(getpid())).bind(5, store::host_name()).run();
+  ins.bind(1, number).bind(2, study_id_).bind(3, optuna::time_now()).run();
   const int64_t trial_id = sqlite3_last_insert_rowid(db_);
+  Statement who(db_,
+                "INSERT INTO trial_system_attributes(trial_id, key, value_json) "
+                "VALUES(?1, 'mase:pid', ?2), (?1, 'mase:host', ?3)",
+                "insert trial");
+  who.bind(1, trial_id).bind(2, std::to_string(getpid()));
+  who.bind(3, optuna::attr_json(store::host_name())).run();
 
   Statement ins_param(db_,
-                      "INSERT INTO trial_params(trial_id, name, value_text) VALUES(?1, ?2, ?3)",
+                      "INSERT INTO trial_params(trial_id, param_name, param_value, "
+                      "distribution_json) VALUES(?1, ?2, ?3, ?4)",
                       "write trial values");
   Trial trial{number, TrialState::running, {}, 0.0};
   for (const Param& p : space_.params()) {
     auto it = values->find(p.name);
     MASE_CHECK(it != values->end() && p.contains(it->second), ConfigError, "[study] sampler ",
                sampler_->name(), " gave parameter '", p.name, "' no valid value in trial ", number);
-    // The objective gets the value as it reads back from the file, so a resumed study and
-    // this process agree on what trial `number` was.
-    std::string text = p.format(it->second);
-    trial.values[p.name] = p.parse(text);
-    ins_param.bind(1, trial_id).bind(2, p.name).bind(3, text).run();
+    trial.values[p.name] = it->second;  // Optuna's internal form is mase's: stored exactly
+    ins_param.bind(1, trial_id).bind(2, p.name).bind(3, it->second);
+    ins_param.bind(4, optuna::distribution_json(p)).run();
   }
   tx.commit();
   return trial;
@@ -365,28 +317,64 @@ void Study::tell(int64_t number, TrialState state, double value,
              ") expected a final state (complete, failed, pruned), got running");
   std::map<std::string, std::string> all = attrs;
   if (state == TrialState::complete && std::isnan(value)) {
-    // As in Optuna: a NaN cannot be ranked, so the trial counts as failed (and SQLite would
-    // store the NaN as NULL anyway).
+    // As in Optuna: a NaN cannot be ranked, so the trial counts as failed.
     state = TrialState::failed;
     all.emplace("error", "the objective returned nan");
   }
   Transaction tx(db_);
-  Statement find(db_, "SELECT id, state FROM trials WHERE study_id = ?1 AND number = ?2",
+  const int64_t trial_id = running_trial(number);
+  Statement upd(db_, "UPDATE trials SET state = ?2, datetime_complete = ?3 WHERE trial_id = ?1",
+                "record trial outcome");
+  upd.bind(1, trial_id).bind(2, std::string(optuna::state_name(state)));
+  upd.bind(3, optuna::time_now()).run();
+  if (state != TrialState::failed) {  // a failure has no value
+    Statement val(db_,
+                  "INSERT OR REPLACE INTO trial_values(trial_id, objective, value, value_type) "
+                  "VALUES(?1, 0, ?2, ?3)",
+                  "record trial outcome");
+    val.bind(1, trial_id);
+    std::isinf(value) ? val.bind_null(2) : val.bind(2, value);
+    val.bind(3, std::string(std::isinf(value) ? (value > 0 ? "INF_POS" : "INF_NEG") : "FINITE"));
+    val.run();
+  }
+  insert_attrs(db_, trial_id, all);
+  tx.commit();
+}
+
+void Study::heartbeat(int64_t number) {
+  Transaction tx(db_);
+  const int64_t trial_id = running_trial(number);
+  Statement beat(db_,
+                 "INSERT INTO trial_heartbeats(trial_id, heartbeat) VALUES(?1, CURRENT_TIMESTAMP) "
+                 "ON CONFLICT(trial_id) DO UPDATE SET heartbeat = CURRENT_TIMESTAMP",
+                 "record heartbeat");
+  beat.bind(1, trial_id).run();
+  tx.commit();
+}
+
+void Study::report(int64_t number, int64_t step, double value) {
+  Transaction tx(db_);
+  const int64_t trial_id = running_trial(number);
+  Statement ins(db_,
+                "INSERT OR REPLACE INTO trial_intermediate_values(trial_id, step, "
+                "intermediate_value, intermediate_value_type) VALUES(?1, ?2, ?3, 'FINITE')",
+                "record intermediate value");
+  MASE_CHECK(std::isfinite(value), ConfigError, "[study] report(trial ", number, ", step ", step,
+             ") expected a finite value, got ", value);
+  ins.bind(1, trial_id).bind(2, step).bind(3, value).run();
+  tx.commit();
+}
+
+int64_t Study::running_trial(int64_t number) const {
+  Statement find(db_, "SELECT trial_id, state FROM trials WHERE study_id = ?1 AND number = ?2",
                  "read trial");
   MASE_CHECK(find.bind(1, study_id_).bind(2, number).step(), ConfigError, "[study] study '", name_,
              "' has no trial ", number, " (tell only trials that ask returned)");
-  const int64_t trial_id = find.int64(0);
-  MASE_CHECK(find.text(1) == "running", ConfigError, "[study] trial ", number, " of study '", name_,
-             "' is already ", find.text(1),
+  const TrialState state = optuna::state_from_name(find.text(1));
+  MASE_CHECK(state == TrialState::running, ConfigError, "[study] trial ", number, " of study '",
+             name_, "' is already ", to_string(state),
              ", not running (told twice, or marked failed by resume)");
-
-  Statement upd(db_, "UPDATE trials SET state = ?2, value = ?3, ended_at = ?4 WHERE id = ?1",
-                "record trial outcome");
-  upd.bind(1, trial_id).bind(2, std::string(to_string(state)));
-  state == TrialState::failed ? upd.bind_null(3) : upd.bind(3, value);  // a failure has no value
-  upd.bind(4, store::utc_now()).run();
-  insert_attrs(db_, trial_id, all);
-  tx.commit();
+  return find.int64(0);
 }
 
 void Study::optimize(const Objective& objective, int n_trials,
@@ -451,7 +439,7 @@ void Study::write_csv(const std::string& path) const {
     bool has_value = t.state == TrialState::complete || t.state == TrialState::pruned;
     text += std::to_string(t.number);
     cell(to_string(t.state));
-    cell(has_value ? shortest(t.value) : "");
+    cell(has_value ? shortest_text(t.value) : "");
     for (const Param& p : space_.params()) {
       auto it = t.values.find(p.name);
       cell(it == t.values.end() ? "" : p.format(it->second));

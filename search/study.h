@@ -1,20 +1,17 @@
-// search/study.h — a study: a space, a sampler and every trial, kept in a SQLite file.
+// search/study.h — a study: a space, a sampler and every trial, kept in a SQLite file in
+// Optuna's storage schema (search/optuna_schema.h), so Optuna and optuna-dashboard read mase's
+// studies and mase continues Optuna's.
 //
-// The file is the study's only state (several processes on one study: search/workers.h). `ask` reads the history, lets the sampler propose, and
-// inserts the new trial as `running` in one write transaction (BEGIN IMMEDIATE), so several
-// processes can work on one study without two of them taking the same trial; `tell` records
-// the outcome. A process that dies leaves its trials `running`: `resume()` marks those whose
-// process is gone as failed (on this host: the pid no longer exists), and the grid sampler
-// hands their points out again. Each trial stores its values as text (Param::format) under the
-// parameter's name, its state, value, user attributes (model size, bits, ...), start and end
-// times, and the pid and host that ran it.
-//
-// Tables (one file may hold several studies):
-//   studies(id, name UNIQUE, direction, sampler, seed, space_json)
-//   trials(id, study_id, number, state, value, started_at, ended_at, pid, host,
-//          UNIQUE(study_id, number))
-//   trial_params(trial_id, name, value_text)
-//   trial_attrs(trial_id, name, value_text)
+// The file is the study's only state (several processes on one study: search/workers.h). `ask`
+// reads the history, lets the sampler propose, and inserts the new trial as RUNNING in one write
+// transaction (BEGIN IMMEDIATE), so several processes can work on one study without two of them
+// taking the same trial; `tell` records the outcome. A process that dies leaves its trials
+// running: `resume()` marks those whose process is gone as failed (on this host: the pid no longer
+// exists), and the grid sampler hands their points out again. Each trial stores its values in
+// Optuna's internal form with their distribution, its state, value, intermediate values, user
+// attributes (model size, bits, ...), start and end times, and as system attributes the pid and
+// host that ran it. The study keeps its sampler, seed and space as system attributes
+// (mase:sampler, ...).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -37,6 +34,7 @@ enum class Direction { maximize, minimize };
 struct TrialRecord {
   Trial trial;  // value as the objective returned it (not negated)
   std::map<std::string, std::string> attrs;
+  std::map<int64_t, double> intermediate;  // step -> value (Study::report, Optuna's report)
   std::string started_at, ended_at;  // ISO 8601 UTC; ended_at empty while running
   int64_t pid = 0;
   std::string host;
@@ -50,23 +48,41 @@ struct Outcome {
 };
 using Objective = std::function<Outcome(const Params&, int64_t trial_number)>;
 
+// IoError naming `path` unless it is a non-empty file that starts as a SQLite file does (what
+// Study::load and mase-search --resume check before SQLite opens it, so nothing is written).
+void check_study_file(const std::string& path);
+
+// A worker beats every kHeartbeatInterval_s while a trial runs (search/heartbeat.h); resume
+// counts a trial whose last beat is older than kHeartbeatGrace_s as its worker's death.
+inline constexpr double kHeartbeatInterval_s = 10;
+inline constexpr double kHeartbeatGrace_s = 60;
+
 class Study {
  public:
   // Opens the study `name` in the SQLite file at `path`, creating file and study if needed.
   // If the study exists, direction, sampler name and space must match what is stored
-  // (ConfigError naming the first difference). IoError if the file cannot be opened.
+  // (ConfigError naming the first difference); a study an Optuna script made must have used
+  // the space's distributions, and gets the sampler, seed and space recorded. IoError if the
+  // file cannot be opened or holds another Optuna schema revision (nothing written then).
   static Study open(const std::string& path, const std::string& name, Space space,
                     Direction direction, std::unique_ptr<Sampler> sampler, uint64_t seed);
   // Opens an existing study with the space, direction, sampler and seed it was created with
-  // (to read it, plot it, or go on with it). ConfigError naming the studies the file has if
-  // there is no study `name`; IoError if there is no file.
+  // (to read it, plot it, or go on with it). A study an Optuna script made has no mase
+  // record of these: its trials' distributions are the space, the sampler is tpe, the seed 0.
+  // ConfigError naming the studies the file has if there is no study `name`; IoError if the
+  // file is missing, empty or not a study file (check_study_file).
   static Study load(const std::string& path, const std::string& name);
   Study(Study&&) noexcept;
   Study& operator=(Study&&) noexcept;
   ~Study();
 
-  // Marks as failed the running trials whose process is gone; returns how many.
-  int resume();
+  // Marks as failed the running trials whose worker is gone; returns how many. Gone: on this
+  // host, the pid it recorded names no process; on any host, its last heartbeat (trial_heartbeats,
+  // search/heartbeat.h) is older than stale_after_s. A trial with neither is left running.
+  int resume(double stale_after_s = kHeartbeatGrace_s);
+  // Refreshes trial `number`'s row in trial_heartbeats, as Optuna's record_heartbeat does (read
+  // by resume and by Optuna's fail_stale_trials). ConfigError if the trial is not running.
+  void heartbeat(int64_t number);
   // A new running trial, or nullopt when the sampler has nothing left (an exhausted grid) or,
   // given a budget, when the study already has `budget` trials finished (complete, pruned) or
   // running. Counted in the same write transaction as the insert, so N processes sharing a
@@ -76,6 +92,9 @@ class Study {
   // Records the outcome of a running trial (ConfigError if it is not running).
   void tell(int64_t number, TrialState state, double value,
             const std::map<std::string, std::string>& attrs = {});
+  // Records the objective's value at `step` of a running trial (Optuna's trial.report; shown
+  // by optuna-dashboard as the trial's curve). ConfigError if not running or not finite.
+  void report(int64_t number, int64_t step, double value);
   // ask -> objective -> tell, n_trials times or until the sampler is exhausted; an exception
   // from the objective marks that trial failed (its message kept as attribute "error") and the
   // loop goes on. on_trial (optional) is called after each trial, for progress output.
@@ -94,6 +113,7 @@ class Study {
 
  private:
   Study() = default;
+  int64_t running_trial(int64_t number) const;  // its trial_id; ConfigError if not running
   sqlite3* db_ = nullptr;
   int64_t study_id_ = 0;
   std::string name_;

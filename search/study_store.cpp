@@ -1,13 +1,13 @@
-// search/study_store.cpp — SQLite statements, transactions and the study file's schema.
-// Read search/study_store.h first (and search/study.h for what the tables hold).
+// search/study_store.cpp — SQLite statements, transactions and opening a study file.
+// Read search/study_store.h first (and search/optuna_schema.h for what the tables hold).
 #include "search/study_store.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include <ctime>
 
 #include "runtime/error.h"
+#include "search/optuna_schema.h"
 
 namespace mase::search::store {
 
@@ -30,38 +30,6 @@ const char* hint_for(int code) {
   }
 }
 
-// The tables of search/study.h. A trial's values and attributes live in their own tables, one
-// row per name, so a study can add attributes as it goes without changing the schema.
-constexpr const char* kSchema = R"sql(
-CREATE TABLE IF NOT EXISTS studies(
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL UNIQUE,
-  direction TEXT NOT NULL,
-  sampler TEXT NOT NULL,
-  seed INTEGER NOT NULL,
-  space_json TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS trials(
-  id INTEGER PRIMARY KEY,
-  study_id INTEGER NOT NULL REFERENCES studies(id),
-  number INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  value REAL,
-  started_at TEXT NOT NULL,
-  ended_at TEXT,
-  pid INTEGER NOT NULL,
-  host TEXT NOT NULL,
-  UNIQUE(study_id, number));
-CREATE TABLE IF NOT EXISTS trial_params(
-  trial_id INTEGER NOT NULL REFERENCES trials(id),
-  name TEXT NOT NULL,
-  value_text TEXT NOT NULL,
-  PRIMARY KEY(trial_id, name));
-CREATE TABLE IF NOT EXISTS trial_attrs(
-  trial_id INTEGER NOT NULL REFERENCES trials(id),
-  name TEXT NOT NULL,
-  value_text TEXT NOT NULL,
-  PRIMARY KEY(trial_id, name));
-)sql";
 
 }  // namespace
 
@@ -90,18 +58,23 @@ sqlite3* open_database(const std::string& path) {
   }
   try {
     sqlite3_busy_timeout(db, 10'000);
-    // The first statement that reads the file: a file that is not a database fails here.
-    exec(db, "PRAGMA journal_mode=WAL", "set WAL journal mode");
     exec(db, "PRAGMA foreign_keys=ON", "enable foreign keys");
-    Transaction tx(db);  // two processes creating the same new file: one after the other
-    exec(db, kSchema, "create tables");
-    tx.commit();
+    {
+      // The first reads of the file: one that is not a database, or not a study file, fails
+      // here, before anything was written to it. Two processes creating the same new file: one
+      // after the other.
+      Transaction tx(db);
+      ensure_optuna_schema(db);
+      tx.commit();
+    }
   } catch (...) {
     sqlite3_close_v2(db);
     throw;
   }
   return db;
 }
+
+void use_wal(sqlite3* db) { exec(db, "PRAGMA journal_mode=WAL", "set WAL journal mode"); }
 
 // --- Statement ---
 
@@ -178,16 +151,7 @@ void Transaction::commit() {
   open_ = false;
 }
 
-// --- the clock and the host ---
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+// --- the host ---
 
 std::string host_name() {
   char buf[256] = {};

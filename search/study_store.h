@@ -3,7 +3,8 @@
 // Three small RAII types, so that study.cpp reads as "what a study does" and not as SQLite
 // bookkeeping: a Statement (a prepared statement: bind parameters, step through rows, always
 // finalized), a Transaction (BEGIN IMMEDIATE ... COMMIT, rolled back if an exception leaves the
-// scope first) and open_database (the file, its locking settings and the tables of study.h).
+// scope first) and open_database (the file, its locking settings and Optuna's tables:
+// search/optuna_schema.h).
 // Every SQLite failure becomes a mase::IoError "[study] <op> on <file>: <sqlite message> (hint)".
 // Values are always bound as parameters (?1, ?2, ...), never pasted into SQL text: a study or
 // attribute name with a quote in it is just data.
@@ -22,10 +23,14 @@ namespace mase::search::store {
 std::string path_of(sqlite3* db);
 
 // Opens (creating if needed) the study file at `path`: a 10 s busy timeout so that processes
-// sharing the file wait for each other's write transactions instead of failing, WAL journaling
-// so that readers never block the writer, and the four tables of search/study.h.
-// IoError if the file cannot be opened or is not a SQLite database.
+// sharing the file wait for each other's write transactions instead of failing, and Optuna's
+// tables (search/optuna_schema.h: created,
+// checked, or migrated from mase's first schema). IoError if the file cannot be opened, is not
+// a SQLite database, or is not a study file; such a file is left as it was.
 sqlite3* open_database(const std::string& path);
+// WAL journaling, so that readers never block the writer: set once the caller knows the file
+// is its to change (a study opened, not refused), outside any transaction (SQLite's rule).
+void use_wal(sqlite3* db);
 // Runs SQL that returns nothing worth reading (PRAGMA, CREATE, BEGIN, ...).
 void exec(sqlite3* db, const std::string& sql, const std::string& op);
 
@@ -75,8 +80,6 @@ class Transaction {
   bool open_ = true;
 };
 
-// "2024-05-01T12:34:56Z": now, in UTC, ISO 8601.
-std::string utc_now();
 // This machine's name (gethostname), "" if it has none.
 std::string host_name();
 

@@ -7,7 +7,8 @@
 //
 // Each trial trains a BERT of the sampled architecture from scratch (search/objectives.h) in
 // <dir>/<study>/trial-NNNN, a mase-train run folder; the study (every trial, its values, state,
-// accuracy and attributes) lives in <dir>/studies.db (SQLite) and <dir>/<study>.csv.
+// accuracy and attributes) lives in <dir>/studies.db (SQLite, Optuna's schema: optuna.load_study
+// and optuna-dashboard open it; search/optuna_schema.h) and <dir>/<study>.csv.
 // Exit status: 0 done; 1 an error; 2 bad flags; 130 stopped by Ctrl-C (resume with --resume).
 // Read next: search/study.h, search/sampler.h, search/objectives.h, docs/lab2.md.
 #include <CLI/CLI.hpp>
@@ -26,6 +27,7 @@
 #include "tools/mase_search_labs.h"
 #include "tools/sweep_cli.h"
 #include "runtime/parallel.h"
+#include "search/heartbeat.h"
 #include "search/objectives.h"
 #include "search/plot.h"
 #include "search/study.h"
@@ -159,6 +161,9 @@ int main(int argc, char** argv) {
     base.validate();
     if (study_name.empty()) study_name = "arch-" + sampler;
 
+    // --resume continues a study file that is there: a missing, empty or damaged one is named
+    // in one line before SQLite opens (and would write to) it.
+    if (resume) check_study_file(db);
     fs::create_directories(dir);
     const Space space = lab2_space();
     // A study that exists continues only with --resume: a typo in --study must not quietly
@@ -205,7 +210,10 @@ int main(int argc, char** argv) {
       auto start = std::chrono::steady_clock::now();
       std::string result;
       try {
-        Outcome o = objective(Params(space, t->values), t->number);
+        Outcome o = [&] {  // beats while it trains: resume on any host sees the worker alive
+          Heartbeat beat(study, t->number);
+          return objective(Params(space, t->values), t->number);
+        }();
         study.tell(t->number, o.state, o.value, o.attrs);
         result = cat("accuracy ", o.value, "  params ", o.attrs["parameters"]);
         failures_in_a_row = 0;

@@ -18,10 +18,12 @@
 #include "models/temp_dir.h"
 #include "runtime/error.h"
 #include "search/study.h"
+#include "search/study_test_util.h"
 
 using namespace mase;
 using namespace mase::search;
 using test::TempDir;
+using namespace mase::search::test_util;
 
 namespace {
 
@@ -55,38 +57,6 @@ struct ScriptedSampler : Sampler {
     return script[history.size()];
   }
 };
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-// A statement run on the file directly, the way a second tool (or a crash) would leave it.
-void raw_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  INFO(sql << ": " << (err ? err : ""));
-  sqlite3_free(err);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
-}
-
-std::string this_host() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 
 }  // namespace
 
@@ -220,9 +190,16 @@ TEST_CASE(
     s.ask();                                         // trial 3: another live process's
   }
   // 2^22 + 12345 is above Linux's largest pid (2^22): no process can have it.
-  raw_sql(path, "UPDATE trials SET pid = 4206649 WHERE number = 0");
-  raw_sql(path, "UPDATE trials SET pid = 4206649, host = 'some-other-host' WHERE number = 2");
-  raw_sql(path, "UPDATE trials SET pid = " + std::to_string(getppid()) + " WHERE number = 3");
+  // (pid and host are trial system attributes in Optuna's schema: search/optuna_schema.h)
+  auto set_attr = [&](int number, const std::string& key, const std::string& json) {
+    raw_sql(path, "UPDATE trial_system_attributes SET value_json = '" + json + "' WHERE key = '" +
+                      key + "' AND trial_id = (SELECT trial_id FROM trials WHERE number = " +
+                      std::to_string(number) + ")");
+  };
+  set_attr(0, "mase:pid", "4206649");
+  set_attr(2, "mase:pid", "4206649");
+  set_attr(2, "mase:host", "\"some-other-host\"");
+  set_attr(3, "mase:pid", std::to_string(getppid()));
 
   Study s = open();
   CHECK(s.resume() == 1);

@@ -1,0 +1,173 @@
+// search/optuna_format.cpp — parameters as Optuna's distribution JSON, Optuna's trial states,
+// times and attribute values. Read search/optuna_format.h first.
+#include "search/optuna_format.h"
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+#include "search/space_json.h"
+
+namespace mase::search::optuna {
+
+namespace {
+
+using nlohmann::json;
+
+// A choice as JSON: a number if the text is one exactly as it would be printed back
+// ("128", "0.5"), else the text. So ["2", "4"] reaches Python as [2, 4], ["relu"] as ["relu"].
+json choice_json(const std::string& c) {
+  int64_t i = 0;
+  auto [ie, iec] = std::from_chars(c.data(), c.data() + c.size(), i);
+  if (iec == std::errc() && ie == c.data() + c.size() && std::to_string(i) == c) return i;
+  double d = 0;
+  auto [de, dec] = std::from_chars(c.data(), c.data() + c.size(), d);
+  if (dec == std::errc() && de == c.data() + c.size() && std::isfinite(d) && shortest_text(d) == c)
+    return d;
+  return c;
+}
+
+// The inverse, for choices Optuna wrote: a number as its shortest text, True/False/None as
+// Python prints them.
+std::string choice_text(const json& c) {
+  if (c.is_string()) return c.get<std::string>();
+  if (c.is_boolean()) return c.get<bool>() ? "True" : "False";
+  if (c.is_null()) return "None";
+  if (c.is_number_integer()) return c.dump();
+  if (c.is_number_float()) return shortest_text(c.get<double>());
+  return c.dump();
+}
+
+}  // namespace
+
+std::string distribution_json(const Param& p) {
+  json d;
+  switch (p.kind) {
+    case Param::Kind::categorical: {
+      json choices = json::array();
+      for (const std::string& c : p.choices) choices.push_back(choice_json(c));
+      d = {{"name", "CategoricalDistribution"}, {"attributes", {{"choices", choices}}}};
+      break;
+    }
+    case Param::Kind::integer:
+      d = {{"name", "IntDistribution"},
+           {"attributes",
+            {{"log", p.log},
+             {"step", std::llround(p.step)},
+             {"low", std::llround(p.low)},
+             {"high", std::llround(p.high)}}}};
+      break;
+    case Param::Kind::real:
+      d = {{"name", "FloatDistribution"},
+           {"attributes", {{"step", nullptr}, {"low", p.low}, {"high", p.high}, {"log", p.log}}}};
+      break;
+  }
+  return d.dump();
+}
+
+Param param_from_distribution(const std::string& name, const std::string& json_text) {
+  Param p;
+  p.name = name;
+  std::string kind;
+  try {
+    const json d = json::parse(json_text);
+    kind = d.at("name").get<std::string>();
+    const json& a = d.at("attributes");
+    auto num = [&a](const char* key, double otherwise) {
+      return a.contains(key) && !a.at(key).is_null() ? a.at(key).get<double>() : otherwise;
+    };
+    // Optuna's names, and the ones its older versions wrote (still read by Optuna 5).
+    if (kind == "CategoricalDistribution") {
+      p.kind = Param::Kind::categorical;
+      for (const json& c : a.at("choices")) p.choices.push_back(choice_text(c));
+      return p;
+    }
+    p.low = num("low", 0);
+    p.high = num("high", 0);
+    p.log = kind == "LogUniformDistribution" || kind == "IntLogUniformDistribution" ||
+            (a.contains("log") && a.at("log").get<bool>());
+    if (kind == "IntDistribution" || kind == "IntUniformDistribution" ||
+        kind == "IntLogUniformDistribution") {
+      p.kind = Param::Kind::integer;
+      p.step = num("step", 1);
+      return p;
+    }
+    const bool stepped = kind == "DiscreteUniformDistribution" ||
+                         (kind == "FloatDistribution" && num("step", 0) != 0);
+    if (!stepped && (kind == "FloatDistribution" || kind == "UniformDistribution" ||
+                     kind == "LogUniformDistribution")) {
+      p.kind = Param::Kind::real;
+      return p;
+    }
+    if (stepped)
+      throw ConfigError(cat("[study] parameter '", name, "' expected a distribution mase can "
+                            "sample, got a float with a step: ", json_text,
+                            " (make it an int or a categorical in both Optuna and mase)"));
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(cat("[study] parameter '", name, "' expected Optuna's distribution_json, ",
+                          "got ", json_text, ": ", e.what(), " (was the file written by Optuna?)"));
+  }
+  throw ConfigError(cat("[study] parameter '", name, "' expected a known Optuna distribution, ",
+                        "got ", kind, " (written by a newer Optuna?)"));
+}
+
+bool same_param(const Param& a, const Param& b) {
+  return a.name == b.name && a.kind == b.kind && a.choices == b.choices && a.low == b.low &&
+         a.high == b.high && a.step == b.step && a.log == b.log;
+}
+
+const char* state_name(TrialState s) {
+  switch (s) {
+    case TrialState::running: return "RUNNING";
+    case TrialState::complete: return "COMPLETE";
+    case TrialState::failed: return "FAIL";
+    case TrialState::pruned: return "PRUNED";
+  }
+  return "?";
+}
+
+TrialState state_from_name(const std::string& s) {
+  if (s == "WAITING") return TrialState::running;
+  for (TrialState t : {TrialState::running, TrialState::complete, TrialState::failed,
+                       TrialState::pruned})
+    if (s == state_name(t)) return t;
+  throw ConfigError(cat("[study] expected an Optuna trial state (RUNNING, COMPLETE, PRUNED, FAIL, "
+                        "WAITING), got '", s, "' (written by a newer Optuna?)"));
+}
+
+std::string time_now() {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const std::time_t t = system_clock::to_time_t(now);
+  const auto us = duration_cast<microseconds>(now.time_since_epoch()).count() % 1'000'000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[48];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  std::snprintf(buf + 19, sizeof buf - 19, ".%06lld", static_cast<long long>(us));
+  return buf;
+}
+
+std::string iso_time(const std::string& stored) {
+  if (stored.size() < 19) return stored;
+  std::string s = stored.substr(0, 19);
+  s[10] = 'T';
+  return s + "Z";
+}
+
+std::string attr_json(const std::string& text) { return json(text).dump(); }
+
+std::string attr_text(const std::string& value_json) {
+  try {
+    const json v = json::parse(value_json);
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  } catch (const nlohmann::json::exception&) {
+    return value_json;  // not JSON: shown as it is rather than lost
+  }
+}
+
+}  // namespace mase::search::optuna

@@ -1,0 +1,145 @@
+// search/study_rows.cpp — reading and writing one study's rows in Optuna's tables.
+// Read search/study_rows.h first.
+#include "search/study_rows.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "runtime/error.h"
+#include "search/optuna_format.h"
+#include "search/study_store.h"
+
+namespace mase::search::rows {
+
+using nlohmann::json;
+using store::Statement;
+
+// --- study system attributes: mase's sampler, seed and space ---
+
+std::optional<std::string> system_attr(sqlite3* db, int64_t study_id, const char* key) {
+  Statement q(db, "SELECT value_json FROM study_system_attributes WHERE study_id = ?1 AND key = ?2",
+              "read study attributes");
+  if (!q.bind(1, study_id).bind(2, std::string(key)).step()) return std::nullopt;
+  return q.text(0);
+}
+
+void set_system_attrs(sqlite3* db, int64_t study_id, const std::string& sampler, uint64_t seed,
+                      const json& space) {
+  Statement ins(db,
+                "INSERT OR REPLACE INTO study_system_attributes(study_id, key, value_json) "
+                "VALUES(?1, ?2, ?3)",
+                "write study attributes");
+  // The seed as decimal text: a JSON number would lose bits above 2^53 in Python.
+  for (const auto& [key, value] : {std::pair<const char*, std::string>{"mase:sampler",
+                                                                       json(sampler).dump()},
+                                   {"mase:seed", json(std::to_string(seed)).dump()},
+                                   {"mase:space", space.dump()}})
+    ins.bind(1, study_id).bind(2, std::string(key)).bind(3, value).run();
+}
+
+// The one objective's direction; ConfigError for a multi-objective Optuna study.
+std::string stored_direction(sqlite3* db, int64_t study_id, const std::string& where) {
+  Statement q(db, "SELECT direction FROM study_directions WHERE study_id = ?1 ORDER BY objective",
+              "read study direction");
+  q.bind(1, study_id);
+  std::vector<std::string> dirs;
+  while (q.step()) dirs.push_back(q.text(0));
+  MASE_CHECK(dirs.size() == 1, ConfigError, where, dirs.size(),
+             " objectives, expected 1 (mase searches one objective)");
+  return dirs[0];
+}
+
+// The space an Optuna script left: every distribution its trials used, one per name.
+std::vector<Param> distributions(sqlite3* db, int64_t study_id) {
+  Statement q(db,
+              "SELECT DISTINCT p.param_name, p.distribution_json FROM trial_params p "
+              "JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = ?1",
+              "read distributions");
+  q.bind(1, study_id);
+  std::map<std::string, Param> by_name;  // the same distribution may be spelled two ways
+  while (q.step()) {
+    Param p = optuna::param_from_distribution(q.text(0), q.text(1));
+    auto [it, fresh] = by_name.emplace(p.name, p);
+    MASE_CHECK(fresh || optuna::same_param(it->second, p), ConfigError, "[study] parameter '",
+               p.name, "' in ", store::path_of(db), " expected one distribution, got trials with ",
+               "two: ", optuna::distribution_json(it->second), " and ", q.text(1),
+               " (mase searches one space: give the Optuna script fixed ranges)");
+  }
+  std::vector<Param> out;
+  for (auto& [name, p] : by_name) out.push_back(std::move(p));
+  return out;
+}
+
+// --- reading trials back ---
+
+// The trials of a study (or only trial `number`), by number. One query per table (trials and
+// their values, params, user attrs, system attrs, intermediate values), not one per trial.
+std::vector<TrialRecord> load_trials(sqlite3* db, int64_t study_id, const Space& space,
+                                     std::optional<int64_t> number) {
+  // "?2 IS NULL OR number = ?2": one statement serves both "all trials" and "trial n".
+  Statement rows(db,
+                 "SELECT t.trial_id, t.number, t.state, v.value, v.value_type, t.datetime_start, "
+                 "t.datetime_complete FROM trials t LEFT JOIN trial_values v "
+                 "ON v.trial_id = t.trial_id AND v.objective = 0 "
+                 "WHERE t.study_id = ?1 AND (?2 IS NULL OR t.number = ?2) ORDER BY t.number",
+                 "read trials");
+  rows.bind(1, study_id);
+  number ? rows.bind(2, *number) : rows.bind_null(2);
+  std::vector<TrialRecord> out;
+  std::map<int64_t, size_t> index_of_id;  // trials.trial_id -> position in `out`
+  while (rows.step()) {
+    TrialRecord r;
+    r.trial.number = rows.int64(1);
+    r.trial.state = optuna::state_from_name(rows.text(2));
+    const std::string type = rows.text(4);
+    r.trial.value = type == "INF_POS"   ? INFINITY
+                    : type == "INF_NEG" ? -INFINITY
+                                        : (rows.is_null(3) ? 0.0 : rows.real(3));
+    r.started_at = optuna::iso_time(rows.text(5));
+    r.ended_at = optuna::iso_time(rows.text(6));
+    index_of_id[rows.int64(0)] = out.size();
+    out.push_back(std::move(r));
+  }
+  enum Table { params, user_attrs, system_attrs, intermediate };
+  const char* sql[] = {"param_name, x.param_value FROM trial_params",
+                       "key, x.value_json FROM trial_user_attributes",
+                       "key, x.value_json FROM trial_system_attributes",
+                       "step, x.intermediate_value FROM trial_intermediate_values"};
+  for (int table : {params, user_attrs, system_attrs, intermediate}) {
+    std::string q = cat("SELECT x.trial_id, x.", sql[table],
+                        " x JOIN trials t ON t.trial_id = x.trial_id "
+                        "WHERE t.study_id = ?1 AND (?2 IS NULL OR t.number = ?2)");
+    Statement named(db, q.c_str(), "read trials");
+    named.bind(1, study_id);
+    number ? named.bind(2, *number) : named.bind_null(2);
+    while (named.step()) {
+      TrialRecord& r = out.at(index_of_id.at(named.int64(0)));
+      const std::string key = named.text(1);
+      if (table == params) {
+        // A parameter no longer in the space (open refused a space that disagrees) is left out.
+        for (const Param& p : space.params())
+          if (p.name == key) r.trial.values[key] = named.real(2);
+      } else if (table == user_attrs) {
+        r.attrs[key] = optuna::attr_text(named.text(2));
+      } else if (table == intermediate) {
+        r.intermediate[named.int64(1)] = named.real(2);
+      } else if (key == "mase:pid") {
+        r.pid = std::atoll(named.text(2).c_str());
+      } else if (key == "mase:host") {
+        r.host = optuna::attr_text(named.text(2));
+      }
+    }
+  }
+  return out;
+}
+
+void insert_attrs(sqlite3* db, int64_t trial_id, const std::map<std::string, std::string>& attrs,
+                  const char* table) {
+  std::string sql =
+      cat("INSERT OR REPLACE INTO ", table, "(trial_id, key, value_json) VALUES(?1, ?2, ?3)");
+  Statement ins(db, sql.c_str(), "write trial attributes");
+  for (const auto& [name, text] : attrs)
+    ins.bind(1, trial_id).bind(2, name).bind(3, optuna::attr_json(text)).run();
+}
+
+}  // namespace mase::search::rows
