@@ -10,6 +10,7 @@
 #include "runtime/atomic_file.h"
 #include "models/checkpoint.h"
 #include "models/fusion.h"
+#include "models/json_io.h"
 #include "models/lora.h"
 #include "models/parameters.h"
 #include "quant/checkpoint.h"
@@ -25,13 +26,7 @@ using nlohmann::json;
 
 using nn::with_commas;  // 1234567 -> "1,234,567" (models/parameters.h)
 
-json read_json(const fs::path& p, const char* op) {
-  std::ifstream in(p);
-  MASE_CHECK(in.good(), IoError, "[", op, "] cannot read ", p.string());
-  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  MASE_CHECK(!j.is_discarded(), IoError, "[", op, "] ", p.string(), " is not valid JSON");
-  return j;
-}
+json read_json(const fs::path& p, const char* op) { return nn::parse_json_file(p.string(), op); }
 
 // The folder holding config.json + model.safetensors for `dir`: itself, or, for a run still
 // in progress, its latest checkpoint.
@@ -55,33 +50,10 @@ struct Data {
   fs::path source, tokenizer_path;
 };
 
-// Where tokenizer models and token caches go: --cache-dir, else <data dir>/imdb when that can be
-// written, else ~/.cache/mase/imdb — so a read-only shared copy of IMDb (a lab machine's) does
-// not mean training sentencepiece and tokenizing 50,000 reviews again on every run.
-std::string cache_dir_for(const TrainConfig& c, std::FILE* out) {
-  if (!c.cache_dir.empty()) return c.cache_dir;
-  const fs::path dir = data::data_dir(c.data_dir) / "imdb";
-  const fs::path probe = fs::exists(dir) ? dir : dir.parent_path();
-  // read-only: no write permission for us, or no write bit at all (root ignores the bits, but
-  // a folder marked r-x is meant to be left alone)
-  std::error_code ec;
-  const auto perms = fs::status(probe, ec).permissions();
-  const auto any_write = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
-  const bool writable = ::access(probe.c_str(), W_OK) == 0 && (perms & any_write) != fs::perms::none;
-  if (!fs::exists(probe) || writable) return "";  // load_imdb's default: <data dir>/imdb
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) return "";
-  const fs::path fallback = fs::path(home) / ".cache" / "mase" / "imdb";
-  std::fprintf(out, "[data] %s is read-only: tokenizer and token cache go to %s\n",
-               probe.string().c_str(), fallback.string().c_str());
-  fs::create_directories(fallback, ec);
-  return fallback.string();
-}
-
 Data load_data(const TrainConfig& c, std::FILE* out) {
   data::ImdbOptions o;
   o.data_dir = c.data_dir;
-  o.cache_dir = cache_dir_for(c, out);
+  o.cache_dir = c.cache_dir;  // "" = $MASE_CACHE_DIR or ~/.cache/mase (data/fetch.h)
   o.tokenizer = c.tokenizer;
   o.vocab = c.vocab;
   o.sentencepiece.vocab_size = static_cast<int>(c.vocab_size);

@@ -202,7 +202,9 @@ TEST_CASE("token cache: load_imdb trains sentencepiece once then reuses the mode
   ImdbData first = load_imdb(opt);
   CHECK(first.train_tokenizer_seconds > 0);
   CHECK(first.tokenizer->vocab_size() == 40);
-  CHECK(first.tokenizer_path.parent_path() == tmp / "data/imdb");  // cache dir defaults there
+  // the cache defaults to $MASE_CACHE_DIR/imdb (tests/main.cpp sets it), never the data folder
+  CHECK(first.tokenizer_path.parent_path() == fs::path(std::getenv("MASE_CACHE_DIR")) / "imdb");
+  CHECK(mase::test::list_files(tmp / "data") == std::vector<std::string>{"imdb/aclImdb_v1.tar.gz"});
   CHECK(first.tokenizer_path.filename().string().find("imdb-sentencepiece-unigram-40-") == 0);
   CHECK(fs::exists(first.tokenizer_path));
   CHECK(first.train.sequence(0).front() == 2);  // [CLS]
