@@ -1,6 +1,7 @@
 // models/bert_config.cpp — BertConfig: validation, config.json in HF's form, presets.
 #include "models/bert_config.h"
 
+#include <cstdint>
 #include <map>
 
 #include "models/json_io.h"
@@ -14,7 +15,10 @@ using nlohmann::json;
 // Field readers: absent -> keep the default; present with the wrong type -> ConfigError.
 void read_int(const json& j, const char* key, int64_t& out, const std::string& src) {
   if (!j.contains(key)) return;
-  MASE_CHECK(j[key].is_number_integer(), ConfigError, "[BertConfig] ", src, ": expected ", key,
+  // an unsigned value above INT64_MAX (18446744073709551615) would read as a negative one
+  MASE_CHECK(j[key].is_number_integer() &&
+                 !(j[key].is_number_unsigned() && j[key].get<uint64_t>() > INT64_MAX),
+             ConfigError, "[BertConfig] ", src, ": expected ", key,
              " to be an integer, got ", brief(j[key]));
   out = j[key].get<int64_t>();
 }

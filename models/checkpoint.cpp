@@ -2,6 +2,8 @@
 #include "models/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -51,6 +53,15 @@ void check_sizes_against(const BertConfig& c, const std::string& cfg, const std:
   MASE_CHECK(layers == 0 || layers == c.num_hidden_layers, ConfigError, "[from_pretrained] ", cfg,
              ": expected num_hidden_layers to match the ", layers, " encoder layers in ", weights,
              ", got ", c.num_hidden_layers);
+}
+
+// Every value of a floating-point CPU tensor is finite.
+bool all_finite(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  auto finite = [n = c.numel()]<class T>(const T* p) {
+    return std::all_of(p, p + n, [](T v) { return std::isfinite(v); });
+  };
+  return c.dtype() == DType::f64 ? finite(c.data<double>()) : finite(c.data<float>());
 }
 
 }  // namespace
@@ -128,8 +139,13 @@ void load_pretrained_weights(BertForSequenceClassification& model,
     }
     MASE_CHECK(is_floating(t.dtype()), DTypeError, "[load_pretrained_weights] checkpoint key ", k,
                " is ", t.dtype(), ", expected a floating-point parameter");
+    if (!all_finite(t)) r.non_finite.push_back(key);
     clean[key] = t;
   }
+  if (!r.non_finite.empty())  // a diverged run's weights: every prediction would be NaN
+    std::cerr << cat("[load_pretrained_weights] warning: ", r.non_finite.size(),
+                     " tensor(s) hold NaN or inf values (first: ", r.non_finite.front(),
+                     "); the model's outputs will not be numbers\n");
   // 3. a missing head keeps the model's fresh one (only when the checkpoint lacks it entirely)
   for (const auto& [name, t] : model.state_dict())
     if (!clean.count(name) && may_be_fresh(name)) {

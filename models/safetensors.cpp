@@ -103,8 +103,8 @@ SafetensorsEntry parse_entry(const std::string& key, const json& v, uint64_t dat
              brief(v["dtype"]));
   e.dtype = v["dtype"].get<std::string>();
   const size_t item = file_itemsize(e.dtype);
-  MASE_CHECK(item > 0, IoError, where, "unsupported dtype \"", e.dtype,
-             "\" (supported: F32, F64, F16, BF16, I64, I32, I8, U8, BOOL)");
+  MASE_CHECK(item > 0, IoError, where, "unsupported dtype ", brief(v["dtype"]),
+             " (supported: F32, F64, F16, BF16, I64, I32, I8, U8, BOOL)");
   MASE_CHECK(v["shape"].is_array(), IoError, where, "expected shape to be an array, got ",
              brief(v["shape"]));
   uint64_t nbytes = item;

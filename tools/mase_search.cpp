@@ -150,6 +150,12 @@ int main(int argc, char** argv) {
     base.validate();
     if (study_name.empty()) study_name = "arch-" + sampler;
 
+    // --resume of nothing (no file, or the 0-byte file a crash or a `touch` leaves) would
+    // quietly start a new study: refuse it.
+    std::error_code ec;
+    MASE_CHECK(!resume || fs::file_size(db, ec) > 0, ConfigError, "[search] --resume: expected ",
+               db, " to hold a study, got ", fs::exists(db) ? "an empty file" : "no such file",
+               " (drop --resume to start one)");
     fs::create_directories(dir);
     const Space space = lab2_space();
     // A study that exists continues only with --resume: a typo in --study must not quietly

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -69,6 +70,9 @@ Data load_data(const TrainConfig& c, std::FILE* out) {
   r.tokenizer = d.tokenizer;
   r.source = d.source;
   r.tokenizer_path = d.tokenizer_path;
+  for (const auto& [split, name] : {std::pair{&r.train, "train"}, std::pair{&r.test, "test"}})
+    if (std::string w = data::one_class_warning(*split, name); !w.empty())
+      std::fprintf(out, "%s\n", w.c_str());
   return r;
 }
 
@@ -147,7 +151,16 @@ json read_compression(const TrainConfig& c) {
 // The passes, in order: quantize, prune, then MXINT8 packing; each prints its report.
 void apply_compression(nn::BertForSequenceClassification& model, const TrainConfig& c,
                        const json& cfg, std::FILE* out) {
-  if (!cfg.empty()) std::fprintf(out, "%s", quant::compress(model, cfg).str().c_str());
+  if (!cfg.empty()) {
+    try {
+      std::fprintf(out, "%s", quant::compress(model, cfg).str().c_str());
+    } catch (const ConfigError& e) {  // name the file(s) the config came from
+      std::string files;
+      for (const std::string* f : {&c.compress, &c.quant, &c.prune})
+        if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
+      throw ConfigError(cat(e.what(), " (in ", files, ")"));
+    }
+  }
   if (c.mxint8_weights) std::fprintf(out, "%s", quant::mxint8_weights(model).str().c_str());
   std::fflush(out);
 }
@@ -184,8 +197,13 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
   std::fflush(out);
 }
 
-void report(const TrainResult& r, const RunDir& run, std::FILE* out) {
+void report(const TrainResult& r, const RunDir& run, const Data& d, std::FILE* out) {
   if (r.status == TrainStatus::completed) {
+    const auto& labels = d.test.labels;
+    const double pos = labels.empty() ? 0 : static_cast<double>(std::count(labels.begin(), labels.end(), 1)) /
+                                                static_cast<double>(labels.size());
+    if (std::string w = chance_level_warning(r.eval.accuracy, pos, r.step); !w.empty())
+      std::fprintf(out, "%s\n", w.c_str());
     std::fprintf(out,
                  "done      test_accuracy %.4f  test_loss %.4f  (%lld reviews)  %s tok/s  "
                  "wall %s\n          model and results in %s\n",
@@ -278,7 +296,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
   trainer.on_step = on_step;
   print_summary(c, d, *model, trainer, run, out);
   TrainResult r = trainer.fit();
-  report(r, run, out);
+  report(r, run, d, out);
   return r;
 }
 
@@ -317,7 +335,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
                (long long)trainer.state().batch, (long long)trainer.steps_per_epoch());
   std::fflush(out);
   TrainResult r = trainer.fit();
-  report(r, run, out);
+  report(r, run, d, out);
   return r;
 }
 

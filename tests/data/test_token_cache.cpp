@@ -230,3 +230,16 @@ TEST_CASE("token cache: bad tokenizer options are ConfigErrors") {
             ", got nothing there (pass --vocab FILE, e.g. the vocab.txt of bert-base-uncased)"));
   CHECK_THROWS_AS(load_imdb(opt), ConfigError);
 }
+
+TEST_CASE("data: a split with one class only is warned about") {
+  TokenizedSplit both, pos_only;
+  const std::vector<int32_t> seq{2, 3};
+  both.push_back(seq, 0);
+  both.push_back(seq, 1);
+  pos_only.push_back(seq, 1);
+  CHECK(one_class_warning(both, "test") == "");
+  CHECK(one_class_warning(TokenizedSplit{}, "test") == "");
+  CHECK(one_class_warning(pos_only, "test") ==
+        "[data] warning: the test split has 1 positive and 0 negative reviews: its accuracy "
+        "measures one class only (is a pos/ or neg/ folder empty?)");
+}

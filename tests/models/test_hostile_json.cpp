@@ -4,6 +4,7 @@
 // checkpoint. Each is one error line naming the file and the key. See models/json_io.h.
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "helpers.h"
@@ -98,4 +99,21 @@ TEST_CASE("hostile json: config sizes that contradict the checkpoint are refused
   CHECK(msg == "[from_pretrained] " + dir.file("config.json") + ": expected num_hidden_layers to "
                    "match the " + std::to_string(layers) + " encoder layers in " +
                    dir.file("model.safetensors") + ", got " + std::to_string(layers + 3));
+}
+
+TEST_CASE("hostile weights: NaN and inf in a checkpoint are reported on load") {
+  test::TempDir dir;
+  std::filesystem::copy_file(kHfDir + "/config.json", dir.file("config.json"));
+  auto tensors = load_safetensors(kHfDir + "/model.safetensors").tensors;
+  Tensor& w = tensors.at("bert.embeddings.word_embeddings.weight");
+  w.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  tensors.at("classifier.bias").data<float>()[0] = std::numeric_limits<float>::infinity();
+  save_safetensors(dir.file("model.safetensors"), tensors);
+  LoadReport report;
+  (void)from_pretrained(dir.path.string(), &report);
+  CHECK(report.non_finite == std::vector<std::string>{"bert.embeddings.word_embeddings.weight",
+                                                      "classifier.bias"});
+  LoadReport clean;
+  (void)from_pretrained(kHfDir, &clean);
+  CHECK(clean.non_finite.empty());
 }

@@ -94,3 +94,11 @@ TEST_CASE("stop handlers: a second signal exits at once with 128 + signal") {
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
 }
+
+TEST_CASE("report: accuracy at chance on a balanced test set warns that the budget was too small") {
+  CHECK(chance_level_warning(0.5, 0.5, 63).find("warning   test accuracy 0.5 is chance level on a "
+                                                 "balanced test set: 63 steps were too few") == 0);
+  CHECK(chance_level_warning(0.515, 0.5, 63) != "");
+  CHECK(chance_level_warning(0.53, 0.5, 63) == "");   // learning, a little
+  CHECK(chance_level_warning(0.5, 0.9, 63) == "");    // unbalanced: 0.5 is not chance there
+}
