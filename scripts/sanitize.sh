@@ -4,24 +4,26 @@
 # build (build-san/) holds the libFuzzer targets of fuzz/ (scripts/fuzz.sh runs them).
 #
 #   scripts/sanitize.sh                      # build the test binaries + fuzz targets, run ctest
-#   MASE_SAN_TESTS='^(models|hostile): ' scripts/sanitize.sh   # a subset (ctest -R regex)
+#   MASE_SAN_TESTS='^(models|hostile):' scripts/sanitize.sh   # a subset (ctest -R regex)
 #
 # Only the doctest suites run here (the tools' command-line tests need the tools, which this
 # build does not compile). Measured times: docs/developing.md, "Continuous integration".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v clang++ >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-dev 2>/dev/null | grep -q "install ok installed"; then
-  echo "sanitize: installing clang (libFuzzer and the sanitizers' runtime)"
+# clang 16 (Debian 12 has it beside the default 14): 14 cannot capture structured bindings in
+# lambdas, which C++20 allows and the code uses. libclang-rt-16-dev: libFuzzer, the sanitizers.
+if ! command -v clang++-16 >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-16-dev 2>/dev/null | grep -q "install ok installed"; then
+  echo "sanitize: installing clang-16 (libFuzzer and the sanitizers' runtime)"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-dev >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-16 libclang-rt-16-dev >/dev/null
 fi
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 if [ ! -f build-san/build.ninja ]; then
-  CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang-16 CXX=clang++-16 cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DMASE_CUDA=OFF -DMASE_FUZZ=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
     -DCMAKE_CXX_FLAGS="$san -fsanitize=fuzzer-no-link" \
@@ -44,7 +46,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 start=$SECONDS
 set +e
 ctest --test-dir build-san -j"$(nproc)" --output-on-failure --timeout 1200 \
-  -R "${MASE_SAN_TESTS:-^($(IFS='|'; echo "${suites[*]}")): }" 2>&1 | tee build-san/ctest.log
+  -R "${MASE_SAN_TESTS:-^($(IFS='|'; echo "${suites[*]}")):}" 2>&1 | tee build-san/ctest.log
 status=${PIPESTATUS[0]}
 set -e
 echo "sanitize: ctest under ASan + UBSan took $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
