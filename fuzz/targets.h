@@ -31,11 +31,18 @@
 namespace mase::fuzz {
 
 // The bytes as a file of this process (the readers take paths, as the tools do).
+// Removed again by run() below.
 inline std::string as_file(std::string_view bytes, const char* ext) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("mase-fuzz-" + std::to_string(::getpid()) + ext);
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size());
   return path.string();
+}
+inline void remove_files() {
+  std::error_code ec;
+  for (const char* ext : {".safetensors", "-config.json", "-compress.json", "-vocab.txt", ".model"})
+    std::filesystem::remove(std::filesystem::temp_directory_path() /
+                                ("mase-fuzz-" + std::to_string(::getpid()) + ext), ec);
 }
 
 // A small BERT for the config passes (bert-tiny with a 32-token vocabulary: every Linear kind).
@@ -77,12 +84,14 @@ inline const std::map<std::string, std::function<void(std::string_view)>>& targe
 
 // Runs target `name` on `bytes`: the mase::Error message, or "" when accepted.
 inline std::string run(const std::string& name, std::string_view bytes) {
+  std::string message;
   try {
     targets().at(name)(bytes);
   } catch (const Error& e) {
-    return e.what();
+    message = e.what();
   }
-  return "";
+  remove_files();
+  return message;
 }
 
 }  // namespace mase::fuzz
