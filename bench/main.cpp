@@ -15,6 +15,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -114,8 +115,12 @@ int main(int argc, char** argv) {
   app.footer(footer());
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {  // exit 2 like every mase-* tool (tools/cli.h)
+    std::fprintf(stderr, "mase-bench: %s (see --help)\n", e.what());
+    return 2;
   }
 
   if (e2e) suites.push_back("e2e");

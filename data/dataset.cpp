@@ -59,7 +59,7 @@ ImdbData load_imdb(const ImdbOptions& opt) {
   ImdbData out;
   const fs::path dir = data_dir(opt.data_dir);
   out.source = resolve_imdb(dir, opt.fetch);
-  const fs::path cache_dir = opt.cache_dir.empty() ? dir / "imdb" : fs::path(opt.cache_dir);
+  const fs::path cache_dir = opt.cache_dir.empty() ? default_cache_dir() / "imdb" : fs::path(opt.cache_dir);
   const uint64_t data_fp = data_fingerprint(out.source);
 
   std::optional<Imdb> imdb;  // read at most once, only when needed

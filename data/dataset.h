@@ -34,7 +34,7 @@ enum class CacheMode {
 
 struct ImdbOptions {
   std::string data_dir;                 // "" = $MASE_DATA_DIR or ~/.cache/mase (fetch.h)
-  std::string cache_dir;                // "" = <data dir>/imdb
+  std::string cache_dir;                // "" = $MASE_CACHE_DIR/imdb, else ~/.cache/mase/imdb
   std::string tokenizer = "wordpiece";  // or "sentencepiece"
   std::string vocab;                    // vocab.txt (wordpiece) or .model (sentencepiece)
   SentencePieceOptions sentencepiece;   // used when a model has to be trained

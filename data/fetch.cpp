@@ -15,13 +15,25 @@
 namespace mase::data {
 namespace fs = std::filesystem;
 
-fs::path data_dir(const std::string& flag) {
+namespace {
+// `flag` if not empty, else $<env>, else $HOME/.cache/mase.
+fs::path flag_env_or_home(const std::string& flag, const char* flag_name, const char* env_name,
+                          const char* what) {
   if (!flag.empty()) return fs::path(flag);
-  if (const char* env = std::getenv("MASE_DATA_DIR"); env && *env) return fs::path(env);
+  if (const char* env = std::getenv(env_name); env && *env) return fs::path(env);
   const char* home = std::getenv("HOME");
-  MASE_CHECK(home && *home, ConfigError,
-             "[data] expected --data-dir, $MASE_DATA_DIR or $HOME to locate the data, got none");
+  MASE_CHECK(home && *home, ConfigError, "[data] expected ", flag_name, ", $", env_name,
+             " or $HOME ", what, ", got none");
   return fs::path(home) / ".cache" / "mase";
+}
+}  // namespace
+
+fs::path data_dir(const std::string& flag) {
+  return flag_env_or_home(flag, "--data-dir", "MASE_DATA_DIR", "to locate the data");
+}
+
+fs::path default_cache_dir(const std::string& flag) {
+  return flag_env_or_home(flag, "--cache-dir", "MASE_CACHE_DIR", "for the token cache");
 }
 
 fs::path find_imdb(const fs::path& dir) {

@@ -21,6 +21,10 @@ inline constexpr const char* kImdbUrl =
 // The data folder: `flag` if not empty, else $MASE_DATA_DIR, else $HOME/.cache/mase.
 std::filesystem::path data_dir(const std::string& flag = "");
 
+// Where tokenizer models and token caches go (never the data folder, which may be a shared
+// course copy): `flag` if not empty, else $MASE_CACHE_DIR, else $HOME/.cache/mase.
+std::filesystem::path default_cache_dir(const std::string& flag = "");
+
 // DIR/imdb/aclImdb/ if it is a folder, else DIR/imdb/aclImdb_v1.tar.gz if it is a file,
 // else an empty path.
 std::filesystem::path find_imdb(const std::filesystem::path& dir);

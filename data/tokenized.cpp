@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "runtime/error.h"
 #include "runtime/parallel.h"
 
 namespace mase::data {
@@ -33,6 +34,15 @@ TokenizedSplit tokenize_all(const std::vector<Review>& reviews, const Tokenizer&
     }
   });
   return out;
+}
+
+std::string one_class_warning(const TokenizedSplit& split, const std::string& name) {
+  const int64_t pos = std::count(split.labels.begin(), split.labels.end(), 1);
+  const int64_t neg = split.size() - pos;
+  if (split.size() == 0 || (pos > 0 && neg > 0)) return "";
+  return cat("[data] warning: the ", name, " split has ", pos, " positive and ", neg,
+             " negative reviews: its accuracy measures one class only (is a pos/ or neg/ folder "
+             "empty?)");
 }
 
 }  // namespace mase::data

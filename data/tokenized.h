@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "data/imdb.h"
@@ -35,5 +36,9 @@ struct TokenizedSplit {
 
 // encode() of every review, in parallel on the oneTBB pool (mase::parallel_for), in order.
 TokenizedSplit tokenize_all(const std::vector<Review>& reviews, const Tokenizer& tok);
+
+// "" when both labels occur in `split`; otherwise a one-line warning naming the split and the
+// missing class (a folder with no pos/ reviews gave accuracy 1.0000 and no hint).
+std::string one_class_warning(const TokenizedSplit& split, const std::string& name);
 
 }  // namespace mase::data

@@ -18,13 +18,20 @@ constexpr char32_t kReplacementChar = 0xFFFD;
 // replacements were made (0 for valid input). Example: "a\xC3(" -> "a\uFFFD(", returns 1.
 int64_t sanitize_utf8(std::string_view in, std::string& out);
 
-// The code point starting at s[i] of VALID UTF-8 (as sanitize_utf8 produces); advances i.
+// The code point starting at s[i] of valid UTF-8 (as sanitize_utf8 produces); advances i.
+// Ill-formed input gives some code point, never a read past the end: a lead byte whose
+// sequence the string cuts short (found by fuzz/, a text given to predict) gives U+FFFD and
+// ends the string.
 inline char32_t next_codepoint(std::string_view s, size_t& i) {
   auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[k])); };
   char32_t c = b(i);
   if (c < 0x80) {
     i += 1;
     return c;
+  }
+  if (const size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; i + len > s.size()) {
+    i = s.size();
+    return kReplacementChar;
   }
   if (c < 0xE0) {
     c = ((c & 0x1F) << 6) | (b(i + 1) & 0x3F);

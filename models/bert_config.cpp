@@ -1,8 +1,10 @@
 // models/bert_config.cpp — BertConfig: validation, config.json in HF's form, presets.
 #include "models/bert_config.h"
 
+#include <cstdint>
 #include <map>
 
+#include "models/json_io.h"
 #include "runtime/error.h"
 
 namespace mase::nn {
@@ -13,27 +15,30 @@ using nlohmann::json;
 // Field readers: absent -> keep the default; present with the wrong type -> ConfigError.
 void read_int(const json& j, const char* key, int64_t& out, const std::string& src) {
   if (!j.contains(key)) return;
-  MASE_CHECK(j[key].is_number_integer(), ConfigError, "[BertConfig] ", src, ": expected ", key,
-             " to be an integer, got ", j[key].dump());
+  // an unsigned value above INT64_MAX (18446744073709551615) would read as a negative one
+  MASE_CHECK(j[key].is_number_integer() &&
+                 !(j[key].is_number_unsigned() && j[key].get<uint64_t>() > INT64_MAX),
+             ConfigError, "[BertConfig] ", src, ": expected ", key,
+             " to be an integer, got ", brief(j[key]));
   out = j[key].get<int64_t>();
 }
 void read_double(const json& j, const char* key, double& out, const std::string& src) {
   if (!j.contains(key)) return;
   MASE_CHECK(j[key].is_number(), ConfigError, "[BertConfig] ", src, ": expected ", key,
-             " to be a number, got ", j[key].dump());
+             " to be a number, got ", brief(j[key]));
   out = j[key].get<double>();
 }
 void read_string(const json& j, const char* key, std::string& out, const std::string& src) {
   if (!j.contains(key)) return;
   MASE_CHECK(j[key].is_string(), ConfigError, "[BertConfig] ", src, ": expected ", key,
-             " to be a string, got ", j[key].dump());
+             " to be a string, got ", brief(j[key]));
   out = j[key].get<std::string>();
 }
 // A boolean HF option whose only supported value is false (is_decoder, add_cross_attention).
 void require_false(const json& j, const char* key, const std::string& src) {
   if (!j.contains(key) || j[key].is_null()) return;
   MASE_CHECK(j[key].is_boolean() && !j[key].get<bool>(), ConfigError, "[BertConfig] ", src,
-             ": unsupported ", key, " = ", j[key].dump(),
+             ": unsupported ", key, " = ", brief(j[key]),
              " (only encoder-only BERT is implemented; expected false)");
 }
 
@@ -56,6 +61,20 @@ void BertConfig::validate() const {
   auto positive = [](const char* name, int64_t v) {
     MASE_CHECK(v > 0, ConfigError, "[BertConfig] expected ", name, " > 0, got ", v);
   };
+  // Upper bounds before anything is allocated: a hostile or mistyped config.json
+  // (num_hidden_layers 1e9, vocab_size 2^40) is refused here instead of exhausting memory.
+  auto at_most = [](const char* name, int64_t v, int64_t max) {
+    MASE_CHECK(v <= max, ConfigError, "[BertConfig] expected ", name, " <= ", max, ", got ", v,
+               " (larger than any BERT; a corrupt config?)");
+  };
+  at_most("vocab_size", vocab_size, kMaxVocab);
+  at_most("hidden_size", hidden_size, 16384);
+  at_most("num_hidden_layers", num_hidden_layers, kMaxLayers);
+  at_most("num_attention_heads", num_attention_heads, 1024);
+  at_most("intermediate_size", intermediate_size, 65536);
+  at_most("max_position_embeddings", max_position_embeddings, 65536);
+  at_most("type_vocab_size", type_vocab_size, 1024);
+  at_most("num_labels", num_labels, 1'000'000);
   positive("vocab_size", vocab_size);
   positive("hidden_size", hidden_size);
   positive("num_hidden_layers", num_hidden_layers);
@@ -63,6 +82,12 @@ void BertConfig::validate() const {
   positive("intermediate_size", intermediate_size);
   positive("max_position_embeddings", max_position_embeddings);
   positive("type_vocab_size", type_vocab_size);
+  const int64_t H = hidden_size, params = (vocab_size + max_position_embeddings + type_vocab_size) * H +
+                                          num_hidden_layers * (4 * H * H + 2 * H * intermediate_size);
+  MASE_CHECK(params <= kMaxParameters, ConfigError, "[BertConfig] expected at most ", kMaxParameters,
+             " parameters, got about ", params, " (vocab_size ", vocab_size, ", hidden_size ", H,
+             ", num_hidden_layers ", num_hidden_layers, ", intermediate_size ", intermediate_size,
+             "; a corrupt config?)");
   MASE_CHECK(hidden_size % num_attention_heads == 0, ConfigError, "[BertConfig] hidden_size ",
              hidden_size, " is not divisible by num_attention_heads ", num_attention_heads,
              " (each head gets hidden_size / num_attention_heads dims)");
@@ -157,7 +182,7 @@ BertConfig BertConfig::from_json(const nlohmann::json& j, const std::string& src
   // num_labels: HF stores id2label (num_labels is derived from it); accept either.
   if (j.contains("id2label") && !j["id2label"].is_null()) {
     MASE_CHECK(j["id2label"].is_object(), ConfigError, "[BertConfig] ", src,
-               ": expected id2label to be an object, got ", j["id2label"].dump());
+               ": expected id2label to be an object, got ", brief(j["id2label"]));
     c.num_labels = static_cast<int64_t>(j["id2label"].size());
   } else {
     read_int(j, "num_labels", c.num_labels, src);

@@ -24,6 +24,12 @@
 
 namespace mase::nn {
 
+// Bounds BertConfig::validate enforces (BERT-large has 24 layers and a 30,522 vocab; the
+// largest multilingual vocabularies about 250,000), and the most parameters a config may imply.
+constexpr int64_t kMaxLayers = 256;
+constexpr int64_t kMaxVocab = 1 << 22;
+constexpr int64_t kMaxParameters = int64_t{1} << 31;  // 8 GiB of f32 weights
+
 struct BertConfig {
   int64_t vocab_size = 30522;  // uncased WordPiece; set from the tokenizer in practice
   int64_t hidden_size = 768;

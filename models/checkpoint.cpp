@@ -1,11 +1,15 @@
 // models/checkpoint.cpp — see checkpoint.h.
 #include "models/checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "runtime/atomic_file.h"
+#include "models/json_io.h"
 #include "models/safetensors.h"
 
 namespace mase::nn {
@@ -27,19 +31,45 @@ bool may_be_fresh(const std::string& key) {
   return starts_with(key, "classifier.") || starts_with(key, "bert.pooler.");
 }
 
+// The sizes config.json claims, checked against the tensors model.safetensors holds, before
+// the model is built: a config that says 10,000 layers or a 2^22 vocabulary next to a small
+// checkpoint is refused without allocating anything.
+void check_sizes_against(const BertConfig& c, const std::string& cfg, const std::string& weights) {
+  int64_t layers = 0;
+  for (const SafetensorsEntry& e : read_safetensors_header(weights).entries) {
+    const std::string& k = e.name;
+    if (ends_with(k, "embeddings.word_embeddings.weight"))
+      MASE_CHECK((e.shape == Shape{c.vocab_size, c.hidden_size}), ConfigError, "[from_pretrained] ",
+                 cfg, ": expected vocab_size x hidden_size = [", c.vocab_size, ", ", c.hidden_size,
+                 "] to match ", k, " in ", weights, ", got ", e.shape);
+    const size_t at = k.find("encoder.layer.");
+    if (at != std::string::npos) {
+      const size_t i = at + 14, end = k.find('.', i);
+      if (end != std::string::npos && end > i && end - i < 6 &&
+          k.find_first_not_of("0123456789", i) == end)
+        layers = std::max<int64_t>(layers, std::stoll(k.substr(i, end - i)) + 1);
+    }
+  }
+  MASE_CHECK(layers == 0 || layers == c.num_hidden_layers, ConfigError, "[from_pretrained] ", cfg,
+             ": expected num_hidden_layers to match the ", layers, " encoder layers in ", weights,
+             ", got ", c.num_hidden_layers);
+}
+
+// Every value of a floating-point CPU tensor is finite.
+bool all_finite(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  auto finite = [n = c.numel()]<class T>(const T* p) {
+    return std::all_of(p, p + n, [](T v) { return std::isfinite(v); });
+  };
+  return c.dtype() == DType::f64 ? finite(c.data<double>()) : finite(c.data<float>());
+}
+
 }  // namespace
 
 BertConfig load_config(const std::string& path) {
-  std::ifstream in(path);
-  MASE_CHECK(in.good(), IoError, "[load_config] cannot open ", path,
+  MASE_CHECK(fs::is_regular_file(path), IoError, "[load_config] cannot open ", path,
              " (a model directory holds config.json and model.safetensors)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw IoError(cat("[load_config] ", path, " is not valid JSON (", e.what(), ")"));
-  }
-  return BertConfig::from_json(j, path);
+  return BertConfig::from_json(parse_json_file(path, "load_config"), path);
 }
 
 void save_config(const BertConfig& config, const std::string& path) {
@@ -64,7 +94,9 @@ std::shared_ptr<BertForSequenceClassification> from_pretrained(const std::string
   MASE_CHECK(fs::exists(weights), IoError, "[from_pretrained] ", dir,
              " has no model.safetensors (pytorch_model.bin is not read: convert it with "
              "transformers' save_pretrained(dir, safe_serialization=True))");
-  BertConfig config = load_config((fs::path(dir) / "config.json").string());
+  const std::string cfg = (fs::path(dir) / "config.json").string();
+  BertConfig config = load_config(cfg);
+  check_sizes_against(config, cfg, weights);
   auto model = std::make_shared<BertForSequenceClassification>(config);
   load_pretrained_weights(*model, weights, report);
   return model;
@@ -107,8 +139,13 @@ void load_pretrained_weights(BertForSequenceClassification& model,
     }
     MASE_CHECK(is_floating(t.dtype()), DTypeError, "[load_pretrained_weights] checkpoint key ", k,
                " is ", t.dtype(), ", expected a floating-point parameter");
+    if (!all_finite(t)) r.non_finite.push_back(key);
     clean[key] = t;
   }
+  if (!r.non_finite.empty())  // a diverged run's weights: every prediction would be NaN
+    std::cerr << cat("[load_pretrained_weights] warning: ", r.non_finite.size(),
+                     " tensor(s) hold NaN or inf values (first: ", r.non_finite.front(),
+                     "); the model's outputs will not be numbers\n");
   // 3. a missing head keeps the model's fresh one (only when the checkpoint lacks it entirely)
   for (const auto& [name, t] : model.state_dict())
     if (!clean.count(name) && may_be_fresh(name)) {

@@ -33,6 +33,7 @@ struct LoadReport {
   std::vector<std::string> ignored;      // checkpoint keys not used (heads, buffers)
   std::vector<std::string> initialized;  // model keys absent from the checkpoint: kept fresh
   std::vector<std::string> renamed;      // "old -> new" key renames
+  std::vector<std::string> non_finite;   // keys holding NaN or inf (also warned about on stderr)
 };
 
 // config.json <-> BertConfig. IoError for a missing/unreadable file or invalid JSON; ConfigError

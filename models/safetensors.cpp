@@ -12,6 +12,7 @@
 #include <limits>
 #include <set>
 
+#include "models/json_io.h"
 #include "runtime/atomic_file.h"
 
 namespace mase::nn {
@@ -72,6 +73,9 @@ json parse_json(const std::string& text, const std::string& path) {
                         "' in the header"));
     return true;
   };
+  MASE_CHECK(json_depth(text) <= kMaxJsonDepth, IoError, "[safetensors] ", path,
+             ": expected a header nested at most ", kMaxJsonDepth,
+             " levels deep, got more (a corrupt or hostile file?)");
   try {
     return json::parse(text, cb);
   } catch (const json::exception& e) {
@@ -82,7 +86,7 @@ json parse_json(const std::string& text, const std::string& path) {
 uint64_t as_u64(const json& v, const std::string& path, const std::string& key, const char* field) {
   MASE_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), IoError,
              "[safetensors] ", path, ": tensor '", key, "': expected ", field,
-             " to hold non-negative integers, got ", v.dump());
+             " to hold non-negative integers, got ", brief(v));
   return v.get<uint64_t>();
 }
 
@@ -92,28 +96,28 @@ SafetensorsEntry parse_entry(const std::string& key, const json& v, uint64_t dat
   const std::string where = cat("[safetensors] ", path, ": tensor '", key, "': ");
   MASE_CHECK(v.is_object() && v.size() == 3 && v.contains("dtype") && v.contains("shape") &&
                  v.contains("data_offsets"),
-             IoError, where, "expected {\"dtype\", \"shape\", \"data_offsets\"}, got ", v.dump());
+             IoError, where, "expected {\"dtype\", \"shape\", \"data_offsets\"}, got ", brief(v));
   SafetensorsEntry e;
   e.name = key;
   MASE_CHECK(v["dtype"].is_string(), IoError, where, "expected dtype to be a string, got ",
-             v["dtype"].dump());
+             brief(v["dtype"]));
   e.dtype = v["dtype"].get<std::string>();
   const size_t item = file_itemsize(e.dtype);
-  MASE_CHECK(item > 0, IoError, where, "unsupported dtype \"", e.dtype,
-             "\" (supported: F32, F64, F16, BF16, I64, I32, I8, U8, BOOL)");
+  MASE_CHECK(item > 0, IoError, where, "unsupported dtype ", brief(v["dtype"]),
+             " (supported: F32, F64, F16, BF16, I64, I32, I8, U8, BOOL)");
   MASE_CHECK(v["shape"].is_array(), IoError, where, "expected shape to be an array, got ",
-             v["shape"].dump());
+             brief(v["shape"]));
   uint64_t nbytes = item;
   for (const json& d : v["shape"]) {
     uint64_t n = as_u64(d, path, key, "shape");
     MASE_CHECK(n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) &&
                    !__builtin_mul_overflow(nbytes, n, &nbytes),
-               IoError, where, "shape ", v["shape"].dump(), " is too large");
+               IoError, where, "shape ", brief(v["shape"]), " is too large");
     e.shape.push_back(static_cast<int64_t>(n));
   }
   const json& off = v["data_offsets"];
   MASE_CHECK(off.is_array() && off.size() == 2, IoError, where,
-             "expected data_offsets [begin, end], got ", off.dump());
+             "expected data_offsets [begin, end], got ", brief(off));
   e.begin = as_u64(off[0], path, key, "data_offsets");
   e.end = as_u64(off[1], path, key, "data_offsets");
   MASE_CHECK(e.begin <= e.end && e.end <= data_size, IoError, where, "data_offsets [", e.begin, ", ",
@@ -134,10 +138,10 @@ SafetensorsHeader parse_header(uint64_t n, const std::string& text, uint64_t fil
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "__metadata__") {
       MASE_CHECK(it->is_object(), IoError, "[safetensors] ", path,
-                 ": expected __metadata__ to be an object of strings, got ", it->dump());
+                 ": expected __metadata__ to be an object of strings, got ", brief(*it));
       for (auto m = it->begin(); m != it->end(); ++m) {
         MASE_CHECK(m->is_string(), IoError, "[safetensors] ", path, ": __metadata__ value of '",
-                   m.key(), "' is not a string: ", m->dump());
+                   m.key(), "' is not a string: ", brief(*m));
         h.metadata[m.key()] = m->get<std::string>();
       }
       continue;

@@ -6,6 +6,7 @@
 
 #include "runtime/atomic_file.h"
 #include "models/checkpoint.h"
+#include "models/json_io.h"
 #include "models/lora.h"
 #include "models/module_registry.h"
 #include "models/safetensors.h"
@@ -130,21 +131,17 @@ void save_sidecar(nn::Module& model, const std::string& dir) {
 bool apply_compression_sidecar(nn::Module& model, const std::string& dir) {
   const std::string sidecar_path = (fs::path(dir) / kSidecar).string();
   if (!fs::exists(sidecar_path)) return false;
-  json sidecar;
-  {
-    std::ifstream in(sidecar_path);
-    MASE_CHECK(in.good(), IoError, "[load_compressed] cannot open ", sidecar_path);
-    try {
-      sidecar = json::parse(in);
-    } catch (const json::exception& e) {
-      throw IoError(cat("[load_compressed] ", sidecar_path, " is not valid JSON (", e.what(), ")"));
-    }
-  }
+  const json sidecar = nn::parse_json_file(sidecar_path, "load_compressed");
   MASE_CHECK(sidecar.is_object() && sidecar.value("format", "") == kFormat &&
                  sidecar.value("version", 0) == 1 && sidecar.contains("layers"),
              IoError, "[load_compressed] ", sidecar_path,
              " is not a mase-compression sidecar of version 1 (expected {\"format\": \"", kFormat,
              "\", \"version\": 1, \"layers\": {...}})");
+  // An empty layer list would load the model as plain fp32 while the folder claims otherwise.
+  MASE_CHECK(sidecar["layers"].is_object() && !sidecar["layers"].empty(), IoError,
+             "[load_compressed] ", sidecar_path, ": expected \"layers\" to name at least one "
+             "compressed layer, got ", nn::brief(sidecar["layers"]),
+             " (delete the file to load the model as plain fp32)");
   apply_compression_layers(model, sidecar["layers"], sidecar_path);
   return true;
 }

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "models/json_io.h"
 #include "quant/quantized_linear.h"
 #include "quant/report_table.h"
 
@@ -49,6 +50,31 @@ const json* inner_config(const json& entry, const std::string& key) {
 bool leaves_unquantized(const json& c) {
   return !c.contains("name") || c["name"].is_null() ||
          (c.contains("bypass") && c["bypass"] == true);
+}
+
+// Levenshtein distance between a and b (small strings: layer paths).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The candidate nearest to `key`, for "did you mean".
+std::string nearest(const std::string& key, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const std::string& c : candidates)
+    if (size_t d = edit_distance(key, c); d < best_d) best_d = d, best = c;
+  return best;
 }
 
 }  // namespace
@@ -118,17 +144,18 @@ QuantizeReport quantize(nn::Module& model, const json& config) {
     plan.push_back({path, lin, c, seed + 4 * static_cast<uint64_t>(index++)});
   }
 
-  QuantizeReport report;
+  // A key that matches nothing is a typo until shown otherwise: refused before any change.
   for (const Entry& e : entries) {
     if (e.matched) continue;
+    const std::vector<std::string> known = by == "type" ? std::vector<std::string>{"linear"} : paths;
     std::string list;
-    for (const std::string& p : by == "type" ? std::vector<std::string>{"linear"} : paths)
-      list += (list.empty() ? "" : ", ") + p;
-    report.warnings.push_back(
-        cat("[quantize] warning: ", by, " key '", e.key, "' matched no layer; the ",
-            by == "type" ? "quantizable types are: " : "Linear layers are: ", list));
-    std::cerr << report.warnings.back() << "\n";
+    for (const std::string& p : known) list += (list.empty() ? "" : ", ") + p;
+    throw ConfigError(cat("[quantize] expected each ", by, " key to match a layer, got '", e.key,
+                          "' which matches none (did you mean '", nearest(e.key, known), "'? the ",
+                          by == "type" ? "quantizable types are: " : "Linear layers are: ", list,
+                          ")"));
   }
+  QuantizeReport report;
   for (const Plan& p : plan) {
     QuantizeRow row{p.path, p.layer->type_name(), "", "none", "none", "none", "none"};
     auto* q = dynamic_cast<QuantizedLinear*>(p.layer);
@@ -229,20 +256,14 @@ json read_config_file(const std::string& path) {
       toml::table table = toml::parse_file(path);
       std::ostringstream os;
       os << toml::json_formatter{table};
-      return json::parse(os.str());
+      return nn::parse_json_text(os.str(), path, "config");
     } catch (const toml::parse_error& e) {
       const auto& where = e.source().begin;
       throw IoError(
           cat("[config] ", path, ":", where.line, ":", where.column, ": ", e.description()));
     }
   }
-  std::ifstream in(path);
-  MASE_CHECK(in.good(), IoError, "[config] cannot open ", path);
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw IoError(cat("[config] ", path, " is not valid JSON (", e.what(), ")"));
-  }
+  return nn::parse_json_file(path, "config");
 }
 
 }  // namespace mase::quant

@@ -50,11 +50,23 @@ class CachingAllocator {
     return p;
   }
 
-  void deallocate(void* p, size_t nbytes) {
+  // Called from Storage's destructor: never throws. When the cache cannot grow (out of
+  // memory in push_back) the block goes straight back to the OS instead; a CUDA free that
+  // fails (a dead context) leaks the block rather than terminate the process.
+  void deallocate(void* p, size_t nbytes) noexcept {
     size_t sz = size_class(nbytes);
     std::lock_guard lock(mu_);
     stats_.in_use_bytes -= sz;
-    free_[sz].push_back(p);
+    try {
+      free_[sz].push_back(p);
+    } catch (...) {
+      try {
+        os_free(p);
+      } catch (...) {
+      }
+      ++stats_.os_frees;
+      stats_.os_bytes -= sz;
+    }
   }
 
   AllocatorStats stats() {
@@ -114,7 +126,12 @@ CachingAllocator& allocator_for(Device d) {
 }  // namespace
 
 void* allocate(Device d, size_t nbytes) { return allocator_for(d).allocate(nbytes); }
-void deallocate(Device d, void* p, size_t nbytes) { allocator_for(d).deallocate(p, nbytes); }
+void deallocate(Device d, void* p, size_t nbytes) noexcept {
+  try {
+    allocator_for(d).deallocate(p, nbytes);
+  } catch (...) {  // allocator_for's first use on a new GPU index could not allocate: leak
+  }
+}
 AllocatorStats allocator_stats(Device d) { return allocator_for(d).stats(); }
 void reset_peak_stats(Device d) { allocator_for(d).reset_peak(); }
 void empty_cache(Device d) { allocator_for(d).release_all(); }

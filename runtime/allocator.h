@@ -25,7 +25,7 @@ struct AllocatorStats {
 };
 
 void* allocate(Device device, size_t nbytes);          // 64-byte aligned, never null
-void deallocate(Device device, void* ptr, size_t nbytes);
+void deallocate(Device device, void* ptr, size_t nbytes) noexcept;  // never throws
 AllocatorStats allocator_stats(Device device = Device::cpu());
 void reset_peak_stats(Device device = Device::cpu());
 void empty_cache(Device device = Device::cpu());        // give every cached block back

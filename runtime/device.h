@@ -28,7 +28,8 @@ struct Device {
     if (s == "cuda") return cuda(0);
     if (s.starts_with("cuda:")) {
       std::string idx(s.substr(5));
-      if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos)
+      // at most 4 digits: std::stoi of "99999999999" would throw out_of_range, not this error
+      if (!idx.empty() && idx.size() <= 4 && idx.find_first_not_of("0123456789") == std::string::npos)
         return cuda(std::stoi(idx));
     }
     throw ConfigError(cat("[device] expected cpu, cuda or cuda:N, got '", s, "'"));

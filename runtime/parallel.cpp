@@ -1,6 +1,7 @@
 // runtime/parallel.cpp — thread count shared by oneTBB and OpenBLAS (see parallel.h).
 #include "runtime/parallel.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -8,6 +9,7 @@
 #include <tbb/global_control.h>
 
 #include "runtime/cpu/blas.h"
+#include "runtime/error.h"
 
 namespace mase {
 namespace {
@@ -17,9 +19,12 @@ int g_threads = 0;  // 0 until set: then the hardware count
 }  // namespace
 
 int set_num_threads(int n) {
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  MASE_CHECK(n <= kMaxThreadsPerCore * cores, ConfigError, "[threads] expected --threads <= ",
+             kMaxThreadsPerCore, " x ", cores, " cores = ", kMaxThreadsPerCore * cores, ", got ", n,
+             " (0 = all cores)");
   std::lock_guard lock(g_mu);
-  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
-  if (n <= 0) n = 1;
+  if (n <= 0) n = cores;
   g_control.reset();  // only one global_control of a kind may be active
   g_control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                     static_cast<size_t>(n));

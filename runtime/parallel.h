@@ -14,7 +14,9 @@
 namespace mase {
 
 // Threads for TBB loops and OpenBLAS. 0 = all cores (the default). Call once, early
-// (mase-train's --threads does). Returns the count now in effect.
+// (mase-train's --threads does). Returns the count now in effect. ConfigError above
+// kMaxThreadsPerCore x the cores (100,000 threads hung OpenBLAS's shutdown under a memory limit).
+constexpr int kMaxThreadsPerCore = 4;
 int set_num_threads(int n);
 int num_threads();
 // Which GEMM library and kernels the CPU backend runs: "OpenBLAS 0.3.21 (Haswell kernels)".

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # scripts/setup.sh — install what is missing (Debian 12 packages), configure and build mase-cpp.
 #
-#   scripts/setup.sh            # build in ./build (Release, CUDA when nvcc is found)
+#   scripts/setup.sh            # build in ./build (Release; CUDA when nvcc and a GPU are found)
+#   MASE_CUDA=ON scripts/setup.sh                     # compile the CUDA kernels anyway (CI)
 #   MASE_CMAKE_ARGS="-DMASE_CUDA=OFF" scripts/setup.sh
 #
+# The first build compiles ~300 files: about 5 minutes on a quiet 2-core machine, up to 20 on
+# a busy one (ccache, when installed, makes a rebuild of unchanged files seconds). Progress is
+# one updating line on a terminal, a line every 10% otherwise; the full log is build/build.log.
 # Idempotent and quiet when everything is already installed and built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,11 +38,39 @@ fi
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 
 if [ ! -f build/build.ninja ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${MASE_CMAKE_ARGS:-} >/dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${MASE_CUDA:+-DMASE_CUDA=$MASE_CUDA} \
+    ${MASE_CMAKE_ARGS:-} >/dev/null
 fi
-echo "setup: building in build/ (log: build/build.log)"
-if ! cmake --build build -- -j"$(nproc)" >build/build.log 2>&1; then
+
+# ninja's "[done/total] ..." lines -> "setup: building 40% (120/300 targets, 1:52)"
+progress() {
+  local start=$SECONDS next=0 line pct el
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >>build/build.log
+    [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]] || continue
+    pct=$((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))
+    el=$(printf '%d:%02d' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))
+    if [ -t 1 ]; then
+      printf '\rsetup: building %3d%% (%s/%s targets, %s)' "$pct" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "$el"
+    elif ((pct >= next)); then
+      printf 'setup: building %3d%% (%s/%s targets, %s)\n' "$pct" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "$el"
+      next=$((pct / 10 * 10 + 10))
+    fi
+  done
+  [ -t 1 ] && printf '\n'
+  return 0
+}
+
+echo "setup: building in build/ (first build: ~5 min on 2 quiet cores, up to 20 busy; log: build/build.log)"
+: >build/build.log
+start=$SECONDS
+set +e
+cmake --build build -- -j"$(nproc)" 2>&1 | progress
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
   grep -E -A5 'error|FAILED' build/build.log | head -60
   echo "setup: build failed (full log: build/build.log)"
   exit 1
 fi
+echo "setup: build done in $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"

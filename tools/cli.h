@@ -23,6 +23,9 @@ constexpr int kExitError = 1, kExitUsage = 2;
 // otherwise the status to exit with.
 template <class... Args>
 std::optional<int> parse(CLI::App& app, const char* tool, Args&&... args) {
+  // Progress lines appear as they are printed, also when redirected to a file or a pipe
+  // (stdout is block-buffered there by default; a log read with tail -f would lag minutes).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
     app.parse(std::forward<Args>(args)...);
   } catch (const CLI::CallForHelp&) {

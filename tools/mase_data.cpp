@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
                 "sentencepiece vocabulary when training")
       ->check(CLI::Range(8, 1 << 20));
   s->add_option("--cache-dir", opt.cache_dir,
-                "where models and token caches go (default <data dir>/imdb)");
+                "where models and token caches go (default $MASE_CACHE_DIR/imdb, else ~/.cache/mase/imdb)");
   s->add_option("--url", opt.fetch.url, "where to download IMDb from if it is missing");
 
   CLI::App* e = app.add_subcommand("encode", "tokenize one text and print its pieces and ids");

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   app.add_option("--intermediate", c.intermediate_size, "FFN size (default: the preset's)");
   app.add_option("--data", c.data, "dataset (imdb)")->capture_default_str();
   app.add_option("--data-dir", c.data_dir, "folder with imdb/ in it (else $MASE_DATA_DIR, ~/.cache/mase)");
-  app.add_option("--cache-dir", c.cache_dir, "tokenizer models and token caches (else <data dir>/imdb)");
+  app.add_option("--cache-dir", c.cache_dir, "tokenizer models and token caches (else $MASE_CACHE_DIR/imdb, ~/.cache/mase/imdb)");
   app.add_option("--tokenizer", c.tokenizer, "sentencepiece (trained on IMDb train) or wordpiece")
       ->capture_default_str();
   app.add_option("--vocab", c.vocab, "tokenizer file: a vocab.txt or a sentencepiece .model");

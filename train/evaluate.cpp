@@ -107,4 +107,11 @@ Prediction predict(nn::BertForSequenceClassification& model, const data::Tokeniz
   return p;
 }
 
+std::string chance_level_warning(double accuracy, double positive_fraction, int64_t steps) {
+  if (std::abs(accuracy - 0.5) > 0.02 || std::abs(positive_fraction - 0.5) > 0.05) return "";
+  return cat("warning   test accuracy ", accuracy, " is chance level on a balanced test set: ",
+             steps, " steps were too few to learn (bert-tiny at lr 1e-3 stays at chance for about "
+             "100 steps of batch 32 and is learning by step 200: docs/training.md, run e1)");
+}
+
 }  // namespace mase::train

@@ -55,4 +55,8 @@ struct Prediction {
 Prediction predict(nn::BertForSequenceClassification& model, const data::Tokenizer& tokenizer,
                    const std::string& text, int64_t max_len, Device device = Device::cpu());
 
+// "" unless `accuracy` is at chance (0.50 ± 0.02) on a balanced test set (positives 45–55%):
+// then a warning that the budget (`steps` optimizer steps) was too small to learn anything.
+std::string chance_level_warning(double accuracy, double positive_fraction, int64_t steps);
+
 }  // namespace mase::train

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "models/json_io.h"
 #include "runtime/atomic_file.h"
 #include "runtime/error.h"
 
@@ -25,8 +26,34 @@ int64_t checkpoint_step(const fs::path& p) {
   static const std::regex re("step-([0-9]+)");
   std::smatch m;
   const std::string name = p.filename().string();
-  if (!std::regex_match(name, m, re)) return -1;
+  if (!std::regex_match(name, m, re) || m[1].length() > 15) return -1;
   return std::stoll(m[1]);
+}
+
+// The step of a whole metrics.csv row (8 comma-separated fields, the first an integer);
+// nullopt for a torn or foreign row.
+std::optional<int64_t> metrics_row_step(const std::string& line) {
+  if (std::count(line.begin(), line.end(), ',') != 7) return std::nullopt;
+  const size_t comma = line.find(',');
+  if (comma == 0 || comma > 15 || line.find_first_not_of("0123456789") != comma) return std::nullopt;
+  return std::stoll(line.substr(0, comma));
+}
+
+// A kill between the two renames of a re-saved step (step-N moved aside to .tmp-old-step-N-pid,
+// the new one not yet renamed in) leaves no step-N: move the old one back before temporaries
+// are deleted, so the step is never lost.
+void restore_moved_aside(const fs::path& ckpt_dir) {
+  static const std::regex re(R"(\.tmp-old-(step-[0-9]+)-[0-9]+)");
+  std::error_code ec;
+  if (!fs::is_directory(ckpt_dir, ec)) return;
+  std::vector<fs::path> moved;
+  for (const auto& e : fs::directory_iterator(ckpt_dir, ec)) moved.push_back(e.path());
+  for (const fs::path& p : moved) {
+    std::smatch m;
+    const std::string name = p.filename().string();
+    if (std::regex_match(name, m, re) && !fs::exists(ckpt_dir / m[1].str(), ec))
+      fs::rename(p, ckpt_dir / m[1].str(), ec);
+  }
 }
 
 std::string step_name(int64_t step) {
@@ -85,6 +112,7 @@ RunDir RunDir::open(const fs::path& path) {
              " is a finished run (it has ", kFinal, "); start a new one with --init ",
              path.string(), " to train it further");
   RunDir run(path);
+  restore_moved_aside(path / "checkpoints");
   remove_temporaries(path / "checkpoints");
   MASE_CHECK(run.latest_checkpoint().has_value(), ConfigError, "[resume] ", path.string(),
              " has no checkpoint yet (it stopped before its first one); start it again");
@@ -108,8 +136,11 @@ void RunDir::truncate_after(int64_t step) const {
     std::string line, kept;
     while (std::getline(in, line)) {
       if (line.empty()) continue;
+      // a line that is not a whole JSON object with a step (the half-written last line of a
+      // killed run) is dropped with the lines after the checkpoint
+      if (nn::json_depth(line) > nn::kMaxJsonDepth) continue;
       nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+      if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
           j["step"].get<int64_t>() > step) {
         continue;
       }
@@ -123,10 +154,8 @@ void RunDir::truncate_after(int64_t step) const {
     std::string line, kept;
     while (std::getline(in, line)) {
       if (line.empty()) continue;
-      if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) &&
-          std::stoll(line) > step) {
-        continue;
-      }
+      const std::optional<int64_t> row_step = metrics_row_step(line);  // nullopt: a torn row
+      if (line != kMetricsHeader && (!row_step || *row_step > step)) continue;
       kept += line + "\n";
     }
     write_text_atomic(file(kMetrics).string(), kept);

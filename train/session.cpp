@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -10,6 +11,7 @@
 #include "runtime/atomic_file.h"
 #include "models/checkpoint.h"
 #include "models/fusion.h"
+#include "models/json_io.h"
 #include "models/lora.h"
 #include "models/parameters.h"
 #include "quant/checkpoint.h"
@@ -26,13 +28,7 @@ using nlohmann::json;
 
 using nn::with_commas;  // 1234567 -> "1,234,567" (models/parameters.h)
 
-json read_json(const fs::path& p, const char* op) {
-  std::ifstream in(p);
-  MASE_CHECK(in.good(), IoError, "[", op, "] cannot read ", p.string());
-  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  MASE_CHECK(!j.is_discarded(), IoError, "[", op, "] ", p.string(), " is not valid JSON");
-  return j;
-}
+json read_json(const fs::path& p, const char* op) { return nn::parse_json_file(p.string(), op); }
 
 // The folder holding config.json + model.safetensors for `dir`: itself, or, for a run still
 // in progress, its latest checkpoint.
@@ -56,33 +52,10 @@ struct Data {
   fs::path source, tokenizer_path;
 };
 
-// Where tokenizer models and token caches go: --cache-dir, else <data dir>/imdb when that can be
-// written, else ~/.cache/mase/imdb — so a read-only shared copy of IMDb (a lab machine's) does
-// not mean training sentencepiece and tokenizing 50,000 reviews again on every run.
-std::string cache_dir_for(const TrainConfig& c, std::FILE* out) {
-  if (!c.cache_dir.empty()) return c.cache_dir;
-  const fs::path dir = data::data_dir(c.data_dir) / "imdb";
-  const fs::path probe = fs::exists(dir) ? dir : dir.parent_path();
-  // read-only: no write permission for us, or no write bit at all (root ignores the bits, but
-  // a folder marked r-x is meant to be left alone)
-  std::error_code ec;
-  const auto perms = fs::status(probe, ec).permissions();
-  const auto any_write = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
-  const bool writable = ::access(probe.c_str(), W_OK) == 0 && (perms & any_write) != fs::perms::none;
-  if (!fs::exists(probe) || writable) return "";  // load_imdb's default: <data dir>/imdb
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) return "";
-  const fs::path fallback = fs::path(home) / ".cache" / "mase" / "imdb";
-  std::fprintf(out, "[data] %s is read-only: tokenizer and token cache go to %s\n",
-               probe.string().c_str(), fallback.string().c_str());
-  fs::create_directories(fallback, ec);
-  return fallback.string();
-}
-
 Data load_data(const TrainConfig& c, std::FILE* out) {
   data::ImdbOptions o;
   o.data_dir = c.data_dir;
-  o.cache_dir = cache_dir_for(c, out);
+  o.cache_dir = c.cache_dir;  // "" = $MASE_CACHE_DIR or ~/.cache/mase (data/fetch.h)
   o.tokenizer = c.tokenizer;
   o.vocab = c.vocab;
   o.sentencepiece.vocab_size = static_cast<int>(c.vocab_size);
@@ -98,6 +71,9 @@ Data load_data(const TrainConfig& c, std::FILE* out) {
   r.tokenizer = d.tokenizer;
   r.source = d.source;
   r.tokenizer_path = d.tokenizer_path;
+  for (const auto& [split, name] : {std::pair{&r.train, "train"}, std::pair{&r.test, "test"}})
+    if (std::string w = data::one_class_warning(*split, name); !w.empty())
+      std::fprintf(out, "%s\n", w.c_str());
   return r;
 }
 
@@ -176,7 +152,16 @@ json read_compression(const TrainConfig& c) {
 // The passes, in order: quantize, prune, then MXINT8 packing; each prints its report.
 void apply_compression(nn::BertForSequenceClassification& model, const TrainConfig& c,
                        const json& cfg, std::FILE* out) {
-  if (!cfg.empty()) std::fprintf(out, "%s", quant::compress(model, cfg).str().c_str());
+  if (!cfg.empty()) {
+    try {
+      std::fprintf(out, "%s", quant::compress(model, cfg).str().c_str());
+    } catch (const ConfigError& e) {  // name the file(s) the config came from
+      std::string files;
+      for (const std::string* f : {&c.compress, &c.quant, &c.prune})
+        if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
+      throw ConfigError(cat(e.what(), " (in ", files, ")"));
+    }
+  }
   if (c.mxint8_weights) std::fprintf(out, "%s", quant::mxint8_weights(model).str().c_str());
   std::fflush(out);
 }
@@ -219,8 +204,13 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
   std::fflush(out);
 }
 
-void report(const TrainResult& r, const RunDir& run, std::FILE* out) {
+void report(const TrainResult& r, const RunDir& run, const Data& d, std::FILE* out) {
   if (r.status == TrainStatus::completed) {
+    const auto& labels = d.test.labels;
+    const double pos = labels.empty() ? 0 : static_cast<double>(std::count(labels.begin(), labels.end(), 1)) /
+                                                static_cast<double>(labels.size());
+    if (std::string w = chance_level_warning(r.eval.accuracy, pos, r.step); !w.empty())
+      std::fprintf(out, "%s\n", w.c_str());
     std::fprintf(out,
                  "done      test_accuracy %.4f  test_loss %.4f  (%lld reviews)  %s tok/s  "
                  "wall %s\n          model and results in %s\n",
@@ -313,7 +303,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
   trainer.on_step = on_step;
   print_summary(c, d, *model, trainer, run, out);
   TrainResult r = trainer.fit();
-  report(r, run, out);
+  report(r, run, d, out);
   return r;
 }
 
@@ -352,7 +342,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
                (long long)trainer.state().batch, (long long)trainer.steps_per_epoch());
   std::fflush(out);
   TrainResult r = trainer.fit();
-  report(r, run, out);
+  report(r, run, d, out);
   return r;
 }
 

@@ -1,13 +1,16 @@
 // train/train_config.cpp — TrainConfig: checks, JSON both ways, and the recipe defaults.
 #include "train/train_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "models/bert_config.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/parallel.h"
 
 namespace mase::train {
 namespace {
@@ -139,6 +142,18 @@ void TrainConfig::validate() const {
   at_least("weight-decay", weight_decay, 0);
   at_least("clip", clip, 0);
   at_least("threads", threads, 0);
+  // Upper bounds checked before any data is read or memory allocated
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  MASE_CHECK(threads <= kMaxThreadsPerCore * cores, ConfigError, "[train] expected --threads <= ",
+             kMaxThreadsPerCore, " x ", cores, " cores = ", kMaxThreadsPerCore * cores, ", got ",
+             threads, " (0 = all cores)");
+  auto at_most = [](const char* flag, const char* key, int64_t v, int64_t max) {
+    MASE_CHECK(v <= max, ConfigError, "[train] expected ", key, " <= ", max, ", got ", v, " (", flag, ")");
+  };
+  at_most("--layers", "num_hidden_layers", num_layers, nn::kMaxLayers);
+  at_most("--hidden", "hidden_size", hidden_size, 16384);
+  at_most("--heads", "num_attention_heads", num_heads, 1024);
+  at_most("--intermediate", "intermediate_size", intermediate_size, 65536);
   at_least("log-every", static_cast<double>(log_every), 1);
   at_least("ckpt-every", static_cast<double>(ckpt_every), 0);
   at_least("eval-every", static_cast<double>(eval_every), 0);

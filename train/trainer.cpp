@@ -10,6 +10,7 @@
 
 #include "runtime/atomic_file.h"
 #include "models/checkpoint.h"
+#include "models/json_io.h"
 #include "models/lora.h"
 #include "models/safetensors.h"
 #include "quant/checkpoint.h"
@@ -29,14 +30,20 @@ namespace {
 std::atomic<bool> g_stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be signal-safe");
 
+// The first SIGINT or SIGTERM asks for a clean stop; a second one of either kind exits at once
+// (128 + signal, as a shell reports it), even where the process is stuck outside the training
+// loop (a library's thread shutdown at exit). Only async-signal-safe calls: write(2), _exit(2).
 extern "C" void on_stop_signal(int sig) {
-  request_stop();
-  // write(2) is async-signal-safe; printf is not
+  if (g_stop.exchange(true)) {
+    const char quit[] = "\n[train] second signal: quitting at once (no checkpoint)\n";
+    ssize_t ignored = ::write(STDERR_FILENO, quit, sizeof quit - 1);
+    (void)ignored;
+    ::_exit(128 + sig);
+  }
   const char msg[] = "\n[train] stopping after this step: saving a checkpoint "
                      "(press Ctrl-C again to quit at once)\n";
   ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
-  std::signal(sig, SIG_DFL);  // a second signal: the default action (terminate)
 }
 }  // namespace
 
@@ -121,7 +128,9 @@ TrainerState TrainerState::from_json(const json& j, const std::string& source) {
     s.epoch_loss_count = j.at("epoch_loss_count").get<int64_t>();
     s.last_eval_step = j.at("last_eval_step").get<int64_t>();
     s.last_eval = eval_from(j.at("last_eval"));
-    MASE_CHECK(s.step >= 0 && s.epoch >= 0 && s.batch >= 0, ConfigError, "negative position");
+    MASE_CHECK(s.step >= 0 && s.epoch >= 0 && s.batch >= 0, IoError, "[resume] ", source,
+               ": expected step, epoch and batch >= 0, got step ", s.step, ", epoch ", s.epoch,
+               ", batch ", s.batch, " (a corrupt trainer state)");
     return s;
   } catch (const json::exception& e) {
     throw IoError(cat("[resume] ", source, " is not a trainer state (", e.what(), ")"));
@@ -189,16 +198,18 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
 }
 
 void Trainer::restore(const fs::path& ckpt) {
-  std::ifstream in(ckpt / RunDir::kState);
-  MASE_CHECK(in.good(), IoError, "[resume] cannot read ", (ckpt / RunDir::kState).string());
-  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  MASE_CHECK(!j.is_discarded(), IoError, "[resume] ", (ckpt / RunDir::kState).string(),
-             " is not valid JSON");
-  TrainerState s = TrainerState::from_json(j, (ckpt / RunDir::kState).string());
+  const std::string state_file = (ckpt / RunDir::kState).string();
+  TrainerState s = TrainerState::from_json(nn::parse_json_file(state_file, "resume"), state_file);
   MASE_CHECK(s.data_seed == config_.seed && s.epoch <= epochs_ &&
                  s.batch <= batches_.num_batches(),
              ConfigError, "[resume] ", ckpt.string(), " does not fit this run's config (epoch ",
              s.epoch, ", batch ", s.batch, " of ", batches_.num_batches(), ")");
+  // The position must be one this schedule reaches: a step of 1e12 would "finish" untrained.
+  const int64_t nb = batches_.num_batches();
+  MASE_CHECK(s.step <= total_steps_ && s.step == s.epoch * nb + s.batch, ConfigError, "[resume] ",
+             state_file, ": expected step = epoch x ", nb, " + batch <= ", total_steps_,
+             " (this run's schedule), got step ", s.step, ", epoch ", s.epoch, ", batch ", s.batch,
+             " (a corrupt or foreign trainer state)");
   model_.load_state_dict(nn::load_safetensors((ckpt / "model.safetensors").string()).tensors);
   optimizer_->load_state_dict(
       nn::load_safetensors((ckpt / "optimizer.safetensors").string()).tensors);

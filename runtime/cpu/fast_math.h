@@ -58,7 +58,11 @@ MASE_VEC_INLINE ExpParts exp_parts(float x) {
   p = std::fma(p, r, 4.1665795894e-2f);
   p = std::fma(p, r, 1.6666665459e-1f);
   p = std::fma(p, r, 5.0000001201e-1f);
-  return {std::fma(p, r * r, r) + 1.0f, static_cast<int32_t>(n)};
+  // NaN -> int is undefined behaviour (UBSan's float-cast-overflow; x86 happens to give
+  // INT_MIN): convert 0 instead. e^r is NaN already, so the result stays NaN. A select: the
+  // loop still vectorises.
+  const float n_finite = n == n ? n : 0.0f;
+  return {std::fma(p, r * r, r) + 1.0f, static_cast<int32_t>(n_finite)};
 }
 
 // 2^n for n in [-126, 127]: n + 127 in the exponent field.

@@ -202,7 +202,9 @@ TEST_CASE("token cache: load_imdb trains sentencepiece once then reuses the mode
   ImdbData first = load_imdb(opt);
   CHECK(first.train_tokenizer_seconds > 0);
   CHECK(first.tokenizer->vocab_size() == 40);
-  CHECK(first.tokenizer_path.parent_path() == tmp / "data/imdb");  // cache dir defaults there
+  // the cache defaults to $MASE_CACHE_DIR/imdb (tests/main.cpp sets it), never the data folder
+  CHECK(first.tokenizer_path.parent_path() == fs::path(std::getenv("MASE_CACHE_DIR")) / "imdb");
+  CHECK(mase::test::list_files(tmp / "data") == std::vector<std::string>{"imdb/aclImdb_v1.tar.gz"});
   CHECK(first.tokenizer_path.filename().string().find("imdb-sentencepiece-unigram-40-") == 0);
   CHECK(fs::exists(first.tokenizer_path));
   CHECK(first.train.sequence(0).front() == 2);  // [CLS]
@@ -227,4 +229,17 @@ TEST_CASE("token cache: bad tokenizer options are ConfigErrors") {
             (tmp / "data/bert-uncased-vocab/vocab.txt").string(),
             ", got nothing there (pass --vocab FILE, e.g. the vocab.txt of bert-base-uncased)"));
   CHECK_THROWS_AS(load_imdb(opt), ConfigError);
+}
+
+TEST_CASE("data: a split with one class only is warned about") {
+  TokenizedSplit both, pos_only;
+  const std::vector<int32_t> seq{2, 3};
+  both.push_back(seq, 0);
+  both.push_back(seq, 1);
+  pos_only.push_back(seq, 1);
+  CHECK(one_class_warning(both, "test") == "");
+  CHECK(one_class_warning(TokenizedSplit{}, "test") == "");
+  CHECK(one_class_warning(pos_only, "test") ==
+        "[data] warning: the test split has 1 positive and 0 negative reviews: its accuracy "
+        "measures one class only (is a pos/ or neg/ folder empty?)");
 }

@@ -101,6 +101,11 @@ TEST_CASE("load_compressed reads plain directories and rejects bad sidecars") {
   };
   write("{\"format\": \"something else\"}");
   CHECK_THROWS_AS(load_compressed(dir.path.string()), IoError);
+  // no layers: the folder claims compression but would load as plain fp32
+  write("{\"format\": \"mase-compression\", \"version\": 1, \"layers\": {}}");
+  CHECK(test::error_message([&] { load_compressed(dir.path.string()); }) ==
+        "[load_compressed] " + dir.file("compression.json") + ": expected \"layers\" to name at "
+        "least one compressed layer, got {} (delete the file to load the model as plain fp32)");
   write(
       "{\"format\": \"mase-compression\", \"version\": 1, \"layers\": {\"bert.nope\": {\"type\": "
       "\"MxInt8Linear\"}}}");

@@ -122,18 +122,19 @@ TEST_CASE("quantize never mutates the caller's config and a second call works") 
   CHECK(again.layers[0].weight == "integer(width=4, frac_width=2)");
 }
 
-TEST_CASE("a key that matches no layer is a warning listing the layers") {
+TEST_CASE("a key that matches no layer is an error with a did-you-mean and the layers") {
   auto m = test::tiny_bert();
-  QuantizeReport r = quantize(*m, {{"by", "name"}, {"bert.encoder.layer.7.query", integer_cfg(8)}});
-  REQUIRE(r.warnings.size() == 1);
-  CHECK(r.warnings[0].find(
-            "[quantize] warning: name key 'bert.encoder.layer.7.query' matched no layer; the "
-            "Linear layers are: bert.encoder.layer.0.attention.self.query, ") == 0);
-  CHECK(r.warnings[0].find("classifier") != std::string::npos);
-  CHECK(r.quantized() == 0);
-  QuantizeReport t = quantize(*m, {{"by", "type"}, {"conv2d", integer_cfg(8)}});
-  REQUIRE(t.warnings.size() == 1);
-  CHECK(t.warnings[0].find("the quantizable types are: linear") != std::string::npos);
+  CHECK_THROWS_WITH_AS(
+      (void)quantize(*m, {{"by", "name"}, {"bert.encoder.layer.0.attention.self.qeury", integer_cfg(8)}}),
+      doctest::Contains("[quantize] expected each name key to match a layer, got "
+                        "'bert.encoder.layer.0.attention.self.qeury' which matches none (did you "
+                        "mean 'bert.encoder.layer.0.attention.self.query'? the Linear layers are: "
+                        "bert.encoder.layer.0.attention.self.query, "),
+      ConfigError);
+  CHECK(linear_layers(*m)[0].second->type_name() == "Linear");  // nothing changed
+  CHECK_THROWS_WITH_AS((void)quantize(*m, {{"by", "type"}, {"linaer", integer_cfg(8)}}),
+                       doctest::Contains("did you mean 'linear'? the quantizable types are: linear"),
+                       ConfigError);
 }
 
 TEST_CASE("quantize config errors change nothing") {

@@ -147,3 +147,18 @@ TEST_CASE("mase-train compression flags: bad combinations and files fail before 
   CHECK(back.prune == c.prune);
   CHECK(back.mxint8_weights);
 }
+
+TEST_CASE("mase-train --quant: a layer-name typo is refused naming the config file") {
+  TrainFixture fx;
+  NullOut null;
+  clear_stop();
+  const fs::path cfg = fx.dir.path / "typo.json";
+  write_bytes(cfg, R"({"by": "name", "bert.encoder.layer.0.attention.self.qeury": {"config": {"name": "integer",
+      "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4,
+      "bias_width": 8, "bias_frac_width": 4}}})");
+  TrainConfig c = fx.config("run");
+  c.quant = cfg.string();
+  const std::string msg = mase::test::error_message([&] { (void)train_new(c, null); });
+  CHECK(msg.find("did you mean 'bert.encoder.layer.0.attention.self.query'?") != std::string::npos);
+  CHECK(msg.find("(in " + cfg.string() + ")") != std::string::npos);
+}

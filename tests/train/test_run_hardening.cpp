@@ -1,0 +1,104 @@
+// tests/train/test_run_hardening.cpp — a run folder left by a kill or edited by hand: a
+// half-written last log line, a torn metrics row, a kill between the two renames of a re-saved
+// checkpoint, a trainer state whose step is impossible; and the second Ctrl-C/SIGTERM.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <sstream>
+
+#include "helpers.h"
+#include "train/trainer_fixture.h"
+
+using namespace mase;
+using namespace mase::train;
+using mase::test::TrainFixture;
+using mase::test::write_bytes;
+
+TEST_CASE("run folder: a half-written last log line and a torn metrics row are dropped on resume") {
+  mase::test::TempDir tmp;
+  RunDir run = RunDir::create(tmp.path / "run");
+  for (int s = 1; s <= 3; ++s) run.append_log(nlohmann::ordered_json{{"step", s}, {"loss", 0.5}});
+  run.append_metrics({.step = 2});
+  std::ofstream(run.file(RunDir::kLog), std::ios::app) << R"({"step": 3, "lo)";   // killed here
+  std::ofstream(run.file(RunDir::kMetrics), std::ios::app) << "3,0.1\n99999999999999999999999\n";
+  run.truncate_after(3);
+  const std::string log = mase::test::read_bytes(run.file(RunDir::kLog));
+  CHECK(std::count(log.begin(), log.end(), '\n') == 3);
+  CHECK(log.find("\"lo\n") == std::string::npos);
+  CHECK(log.back() == '\n');
+  const std::string metrics = mase::test::read_bytes(run.file(RunDir::kMetrics));
+  CHECK(metrics == std::string(kMetricsHeader) + "\n" + metrics.substr(metrics.find('\n') + 1));
+  CHECK(metrics.find("\n2,") != std::string::npos);
+  CHECK(metrics.find("3,0.1") == std::string::npos);
+  CHECK(metrics.find("9999") == std::string::npos);
+}
+
+TEST_CASE("run folder: a kill between the two renames of a re-saved step keeps the step") {
+  mase::test::TempDir tmp;
+  RunDir run = RunDir::create(tmp.path / "run");
+  write_bytes(run.file(RunDir::kConfig), "{}");
+  run.save_checkpoint(5, [](const fs::path& d) { write_bytes(d / RunDir::kState, "five"); });
+  const fs::path ckpts = tmp.path / "run" / "checkpoints";
+  // the state a kill leaves: step-000005 moved aside, its replacement not yet renamed in
+  fs::rename(ckpts / "step-000005", ckpts / ".tmp-old-step-000005-4242");
+  fs::create_directories(ckpts / ".tmp-step-000005-4242");
+  write_bytes(ckpts / ".tmp-step-000005-4242" / "model.safetensors", "half");
+  RunDir reopened = RunDir::open(tmp.path / "run");
+  REQUIRE(reopened.latest_checkpoint() == ckpts / "step-000005");
+  CHECK(mase::test::read_bytes(ckpts / "step-000005" / RunDir::kState) == "five");
+  CHECK(mase::test::list_files(ckpts) == std::vector<std::string>{"step-000005/trainer_state.json"});
+}
+
+TEST_CASE("resume: a trainer state with an impossible step is refused naming the file") {
+  TrainFixture fx;
+  TrainConfig c = fx.config("cut");
+  TrainResult first = train_new(c, fx.null, [&](int64_t step, double) {
+    if (step == 2) request_stop();
+  });
+  REQUIRE(first.status == TrainStatus::interrupted);
+  clear_stop();
+  RunDir run = RunDir::open(fx.run("cut"));
+  const fs::path state = *run.latest_checkpoint() / RunDir::kState;
+  const std::string good = mase::test::read_bytes(state);
+  nlohmann::json j = nlohmann::json::parse(good);
+  j["step"] = int64_t{1'000'000'000'000};
+  write_bytes(state, j.dump());
+  CHECK_THROWS_WITH_AS(resume(fx.run("cut"), {}, fx.null),
+                       doctest::Contains(("[resume] " + state.string() + ": expected step = epoch x ").c_str()),
+                       ConfigError);
+  j["step"] = -1;
+  write_bytes(state, j.dump());
+  CHECK_THROWS_WITH_AS(resume(fx.run("cut"), {}, fx.null),
+                       doctest::Contains(("[resume] " + state.string() +
+                                          ": expected step, epoch and batch >= 0, got step -1").c_str()),
+                       IoError);
+  write_bytes(state, std::string(100'000, '[') + std::string(100'000, ']'));
+  CHECK_THROWS_WITH_AS(resume(fx.run("cut"), {}, fx.null),
+                       doctest::Contains("expected JSON nested at most 64 levels deep"), IoError);
+}
+
+TEST_CASE("stop handlers: a second signal exits at once with 128 + signal") {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // child: first SIGINT asks for a stop, the SIGTERM after it must not wait
+    ::close(STDERR_FILENO);
+    install_stop_handlers();
+    std::raise(SIGINT);
+    if (!stop_requested()) ::_exit(3);
+    std::raise(SIGTERM);
+    ::_exit(0);  // reached only when the second signal was swallowed
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
+}
+
+TEST_CASE("report: accuracy at chance on a balanced test set warns that the budget was too small") {
+  CHECK(chance_level_warning(0.5, 0.5, 63).find("warning   test accuracy 0.5 is chance level on a "
+                                                 "balanced test set: 63 steps were too few") == 0);
+  CHECK(chance_level_warning(0.515, 0.5, 63) != "");
+  CHECK(chance_level_warning(0.53, 0.5, 63) == "");   // learning, a little
+  CHECK(chance_level_warning(0.5, 0.9, 63) == "");    // unbalanced: 0.5 is not chance there
+}
