@@ -44,20 +44,25 @@ def main():
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                     help="bf16: the steps run under torch.autocast('cpu', dtype=torch.bfloat16)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (default mode)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (the GPU's steps and cuBLAS sgemm)")
     ap.add_argument("--attn", choices=["sdpa", "eager"], default="sdpa",
                     help="HF's attention implementation (sdpa is transformers' default)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    a = torch.rand(N_SGEMM, N_SGEMM)
-    b = torch.rand(N_SGEMM, N_SGEMM)
+    dev = torch.device(args.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    a = torch.rand(N_SGEMM, N_SGEMM, device=dev)
+    b = torch.rand(N_SGEMM, N_SGEMM, device=dev)
 
     def sgemm_seconds():
+        sync()
         t0 = time.perf_counter()
         torch.mm(a, b)
+        sync()
         return time.perf_counter() - t0
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, B={B} T={T} V={V}, "
+    print(f"torch {torch.__version__}, {args.device}, {torch.get_num_threads()} threads, B={B} T={T} V={V}, "
           f"{args.precision}, attention {args.attn}{', torch.compile' if args.compile else ''}")
     print(f"{'step':<18}{'ms':>9}{'tokens/s':>11}{'GFLOP/s':>9}{'sgemm GF/s':>12}{'vs_sgemm':>10}")
     for name in args.models:
@@ -65,14 +70,14 @@ def main():
         cfg = BertConfig(vocab_size=V, hidden_size=hidden, num_hidden_layers=layers,
                          num_attention_heads=heads, intermediate_size=4 * hidden,
                          attn_implementation=args.attn)
-        model = BertForSequenceClassification(cfg)
+        model = BertForSequenceClassification(cfg).to(dev)
         run = torch.compile(model) if args.compile else model
-        autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) \
+        autocast = (lambda: torch.autocast(dev.type, dtype=torch.bfloat16)) \
             if args.precision == "bf16" else contextlib.nullcontext
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
-        ids = torch.randint(1, V, (B, T))
-        mask = torch.ones(B, T, dtype=torch.long)
-        labels = torch.randint(0, 2, (B,))
+        ids = torch.randint(1, V, (B, T), device=dev)
+        mask = torch.ones(B, T, dtype=torch.long, device=dev)
+        labels = torch.randint(0, 2, (B,), device=dev)
 
         def train_step():
             model.train()
@@ -97,8 +102,10 @@ def main():
             step()
             step_s = sgemm_s = 0.0
             for _ in range(args.steps):
+                sync()
                 t0 = time.perf_counter()
                 step()
+                sync()
                 step_s += time.perf_counter() - t0
                 sgemm_s += sgemm_seconds()
             step_s /= args.steps
