@@ -12,14 +12,6 @@ namespace mase::search {
 namespace fs = std::filesystem;
 namespace {
 
-// The terminal for a file name, or "" if its extension is not one we draw.
-std::string terminal_for(const std::string& path) {
-  const std::string ext = fs::path(path).extension().string();
-  if (ext == ".svg") return "svg size 800,500 dynamic font 'sans,13'";
-  if (ext == ".png") return "pngcairo size 900,560 font 'sans,12'";
-  return "";
-}
-
 // gnuplot string literal in double quotes (so a title's "\n" breaks the line): backslash,
 // double quote and newline escaped.
 std::string gp_string(const std::string& s) {
@@ -33,6 +25,13 @@ std::string gp_string(const std::string& s) {
 }
 
 }  // namespace
+
+std::string terminal_for(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".svg") return "svg size 800,500 dynamic font 'sans,13'";
+  if (ext == ".png") return "pngcairo size 900,560 font 'sans,12'";
+  return "";
+}
 
 void check_plot_path(const std::string& path, const std::string& flag) {
   MASE_CHECK(!terminal_for(path).empty(), ConfigError, "[", flag,

@@ -29,6 +29,8 @@ struct CurvePlotText {
 void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
                  const std::string& path);
 
+// gnuplot's terminal for a file name (.svg -> svg, .png -> pngcairo), or "" for another one.
+std::string terminal_for(const std::string& path);
 // Throws the ConfigError plot_curves would for `path`'s extension, naming `flag`.
 void check_plot_path(const std::string& path, const std::string& flag);
 

@@ -1,6 +1,7 @@
 // search/plot.cpp — running-best curves through gnuplot. Read plot.h first.
 #include "search/plot.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +10,7 @@
 
 #include "runtime/error.h"
 #include "runtime/atomic_file.h"
+#include "search/curve_plot.h"
 
 namespace mase::search {
 namespace fs = std::filesystem;
@@ -41,6 +43,7 @@ std::string quoted(const std::string& s) {
 void plot_running_best(const std::vector<std::pair<std::string, std::vector<TrialRecord>>>& series,
                        Direction direction, const std::string& ylabel, const std::string& svg_path) {
   MASE_CHECK(!series.empty(), ConfigError, "[plot] expected at least one study to plot, got none");
+  check_plot_path(svg_path, "--plot");  // the extension picks the terminal: .svg or .png
   const fs::path svg(svg_path), dat = svg_path + ".dat", gp = svg_path + ".gp";
 
   // The data: one block per series (gnuplot's "index"), two blank lines between blocks.
@@ -56,15 +59,21 @@ void plot_running_best(const std::vector<std::pair<std::string, std::vector<Tria
   }
   write_text_atomic(dat.string(), data);  // whole or not at all (runtime/atomic_file.h)
 
+  // whole-number trial ticks (at most ~10 of them); a dash type per study, so that two studies
+  // with the same running best still read as two curves
+  size_t most = 1;
+  for (const auto& s : series) most = std::max(most, s.second.size());
   std::string script = cat(
-      "set terminal svg size 800,500 dynamic font 'sans,12'\n",
+      "set terminal ", terminal_for(svg_path), "\n",
       "set output ", quoted(svg_path + ".tmp"), "\n",
       "set xlabel 'trial'\nset ylabel ", quoted(ylabel), "\n",
+      "set xtics ", std::max<size_t>(1, (most + 9) / 10), "\nset format x '%.0f'\n",
       "set key bottom right\nset grid\n",
       "plot ");
   for (size_t i = 0; i < series.size(); ++i)
     script += cat(i ? ", " : "", quoted(dat.string()), " index ", i,
-                  " using 1:2 with steps linewidth 2 title ", quoted(series[i].first));
+                  " using 1:2 with steps linewidth 2 dashtype ", i + 1, " title ",
+                  quoted(series[i].first));
   script += "\n";
   write_text_atomic(gp.string(), script);
 

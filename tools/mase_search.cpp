@@ -48,7 +48,7 @@ const char* kFooter = R"(Examples:
       intermediate_size), each bert-tiny's recipe for 100 steps on 2,000 reviews, tested on 1,000
   mase-search --sampler tpe --trials 12 --data-dir ../shared/data       (and --sampler grid)
   mase-search --plot lab2.svg --compare arch-random,arch-grid,arch-tpe
-      the best accuracy so far against the trial, one curve per sampler (gnuplot SVG)
+      the best accuracy so far against the trial, one curve per sampler (gnuplot; .svg or .png)
   mase-search --sampler tpe --trials 24 --resume
       continue the study: finished trials are kept, trials of a dead process are marked failed
       and tried again, and trials run until 24 have finished

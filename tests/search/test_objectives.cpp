@@ -103,7 +103,7 @@ TrialRecord rec(int64_t n, TrialState s, double v) {
 }
 }  // namespace
 
-TEST_CASE("plot: running best by hand, and a gnuplot SVG with its data and script") {
+TEST_CASE("plot: running best by hand, a gnuplot SVG with its data and script, and a PNG") {
   std::vector<TrialRecord> t = {rec(0, TrialState::failed, 9), rec(1, TrialState::complete, 0.5),
                                 rec(2, TrialState::complete, 0.4), rec(3, TrialState::running, 0),
                                 rec(4, TrialState::complete, 0.7)};
@@ -132,4 +132,19 @@ TEST_CASE("plot: running best by hand, and a gnuplot SVG with its data and scrip
   CHECK(dat.str() == "# random: trial best_so_far\n1 0.5\n2 0.5\n3 0.5\n4 0.7\n\n\n"
                      "# tpe: trial best_so_far\n0 0.6\n\n\n");
   CHECK_THROWS_AS(plot_running_best({}, Direction::maximize, "a", svg), ConfigError);
+  // the extension picks the terminal: a .png is a PNG (it used to hold SVG text), others refused
+  const std::string png = (dir.path / "best.png").string();
+  plot_running_best({{"random", t}}, Direction::maximize, "accuracy", png);
+  std::ifstream p(png, std::ios::binary);
+  std::string magic(4, '\0');
+  p.read(magic.data(), 4);
+  CHECK(magic == "\x89PNG");
+  CHECK_THROWS_AS(plot_running_best({{"random", t}}, Direction::maximize, "a",
+                                    (dir.path / "best.jpeg").string()),
+                  ConfigError);
+  std::ifstream g(svg + ".gp");
+  std::stringstream gp;
+  gp << g.rdbuf();
+  CHECK(gp.str().find("dashtype 2") != std::string::npos);  // equal curves stay apart
+  CHECK(gp.str().find("set xtics 1") != std::string::npos);  // whole-number trial ticks
 }
