@@ -72,14 +72,18 @@ void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
   script += "\n";
   write_text_atomic(gp, script);
 
-  // gnuplot writes the figure to a temporary name; it is renamed only when gnuplot succeeded.
-  std::FILE* pipe = popen(cat("gnuplot ", gp_string(gp), " 2>&1").c_str(), "r");
+  run_gnuplot(gp, tmp, path);
+}
+
+void run_gnuplot(const std::string& script, const std::string& tmp, const std::string& path) {
+  // gnuplot writes the figure to a temporary name; it is renamed only when gnuplot succeeded
+  std::FILE* pipe = popen(cat("gnuplot ", gp_string(script), " 2>&1").c_str(), "r");
   MASE_CHECK(pipe != nullptr, IoError, "[plot] cannot run gnuplot (apt-get install gnuplot-nox)");
   std::string output;
   char buf[256];
   while (std::fgets(buf, sizeof buf, pipe)) output += buf;
   const int status = pclose(pipe);
-  MASE_CHECK(status == 0, IoError, "[plot] gnuplot failed on ", gp, ": ",
+  MASE_CHECK(status == 0, IoError, "[plot] gnuplot failed on ", script, ": ",
              output.empty() ? std::string("no output (apt-get install gnuplot-nox)") : output);
   std::error_code ec;
   fs::rename(tmp, path, ec);

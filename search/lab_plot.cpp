@@ -3,12 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
+#include "search/curve_plot.h"
 #include "search/plot.h"
 
 namespace mase::search {
@@ -31,35 +30,14 @@ std::string terminal_for(const std::string& path, bool wide) {
   throw ConfigError(cat("[plot] expected --plot ending in .svg or .png, got '", path, "'"));
 }
 
-void save_text(const fs::path& path, const std::string& text) {
-  const fs::path tmp = fs::path(path.string() + ".tmp");
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    MASE_CHECK(f.good(), IoError, "[plot] cannot write ", tmp.string());
-  }
-  fs::rename(tmp, path);
-}
-
 // Writes data and script beside `path`, runs gnuplot, renames its output into place.
 void draw(const std::string& path, const std::string& data, const std::string& body,
           bool wide) {
   const std::string term = terminal_for(path, wide);
-  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
-  save_text(path + ".dat", data);
+  write_text_atomic(path + ".dat", data);  // creates the folder
   const std::string out_tmp = path + ".part";
-  save_text(path + ".gp", cat(term, "set output ", gp_quote(out_tmp), "\n", body));
-  const std::string log = path + ".log";
-  const std::string cmd = cat("gnuplot ", gp_quote(path + ".gp"), " > ", gp_quote(log), " 2>&1");
-  const int status = std::system(cmd.c_str());
-  std::ifstream in(log);
-  std::stringstream msg;
-  msg << in.rdbuf();
-  fs::remove(log);
-  MASE_CHECK(status == 0 && fs::exists(out_tmp), IoError, "[plot] gnuplot failed on ", path,
-             ".gp: ", msg.str().empty() ? "is gnuplot installed? (apt-get install gnuplot-nox)"
-                                        : msg.str());
-  fs::rename(out_tmp, path);
+  write_text_atomic(path + ".gp", cat(term, "set output ", gp_quote(out_tmp), "\n", body));
+  run_gnuplot(path + ".gp", out_tmp, path);
 }
 
 // A title as a double-quoted gnuplot string, broken into lines at "; " (gnuplot reads \n there).

@@ -3,13 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
-#include "runtime/error.h"
 #include "runtime/atomic_file.h"
+#include "runtime/error.h"
 #include "search/curve_plot.h"
 
 namespace mase::search {
@@ -77,20 +75,7 @@ void plot_running_best(const std::vector<std::pair<std::string, std::vector<Tria
   script += "\n";
   write_text_atomic(gp.string(), script);
 
-  // gnuplot writes the SVG to a temporary name; we rename it when gnuplot succeeded.
-  std::string cmd = cat("gnuplot ", quoted(gp.string()), " 2>&1");
-  std::FILE* pipe = popen(cmd.c_str(), "r");
-  MASE_CHECK(pipe != nullptr, IoError, "[plot] cannot run gnuplot (apt-get install gnuplot-nox)");
-  std::string output;
-  char buf[256];
-  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
-  int status = pclose(pipe);
-  MASE_CHECK(status == 0, IoError, "[plot] gnuplot failed on ", gp.string(), ": ",
-             output.empty() ? std::string("no output (is gnuplot installed? apt-get install gnuplot-nox)")
-                            : output);
-  std::error_code ec;
-  fs::rename(svg_path + ".tmp", svg, ec);
-  MASE_CHECK(!ec, IoError, "[plot] gnuplot wrote no ", svg_path, ".tmp: ", ec.message());
+  run_gnuplot(gp.string(), svg_path + ".tmp", svg.string());
 }
 
 }  // namespace mase::search
