@@ -40,4 +40,4 @@ with tarfile.open(src, "r:gz") as tin, tarfile.open(dst, "w:gz") as tout:
             tout.addfile(m, tin.extractfile(m))
 PY
 du -sh .dev | sed 's/^/gpu_pack: .dev holds /'
-echo "gpu_pack: now call the device tool: carry [\".dev\"], command \"bash scripts/gpu_run.sh\""
+echo "gpu_pack: now call the device tool: carry [\".dev\"], command \"bash scripts/gpu_run.sh tests\" (then train, bench)"

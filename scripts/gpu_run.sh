@@ -4,7 +4,17 @@
 # CUDA cases run instead of being skipped), mase-train --device cuda on a small IMDb, the e2e
 # benchmark, and PyTorch's figures for the same steps on the same GPU, side by side; the table
 # goes to $OUT/summary.md and the logs to $OUT/logs.tar.gz (the device tool brings $OUT back).
+#
+#   bash scripts/gpu_run.sh tests     # every test binary, the CPU == CUDA cases   (~3-5 min)
+#   bash scripts/gpu_run.sh train     # mase-train --device cuda, bert-tiny and bert-small
+#   bash scripts/gpu_run.sh bench     # mase-bench e2e + PyTorch's same steps on the GPU
+#   bash scripts/gpu_run.sh all       # the three in one call, when the lease allows
+# The device tool stops a command after 600 s, so each stage keeps under ~9 minutes (each
+# step has its own timeout); a lease of 30 minutes fits one call per stage plus the start.
 set -uo pipefail
+stage="${1:-all}"
+case "$stage" in tests | train | bench | all) ;; *) echo "gpu_run: unknown stage '$stage' (tests|train|bench|all)"; exit 2 ;; esac
+want() { [ "$stage" = all ] || [ "$stage" = "$1" ]; }
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/mase-gpu-out}"
 mkdir -p "$OUT" /tmp/mase-logs
@@ -24,22 +34,28 @@ sum="$OUT/summary.md"
   echo "|---|---|"
 } > "$sum"
 row() { echo "| $1 | $2 |" >> "$sum"; }
+if want tests; then
 for t in test_runtime test_autograd test_models test_train test_quant test_graph; do
-  timeout 900 ".dev/bin/$t" > "$logs/$t.log" 2>&1
+  timeout 120 ".dev/bin/$t" > "$logs/$t.log" 2>&1
   row "$t (doctest)" "exit $?; $(grep -E '^\[doctest\] test cases' "$logs/$t.log" | tail -1)"
 done
-.dev/bin/test_autograd -tc='*CUDA*' > "$logs/cpu_cuda.log" 2>&1
+timeout 60 .dev/bin/test_autograd -tc='*CUDA*' > "$logs/cpu_cuda.log" 2>&1
 row "CPU == CUDA cases of test_autograd" "exit $?; $(grep -c MASE_SKIPPED "$logs/cpu_cuda.log") skipped"
+fi
+if want train; then
 for m in bert-tiny bert-small; do
-  timeout 900 .dev/bin/mase-train --model "$m" --data imdb --data-dir .dev/data --device cuda \
+  timeout 240 .dev/bin/mase-train --model "$m" --data imdb --data-dir .dev/data --device cuda \
     --cache-dir /tmp/mase-cache --out "/tmp/run-$m" > "$logs/train-$m.log" 2>&1
   row "mase-train $m --device cuda (2,000 reviews, 1 epoch)" "exit $?; $(grep -E '^done' "$logs/train-$m.log" | head -1)"
 done
-timeout 900 .dev/bin/mase-bench --e2e --benchmark_format=json > "$logs/e2e.json" 2> "$logs/e2e.err"
+fi
+if want bench; then
+timeout 240 .dev/bin/mase-bench --e2e --benchmark_format=json > "$logs/e2e.json" 2> "$logs/e2e.err"
 row "mase-bench --e2e (CPU steps; no CUDA suite yet)" "exit $?"
-timeout 900 python3 bench/torch_e2e.py --device cuda --models bert-tiny bert-small --steps 10 \
+timeout 240 python3 bench/torch_e2e.py --device cuda --models bert-tiny bert-small --steps 10 \
   > "$logs/torch_cuda.txt" 2>&1
 row "PyTorch, same steps on the GPU (bench/torch_e2e.py --device cuda)" "exit $?; see logs"
 { echo; echo '```'; cat "$logs/torch_cuda.txt"; echo '```'; } >> "$sum"
+fi
 tar -czf "$OUT/logs.tar.gz" -C "$logs" .
 cat "$sum"
