@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu_pack.sh — prepare a lent GPU machine's one long call (run it HERE, then call the
-# device tool with carry [".dev"] and the command `bash scripts/gpu_run.sh`).
+# device tool with carry [".dev"] and the command `bash scripts/gpu_run.sh tests`, then train, bench).
 #
 # The GPU machine has nvcc, CMake and cuBLAS but none of our Debian libraries and no package
 # registry, so everything is built here: the CUDA build (build-cuda/), the test binaries and
