@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_common.h"
 #include "bench/report.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
@@ -33,6 +34,7 @@ void register_quant();        // bench/bench_quant.cpp
 void register_e2e();          // bench/bench_e2e.cpp
 void register_softmax();      // bench/bench_softmax.cpp
 void register_sdpa();         // bench/bench_sdpa.cpp
+void register_gpu_base();     // bench/bench_gpu_base.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -59,6 +61,10 @@ const Suite kSuites[] = {
      mase::bench::register_quant},
     {"e2e", "BERT tiny/mini/small training and eval steps at B32 T256: tokens/s, % of sgemm",
      mase::bench::register_e2e},
+    // GPU suites (bench/bench_gpu_*.cpp): CUDA events, L2 flushed before each timed call;
+    // each registers nothing, with one line on stderr, where no GPU is present
+    {"gpu-base", "GPU: device-to-device copy bandwidth, cuBLAS sgemm 4096³ (the GPU's limits)",
+     mase::bench::register_gpu_base},
 };
 
 std::string footer() {
@@ -142,6 +148,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
     benchmark::AddCustomContext("openblas_core", mase::blas::corename());
     benchmark::AddCustomContext("cpu_isa", mase::isa_summary());
+    if (mase::cuda_device_count() > 0) benchmark::AddCustomContext("gpu", mase::bench::gpu_summary());
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,

@@ -3,6 +3,7 @@
 // memory-bound (28 bytes per element), so all that matters is coalesced loads and stores.
 #include "runtime/kernels/adamw.h"
 #include "cuda/check.h"
+#include "cuda/stream.h"
 
 #include <algorithm>
 
@@ -38,7 +39,7 @@ void adamw_step(float* param, float* exp_avg, float* exp_avg_sq, const float* gr
             static_cast<float>(s.bc2_sqrt)};
   const int threads = 256;
   const int64_t blocks = std::min<int64_t>((n + threads - 1) / threads, 65536);
-  adamw_kernel<<<static_cast<int>(blocks), threads>>>(param, exp_avg, exp_avg_sq, grad, f, n);
+  adamw_kernel<<<static_cast<int>(blocks), threads, 0, stream()>>>(param, exp_avg, exp_avg_sq, grad, f, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

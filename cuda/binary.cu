@@ -2,6 +2,7 @@
 // One thread per output element; operands are read through (possibly zero) strides.
 #include "runtime/kernels/binary.h"
 #include "cuda/check.h"
+#include "cuda/stream.h"
 
 namespace mase::cuda {
 namespace {
@@ -55,14 +56,14 @@ void binary_forward(BinaryOp op, float* out, const float* a, const Strides& as, 
     n *= shape[d];
   }
   if (n == 0) return;
-  binary_kernel<<<(n + 255) / 256, 256>>>(op, out, a, b, g, n);
+  binary_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(op, out, a, b, g, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
 void binary_scalar_forward(BinaryOp op, float* out, const float* a, float s, bool scalar_first,
                            int64_t n) {
   if (n == 0) return;
-  binary_scalar_kernel<<<(n + 255) / 256, 256>>>(op, out, a, s, scalar_first, n);
+  binary_scalar_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(op, out, a, s, scalar_first, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -2,6 +2,7 @@
 // One thread per element; the N-d index is unravelled from the flat index, as in
 // runtime/cpu/strided.h but without dimension merging (copies are rare on the GPU path).
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/copy.h"
 
 namespace mase::cuda {
@@ -52,11 +53,11 @@ void copy_strided(void* dst, const Strides& dst_strides, const void* src,
   if (n == 0) return;
   const int threads = 256;
   switch (itemsize) {
-    case 1: copy_strided_kernel<<<blocks_for(n, threads), threads>>>(
+    case 1: copy_strided_kernel<<<blocks_for(n, threads), threads, 0, stream()>>>(
                 static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), g, n); break;
-    case 4: copy_strided_kernel<<<blocks_for(n, threads), threads>>>(
+    case 4: copy_strided_kernel<<<blocks_for(n, threads), threads, 0, stream()>>>(
                 static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), g, n); break;
-    case 8: copy_strided_kernel<<<blocks_for(n, threads), threads>>>(
+    case 8: copy_strided_kernel<<<blocks_for(n, threads), threads, 0, stream()>>>(
                 static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), g, n); break;
     default: throw Error(cat("[copy] unsupported item size ", itemsize));
   }
@@ -68,11 +69,11 @@ void fill(void* dst, DType dtype, double value, int64_t n, int device) {
   MASE_CUDA_CHECK(cudaSetDevice(device));
   const int threads = 256, blocks = blocks_for(n, threads);
   switch (dtype) {
-    case DType::f32: fill_kernel<<<blocks, threads>>>(static_cast<float*>(dst), float(value), n); break;
-    case DType::f64: fill_kernel<<<blocks, threads>>>(static_cast<double*>(dst), value, n); break;
-    case DType::i32: fill_kernel<<<blocks, threads>>>(static_cast<int32_t*>(dst), int32_t(value), n); break;
-    case DType::i8: fill_kernel<<<blocks, threads>>>(static_cast<int8_t*>(dst), int8_t(value), n); break;
-    case DType::u8: fill_kernel<<<blocks, threads>>>(static_cast<uint8_t*>(dst), uint8_t(value), n); break;
+    case DType::f32: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<float*>(dst), float(value), n); break;
+    case DType::f64: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<double*>(dst), value, n); break;
+    case DType::i32: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<int32_t*>(dst), int32_t(value), n); break;
+    case DType::i8: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<int8_t*>(dst), int8_t(value), n); break;
+    case DType::u8: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<uint8_t*>(dst), uint8_t(value), n); break;
   }
   MASE_CUDA_CHECK(cudaGetLastError());
 }

@@ -5,6 +5,7 @@
 // Backward: one thread per logit. dloss stays on the device: no host round trip.
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/cross_entropy.h"
 
 namespace mase::cuda {
@@ -59,11 +60,11 @@ void cross_entropy_forward(float* loss, float* losses, float* lse, const float* 
                            const int32_t* targets, int64_t N, int64_t C, int64_t ignore_index,
                            int64_t count) {
   if (N > 0) {
-    row_loss_kernel<<<row_grid(N), row_block_threads(C)>>>(losses, lse, logits, targets, C,
+    row_loss_kernel<<<row_grid(N), row_block_threads(C), 0, stream()>>>(losses, lse, logits, targets, C,
                                                            ignore_index);
     MASE_CUDA_CHECK(cudaGetLastError());
   }
-  mean_kernel<<<1, kSumThreads>>>(loss, losses, N, count);
+  mean_kernel<<<1, kSumThreads, 0, stream()>>>(loss, losses, N, count);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -72,7 +73,7 @@ void cross_entropy_backward(float* dlogits, const float* dloss, const float* log
                             int64_t ignore_index, int64_t count) {
   const int64_t n = N * C;
   if (n == 0) return;
-  backward_kernel<<<(n + 255) / 256, 256>>>(dlogits, dloss, logits, lse, targets, N, C,
+  backward_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(dlogits, dloss, logits, lse, targets, N, C,
                                             ignore_index, count);
   MASE_CUDA_CHECK(cudaGetLastError());
 }

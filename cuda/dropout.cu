@@ -2,6 +2,7 @@
 // One thread per Philox block of 4 elements; philox4x32 and dropout_keep are the very
 // functions the CPU runs (runtime/philox.h, runtime/kernels/dropout.h), compiled for the device.
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/dropout.h"
 
 namespace mase::cuda {
@@ -22,7 +23,7 @@ void dropout_forward(float* out, const float* inp, int64_t n, uint64_t seed, uin
                      uint32_t threshold, float scale) {
   if (n == 0) return;
   const int64_t blocks = (n + 3) / 4;
-  dropout_kernel<<<(blocks + 255) / 256, 256>>>(out, inp, n, seed, offset, threshold, scale);
+  dropout_kernel<<<(blocks + 255) / 256, 256, 0, stream()>>>(out, inp, n, seed, offset, threshold, scale);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -7,6 +7,7 @@
 // columns, so each step of the walk is a coalesced row read and write. With C = 768 that is
 // only 768 threads: fine for BERT's (B·T = 4096) rows, a candidate for a sorted-ids kernel.
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/embedding.h"
 
 namespace mase::cuda {
@@ -31,14 +32,14 @@ __global__ void backward_kernel(float* dweight, const float* dout, const int32_t
 
 void embedding_forward(float* out, const int32_t* ids, const float* weight, int64_t N, int64_t C) {
   if (N * C == 0) return;
-  forward_kernel<<<(N * C + 255) / 256, 256>>>(out, ids, weight, N, C);
+  forward_kernel<<<(N * C + 255) / 256, 256, 0, stream()>>>(out, ids, weight, N, C);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t N,
                         int64_t C) {
   if (N * C == 0) return;
-  backward_kernel<<<(C + 127) / 128, 128>>>(dweight, dout, ids, N, C);
+  backward_kernel<<<(C + 127) / 128, 128, 0, stream()>>>(dweight, dout, ids, N, C);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

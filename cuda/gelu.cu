@@ -2,6 +2,7 @@
 // one thread per element. The fused backward's dbias = Σ_rows dinp is the column sum of
 // cuda/reduce.cu (outer 1, reduce rows, inner cols) run on dinp right after.
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/gelu.h"
 #include "runtime/kernels/reduce.h"
 
@@ -46,13 +47,13 @@ __global__ void bias_backward_kernel(float* dx, const float* dy, const float* x,
 
 void gelu_forward(float* out, const float* inp, int64_t n) {
   if (n == 0) return;
-  forward_kernel<<<(n + 255) / 256, 256>>>(out, inp, n);
+  forward_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(out, inp, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
 void gelu_backward(float* dinp, const float* dout, const float* inp, int64_t n) {
   if (n == 0) return;
-  backward_kernel<<<(n + 255) / 256, 256>>>(dinp, dout, inp, n);
+  backward_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(dinp, dout, inp, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -60,7 +61,7 @@ void bias_gelu_forward(float* out, const float* inp, const float* bias, int64_t 
                        int64_t cols) {
   const int64_t n = rows * cols;
   if (n == 0) return;
-  bias_forward_kernel<<<(n + 255) / 256, 256>>>(out, inp, bias, n, cols);
+  bias_forward_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(out, inp, bias, n, cols);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -68,7 +69,7 @@ void bias_gelu_backward(float* dinp, float* dbias, const float* dout, const floa
                         const float* bias, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
   if (n > 0) {
-    bias_backward_kernel<<<(n + 255) / 256, 256>>>(dinp, dout, inp, bias, n, cols);
+    bias_backward_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(dinp, dout, inp, bias, n, cols);
     MASE_CUDA_CHECK(cudaGetLastError());
   }
   sum_forward(dbias, dinp, 1, rows, cols);  // dbias = Σ_rows dinp

@@ -1,6 +1,7 @@
 // cuda/grad_norm.cu — Σ x² in double on the GPU, as fixed per-block partial sums (twin of
 // runtime/cpu/grad_norm.cpp; see runtime/kernels/grad_norm.h for why partials).
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/grad_norm.h"
 
 namespace mase::cuda {
@@ -29,7 +30,7 @@ __global__ void sum_squares_kernel(double* partials, const float* __restrict__ x
 
 void sum_squares_partials(double* partials, const float* x, int64_t n) {
   // n == 0 still writes zeros, so the caller's sum over every partial is right
-  sum_squares_kernel<<<kSumSquaresBlocks, kThreads>>>(partials, x, n);
+  sum_squares_kernel<<<kSumSquaresBlocks, kThreads, 0, stream()>>>(partials, x, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

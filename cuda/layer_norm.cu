@@ -11,6 +11,7 @@
 // cuda/reduce.cu's column sum.
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/layer_norm.h"
 #include "runtime/kernels/reduce.h"
 
@@ -122,7 +123,7 @@ void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp,
                         const float* weight, const float* bias, int64_t rows, int64_t cols,
                         double eps) {
   if (rows == 0 || cols == 0) return;
-  forward_kernel<<<row_grid(rows), row_block_threads(cols)>>>(out, mean, rstd, inp, weight, bias,
+  forward_kernel<<<row_grid(rows), row_block_threads(cols), 0, stream()>>>(out, mean, rstd, inp, weight, bias,
                                                               cols, static_cast<float>(eps));
   MASE_CUDA_CHECK(cudaGetLastError());
 }
@@ -132,12 +133,12 @@ void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float*
                          const float* rstd, int64_t rows, int64_t cols) {
   if (cols == 0) return;
   if (rows > 0) {
-    backward_dx_kernel<<<row_grid(rows), row_block_threads(cols)>>>(dinp, dout, inp, weight, mean,
+    backward_dx_kernel<<<row_grid(rows), row_block_threads(cols), 0, stream()>>>(dinp, dout, inp, weight, mean,
                                                                     rstd, cols);
     MASE_CUDA_CHECK(cudaGetLastError());
   }
   const unsigned col_blocks = static_cast<unsigned>((cols + kColTile - 1) / kColTile);
-  backward_dwdb_kernel<<<col_blocks, dim3(kColTile, kRowGroups)>>>(dweight, dbias, dout, inp, mean,
+  backward_dwdb_kernel<<<col_blocks, dim3(kColTile, kRowGroups), 0, stream()>>>(dweight, dbias, dout, inp, mean,
                                                                    rstd, rows, cols);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
@@ -148,7 +149,7 @@ void dropout_add_layer_norm_forward(float* out, float* hidden, uint8_t* keep, fl
                                     const float* bias, int64_t rows, int64_t cols, double eps,
                                     const DropoutMask& mask) {
   if (rows == 0 || cols == 0) return;
-  fused_forward_kernel<<<row_grid(rows), row_block_threads(cols)>>>(
+  fused_forward_kernel<<<row_grid(rows), row_block_threads(cols), 0, stream()>>>(
       out, hidden, keep, mean, rstd, inp, inp_bias, residual, weight, bias, cols,
       static_cast<float>(eps), mask);
   MASE_CUDA_CHECK(cudaGetLastError());
@@ -162,7 +163,7 @@ void dropout_add_layer_norm_backward(float* dinp, float* dresidual, float* dinp_
   layer_norm_backward(dresidual, dweight, dbias, dout, hidden, weight, mean, rstd, rows, cols);
   const int64_t n = rows * cols;
   if (dinp && n > 0) {
-    mask_kernel<<<(n + 255) / 256, 256>>>(dinp, dresidual, keep, static_cast<float>(scale), n);
+    mask_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(dinp, dresidual, keep, static_cast<float>(scale), n);
     MASE_CUDA_CHECK(cudaGetLastError());
   }
   if (dinp_bias) sum_forward(dinp_bias, dinp ? dinp : dresidual, 1, rows, cols);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/matmul.h"
 
 namespace mase::cuda {
@@ -16,6 +17,8 @@ cublasHandle_t handle() {
   static cublasHandle_t h = [] {
     cublasHandle_t x;
     if (cublasCreate(&x) != CUBLAS_STATUS_SUCCESS) throw DeviceError("[gemm] cublasCreate failed");
+    if (cublasSetStream(x, stream()) != CUBLAS_STATUS_SUCCESS)  // cuda/stream.h
+      throw DeviceError("[gemm] cublasSetStream failed");
     return x;
   }();
   return h;

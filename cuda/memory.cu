@@ -1,6 +1,7 @@
 // cuda/memory.cu — device memory and host<->device copies (see memory.h).
 #include "cuda/check.h"
 #include "cuda/memory.h"
+#include "cuda/stream.h"
 
 namespace mase::cuda {
 
@@ -31,22 +32,24 @@ void free_device(void* ptr, int device) {
 
 void copy_host_to_device(void* dst, const void* src, size_t nbytes, int device) {
   MASE_CUDA_CHECK(cudaSetDevice(device));
-  MASE_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice));
+  // from pageable memory: returns once `src` has been staged, so the caller may free it
+  MASE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, stream()));
 }
 
 void copy_device_to_host(void* dst, const void* src, size_t nbytes, int device) {
   MASE_CUDA_CHECK(cudaSetDevice(device));
-  MASE_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));
+  MASE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream()));
+  MASE_CUDA_CHECK(cudaStreamSynchronize(stream()));  // the host reads dst next
 }
 
 void copy_device_to_device(void* dst, const void* src, size_t nbytes, int device) {
   MASE_CUDA_CHECK(cudaSetDevice(device));
-  MASE_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToDevice));
+  MASE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream()));
 }
 
 void synchronize(int device) {
   MASE_CUDA_CHECK(cudaSetDevice(device));
-  MASE_CUDA_CHECK(cudaDeviceSynchronize());
+  MASE_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
 }  // namespace mase::cuda

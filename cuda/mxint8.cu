@@ -20,6 +20,7 @@
 // Arithmetic is the CPU kernel's, step for step (same RNE, same clamp, same E8M0 rule), so
 // CPU and GPU give identical bytes (tests/quant/test_mxint8.cpp checks it when a GPU exists).
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/mxint8.h"
 
 namespace mase::cuda {
@@ -133,14 +134,14 @@ dim3 grid_for(int64_t rows, int64_t K) {
 
 void mxint8_quantize(int8_t* q, uint8_t* scales, const float* x, int64_t rows, int64_t K) {
   if (rows == 0 || K == 0) return;
-  quantize_kernel<<<grid_for(rows, K), kThreads>>>(q, scales, x, rows, K);
+  quantize_kernel<<<grid_for(rows, K), kThreads, 0, stream()>>>(q, scales, x, rows, K);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
 void mxint8_dequantize(float* out, const int8_t* q, const uint8_t* scales, int64_t rows, int64_t K,
                        bool bf16_trick) {
   if (rows == 0 || K == 0) return;
-  dequantize_kernel<<<grid_for(rows, K), kThreads>>>(out, q, scales, rows, K, bf16_trick);
+  dequantize_kernel<<<grid_for(rows, K), kThreads, 0, stream()>>>(out, q, scales, rows, K, bf16_trick);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -9,6 +9,7 @@
 //    strided share of the row, then a tree reduction in shared memory.
 // Simple rather than fast: a single long row uses one block. A later issue can split it.
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/reduce.h"
 
 namespace mase::cuda {
@@ -72,7 +73,7 @@ __global__ void max_backward_kernel(float* dinp, const float* dout, const float*
 
 void max_forward(float* out, const float* inp, int64_t outer, int64_t reduce, int64_t inner) {
   if (outer * inner == 0) return;
-  max_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads>>>(out, inp, outer, reduce,
+  max_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads, 0, stream()>>>(out, inp, outer, reduce,
                                                                       inner);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
@@ -80,7 +81,7 @@ void max_forward(float* out, const float* inp, int64_t outer, int64_t reduce, in
 void max_backward(float* dinp, const float* dout, const float* inp, const float* out,
                   int64_t outer, int64_t reduce, int64_t inner) {
   if (outer * inner == 0) return;
-  max_backward_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads>>>(
+  max_backward_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads, 0, stream()>>>(
       dinp, dout, inp, out, outer, reduce, inner);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
@@ -88,9 +89,9 @@ void max_backward(float* dinp, const float* dout, const float* inp, const float*
 void sum_forward(float* out, const float* inp, int64_t outer, int64_t reduce, int64_t inner) {
   if (outer * inner == 0) return;
   if (inner == 1)
-    sum_rows_kernel<<<outer, kThreads>>>(out, inp, reduce);
+    sum_rows_kernel<<<outer, kThreads, 0, stream()>>>(out, inp, reduce);
   else
-    sum_columns_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads>>>(out, inp, outer,
+    sum_columns_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads, 0, stream()>>>(out, inp, outer,
                                                                               reduce, inner);
   MASE_CUDA_CHECK(cudaGetLastError());
 }

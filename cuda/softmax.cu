@@ -3,6 +3,7 @@
 // max and the sum (block_reduce.cuh). Same math and the same fully-masked-row rule as the CPU.
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/softmax.h"
 
 namespace mase::cuda {
@@ -46,14 +47,14 @@ __global__ void backward_kernel(float* dinp, const float* dout, const float* out
 
 void launch_forward(float* out, const float* inp, int64_t rows, int64_t cols, bool log) {
   if (rows == 0 || cols == 0) return;
-  forward_kernel<<<row_grid(rows), row_block_threads(cols)>>>(out, inp, cols, log);
+  forward_kernel<<<row_grid(rows), row_block_threads(cols), 0, stream()>>>(out, inp, cols, log);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
 void launch_backward(float* dinp, const float* dout, const float* out, int64_t rows,
                      int64_t cols, bool log) {
   if (rows == 0 || cols == 0) return;
-  backward_kernel<<<row_grid(rows), row_block_threads(cols)>>>(dinp, dout, out, cols, log);
+  backward_kernel<<<row_grid(rows), row_block_threads(cols), 0, stream()>>>(dinp, dout, out, cols, log);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

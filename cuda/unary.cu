@@ -1,5 +1,6 @@
 // cuda/unary.cu — elementwise math on the GPU (twin of runtime/cpu/unary.cpp).
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/unary.h"
 
 namespace mase::cuda {
@@ -37,14 +38,14 @@ __global__ void backward_kernel(UnaryOp op, float* dx, const float* dy, const fl
 
 void unary_forward(UnaryOp op, float* out, const float* inp, int64_t n) {
   if (n == 0) return;
-  forward_kernel<<<(n + 255) / 256, 256>>>(op, out, inp, n);
+  forward_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(op, out, inp, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
 void unary_backward(UnaryOp op, float* dinp, const float* dout, const float* inp, const float* out,
                     int64_t n) {
   if (n == 0) return;
-  backward_kernel<<<(n + 255) / 256, 256>>>(op, dinp, dout, inp, out, n);
+  backward_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(op, dinp, dout, inp, out, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -2,6 +2,7 @@
 // per output element; the N-d index is unravelled and each operand read through its strides,
 // as in cuda/binary.cu.
 #include "cuda/check.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/where.h"
 
 namespace mase::cuda {
@@ -43,7 +44,7 @@ void where_forward(float* out, const uint8_t* cond, const Strides& cs, const flo
     n *= shape[d];
   }
   if (n == 0) return;
-  where_kernel<<<(n + 255) / 256, 256>>>(out, cond, a, b, g, n);
+  where_kernel<<<(n + 255) / 256, 256, 0, stream()>>>(out, cond, a, b, g, n);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,0 +1,22 @@
+// cuda/stream.h — the one CUDA stream every kernel, copy and cuBLAS call of mase-cpp runs on.
+// Included by .cu files only.
+//
+// Why not the default (legacy NULL) stream: a CUDA graph can only capture work issued to a
+// stream that is being captured, and the legacy stream cannot be captured at all
+// (cudaStreamBeginCapture refuses it). So every launch names this stream:
+//
+//   my_kernel<<<grid, block, 0, stream()>>>(...);
+//   MASE_CUDA_CHECK(cudaGetLastError());     // a bad launch configuration is reported here
+//
+// It is created non-blocking (no implicit synchronisation with the legacy stream), one per
+// device, on first use. Work on it runs in issue order, so kernels need no events between
+// them; the host waits only where it must read a result (copy_device_to_host, synchronize).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace mase::cuda {
+
+// The stream of the current device (cudaGetDevice); created on first use, never destroyed.
+cudaStream_t stream();
+
+}  // namespace mase::cuda
