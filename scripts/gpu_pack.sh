@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu_pack.sh — prepare a lent GPU machine's one long call (run it HERE, then call the
-# device tool with carry [".dev"] and the command `bash scripts/gpu_run.sh tests`, then train, bench).
+# device tool with carry [".dev"] and the command `bash scripts/gpu_run.sh`; see that script).
 #
 # The GPU machine has nvcc, CMake and cuBLAS but none of our Debian libraries and no package
 # registry, so everything is built here: the CUDA build (build-cuda/), the test binaries and
@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
 command -v nvcc >/dev/null || { echo "gpu_pack: no nvcc (the CUDA toolkit is needed here)"; exit 2; }
 bins=(test_runtime test_autograd test_models test_train test_quant test_graph mase-train mase-bench)
+# more binaries a scripts/gpu/*.sh part needs: GPU_PACK_EXTRA="test_search mase-graph"
+read -r -a extra <<< "${GPU_PACK_EXTRA:-}"
+bins+=("${extra[@]}")
 if [ ! -f build-cuda/build.ninja ]; then
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DMASE_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
@@ -21,6 +24,7 @@ ninja -C build-cuda "${bins[@]}"
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
 rm -rf .dev && mkdir -p .dev/bin .dev/lib .dev/data/imdb
 for b in "${bins[@]}"; do cp "build-cuda/bin/$b" .dev/bin/ && strip .dev/bin/"$b"; done
+git rev-parse --short HEAD > .dev/commit; git status --porcelain | grep -q . && echo "+uncommitted" >> .dev/commit
 # every library ldd resolves, except what every Linux and the CUDA install already have
 ldd .dev/bin/* | awk '/=> \// { print $3 }' | sort -u |
   grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so|libcu(blas|blasLt|dart|da)\.so' |
@@ -40,4 +44,4 @@ with tarfile.open(src, "r:gz") as tin, tarfile.open(dst, "w:gz") as tout:
             tout.addfile(m, tin.extractfile(m))
 PY
 du -sh .dev | sed 's/^/gpu_pack: .dev holds /'
-echo "gpu_pack: now call the device tool: carry [\".dev\"], command \"bash scripts/gpu_run.sh tests\" (then train, bench)"
+echo "gpu_pack: now call the device tool: carry [\".dev\"], command \"bash scripts/gpu_run.sh\""

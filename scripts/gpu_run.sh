@@ -1,61 +1,83 @@
 #!/usr/bin/env bash
-# scripts/gpu_run.sh — everything one lent GPU call should do, ON the device machine (prepared
-# by scripts/gpu_pack.sh, carried in .dev/): every test binary with the GPU present (the CPU ==
-# CUDA cases run instead of being skipped), mase-train --device cuda on a small IMDb, the e2e
-# benchmark, and PyTorch's figures for the same steps on the same GPU, side by side; the table
-# goes to $OUT/summary.md and the logs to $OUT/logs.tar.gz (the device tool brings $OUT back).
+# scripts/gpu_run.sh — everything one lent GPU call does, ON the device machine, from the repo
+# root (prepared here by scripts/gpu_pack.sh, which builds the binaries into .dev/ — carried by
+# the device tool's `carry: [".dev"]`).
 #
-#   bash scripts/gpu_run.sh tests     # every test binary, the CPU == CUDA cases   (~3-5 min)
-#   bash scripts/gpu_run.sh train     # mase-train --device cuda, bert-tiny and bert-small
-#   bash scripts/gpu_run.sh bench     # mase-bench e2e + PyTorch's same steps on the GPU
-#   bash scripts/gpu_run.sh all       # the three in one call, when the lease allows
-# The device tool stops a command after 600 s, so each stage keeps under ~9 minutes (each
-# step has its own timeout); a lease of 30 minutes fits one call per stage plus the start.
+#   bash scripts/gpu_run.sh                 # core, then every scripts/gpu/*.sh
+#   bash scripts/gpu_run.sh core attn       # only these parts
+#
+# Parts:
+#   core    the GPU's facts; every "CPU == CUDA" test case of every test binary (they are
+#           reported skipped on a machine without a GPU); the gpu-base suite (copy bandwidth,
+#           cuBLAS sgemm); mase-train --device cuda on bert-tiny, 40 steps of a small IMDb
+#   <name>  scripts/gpu/<name>.sh, one per piece of GPU work (attn: softmax and attention,
+#           quant: number formats and MXINT8, step: the training step and its profile, ...),
+#           each run with BIN (the binaries), DATA (a small IMDb), OUT and LOGS set, each
+#           appending `| what | result |` rows to $OUT/summary.md.
+# The device tool stops a command after 600 s and the lease is 15 minutes in all: every step
+# has its own timeout, and the summary and logs are written as each part ends, so a part cut
+# short still leaves what ran. Results: $OUT/summary.md, $OUT/logs.tar.gz.
 set -uo pipefail
-stage="${1:-all}"
-case "$stage" in tests | train | bench | all) ;; *) echo "gpu_run: unknown stage '$stage' (tests|train|bench|all)"; exit 2 ;; esac
-want() { [ "$stage" = all ] || [ "$stage" = "$1" ]; }
 cd "$(dirname "$0")/.."
-OUT="${OUT:-/tmp/mase-gpu-out}"
-mkdir -p "$OUT" /tmp/mase-logs
-logs=/tmp/mase-logs
+export OUT="${OUT:-/tmp/mase-gpu-out}" LOGS=/tmp/mase-logs BIN="$PWD/.dev/bin" DATA="$PWD/.dev/data"
+mkdir -p "$OUT" "$LOGS"
+parts=("$@")
+if ((${#parts[@]} == 0)); then
+  parts=(core)
+  for s in scripts/gpu/*.sh; do [ -f "$s" ] && parts+=("$(basename "$s" .sh)"); done
+fi
 # test fixtures are found by the absolute path compiled in: /work/main/tests/fixtures
 [ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
 for x in .dev/lib/*.xz; do [ -f "$x" ] && unxz -f "$x"; done
 cublas=$(ldconfig -p | awk '/libcublas\.so/ { print $NF; exit }')
 export LD_LIBRARY_PATH="$PWD/.dev/lib${cublas:+:$(dirname "$cublas")}:${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1
 sum="$OUT/summary.md"
+row() { echo "| $1 | $2 |" >> "$sum"; }
+# `step NAME SECONDS CMD...`: runs CMD under a timeout, its output in $LOGS/NAME.log; prints
+# "exit N, M s" for the summary row (124 = timed out).
+step() {
+  local name=$1 secs=$2 t0=$SECONDS rc
+  shift 2
+  timeout "$secs" "$@" > "$LOGS/$name.log" 2>&1
+  rc=$?
+  echo "exit $rc, $((SECONDS - t0)) s"
+}
+export -f row step
+save_logs() { tar -czf "$OUT/logs.tar.gz" -C "$LOGS" . 2>/dev/null; }
 {
-  echo "# GPU run $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
+  echo "# GPU run $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || cat .dev/commit 2>/dev/null || echo ?)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/GPU: /'
-  python3 -c "import torch; print('PyTorch', torch.__version__)" 2>/dev/null
+  python3 -c "import torch; print('PyTorch', torch.__version__, 'CUDA', torch.version.cuda)" 2>/dev/null
+  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
   echo
   echo "| what | result |"
   echo "|---|---|"
 } > "$sum"
-row() { echo "| $1 | $2 |" >> "$sum"; }
-if want tests; then
-for t in test_runtime test_autograd test_models test_train test_quant test_graph; do
-  timeout 120 ".dev/bin/$t" > "$logs/$t.log" 2>&1
-  row "$t (doctest)" "exit $?; $(grep -E '^\[doctest\] test cases' "$logs/$t.log" | tail -1)"
+
+core() {
+  local tests=(test_runtime test_autograd test_models test_train test_quant test_graph)
+  for t in "${tests[@]}"; do
+    [ -x "$BIN/$t" ] || continue
+    r=$(step "$t-cuda" 120 "$BIN/$t" -tc='*CUDA*,*GPU*,*cuda*')
+    row "$t, CPU == CUDA cases" "$r; $(grep -E '^\[doctest\] test cases' "$LOGS/$t-cuda.log" | tail -1); $(grep -c MASE_SKIPPED "$LOGS/$t-cuda.log") skipped"
+  done
+  r=$(step gpu-base 90 "$BIN/mase-bench" --suite gpu-base --benchmark_min_time=0.2s)
+  row "mase-bench --suite gpu-base" "$r"
+  { echo; echo '```'; grep -E '^gpu-base|gpu' "$LOGS/gpu-base.log" | head -8; echo '```'; echo; } >> "$sum"
+  r=$(step train-tiny 150 "$BIN/mase-train" --model bert-tiny --data imdb --data-dir "$DATA" \
+      --device cuda --max-steps 40 --cache-dir /tmp/mase-cache --out /tmp/run-tiny)
+  row "mase-train bert-tiny --device cuda --max-steps 40" "$r; $(grep -E '^done' "$LOGS/train-tiny.log" | head -1)"
+}
+
+for p in "${parts[@]}"; do
+  t0=$SECONDS
+  if [ "$p" = core ]; then core
+  elif [ -f "scripts/gpu/$p.sh" ]; then
+    bash "scripts/gpu/$p.sh" > "$LOGS/part-$p.log" 2>&1 || row "scripts/gpu/$p.sh" "exit $?"
+  else row "$p" "no such part (core or scripts/gpu/<name>.sh)"
+  fi
+  echo "part $p: $((SECONDS - t0)) s" >&2
+  save_logs
 done
-timeout 60 .dev/bin/test_autograd -tc='*CUDA*' > "$logs/cpu_cuda.log" 2>&1
-row "CPU == CUDA cases of test_autograd" "exit $?; $(grep -c MASE_SKIPPED "$logs/cpu_cuda.log") skipped"
-fi
-if want train; then
-for m in bert-tiny bert-small; do
-  timeout 240 .dev/bin/mase-train --model "$m" --data imdb --data-dir .dev/data --device cuda \
-    --cache-dir /tmp/mase-cache --out "/tmp/run-$m" > "$logs/train-$m.log" 2>&1
-  row "mase-train $m --device cuda (2,000 reviews, 1 epoch)" "exit $?; $(grep -E '^done' "$logs/train-$m.log" | head -1)"
-done
-fi
-if want bench; then
-timeout 240 .dev/bin/mase-bench --e2e --benchmark_format=json > "$logs/e2e.json" 2> "$logs/e2e.err"
-row "mase-bench --e2e (CPU steps; no CUDA suite yet)" "exit $?"
-timeout 240 python3 bench/torch_e2e.py --device cuda --models bert-tiny bert-small --steps 10 \
-  > "$logs/torch_cuda.txt" 2>&1
-row "PyTorch, same steps on the GPU (bench/torch_e2e.py --device cuda)" "exit $?; see logs"
-{ echo; echo '```'; cat "$logs/torch_cuda.txt"; echo '```'; } >> "$sum"
-fi
-tar -czf "$OUT/logs.tar.gz" -C "$logs" .
 cat "$sum"
