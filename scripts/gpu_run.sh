@@ -10,6 +10,9 @@
 #   core    the GPU's facts; every "CPU == CUDA" test case of every test binary (they are
 #           reported skipped on a machine without a GPU); the gpu-base suite (copy bandwidth,
 #           cuBLAS sgemm); mase-train --device cuda on bert-tiny, 40 steps of a small IMDb
+#   memcheck  compute-sanitizer's memcheck over the CPU == CUDA cases of test_autograd and
+#           test_quant (out-of-bounds and misaligned accesses, uninitialised reads of device
+#           memory that a wrong answer would not show); not in the default list, name it
 #   <name>  scripts/gpu/<name>.sh, one per piece of GPU work (attn: softmax and attention,
 #           quant: number formats and MXINT8, step: the training step and its profile, ...),
 #           each run with BIN (the binaries), DATA (a small IMDb), OUT and LOGS set, each
@@ -70,9 +73,19 @@ core() {
   row "mase-train bert-tiny --device cuda --max-steps 40" "$r; $(grep -E '^done' "$LOGS/train-tiny.log" | head -1)"
 }
 
+memcheck() {
+  local cs; cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  [ -n "$cs" ] || { row "memcheck" "no compute-sanitizer on this machine"; return; }
+  for t in test_autograd test_quant; do
+    r=$(step "memcheck-$t" 150 "$cs" --tool memcheck --error-exitcode 99 "$BIN/$t" -tc='*CUDA*')
+    row "compute-sanitizer memcheck, $t CPU == CUDA cases" "$r; $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-$t.log" | tail -1)"
+  done
+}
+
 for p in "${parts[@]}"; do
   t0=$SECONDS
   if [ "$p" = core ]; then core
+  elif [ "$p" = memcheck ]; then memcheck
   elif [ -f "scripts/gpu/$p.sh" ]; then
     bash "scripts/gpu/$p.sh" > "$LOGS/part-$p.log" 2>&1 || row "scripts/gpu/$p.sh" "exit $?"
   else row "$p" "no such part (core or scripts/gpu/<name>.sh)"
