@@ -24,6 +24,7 @@ ninja -C build-cuda "${bins[@]}"
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
 rm -rf .dev && mkdir -p .dev/bin .dev/lib .dev/data/imdb
 for b in "${bins[@]}"; do cp "build-cuda/bin/$b" .dev/bin/ && strip .dev/bin/"$b"; done
+pwd > .dev/srcdir  # test fixtures are found by this absolute path, compiled in
 git rev-parse --short HEAD > .dev/commit; git status --porcelain | grep -q . && echo "+uncommitted" >> .dev/commit
 # every library ldd resolves, except what every Linux and the CUDA install already have
 ldd .dev/bin/* | awk '/=> \// { print $3 }' | sort -u |

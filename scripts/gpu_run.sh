@@ -29,8 +29,9 @@ if ((${#parts[@]} == 0)); then
   parts=(core)
   for s in scripts/gpu/*.sh; do [ -f "$s" ] && parts+=("$(basename "$s" .sh)"); done
 fi
-# test fixtures are found by the absolute path compiled in: /work/main/tests/fixtures
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+# test fixtures are found by the absolute path compiled in (the checkout gpu_pack.sh built)
+src=$(cat .dev/srcdir 2>/dev/null || echo /work/main)
+[ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
 for x in .dev/lib/*.xz; do [ -f "$x" ] && unxz -f "$x"; done
 cublas=$(ldconfig -p | awk '/libcublas\.so/ { print $NF; exit }')
 export LD_LIBRARY_PATH="$PWD/.dev/lib${cublas:+:$(dirname "$cublas")}:${LD_LIBRARY_PATH:-}"
