@@ -38,6 +38,9 @@ MASE_CUDA_FN(float, event_elapsed_ms, (void* start, void* stop))
 // Overwrites a scratch buffer twice the L2's size on the stream, evicting every cached line.
 MASE_CUDA_FN(void, flush_l2, ())
 MASE_CUDA_FN(GpuInfo, gpu_info, (int device))
+// The baseline of memory-bound kernels: cudaMemcpyAsync of n bytes device to device on the
+// stream (the driver's copy engine path, as PyTorch's tensor.copy_ of contiguous data).
+MASE_CUDA_FN(void, copy_bytes, (void* dst, const void* src, size_t n))
 // Free and total device memory now (cudaMemGetInfo), in bytes.
 MASE_CUDA_FN(void, memory_info, (size_t* free_bytes, size_t* total_bytes))
 
