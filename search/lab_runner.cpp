@@ -20,9 +20,12 @@ namespace {
 struct Db {
   std::unique_ptr<store::Database> db;
   explicit Db(const std::string& path) : db(store::open_database(path)) {
+    // under the write lock: concurrent CREATE ... IF NOT EXISTS can collide on PostgreSQL
+    store::Transaction tx(*db);
     db->exec("CREATE TABLE IF NOT EXISTS study_objectives(name TEXT PRIMARY KEY, "
-                "objective_json TEXT NOT NULL)",
-                "create table study_objectives");
+             "objective_json TEXT NOT NULL)",
+             "create table study_objectives");
+    tx.commit();
   }
 };
 
@@ -80,16 +83,18 @@ TrialRun run_one_trial(Study& study, const Objective& objective, const Trial& t)
 }
 
 std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const LabRun& run) {
-  fs::create_directories(fs::path(run.db).parent_path());
+  if (run.db.find("://") == std::string::npos)  // a file (not a server's URL): its folder
+    fs::create_directories(fs::path(run.db).parent_path());
   {
     Db db(run.db);  // every check before any write
     for (const LabStudy& s : specs) {
       if (!study_exists(*db.db, s.name)) continue;
       Study existing = Study::open(run.db, s.name, s.space, s.direction,
                                    make_sampler(s.sampler, run.seed), run.seed);
-      check_objective(*db.db, s, run.db);
+      check_objective(*db.db, s, db.db->where());
       const size_t n = existing.trials().size();
-      MASE_CHECK(n == 0 || run.resume, ConfigError, "[search] study '", s.name, "' in ", run.db,
+      MASE_CHECK(n == 0 || run.resume, ConfigError, "[search] study '", s.name, "' in ",
+                 db.db->where(),
                  " already has ", n, " trials: add --resume to continue it, or pick another "
                  "--study");
     }

@@ -115,7 +115,11 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
     named.bind(1, study_id);
     named.bind(2, number.value_or(-1));
     while (named.step()) {
-      TrialRecord& r = out.at(index_of_id.at(named.int64(0)));
+      // A trial another worker inserted after the first query (each statement reads the
+      // storage as of its own start): not in this list, so not read now.
+      const auto at = index_of_id.find(named.int64(0));
+      if (at == index_of_id.end()) continue;
+      TrialRecord& r = out.at(at->second);
       const std::string key = named.text(1);
       if (table == params) {
         // A parameter no longer in the space (open refused a space that disagrees) is left out.

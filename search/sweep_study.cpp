@@ -33,9 +33,11 @@ std::string objective_difference(const json& was, const json& now) {
 // The recorded objective of `study` (null if none), through a connection of our own.
 struct ObjectiveTable {
   explicit ObjectiveTable(const std::string& path) : db(store::open_database(path)) {
+    store::Transaction tx(*db);  // (concurrent CREATE ... IF NOT EXISTS: one at a time)
     db->exec("CREATE TABLE IF NOT EXISTS sweep_objectives(study TEXT PRIMARY KEY, "
-                "objective_json TEXT NOT NULL)",
-                "create sweep_objectives");
+             "objective_json TEXT NOT NULL)",
+             "create sweep_objectives");
+    tx.commit();
   }
   json read(const std::string& study) {
     store::Statement q(*db, "SELECT objective_json FROM sweep_objectives WHERE study = ?1",
