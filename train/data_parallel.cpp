@@ -59,6 +59,7 @@ std::unique_ptr<DataParallel> DataParallel::start(DistBackend backend, Device de
     cpu::mpi_start(&dp->rank_, &dp->world_);
   }
   if (backend == DistBackend::nccl) {
+    require_device(device);  // a GPU that is there, before NCCL says "unhandled cuda error"
     MASE_CHECK(cuda::nccl_built(), ConfigError, "[dist] --dist nccl expected a build with CUDA ",
                "and NCCL, got one without (reconfigure with -DMASE_CUDA=ON where nccl.h is)");
     char id[cuda::kNcclIdBytes] = {};
