@@ -19,8 +19,9 @@
 #        core      runtime/*.cpp|h (Tensor, Storage, allocator, …): anything in runtime/, and
 #                  cuda/memory.h (device memory) only
 #   3. Who calls kernels: runtime/kernels/ is included only by the backends, runtime's core,
-#      the ops (autograd/ops/, quant/), the optimizer code (train/adamw.*, train/clip_grad_norm.*)
-#      — and tests/, bench/. runtime/cpu/ and cuda/ headers are included by nobody else.
+#      the ops (autograd/ops/, quant/), the optimizer code (train/adamw.*, train/clip_grad_norm.*,
+#      train/data_parallel.*: the gradient all-reduce) — and tests/, bench/. runtime/cpu/ and
+#      cuda/ headers are included by nobody else.
 set -uo pipefail
 if [ "${1:-}" = "--self-test" ]; then
   # One tree per rule, each with one bad include: each must fail; a clean tree must pass.
@@ -80,7 +81,7 @@ while IFS= read -r file; do
         case "$inc" in
           runtime/cpu/*|cuda/*) report "$file" "$inc" "backend headers are private to runtime/" ;;
           runtime/kernels/*)
-            case "$file" in autograd/ops/*|quant/*|train/adamw.*|train/clip_grad_norm.*) ;;
+            case "$file" in autograd/ops/*|quant/*|train/adamw.*|train/clip_grad_norm.*|train/data_parallel.*) ;;
               *) report "$file" "$inc" "only ops and the optimizer call kernels" ;; esac ;;
         esac ;;
     esac

@@ -7,7 +7,7 @@
 namespace mase::search {
 
 Heartbeat::Heartbeat(const Study& study, int64_t number, double interval_s) {
-  thread_ = std::thread([this, path = study.path(), name = study.name(), number, interval_s] {
+  thread_ = std::thread([this, storage = study.storage(), name = study.name(), number, interval_s] {
     std::optional<Study> own;  // opened in the thread: its connection never crosses threads
     const auto interval = std::chrono::duration<double>(interval_s);
     std::unique_lock<std::mutex> lock(mu_);
@@ -15,7 +15,7 @@ Heartbeat::Heartbeat(const Study& study, int64_t number, double interval_s) {
       lock.unlock();
       bool ok = false;
       try {
-        if (!own) own.emplace(Study::load(path, name));
+        if (!own) own.emplace(Study::load(storage, name));
         own->heartbeat(number);
         ok = true;
       } catch (const std::exception&) {

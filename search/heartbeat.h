@@ -9,8 +9,8 @@
 //   { Heartbeat beat(study, t->number); outcome = objective(...); }   // beats until the scope ends
 //   study.tell(t->number, ...);
 //
-// The thread has its own connection (Study::load on the same file and study): a SQLite
-// connection is used by one thread at a time. A beat that fails (the file locked for more than
+// The thread has its own connection (Study::load on the same storage and study): a connection
+// (SQLite's or libpq's) is used by one thread at a time. A beat that fails (the file locked for more than
 // the busy timeout) is skipped, not fatal: the next one tries again, and a trial outlives a few
 // missed beats (kHeartbeatGrace_s is six intervals). Read next: search/study.h.
 #pragma once

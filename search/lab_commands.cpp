@@ -36,7 +36,7 @@ json budget_key(const train::TrainConfig& c) {
 
 LabRun make_run(const LabOptions& o) {
   LabRun r;
-  r.db = (fs::path(o.dir) / "studies.db").string();
+  r.db = o.storage.empty() ? (fs::path(o.dir) / "studies.db").string() : o.storage;
   r.dir = o.dir;
   r.trials = o.trials;
   r.resume = o.resume;

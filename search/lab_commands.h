@@ -28,6 +28,7 @@ namespace mase::search {
 
 struct LabOptions {
   std::string dir = "runs/search";
+  std::string storage;  // the studies: "" = <dir>/studies.db, or sqlite:///FILE, postgresql://...
   std::string study;   // prefix of the study names ("" = the command's name)
   int trials = 8;      // finished trials per study
   bool resume = false;

@@ -2,8 +2,6 @@
 // lab_runner.h first; tools/mase_search.cpp has the same loop for the plain Lab 2 search.
 #include "search/lab_runner.h"
 
-#include <sqlite3.h>
-
 #include <chrono>
 #include <filesystem>
 
@@ -20,17 +18,18 @@ namespace {
 
 // The connection of the checks, closed when they are done.
 struct Db {
-  sqlite3* db;
+  std::unique_ptr<store::Database> db;
   explicit Db(const std::string& path) : db(store::open_database(path)) {
-    store::exec(db,
-                "CREATE TABLE IF NOT EXISTS study_objectives(name TEXT PRIMARY KEY, "
-                "objective_json TEXT NOT NULL)",
-                "create table study_objectives");
+    // under the write lock: concurrent CREATE ... IF NOT EXISTS can collide on PostgreSQL
+    store::Transaction tx(*db);
+    db->exec("CREATE TABLE IF NOT EXISTS study_objectives(name TEXT PRIMARY KEY, "
+             "objective_json TEXT NOT NULL)",
+             "create table study_objectives");
+    tx.commit();
   }
-  ~Db() { sqlite3_close(db); }
 };
 
-bool study_exists(sqlite3* db, const std::string& name) {
+bool study_exists(store::Database& db, const std::string& name) {
   // Optuna's studies table (search/study.h)
   Statement find(db, "SELECT study_id FROM studies WHERE study_name = ?1", "read study");
   return find.bind(1, name).step();
@@ -49,7 +48,7 @@ std::string first_difference(const json& stored, const json& given) {
   return "";
 }
 
-void check_objective(sqlite3* db, const LabStudy& s, const std::string& path) {
+void check_objective(store::Database& db, const LabStudy& s, const std::string& path) {
   Statement find(db, "SELECT objective_json FROM study_objectives WHERE name = ?1",
                  "read study objective");
   if (!find.bind(1, s.name).step()) return;  // a study of plain mase-search: nothing stored
@@ -84,16 +83,18 @@ TrialRun run_one_trial(Study& study, const Objective& objective, const Trial& t)
 }
 
 std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const LabRun& run) {
-  fs::create_directories(fs::path(run.db).parent_path());
+  if (run.db.find("://") == std::string::npos)  // a file (not a server's URL): its folder
+    fs::create_directories(fs::path(run.db).parent_path());
   {
     Db db(run.db);  // every check before any write
     for (const LabStudy& s : specs) {
-      if (!study_exists(db.db, s.name)) continue;
+      if (!study_exists(*db.db, s.name)) continue;
       Study existing = Study::open(run.db, s.name, s.space, s.direction,
                                    make_sampler(s.sampler, run.seed), run.seed);
-      check_objective(db.db, s, run.db);
+      check_objective(*db.db, s, db.db->where());
       const size_t n = existing.trials().size();
-      MASE_CHECK(n == 0 || run.resume, ConfigError, "[search] study '", s.name, "' in ", run.db,
+      MASE_CHECK(n == 0 || run.resume, ConfigError, "[search] study '", s.name, "' in ",
+                 db.db->where(),
                  " already has ", n, " trials: add --resume to continue it, or pick another "
                  "--study");
     }
@@ -103,8 +104,9 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
   for (const LabStudy& s : specs) {
     studies.push_back(Study::open(run.db, s.name, s.space, s.direction,
                                   make_sampler(s.sampler, run.seed), run.seed));
-    Statement put(db.db,
-                  "INSERT OR IGNORE INTO study_objectives(name, objective_json) VALUES(?1, ?2)",
+    Statement put(*db.db,
+                  "INSERT INTO study_objectives(name, objective_json) VALUES(?1, ?2) "
+                  "ON CONFLICT DO NOTHING",
                   "store study objective");
     put.bind(1, s.name).bind(2, s.objective.dump()).run();
     if (run.resume) {

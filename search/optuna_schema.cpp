@@ -1,5 +1,6 @@
-// search/optuna_schema.cpp — Optuna's tables as Optuna 5.0 creates them on SQLite, the version
-// check, and the migration of mase's first schema. Read search/optuna_schema.h first.
+// search/optuna_schema.cpp — Optuna's tables as Optuna 5.0 creates them on SQLite and on
+// PostgreSQL, the version check, and the migration of mase's first schema (SQLite only).
+// Read search/optuna_schema.h first.
 #include "search/optuna_schema.h"
 
 #include <nlohmann/json.hpp>
@@ -62,18 +63,66 @@ CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL,
   CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num));
 )sql";
 
+// `pg_dump --schema-only` of a database optuna.create_study made (Optuna 5.0.0, SQLAlchemy 2.1),
+// written as SQLAlchemy's CREATE statements: SERIAL keys, native ENUM types for the states.
+constexpr const char* kPostgresTables = R"sql(
+CREATE TYPE studydirection AS ENUM ('NOT_SET', 'MINIMIZE', 'MAXIMIZE');
+CREATE TYPE trialstate AS ENUM ('RUNNING', 'COMPLETE', 'PRUNED', 'FAIL', 'WAITING');
+CREATE TYPE trialvaluetype AS ENUM ('FINITE', 'INF_POS', 'INF_NEG');
+CREATE TYPE trialintermediatevaluetype AS ENUM ('FINITE', 'INF_POS', 'INF_NEG', 'NAN');
+CREATE TABLE studies (study_id SERIAL NOT NULL, study_name VARCHAR(512) NOT NULL,
+  PRIMARY KEY (study_id));
+CREATE UNIQUE INDEX ix_studies_study_name ON studies (study_name);
+CREATE TABLE version_info (version_info_id INTEGER NOT NULL, schema_version INTEGER,
+  library_version VARCHAR(256), PRIMARY KEY (version_info_id), CHECK (version_info_id=1));
+CREATE TABLE study_directions (study_direction_id SERIAL NOT NULL,
+  direction studydirection NOT NULL, study_id INTEGER NOT NULL, objective INTEGER NOT NULL,
+  PRIMARY KEY (study_direction_id), UNIQUE (study_id, objective),
+  FOREIGN KEY(study_id) REFERENCES studies (study_id));
+CREATE TABLE study_user_attributes (study_user_attribute_id SERIAL NOT NULL, study_id INTEGER,
+  key VARCHAR(512), value_json TEXT, PRIMARY KEY (study_user_attribute_id),
+  UNIQUE (study_id, key), FOREIGN KEY(study_id) REFERENCES studies (study_id));
+CREATE TABLE study_system_attributes (study_system_attribute_id SERIAL NOT NULL,
+  study_id INTEGER, key VARCHAR(512), value_json TEXT,
+  PRIMARY KEY (study_system_attribute_id), UNIQUE (study_id, key),
+  FOREIGN KEY(study_id) REFERENCES studies (study_id));
+CREATE TABLE trials (trial_id SERIAL NOT NULL, number INTEGER, study_id INTEGER,
+  state trialstate NOT NULL, datetime_start TIMESTAMP WITHOUT TIME ZONE,
+  datetime_complete TIMESTAMP WITHOUT TIME ZONE, PRIMARY KEY (trial_id),
+  FOREIGN KEY(study_id) REFERENCES studies (study_id));
+CREATE INDEX ix_trials_study_id ON trials (study_id);
+CREATE TABLE trial_user_attributes (trial_user_attribute_id SERIAL NOT NULL, trial_id INTEGER,
+  key VARCHAR(512), value_json TEXT, PRIMARY KEY (trial_user_attribute_id),
+  UNIQUE (trial_id, key), FOREIGN KEY(trial_id) REFERENCES trials (trial_id));
+CREATE TABLE trial_system_attributes (trial_system_attribute_id SERIAL NOT NULL,
+  trial_id INTEGER, key VARCHAR(512), value_json TEXT,
+  PRIMARY KEY (trial_system_attribute_id), UNIQUE (trial_id, key),
+  FOREIGN KEY(trial_id) REFERENCES trials (trial_id));
+CREATE TABLE trial_params (param_id SERIAL NOT NULL, trial_id INTEGER,
+  param_name VARCHAR(512), param_value FLOAT(53), distribution_json TEXT, PRIMARY KEY (param_id),
+  UNIQUE (trial_id, param_name), FOREIGN KEY(trial_id) REFERENCES trials (trial_id));
+CREATE TABLE trial_values (trial_value_id SERIAL NOT NULL, trial_id INTEGER NOT NULL,
+  objective INTEGER NOT NULL, value FLOAT(53), value_type trialvaluetype NOT NULL,
+  PRIMARY KEY (trial_value_id), UNIQUE (trial_id, objective),
+  FOREIGN KEY(trial_id) REFERENCES trials (trial_id));
+CREATE TABLE trial_intermediate_values (trial_intermediate_value_id SERIAL NOT NULL,
+  trial_id INTEGER NOT NULL, step INTEGER NOT NULL, intermediate_value FLOAT(53),
+  intermediate_value_type trialintermediatevaluetype NOT NULL,
+  PRIMARY KEY (trial_intermediate_value_id), UNIQUE (trial_id, step),
+  FOREIGN KEY(trial_id) REFERENCES trials (trial_id));
+CREATE TABLE trial_heartbeats (trial_heartbeat_id SERIAL NOT NULL, trial_id INTEGER NOT NULL,
+  heartbeat TIMESTAMP WITHOUT TIME ZONE NOT NULL, PRIMARY KEY (trial_heartbeat_id),
+  UNIQUE (trial_id), FOREIGN KEY(trial_id) REFERENCES trials (trial_id));
+CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL,
+  CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num));
+)sql";
+
 // The library_version Optuna's version_info row carries (any Optuna of this revision).
 constexpr const char* kLibraryVersion = "5.0.0";
 
-std::set<std::string> table_names(sqlite3* db) {
-  std::set<std::string> names;
-  Statement q(db, "SELECT name FROM sqlite_master WHERE type = 'table'", "list tables");
-  while (q.step()) names.insert(q.text(0));
-  return names;
-}
-
-void create(sqlite3* db) {
-  exec(db, kTables, "create Optuna's tables");
+void create(Database& db) {
+  db.exec(db.backend() == Backend::postgresql ? kPostgresTables : kTables,
+          "create Optuna's tables");
   Statement v(db, "INSERT INTO version_info VALUES(1, ?1, ?2)", "write version_info");
   v.bind(1, int64_t{kOptunaSchemaVersion}).bind(2, std::string(kLibraryVersion)).run();
   Statement a(db, "INSERT INTO alembic_version VALUES(?1)", "write alembic_version");
@@ -83,11 +132,11 @@ void create(sqlite3* db) {
 // mase's first schema (studies(id, name, direction, sampler, seed, space_json), trials(...,
 // state 'complete', started_at '...T...Z', pid, host), trial_params(value_text),
 // trial_attrs): renamed aside, copied into Optuna's tables, dropped. One transaction.
-void migrate_mase_v1(sqlite3* db) {
+void migrate_mase_v1(Database& db) {
   for (const char* t : {"studies", "trials", "trial_params", "trial_attrs"})
-    exec(db, cat("ALTER TABLE ", t, " RENAME TO mase_v1_", t), "set the old tables aside");
+    db.exec(cat("ALTER TABLE ", t, " RENAME TO mase_v1_", t), "set the old tables aside");
   create(db);
-  exec(db, R"sql(
+  db.exec(R"sql(
 INSERT INTO studies(study_id, study_name) SELECT id, name FROM mase_v1_studies;
 INSERT INTO study_directions(direction, study_id, objective)
   SELECT upper(direction), id, 0 FROM mase_v1_studies;
@@ -124,7 +173,7 @@ INSERT INTO trial_user_attributes(trial_id, "key", value_json)
     try {
       space = space_from_json(nlohmann::json::parse(old.text(3)));
     } catch (const nlohmann::json::exception& e) {
-      throw IoError(cat("[study] study '", old.text(4), "' in ", path_of(db),
+      throw IoError(cat("[study] study '", old.text(4), "' in ", db.where(),
                         " has an unreadable space_json: ", e.what(), " (was it written by mase?)"));
     }
     const Param& p = space.at(old.text(1));
@@ -132,27 +181,34 @@ INSERT INTO trial_user_attributes(trial_id, "key", value_json)
     ins.bind(4, optuna::distribution_json(p)).run();
   }
   for (const char* t : {"trial_params", "trial_attrs", "trials", "studies"})
-    exec(db, cat("DROP TABLE mase_v1_", t), "drop the old tables");
+    db.exec(cat("DROP TABLE mase_v1_", t), "drop the old tables");
 }
 
 }  // namespace
 
-void ensure_optuna_schema(sqlite3* db) {
-  const std::set<std::string> tables = table_names(db);
+void ensure_optuna_schema(Database& db) {
+  const std::set<std::string> tables = db.table_names();
   if (tables.empty()) return create(db);
   if (tables.count("alembic_version")) {
     Statement q(db, "SELECT version_num FROM alembic_version", "read alembic_version");
     const std::string revision = q.step() ? q.text(0) : "(none)";
-    MASE_CHECK(revision == kOptunaRevision, IoError, "[study] ", path_of(db),
+    const bool pg = db.backend() == Backend::postgresql;
+    MASE_CHECK(revision == kOptunaRevision, IoError, "[study] ", db.where(),
                " expected Optuna's schema revision ", kOptunaRevision, " (Optuna 3.2 to 5.0), got ",
-               revision, " (an older file: `optuna storage upgrade --storage sqlite:///",
-               path_of(db), "`; a newer Optuna's: open it with that Optuna)");
+               revision, " (an older ", pg ? "database" : "file", ": `optuna storage upgrade ",
+               "--storage ", pg ? db.where() : "sqlite:///" + db.where(),
+               "`; a newer Optuna's: open it with that Optuna)");
     return;
   }
-  if (tables.count("studies") && tables.count("trial_attrs")) return migrate_mase_v1(db);
+  if (tables.count("studies") && tables.count("trial_attrs") && db.backend() == Backend::sqlite)
+    return migrate_mase_v1(db);
   std::string list;
   for (const std::string& t : tables) list += (list.empty() ? "" : ", ") + t;
-  throw IoError(cat("[study] ", path_of(db), " expected an Optuna or mase study file, got a "
+  if (db.backend() == Backend::postgresql)
+    throw IoError(cat("[study] ", db.where(), " expected an empty database or Optuna's tables, ",
+                      "got tables ", list, " (give another database, or a schema of its own: ",
+                      "?options=-csearch_path%3Dmase)"));
+  throw IoError(cat("[study] ", db.where(), " expected an Optuna or mase study file, got a "
                     "SQLite file with tables ", list, " (give another --dir)"));
 }
 

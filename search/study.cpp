@@ -1,9 +1,9 @@
-// search/study.cpp — a study kept in Optuna's tables in a SQLite file: ask, tell, resume,
-// optimize, best, CSV. Read search/study.h first; the tables are search/optuna_schema.h, the
-// values' Optuna forms search/optuna_format.h, the SQLite plumbing search/study_store.cpp.
+// search/study.cpp — a study kept in Optuna's tables (a SQLite file or a PostgreSQL database):
+// ask, tell, resume, optimize, best, CSV. Read search/study.h first; the tables are
+// search/optuna_schema.h, the values' Optuna forms search/optuna_format.h, the database
+// plumbing search/study_store.h (one SQL text for both backends).
 #include "search/study.h"
 
-#include <sqlite3.h>
 #include <sys/types.h>
 #include <signal.h>
 #include <unistd.h>
@@ -28,6 +28,7 @@ namespace mase::search {
 namespace {
 
 using nlohmann::json;
+using store::Database;
 using store::Statement;
 using store::Transaction;
 using namespace rows;
@@ -59,11 +60,11 @@ Space space_of(const std::vector<Param>& params) {
   return space;
 }
 
-json parse_space(const std::string& text, const std::string& name, sqlite3* db) {
+json parse_space(const std::string& text, const std::string& name, const Database& db) {
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
-    throw IoError(cat("[study] study '", name, "' in ", store::path_of(db),
+    throw IoError(cat("[study] study '", name, "' in ", db.where(),
                       " has an unreadable mase:space: ", e.what(), " (was it written by mase?)"));
   }
 }
@@ -80,13 +81,15 @@ std::string csv_field(const std::string& s) {
 
 // --- opening ---
 
-Study Study::open(const std::string& path, const std::string& name, Space space,
+Study Study::open(const std::string& storage, const std::string& name, Space space,
                   Direction direction, std::unique_ptr<Sampler> sampler, uint64_t seed) {
   MASE_CHECK(sampler != nullptr, ConfigError, "[study] study '", name,
              "' expected a sampler, got none");
   MASE_CHECK(!name.empty(), ConfigError, "[study] expected a study name, got an empty one");
   Study s;  // if anything below throws, ~Study closes the file
-  s.db_ = store::open_database(path);
+  s.db_ = store::open_database(storage);
+  Database& db = *s.db_;
+  const std::string& path = db.where();
   s.name_ = name;
   s.space_ = std::move(space);
   s.direction_ = direction;
@@ -94,47 +97,52 @@ Study Study::open(const std::string& path, const std::string& name, Space space,
   const json given = space_to_json(s.space_);
 
   {  // the statements end with the scope: WAL cannot be set while one is reading
-    Transaction tx(s.db_);  // look up and maybe create in one step: two processes, one study
-    Statement find(s.db_, "SELECT study_id FROM studies WHERE study_name = ?1", "read study");
+    Transaction tx(db);  // look up and maybe create in one step: two processes, one study
+    Statement find(db, "SELECT study_id FROM studies WHERE study_name = ?1", "read study");
     if (find.bind(1, name).step()) {
       s.study_id_ = find.int64(0);
       const std::string where = cat("[study] study '", name, "' in ", path, " was created with ");
       const char* hint = " (use another --study name or file)";
-      const std::string dir = stored_direction(s.db_, s.study_id_, where);
+      const std::string dir = stored_direction(db, s.study_id_, where);
       MASE_CHECK(dir == optuna_name(direction), ConfigError, where, "direction ",
                  dir == "MINIMIZE" ? "minimize" : "maximize", ", not ", to_string(direction), hint);
-      std::optional<std::string> sampler_json = system_attr(s.db_, s.study_id_, "mase:sampler");
+      std::optional<std::string> sampler_json = system_attr(db, s.study_id_, "mase:sampler");
       if (sampler_json) {  // a study mase made: its sampler and space are recorded
         const std::string stored = optuna::attr_text(*sampler_json);
         MASE_CHECK(stored == s.sampler_->name(), ConfigError, where, "sampler ", stored, ", not ",
                    s.sampler_->name(), hint);
-        std::optional<std::string> space_text = system_attr(s.db_, s.study_id_, "mase:space");
-        const json stored_space = parse_space(space_text.value_or("[]"), name, s.db_);
+        std::optional<std::string> space_text = system_attr(db, s.study_id_, "mase:space");
+        const json stored_space = parse_space(space_text.value_or("[]"), name, db);
         std::string diff = space_difference(stored_space, given);
         MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
       } else {  // an Optuna script's: its trials' distributions must agree with the space
-        std::string diff = distributions_difference(distributions(s.db_, s.study_id_), s.space_);
+        std::string diff = distributions_difference(distributions(db, s.study_id_), s.space_);
         MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
-        set_system_attrs(s.db_, s.study_id_, s.sampler_->name(), seed, given);
+        set_system_attrs(db, s.study_id_, s.sampler_->name(), seed, given);
       }
     } else {
-      Statement ins(s.db_, "INSERT INTO studies(study_name) VALUES(?1)", "create study");
-      ins.bind(1, name).run();
-      s.study_id_ = sqlite3_last_insert_rowid(s.db_);
-      Statement dir(s.db_,
+      Statement ins(db, "INSERT INTO studies(study_name) VALUES(?1) RETURNING study_id",
+                    "create study");
+      MASE_CHECK(ins.bind(1, name).step(), IoError, "[study] create study '", name, "' on ", path,
+                 ": expected its id back, got none");
+      s.study_id_ = ins.int64(0);
+      ins.reset();  // done with it: SQLite commits only once no statement is in progress
+      Statement dir(db,
                     "INSERT INTO study_directions(direction, study_id, objective) "
                     "VALUES(?1, ?2, 0)",
                     "create study");
       dir.bind(1, std::string(optuna_name(direction))).bind(2, s.study_id_).run();
-      set_system_attrs(s.db_, s.study_id_, s.sampler_->name(), seed, given);
+      set_system_attrs(db, s.study_id_, s.sampler_->name(), seed, given);
     }
     tx.commit();
   }
-  store::use_wal(s.db_);  // only now: a refused study leaves the file as it was
+  store::use_wal(db);  // only now: a refused study leaves the file as it was
   return s;
 }
 
-void check_study_file(const std::string& path) {
+void check_study_file(const std::string& storage) {
+  if (store::is_postgres_url(storage)) return;  // a server: connecting says what is wrong
+  const std::string path = storage.rfind("sqlite:///", 0) == 0 ? storage.substr(10) : storage;
   std::error_code ec;
   MASE_CHECK(std::filesystem::exists(path, ec), IoError, "[study] no study file ", path,
              " (run a search first, or give --dir)");
@@ -150,15 +158,17 @@ void check_study_file(const std::string& path) {
              "file by that name: remove it, or give another --dir)");
 }
 
-Study Study::load(const std::string& path, const std::string& name) {
-  check_study_file(path);
+Study Study::load(const std::string& storage, const std::string& name) {
+  check_study_file(storage);
   std::string dir, sampler = "tpe", known;
   uint64_t seed = 0;
   Space space;
   {
     Study s;  // only to own the connection while reading
-    s.db_ = store::open_database(path);
-    Statement find(s.db_, "SELECT study_id, study_name FROM studies ORDER BY study_id",
+    s.db_ = store::open_database(storage);
+    Database& db = *s.db_;
+    const std::string& path = db.where();
+    Statement find(db, "SELECT study_id, study_name FROM studies ORDER BY study_id",
                    "read studies");
     while (find.step()) {
       known += (known.empty() ? "" : ", ") + find.text(1);
@@ -167,55 +177,38 @@ Study Study::load(const std::string& path, const std::string& name) {
     MASE_CHECK(s.study_id_ != 0, ConfigError, "[study] no study '", name, "' in ", path,
                " (it has: ", known.empty() ? "none" : known, ")");
     const std::string where = cat("[study] study '", name, "' in ", path, " has ");
-    dir = stored_direction(s.db_, s.study_id_, where);
+    dir = stored_direction(db, s.study_id_, where);
     // A study an Optuna script made has no mase attributes: TPE, seed 0, its distributions.
-    if (auto v = system_attr(s.db_, s.study_id_, "mase:sampler")) sampler = optuna::attr_text(*v);
-    if (auto v = system_attr(s.db_, s.study_id_, "mase:seed"))
+    if (auto v = system_attr(db, s.study_id_, "mase:sampler")) sampler = optuna::attr_text(*v);
+    if (auto v = system_attr(db, s.study_id_, "mase:seed"))
       seed = std::strtoull(optuna::attr_text(*v).c_str(), nullptr, 10);
-    auto text = system_attr(s.db_, s.study_id_, "mase:space");
+    auto text = system_attr(db, s.study_id_, "mase:space");
     try {
-      space = text ? space_from_json(parse_space(*text, name, s.db_))
-                   : space_of(distributions(s.db_, s.study_id_));
+      space = text ? space_from_json(parse_space(*text, name, db))
+                   : space_of(distributions(db, s.study_id_));
     } catch (const json::exception& e) {
       throw IoError(cat("[study] study '", name, "' in ", path, " has an unreadable mase:space: ",
                         e.what(), " (was it written by mase?)"));
     }
   }
-  return open(path, name, std::move(space),
+  return open(storage, name, std::move(space),
               dir == "MINIMIZE" ? Direction::minimize : Direction::maximize,
               make_sampler(sampler, seed), seed);
 }
 
-Study::Study(Study&& o) noexcept
-    : db_(o.db_), study_id_(o.study_id_), name_(std::move(o.name_)), space_(std::move(o.space_)),
-      direction_(o.direction_), sampler_(std::move(o.sampler_)) {
-  o.db_ = nullptr;  // the moved-from study no longer owns the connection
-}
-
-Study& Study::operator=(Study&& o) noexcept {
-  if (this != &o) {
-    sqlite3_close_v2(db_);
-    db_ = o.db_;
-    o.db_ = nullptr;
-    study_id_ = o.study_id_;
-    name_ = std::move(o.name_);
-    space_ = std::move(o.space_);
-    direction_ = o.direction_;
-    sampler_ = std::move(o.sampler_);
-  }
-  return *this;
-}
-
-Study::~Study() { sqlite3_close_v2(db_); }  // a no-op on nullptr
+// The moved-from study no longer owns the connection; the destructor closes it.
+Study::Study(Study&&) noexcept = default;
+Study& Study::operator=(Study&&) noexcept = default;
+Study::~Study() = default;
 
 // --- the trial life cycle ---
 
 int Study::resume(double stale_after_s) {
   const std::string host = store::host_name();
   const int64_t me = getpid();
-  Transaction tx(db_);
+  Transaction tx(*db_);
   // The running trials this host's mase processes started (an Optuna worker's have no pid).
-  Statement running(db_,
+  Statement running(*db_,
                     "SELECT t.trial_id, p.value_json FROM trials t "
                     "JOIN trial_system_attributes h ON h.trial_id = t.trial_id "
                     "AND h.key = 'mase:host' AND h.value_json = ?2 "
@@ -235,27 +228,27 @@ int Study::resume(double stale_after_s) {
                         cat("process ", pid, " on ", host, " ended before the trial did"));
   }
   // Any host's (or an Optuna worker's): a heartbeat older than stale_after_s (trial_heartbeats
-  // holds SQLite's CURRENT_TIMESTAMP, UTC, as Optuna's record_heartbeat writes it).
-  Statement stale(db_,
-                  "SELECT t.trial_id, h.heartbeat FROM trials t JOIN trial_heartbeats h "
-                  "ON h.trial_id = t.trial_id WHERE t.study_id = ?1 AND t.state = 'RUNNING' "
-                  "AND (julianday('now') - julianday(h.heartbeat)) * 86400.0 > ?2",
-                  "read stale heartbeats");
+  // holds the database's CURRENT_TIMESTAMP, as Optuna's record_heartbeat writes it).
+  const std::string stale_sql =
+      "SELECT t.trial_id, h.heartbeat FROM trials t JOIN trial_heartbeats h "
+      "ON h.trial_id = t.trial_id WHERE t.study_id = ?1 AND t.state = 'RUNNING' AND " +
+      db_->seconds_since("h.heartbeat") + " > ?2";
+  Statement stale(*db_, stale_sql.c_str(), "read stale heartbeats");
   stale.bind(1, study_id_).bind(2, stale_after_s);
   while (stale.step()) {
     const int64_t id = stale.int64(0);
     bool seen = false;
     for (const auto& g : gone) seen = seen || g.first == id;
     if (!seen)
-      gone.emplace_back(id, cat("no heartbeat since ", stale.text(1), " UTC (more than ",
+      gone.emplace_back(id, cat("no heartbeat since ", stale.text(1).substr(0, 19), " (more than ",
                                 stale_after_s, " s): its worker is gone"));
   }
-  Statement mark(db_,
+  Statement mark(*db_,
                  "UPDATE trials SET state = 'FAIL', datetime_complete = ?2 WHERE trial_id = ?1",
                  "mark trial failed");
   for (const auto& [id, why] : gone) {
     mark.bind(1, id).bind(2, optuna::time_now()).run();
-    insert_attrs(db_, id, {{"error", why}});
+    insert_attrs(*db_, id, {{"error", why}});
   }
   tx.commit();
   return static_cast<int>(gone.size());
@@ -264,10 +257,10 @@ int Study::resume(double stale_after_s) {
 std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
   // Reading the history, sampling and inserting happen under one write lock: another process
   // asking at the same moment waits, then sees this trial (running) in its history.
-  Transaction tx(db_);
+  Transaction tx(*db_);
   std::vector<Trial> history;
   int64_t number = 0, taken = 0;  // taken: finished or running, what a budget counts
-  for (TrialRecord& r : load_trials(db_, study_id_, space_)) {
+  for (TrialRecord& r : load_trials(*db_, study_id_, space_)) {
     // Samplers maximize (search/sampler.h): a minimizing study shows them -value.
     if (direction_ == Direction::minimize) r.trial.value = -r.trial.value;
     number = std::max(number, r.trial.number + 1);
@@ -281,20 +274,22 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
     return std::nullopt;
   }
 
-  Statement ins(db_,
+  Statement ins(*db_,
                 "INSERT INTO trials(number, study_id, state, datetime_start) "
-                "VALUES(?1, ?2, 'RUNNING', ?3)",
+                "VALUES(?1, ?2, 'RUNNING', ?3) RETURNING trial_id",
                 "insert trial");
-  ins.bind(1, number).bind(2, study_id_).bind(3, optuna::time_now()).run();
-  const int64_t trial_id = sqlite3_last_insert_rowid(db_);
-  Statement who(db_,
+  MASE_CHECK(ins.bind(1, number).bind(2, study_id_).bind(3, optuna::time_now()).step(), IoError,
+             "[study] insert trial ", number, " on ", db_->where(), ": expected its id, got none");
+  const int64_t trial_id = ins.int64(0);
+  ins.reset();  // (the row is in; a RETURNING statement left open would block the COMMIT)
+  Statement who(*db_,
                 "INSERT INTO trial_system_attributes(trial_id, key, value_json) "
                 "VALUES(?1, 'mase:pid', ?2), (?1, 'mase:host', ?3)",
                 "insert trial");
   who.bind(1, trial_id).bind(2, std::to_string(getpid()));
   who.bind(3, optuna::attr_json(store::host_name())).run();
 
-  Statement ins_param(db_,
+  Statement ins_param(*db_,
                       "INSERT INTO trial_params(trial_id, param_name, param_value, "
                       "distribution_json) VALUES(?1, ?2, ?3, ?4)",
                       "write trial values");
@@ -321,30 +316,31 @@ void Study::tell(int64_t number, TrialState state, double value,
     state = TrialState::failed;
     all.emplace("error", "the objective returned nan");
   }
-  Transaction tx(db_);
+  Transaction tx(*db_);
   const int64_t trial_id = running_trial(number);
-  Statement upd(db_, "UPDATE trials SET state = ?2, datetime_complete = ?3 WHERE trial_id = ?1",
+  Statement upd(*db_, "UPDATE trials SET state = ?2, datetime_complete = ?3 WHERE trial_id = ?1",
                 "record trial outcome");
   upd.bind(1, trial_id).bind(2, std::string(optuna::state_name(state)));
   upd.bind(3, optuna::time_now()).run();
   if (state != TrialState::failed) {  // a failure has no value
-    Statement val(db_,
-                  "INSERT OR REPLACE INTO trial_values(trial_id, objective, value, value_type) "
-                  "VALUES(?1, 0, ?2, ?3)",
+    Statement val(*db_,
+                  "INSERT INTO trial_values(trial_id, objective, value, value_type) "
+                  "VALUES(?1, 0, ?2, ?3) ON CONFLICT(trial_id, objective) DO UPDATE "
+                  "SET value = excluded.value, value_type = excluded.value_type",
                   "record trial outcome");
     val.bind(1, trial_id);
     std::isinf(value) ? val.bind_null(2) : val.bind(2, value);
     val.bind(3, std::string(std::isinf(value) ? (value > 0 ? "INF_POS" : "INF_NEG") : "FINITE"));
     val.run();
   }
-  insert_attrs(db_, trial_id, all);
+  insert_attrs(*db_, trial_id, all);
   tx.commit();
 }
 
 void Study::heartbeat(int64_t number) {
-  Transaction tx(db_);
+  Transaction tx(*db_);
   const int64_t trial_id = running_trial(number);
-  Statement beat(db_,
+  Statement beat(*db_,
                  "INSERT INTO trial_heartbeats(trial_id, heartbeat) VALUES(?1, CURRENT_TIMESTAMP) "
                  "ON CONFLICT(trial_id) DO UPDATE SET heartbeat = CURRENT_TIMESTAMP",
                  "record heartbeat");
@@ -353,11 +349,13 @@ void Study::heartbeat(int64_t number) {
 }
 
 void Study::report(int64_t number, int64_t step, double value) {
-  Transaction tx(db_);
+  Transaction tx(*db_);
   const int64_t trial_id = running_trial(number);
-  Statement ins(db_,
-                "INSERT OR REPLACE INTO trial_intermediate_values(trial_id, step, "
-                "intermediate_value, intermediate_value_type) VALUES(?1, ?2, ?3, 'FINITE')",
+  Statement ins(*db_,
+                "INSERT INTO trial_intermediate_values(trial_id, step, intermediate_value, "
+                "intermediate_value_type) VALUES(?1, ?2, ?3, 'FINITE') "
+                "ON CONFLICT(trial_id, step) DO UPDATE "
+                "SET intermediate_value = excluded.intermediate_value",
                 "record intermediate value");
   MASE_CHECK(std::isfinite(value), ConfigError, "[study] report(trial ", number, ", step ", step,
              ") expected a finite value, got ", value);
@@ -366,7 +364,7 @@ void Study::report(int64_t number, int64_t step, double value) {
 }
 
 int64_t Study::running_trial(int64_t number) const {
-  Statement find(db_, "SELECT trial_id, state FROM trials WHERE study_id = ?1 AND number = ?2",
+  Statement find(*db_, "SELECT trial_id, state FROM trials WHERE study_id = ?1 AND number = ?2",
                  "read trial");
   MASE_CHECK(find.bind(1, study_id_).bind(2, number).step(), ConfigError, "[study] study '", name_,
              "' has no trial ", number, " (tell only trials that ask returned)");
@@ -401,15 +399,16 @@ void Study::optimize(const Objective& objective, int n_trials,
       tell(trial->number, outcome->state, outcome->value, outcome->attrs);
     else
       tell(trial->number, TrialState::failed, 0, {{"error", error}});
-    if (on_trial) on_trial(load_trials(db_, study_id_, space_, trial->number).at(0));
+    if (on_trial) on_trial(load_trials(*db_, study_id_, space_, trial->number).at(0));
   }
 }
 
 // --- reading the results ---
 
-std::string Study::path() const { return store::path_of(db_); }
+const std::string& Study::storage() const { return db_->storage(); }
+const std::string& Study::where() const { return db_->where(); }
 
-std::vector<TrialRecord> Study::trials() const { return load_trials(db_, study_id_, space_); }
+std::vector<TrialRecord> Study::trials() const { return load_trials(*db_, study_id_, space_); }
 
 std::optional<TrialRecord> Study::best() const {
   std::optional<TrialRecord> best;

@@ -1,11 +1,12 @@
-// search/study.h — a study: a space, a sampler and every trial, kept in a SQLite file in
-// Optuna's storage schema (search/optuna_schema.h), so Optuna and optuna-dashboard read mase's
-// studies and mase continues Optuna's.
+// search/study.h — a study: a space, a sampler and every trial, kept in Optuna's storage
+// schema (search/optuna_schema.h) in a SQLite file or a PostgreSQL database, so Optuna and
+// optuna-dashboard read mase's studies and mase continues Optuna's.
 //
-// The file is the study's only state (several processes on one study: search/workers.h). `ask`
-// reads the history, lets the sampler propose, and inserts the new trial as RUNNING in one write
-// transaction (BEGIN IMMEDIATE), so several processes can work on one study without two of them
-// taking the same trial; `tell` records the outcome. A process that dies leaves its trials
+// The storage is the study's only state (several processes on one study: search/workers.h;
+// on several machines: a PostgreSQL URL, docs/scaling.md). `ask` reads the history, lets the
+// sampler propose, and inserts the new trial as RUNNING in one write transaction (the storage's
+// write lock: search/study_store.h), so several processes can work on one study without two of
+// them taking the same trial; `tell` records the outcome. A process that dies leaves its trials
 // running: `resume()` marks those whose process is gone as failed (on this host: the pid no longer
 // exists), and the grid sampler hands their points out again. Each trial stores its values in
 // Optuna's internal form with their distribution, its state, value, intermediate values, user
@@ -24,9 +25,11 @@
 #include "search/sampler.h"
 #include "search/space.h"
 
-struct sqlite3;
-
 namespace mase::search {
+
+namespace store {
+class Database;
+}
 
 enum class Direction { maximize, minimize };
 
@@ -48,9 +51,12 @@ struct Outcome {
 };
 using Objective = std::function<Outcome(const Params&, int64_t trial_number)>;
 
-// IoError naming `path` unless it is a non-empty file that starts as a SQLite file does (what
-// Study::load and mase-search --resume check before SQLite opens it, so nothing is written).
-void check_study_file(const std::string& path);
+// A storage is a SQLite file (a path, or sqlite:///FILE) or a PostgreSQL database
+// (postgresql://USER:PASSWORD@HOST:PORT/DB): search/study_store.h.
+// For a SQLite storage: IoError naming the file unless it is a non-empty file that starts as a
+// SQLite file does (what Study::load and mase-search --resume check before SQLite opens it, so
+// nothing is written). Nothing to check for a URL (connecting says what is wrong).
+void check_study_file(const std::string& storage);
 
 // A worker beats every kHeartbeatInterval_s while a trial runs (search/heartbeat.h); resume
 // counts a trial whose last beat is older than kHeartbeatGrace_s as its worker's death.
@@ -59,19 +65,20 @@ inline constexpr double kHeartbeatGrace_s = 60;
 
 class Study {
  public:
-  // Opens the study `name` in the SQLite file at `path`, creating file and study if needed.
+  // Opens the study `name` in `storage`, creating the file (tables) and study if needed.
   // If the study exists, direction, sampler name and space must match what is stored
   // (ConfigError naming the first difference); a study an Optuna script made must have used
   // the space's distributions, and gets the sampler, seed and space recorded. IoError if the
-  // file cannot be opened or holds another Optuna schema revision (nothing written then).
-  static Study open(const std::string& path, const std::string& name, Space space,
+  // storage cannot be opened or reached (no server, wrong password) or holds another Optuna
+  // schema revision (nothing written then).
+  static Study open(const std::string& storage, const std::string& name, Space space,
                     Direction direction, std::unique_ptr<Sampler> sampler, uint64_t seed);
   // Opens an existing study with the space, direction, sampler and seed it was created with
   // (to read it, plot it, or go on with it). A study an Optuna script made has no mase
   // record of these: its trials' distributions are the space, the sampler is tpe, the seed 0.
   // ConfigError naming the studies the file has if there is no study `name`; IoError if the
   // file is missing, empty or not a study file (check_study_file).
-  static Study load(const std::string& path, const std::string& name);
+  static Study load(const std::string& storage, const std::string& name);
   Study(Study&&) noexcept;
   Study& operator=(Study&&) noexcept;
   ~Study();
@@ -108,13 +115,16 @@ class Study {
 
   const Space& space() const { return space_; }
   const std::string& name() const { return name_; }
-  std::string path() const;  // the SQLite file
+  // The storage as given (with a URL's password: for reopening, never for printing), and
+  // where it is for messages (the file, or the URL with its password as ***).
+  const std::string& storage() const;
+  const std::string& where() const;
   Direction direction() const { return direction_; }
 
  private:
   Study() = default;
   int64_t running_trial(int64_t number) const;  // its trial_id; ConfigError if not running
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<store::Database> db_;
   int64_t study_id_ = 0;
   std::string name_;
   Space space_;

@@ -12,22 +12,24 @@
 namespace mase::search::rows {
 
 using nlohmann::json;
+using store::Database;
 using store::Statement;
 
 // --- study system attributes: mase's sampler, seed and space ---
 
-std::optional<std::string> system_attr(sqlite3* db, int64_t study_id, const char* key) {
+std::optional<std::string> system_attr(Database& db, int64_t study_id, const char* key) {
   Statement q(db, "SELECT value_json FROM study_system_attributes WHERE study_id = ?1 AND key = ?2",
               "read study attributes");
   if (!q.bind(1, study_id).bind(2, std::string(key)).step()) return std::nullopt;
   return q.text(0);
 }
 
-void set_system_attrs(sqlite3* db, int64_t study_id, const std::string& sampler, uint64_t seed,
+void set_system_attrs(Database& db, int64_t study_id, const std::string& sampler, uint64_t seed,
                       const json& space) {
   Statement ins(db,
-                "INSERT OR REPLACE INTO study_system_attributes(study_id, key, value_json) "
-                "VALUES(?1, ?2, ?3)",
+                "INSERT INTO study_system_attributes(study_id, key, value_json) "
+                "VALUES(?1, ?2, ?3) ON CONFLICT(study_id, key) DO UPDATE "
+                "SET value_json = excluded.value_json",
                 "write study attributes");
   // The seed as decimal text: a JSON number would lose bits above 2^53 in Python.
   for (const auto& [key, value] : {std::pair<const char*, std::string>{"mase:sampler",
@@ -38,7 +40,7 @@ void set_system_attrs(sqlite3* db, int64_t study_id, const std::string& sampler,
 }
 
 // The one objective's direction; ConfigError for a multi-objective Optuna study.
-std::string stored_direction(sqlite3* db, int64_t study_id, const std::string& where) {
+std::string stored_direction(Database& db, int64_t study_id, const std::string& where) {
   Statement q(db, "SELECT direction FROM study_directions WHERE study_id = ?1 ORDER BY objective",
               "read study direction");
   q.bind(1, study_id);
@@ -50,7 +52,7 @@ std::string stored_direction(sqlite3* db, int64_t study_id, const std::string& w
 }
 
 // The space an Optuna script left: every distribution its trials used, one per name.
-std::vector<Param> distributions(sqlite3* db, int64_t study_id) {
+std::vector<Param> distributions(Database& db, int64_t study_id) {
   Statement q(db,
               "SELECT DISTINCT p.param_name, p.distribution_json FROM trial_params p "
               "JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = ?1",
@@ -61,7 +63,7 @@ std::vector<Param> distributions(sqlite3* db, int64_t study_id) {
     Param p = optuna::param_from_distribution(q.text(0), q.text(1));
     auto [it, fresh] = by_name.emplace(p.name, p);
     MASE_CHECK(fresh || optuna::same_param(it->second, p), ConfigError, "[study] parameter '",
-               p.name, "' in ", store::path_of(db), " expected one distribution, got trials with ",
+               p.name, "' in ", db.where(), " expected one distribution, got trials with ",
                "two: ", optuna::distribution_json(it->second), " and ", q.text(1),
                " (mase searches one space: give the Optuna script fixed ranges)");
   }
@@ -74,17 +76,17 @@ std::vector<Param> distributions(sqlite3* db, int64_t study_id) {
 
 // The trials of a study (or only trial `number`), by number. One query per table (trials and
 // their values, params, user attrs, system attrs, intermediate values), not one per trial.
-std::vector<TrialRecord> load_trials(sqlite3* db, int64_t study_id, const Space& space,
+std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space& space,
                                      std::optional<int64_t> number) {
-  // "?2 IS NULL OR number = ?2": one statement serves both "all trials" and "trial n".
+  // "?2 < 0 OR number = ?2": one statement serves both "all trials" (-1) and "trial n".
   Statement rows(db,
                  "SELECT t.trial_id, t.number, t.state, v.value, v.value_type, t.datetime_start, "
                  "t.datetime_complete FROM trials t LEFT JOIN trial_values v "
                  "ON v.trial_id = t.trial_id AND v.objective = 0 "
-                 "WHERE t.study_id = ?1 AND (?2 IS NULL OR t.number = ?2) ORDER BY t.number",
+                 "WHERE t.study_id = ?1 AND (?2 < 0 OR t.number = ?2) ORDER BY t.number",
                  "read trials");
   rows.bind(1, study_id);
-  number ? rows.bind(2, *number) : rows.bind_null(2);
+  rows.bind(2, number.value_or(-1));
   std::vector<TrialRecord> out;
   std::map<int64_t, size_t> index_of_id;  // trials.trial_id -> position in `out`
   while (rows.step()) {
@@ -108,12 +110,16 @@ std::vector<TrialRecord> load_trials(sqlite3* db, int64_t study_id, const Space&
   for (int table : {params, user_attrs, system_attrs, intermediate}) {
     std::string q = cat("SELECT x.trial_id, x.", sql[table],
                         " x JOIN trials t ON t.trial_id = x.trial_id "
-                        "WHERE t.study_id = ?1 AND (?2 IS NULL OR t.number = ?2)");
+                        "WHERE t.study_id = ?1 AND (?2 < 0 OR t.number = ?2)");
     Statement named(db, q.c_str(), "read trials");
     named.bind(1, study_id);
-    number ? named.bind(2, *number) : named.bind_null(2);
+    named.bind(2, number.value_or(-1));
     while (named.step()) {
-      TrialRecord& r = out.at(index_of_id.at(named.int64(0)));
+      // A trial another worker inserted after the first query (each statement reads the
+      // storage as of its own start): not in this list, so not read now.
+      const auto at = index_of_id.find(named.int64(0));
+      if (at == index_of_id.end()) continue;
+      TrialRecord& r = out.at(at->second);
       const std::string key = named.text(1);
       if (table == params) {
         // A parameter no longer in the space (open refused a space that disagrees) is left out.
@@ -133,10 +139,11 @@ std::vector<TrialRecord> load_trials(sqlite3* db, int64_t study_id, const Space&
   return out;
 }
 
-void insert_attrs(sqlite3* db, int64_t trial_id, const std::map<std::string, std::string>& attrs,
+void insert_attrs(Database& db, int64_t trial_id, const std::map<std::string, std::string>& attrs,
                   const char* table) {
   std::string sql =
-      cat("INSERT OR REPLACE INTO ", table, "(trial_id, key, value_json) VALUES(?1, ?2, ?3)");
+      cat("INSERT INTO ", table, "(trial_id, key, value_json) VALUES(?1, ?2, ?3) "
+          "ON CONFLICT(trial_id, key) DO UPDATE SET value_json = excluded.value_json");
   Statement ins(db, sql.c_str(), "write trial attributes");
   for (const auto& [name, text] : attrs)
     ins.bind(1, trial_id).bind(2, name).bind(3, optuna::attr_json(text)).run();

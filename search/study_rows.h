@@ -13,26 +13,28 @@
 #include "search/space.h"
 #include "search/study.h"
 
-struct sqlite3;
+namespace mase::search::store {
+class Database;
+}
 
 namespace mase::search::rows {
 
 // A study system attribute's value_json, or nullopt if the study has none by that key.
-std::optional<std::string> system_attr(sqlite3* db, int64_t study_id, const char* key);
+std::optional<std::string> system_attr(store::Database& db, int64_t study_id, const char* key);
 // mase:sampler, mase:seed (decimal text) and mase:space, written or replaced.
-void set_system_attrs(sqlite3* db, int64_t study_id, const std::string& sampler, uint64_t seed,
+void set_system_attrs(store::Database& db, int64_t study_id, const std::string& sampler, uint64_t seed,
                       const nlohmann::json& space);
 // "MAXIMIZE" or "MINIMIZE"; ConfigError (`where` + the count) unless there is one objective.
-std::string stored_direction(sqlite3* db, int64_t study_id, const std::string& where);
+std::string stored_direction(store::Database& db, int64_t study_id, const std::string& where);
 // Every distribution the study's trials used, one per parameter name, by name. ConfigError if
 // trials used two different distributions for one name (Optuna allows changing float ranges).
-std::vector<Param> distributions(sqlite3* db, int64_t study_id);
+std::vector<Param> distributions(store::Database& db, int64_t study_id);
 // The trials of a study (or only trial `number`), by number, with params (those in `space`),
 // value, user attributes, pid and host, intermediate values.
-std::vector<TrialRecord> load_trials(sqlite3* db, int64_t study_id, const Space& space,
+std::vector<TrialRecord> load_trials(store::Database& db, int64_t study_id, const Space& space,
                                      std::optional<int64_t> number = std::nullopt);
 // Text attributes as JSON strings, replacing those of the same name.
-void insert_attrs(sqlite3* db, int64_t trial_id, const std::map<std::string, std::string>& attrs,
+void insert_attrs(store::Database& db, int64_t trial_id, const std::map<std::string, std::string>& attrs,
                   const char* table = "trial_user_attributes");
 
 }  // namespace mase::search::rows

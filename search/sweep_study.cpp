@@ -2,8 +2,6 @@
 // the CSV and the figures. Read sweep_study.h first.
 #include "search/sweep_study.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -35,23 +33,23 @@ std::string objective_difference(const json& was, const json& now) {
 // The recorded objective of `study` (null if none), through a connection of our own.
 struct ObjectiveTable {
   explicit ObjectiveTable(const std::string& path) : db(store::open_database(path)) {
-    store::exec(db,
-                "CREATE TABLE IF NOT EXISTS sweep_objectives(study TEXT PRIMARY KEY, "
-                "objective_json TEXT NOT NULL)",
-                "create sweep_objectives");
+    store::Transaction tx(*db);  // (concurrent CREATE ... IF NOT EXISTS: one at a time)
+    db->exec("CREATE TABLE IF NOT EXISTS sweep_objectives(study TEXT PRIMARY KEY, "
+             "objective_json TEXT NOT NULL)",
+             "create sweep_objectives");
+    tx.commit();
   }
-  ~ObjectiveTable() { sqlite3_close(db); }
   json read(const std::string& study) {
-    store::Statement q(db, "SELECT objective_json FROM sweep_objectives WHERE study = ?1",
+    store::Statement q(*db, "SELECT objective_json FROM sweep_objectives WHERE study = ?1",
                        "read sweep objective");
     return q.bind(1, study).step() ? json::parse(q.text(0)) : json();
   }
   void record(const std::string& study, const json& objective) {
-    store::Statement ins(db, "INSERT OR IGNORE INTO sweep_objectives VALUES(?1, ?2)",
+    store::Statement ins(*db, "INSERT INTO sweep_objectives VALUES(?1, ?2) ON CONFLICT DO NOTHING",
                          "record sweep objective");
     ins.bind(1, study).bind(2, objective.dump()).run();
   }
-  sqlite3* db;
+  std::unique_ptr<store::Database> db;
 };
 
 std::string csv_field(const std::string& s) {

@@ -16,7 +16,7 @@ namespace mase::search {
 Workers::Workers(int n, Study& study) {
   MASE_CHECK(n >= 1, ConfigError, "[workers] expected --workers >= 1, got ", n);
   if (n == 1) return;
-  const std::string path = study.path(), name = study.name();
+  const std::string storage = study.storage(), name = study.name();
   { Study closing = std::move(study); }  // no connection may cross the fork
   std::fflush(nullptr);                  // or buffered output would be printed by every copy
   for (int i = 1; i < n; ++i) {
@@ -34,7 +34,7 @@ Workers::Workers(int n, Study& study) {
     }
     children_.push_back(pid);
   }
-  study = Study::load(path, name);  // every process its own connection, the stored sampler
+  study = Study::load(storage, name);  // every process its own connection, the stored sampler
 }
 
 Workers::~Workers() {

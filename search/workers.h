@@ -1,15 +1,16 @@
 // search/workers.h — several processes on one study: `mase-search --workers N`.
 //
-// A study lives in its SQLite file, and Study::ask takes the file's write lock while it reads
-// the history, samples and inserts the new running trial (search/study.h), so processes that
-// share the file never take the same trial: the grid sampler skips the points of running
+// A study lives in its storage (a SQLite file, or a PostgreSQL database that workers on other
+// machines share too), and Study::ask holds the storage's write lock while it reads the
+// history, samples and inserts the new running trial (search/study.h, study_store.h), so
+// processes that share the study never take the same trial: the grid sampler skips the points of running
 // trials, TPE's constant liar counts them as bad (search/tpe.h), and ask(budget) counts them
 // against the budget, so N workers stop at exactly `budget` finished trials.
 //
 // Workers forks N - 1 copies of the calling process; every process, the parent included, then
-// runs the same trial loop on its own connection to the file (a SQLite connection must never
-// cross a fork: the study's is closed before forking and opened again in every process, with
-// the sampler and seed stored in the file, Study::load). The parent then waits for its copies.
+// runs the same trial loop on its own connection (a connection, SQLite's or libpq's socket,
+// must never cross a fork: the study's is closed before forking and opened again in every
+// process, with the sampler and seed stored with the study, Study::load). The parent then waits for its copies.
 //
 //   Workers workers(n, study);                 // study: open, checked, resumed
 //   while (auto t = study.ask(budget)) { ... study.tell(...); }

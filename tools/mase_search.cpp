@@ -8,7 +8,9 @@
 // Each trial trains a BERT of the sampled architecture from scratch (search/objectives.h) in
 // <dir>/<study>/trial-NNNN, a mase-train run folder; the study (every trial, its values, state,
 // accuracy and attributes) lives in <dir>/studies.db (SQLite, Optuna's schema: optuna.load_study
-// and optuna-dashboard open it; search/optuna_schema.h) and <dir>/<study>.csv.
+// and optuna-dashboard open it; search/optuna_schema.h) and <dir>/<study>.csv, or, with
+// --storage postgresql://..., in a PostgreSQL database that workers on many machines share
+// (docs/scaling.md).
 // Exit status: 0 done; 1 an error; 2 bad flags; 130 stopped by Ctrl-C (resume with --resume).
 // Read next: search/study.h, search/sampler.h, search/objectives.h, docs/lab2.md.
 #include <CLI/CLI.hpp>
@@ -52,6 +54,8 @@ const char* kFooter = R"(Examples:
   mase-search --sampler tpe --trials 24 --resume
       continue the study: finished trials are kept, trials of a dead process are marked failed
       and tried again, and trials run until 24 have finished
+  mase-search --storage postgresql://mase:PASSWORD@db-host:5432/studies --trials 64 --resume
+      one of many workers, on any machine, sharing a study in PostgreSQL (docs/scaling.md)
 Files: <dir>/studies.db (every study), <dir>/<study>.csv, <dir>/<study>/trial-NNNN/ (runs).
 Exit status: 0 done, 1 error, 2 bad flags, 130 stopped (continue with --resume).
 Lab commands (each has --help): mase-search tutorial (Lab 2.1), compress-aware (Lab 2.2),
@@ -100,7 +104,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && tools::is_lab_command(argv[1])) return tools::lab_main(argc, argv);
   CLI::App app{"mase-search: architecture search over BERT on IMDb (Lab 2)"};
   app.footer(kFooter);
-  std::string sampler = "tpe", study_name, dir = "runs/search", plot, compare;
+  std::string sampler = "tpe", study_name, dir = "runs/search", plot, compare, storage;
   int trials = 12, workers = 1;
   bool resume = false;
   uint64_t seed = 0;
@@ -120,6 +124,9 @@ int main(int argc, char** argv) {
   app.add_option("--study", study_name, "study name (default arch-<sampler>)");
   app.add_option("--dir", dir, "folder of studies.db, the CSVs and the trial runs")
       ->capture_default_str();
+  app.add_option("--storage", storage,
+                 "where the studies live: sqlite:///FILE or postgresql://USER:PASSWORD@HOST:PORT/DB "
+                 "(default <dir>/studies.db)");
   app.add_option("--seed", seed, "seed of the sampler and of every trial's training")
       ->capture_default_str();
   app.add_flag("--resume", resume, "continue an existing study");
@@ -152,7 +159,7 @@ int main(int argc, char** argv) {
     if (workers > 1 && base.threads == 0)  // share the cores, not oversubscribe them
       base.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / workers);
     set_num_threads(base.threads);
-    const std::string db = (fs::path(dir) / "studies.db").string();
+    const std::string db = storage.empty() ? (fs::path(dir) / "studies.db").string() : storage;
     if (!plot.empty()) return run_plot(db, split_commas(compare), plot);
     MASE_CHECK(trials >= 1, ConfigError, "expected --trials >= 1, got ", trials);
     MASE_CHECK(workers >= 1, ConfigError, "expected --workers >= 1, got ", workers);
@@ -171,7 +178,7 @@ int main(int argc, char** argv) {
     Study study = Study::open(db, study_name, space, Direction::maximize,
                               make_sampler(sampler, seed), seed);
     std::vector<TrialRecord> before = study.trials();
-    MASE_CHECK(before.empty() || resume, ConfigError, "study '", study_name, "' in ", db,
+    MASE_CHECK(before.empty() || resume, ConfigError, "study '", study_name, "' in ", study.where(),
                " already has ", before.size(), " trials: add --resume to continue it, or pick "
                "another --study");
     if (resume) {
@@ -182,7 +189,7 @@ int main(int argc, char** argv) {
     Objective objective = architecture_objective(space, base, fs::path(dir) / study_name);
     std::printf("study     %s in %s: sampler %s, seed %llu, %d trials; each trial %s with the "
                 "trial's architecture, %lld steps on %lld reviews, tested on %lld\n",
-                study_name.c_str(), db.c_str(), sampler.c_str(),
+                study_name.c_str(), study.where().c_str(), sampler.c_str(),
                 static_cast<unsigned long long>(seed), trials, base.model.c_str(),
                 static_cast<long long>(base.max_steps), static_cast<long long>(base.train_subset),
                 static_cast<long long>(base.test_subset));
@@ -244,7 +251,7 @@ int main(int argc, char** argv) {
       std::printf("best      trial %lld: %s  accuracy %.4f\n",
                   static_cast<long long>(best->trial.number),
                   space.format(best->trial.values).c_str(), best->trial.value);
-    std::printf("results   %s, %s, runs in %s\n", db.c_str(), csv.c_str(),
+    std::printf("results   %s, %s, runs in %s\n", study.where().c_str(), csv.c_str(),
                 (fs::path(dir) / study_name).c_str());
     return train::stop_requested() ? kExitInterrupted : 0;
   });

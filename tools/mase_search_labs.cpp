@@ -107,6 +107,8 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
   c->add_option("--study", o.study, "prefix of the study names (default: the command)");
   c->add_option("--dir", o.dir, "folder of studies.db, the CSVs and the trial runs")
       ->capture_default_str();
+  c->add_option("--storage", o.storage, "the studies: sqlite:///FILE or "
+                "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)");
   c->add_option("--seed", o.seed, "seed of the samplers and of the trials")->capture_default_str();
   c->add_flag("--resume", o.resume, "continue the studies (same flags)");
   c->add_option("--plot", o.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
@@ -228,6 +230,8 @@ int lab_main(int argc, char** argv) {
   u->add_option("--trials", cus.trials, "finished trials")->capture_default_str();
   u->add_option("--study", cus.study, "study name (default custom)");
   u->add_option("--dir", cus.dir, "folder of studies.db and the CSV")->capture_default_str();
+  u->add_option("--storage", cus.storage, "the study: sqlite:///FILE or "
+                "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)");
   u->add_option("--seed", cus.seed, "seed of the sampler")->capture_default_str();
   u->add_flag("--resume", cus.resume, "continue the study (same flags)");
   u->add_option("--plot", cus.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");

@@ -4,6 +4,7 @@
 //   mase-train --resume runs/bert-tiny-imdb-20250101-120000 # continue an interrupted run
 //   mase-train --init RUN_OR_HF_DIR --eval-only              # evaluate a saved model
 //   mase-train predict RUN_DIR "A wonderful film."          # label and probability
+//   mpirun -np 2 mase-train --model bert-tiny ...            # data parallel: 2 CPU processes
 //
 // A thin main: flags (CLI11) -> train::TrainConfig -> train/session.h. The contradictions
 // between flags are refused here, before anything is read or written.
@@ -14,7 +15,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +47,9 @@ const char* kFooter = R"(Examples:
       fine-tune a pretrained HF checkpoint with its WordPiece vocab, embeddings frozen
   mase-train predict runs/bert-tiny-imdb-20250101-120000 "A wonderful film."
       print the label and its probability
+  mpirun -np 2 mase-train --model bert-tiny --batch-size 32 --threads 1
+      data parallel on the CPU: 2 processes, 16 reviews of each batch each, gradients
+      all-reduced with MPI (--dist nccl --device cuda: one GPU per process; docs/scaling.md)
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --eval-only --quant int8.toml
       post-training quantization (PTQ): quantize the trained model, evaluate it
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --quant int8.toml --epochs 1
@@ -56,7 +62,7 @@ Exit status: 0 done, 1 error, 2 bad flags, 3 loss diverged, 130 stopped (resumab
 
 // The flags a resumed run may set (it keeps its saved config otherwise).
 const std::vector<std::string> kResumeFlags = {"--resume", "--threads", "--device",
-                                               "--log-every"};
+                                               "--log-every", "--dist"};
 
 // One line per text: label and probability, then (--logits) every logit with %.9g, enough
 // digits to tell f32 values apart: what to compare with HF transformers' logits.
@@ -87,6 +93,35 @@ int run_predict(const std::string& dir, std::vector<std::string> texts, const st
   return 0;
 }
 
+// A new run, or --resume, or --eval-only: the work once the flags are checked.
+int train_or_resume(TrainConfig& c, const std::string& resume_dir, bool eval_only_flag,
+                    std::FILE* out, DataParallel* dp,
+                    const std::function<bool(const char*)>& given) {
+  if (!resume_dir.empty()) {
+    ResumeOverrides o;
+    if (given("--threads")) o.threads = c.threads;
+    if (given("--device")) o.device = c.device;
+    if (given("--log-every")) o.log_every = c.log_every;
+    clear_stop();
+    install_stop_handlers();
+    TrainResult r = resume(resume_dir, o, out, {}, dp);
+    return r.status == TrainStatus::completed     ? 0
+           : r.status == TrainStatus::interrupted ? kExitInterrupted
+                                                  : kExitDiverged;
+  }
+  if (eval_only_flag) {
+    if (!given("--max-len")) c.max_len = 0;  // the run's own max_len
+    eval_only(c, out);
+    return 0;
+  }
+  clear_stop();
+  install_stop_handlers();
+  TrainResult r = train_new(c, out, {}, dp);
+  return r.status == TrainStatus::completed     ? 0
+         : r.status == TrainStatus::interrupted ? kExitInterrupted
+                                                : kExitDiverged;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,6 +130,7 @@ int main(int argc, char** argv) {
   TrainConfig c;
   std::string resume_dir, pooling, bucketing = "on";
   double lr = 0, warmup = 0, dropout = 0;
+  std::string dist = "auto";
   bool eval_only_flag = false;
 
   app.add_option("--model", c.model,
@@ -134,6 +170,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", c.seed, "seed of weights, dropout and data order")->capture_default_str();
   app.add_option("--threads", c.threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--device", c.device, "cpu or cuda[:N]")->capture_default_str();
+  app.add_option("--dist", dist, "data parallelism: auto (mpi under mpirun, else none), none, "
+                 "mpi (CPU ranks), nccl (one GPU per rank; world size 1 without mpirun)")
+      ->capture_default_str();
   app.add_option("--init", c.init, "start from a model: an HF folder or a mase-train run folder");
   app.add_option("--out", c.out, "run folder (default runs/<model>-<data>-<date>-<time>)");
   app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint");
@@ -208,28 +247,18 @@ int main(int argc, char** argv) {
     if (given("--init")) c.model = c.init;  // recorded in the config: where the model came from
     c.validate();
 
-    if (!resume_dir.empty()) {
-      ResumeOverrides o;
-      if (given("--threads")) o.threads = c.threads;
-      if (given("--device")) o.device = c.device;
-      if (given("--log-every")) o.log_every = c.log_every;
-      clear_stop();
-      install_stop_handlers();
-      TrainResult r = resume(resume_dir, o);
-      return r.status == TrainStatus::completed     ? 0
-             : r.status == TrainStatus::interrupted ? kExitInterrupted
-                                                    : kExitDiverged;
+    const DistBackend backend = eval_only_flag ? DistBackend::none : parse_dist(dist);
+    std::unique_ptr<DataParallel> dp;
+    if (backend != DistBackend::none) dp = DataParallel::start(backend, Device::parse(c.device));
+    // ranks other than 0 compute and print nothing (an error of their own still shows)
+    std::FILE* out = dp && !dp->root() ? std::fopen("/dev/null", "w") : stdout;
+    if (!out) out = stdout;
+    try {
+      return train_or_resume(c, resume_dir, eval_only_flag, out, dp.get(), given);
+    } catch (const std::exception&) {
+      if (dp && dp->collective_failure() && !dp->root()) return cli::kExitUsage;  // rank 0 says it
+      if (dp && !dp->collective_failure()) dp->abandon();  // the others may wait in a collective
+      throw;
     }
-    if (eval_only_flag) {
-      if (!given("--max-len")) c.max_len = 0;  // the run's own max_len
-      eval_only(c);
-      return 0;
-    }
-    clear_stop();
-    install_stop_handlers();
-    TrainResult r = train_new(c);
-    return r.status == TrainStatus::completed     ? 0
-           : r.status == TrainStatus::interrupted ? kExitInterrupted
-                                                  : kExitDiverged;
   });
 }

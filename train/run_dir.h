@@ -48,6 +48,9 @@ class RunDir {
   // An existing run folder, to resume: it must hold train_config.json and a checkpoint, and
   // must not be finished (final.json). ConfigError saying what is missing otherwise.
   static RunDir open(const fs::path& path);
+  // The run folder as another process writes it (rank 0 of a data-parallel run, for the
+  // other ranks, which never write): nothing checked, nothing written.
+  static RunDir of_other_rank(const fs::path& path) { return RunDir(path); }
 
   const fs::path& path() const { return path_; }
   fs::path file(const std::string& name) const { return path_ / name; }

@@ -167,7 +167,7 @@ void apply_compression(nn::BertForSequenceClassification& model, const TrainConf
 }
 
 void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenceClassification& m,
-                   const Trainer& t, const RunDir& run, std::FILE* out) {
+                   const Trainer& t, const RunDir& run, std::FILE* out, const DataParallel* dp) {
   const auto& mc = m.config();
   std::fprintf(out, "model     %s: L%lld H%lld A%lld I%lld, vocab %s, pooling %s, %s\n",
                c.init.empty() ? c.model.c_str() : c.init.c_str(),
@@ -192,6 +192,10 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
                (long long)t.steps_per_epoch(), c.weight_decay, c.clip,
                mc.hidden_dropout_prob);
   std::fprintf(out, "device    %s, %d threads\n", c.device.c_str(), num_threads());
+  if (dp)
+    std::fprintf(out, "dist      %s, %d ranks, each %lld rows of the batch of %lld\n",
+                 dp->backend() == DistBackend::nccl ? "nccl" : "mpi", dp->world(),
+                 (long long)(c.batch_size / dp->world()), (long long)c.batch_size);
   if (!Device::parse(c.device).is_cuda())
     std::fprintf(out, "cpu       %s; GEMMs: %s\n", isa_summary().c_str(), gemm_library().c_str());
   std::fprintf(out, "trainable parameters\n");
@@ -264,11 +268,18 @@ int64_t freeze_parameters(nn::Module& model, const std::string& pattern) {
   return n;
 }
 
-TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
+TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
+                      DataParallel* dp) {
   c = resolve_recipe(c);
   if (c.out.empty()) c.out = default_run_name(c.model_name(), c.data);
+  if (dp) {  // one run folder (rank 0's name: the clocks may differ), one config
+    c.out = dp->broadcast(c.out);
+    dp->check_same("config (flags)", c.to_json().dump());
+  }
+  const bool root = !dp || dp->root();
   // refuse a used --out before the slow work (RunDir::create checks again)
-  MASE_CHECK(!fs::exists(c.out) || (fs::is_directory(c.out) && fs::is_empty(c.out)), ConfigError,
+  MASE_CHECK(!root || !fs::exists(c.out) || (fs::is_directory(c.out) && fs::is_empty(c.out)),
+             ConfigError,
              "[run] --out ", c.out, " is not empty (pass another --out, or continue that run with "
              "--resume ", c.out, ")");
   require_device(Device::parse(c.device));
@@ -296,19 +307,22 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
   }
   nn::fuse_kernels(*model);  // the blocks left plain by the passes above run fused kernels
   model->to(Device::parse(c.device));
-  RunDir run = RunDir::create(c.out);
-  write_text_atomic(run.file(RunDir::kConfig).string(), c.to_json().dump(2) + "\n");
-  d.tokenizer->save(run.file(tokenizer_file_name(d.tokenizer->name())));
+  RunDir run = root ? RunDir::create(c.out) : RunDir::of_other_rank(c.out);
+  if (root) {
+    write_text_atomic(run.file(RunDir::kConfig).string(), c.to_json().dump(2) + "\n");
+    d.tokenizer->save(run.file(tokenizer_file_name(d.tokenizer->name())));
+  }
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.on_step = on_step;
-  print_summary(c, d, *model, trainer, run, out);
+  if (dp) trainer.set_data_parallel(dp);
+  print_summary(c, d, *model, trainer, run, out, dp);
   TrainResult r = trainer.fit();
   report(r, run, d, out);
   return r;
 }
 
 TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out,
-                   const StepHook& on_step) {
+                   const StepHook& on_step, DataParallel* dp) {
   RunDir run = RunDir::open(dir);
   TrainConfig c = TrainConfig::from_json(read_json(run.file(RunDir::kConfig), "resume"),
                                          run.file(RunDir::kConfig).string());
@@ -333,7 +347,9 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   if (c.lora_rank > 0) nn::set_lora_trainable(*model);  // as insert_lora left it
   nn::fuse_kernels(*model);
   model->to(Device::parse(c.device));
+  if (dp) dp->check_same("config (train_config.json and flags)", c.to_json().dump());
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
+  if (dp) trainer.set_data_parallel(dp);
   trainer.restore(ckpt);
   trainer.on_step = on_step;
   std::fprintf(out, "resume    %s at step %lld of %lld (epoch %lld, batch %lld of %lld)\n",

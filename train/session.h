@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "train/data_parallel.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 
@@ -32,8 +33,11 @@ namespace mase::train {
 // Called after every step with (step, loss): Trainer::on_step (tests stop runs with it).
 using StepHook = std::function<void(int64_t step, double loss)>;
 
-// Start a run from `config` (recipe not yet resolved: train_new resolves it).
-TrainResult train_new(TrainConfig config, std::FILE* out = stdout, const StepHook& on_step = {});
+// Start a run from `config` (recipe not yet resolved: train_new resolves it). With `dp`, as one
+// rank of a data-parallel run (train/data_parallel.h): rank 0 picks the run folder and writes;
+// every rank must have the same config (ConfigError on all ranks otherwise).
+TrainResult train_new(TrainConfig config, std::FILE* out = stdout, const StepHook& on_step = {},
+                      DataParallel* dp = nullptr);
 
 // What a resumed run may change: how fast it runs and what it prints, not what it computes.
 // (A different thread count may change float rounding: the run is then no longer bit-identical
@@ -44,7 +48,8 @@ struct ResumeOverrides {
   std::optional<int64_t> log_every;
 };
 TrainResult resume(const fs::path& run_dir, const ResumeOverrides& overrides = {},
-                   std::FILE* out = stdout, const StepHook& on_step = {});
+                   std::FILE* out = stdout, const StepHook& on_step = {},
+                   DataParallel* dp = nullptr);
 
 // --eval-only: the model of config.init (a run folder or HF folder) on the test split (or
 // --test-subset of it), with the tokenizer found there (or --vocab). max_len 0 means the one the

@@ -1,4 +1,5 @@
-// train/trainer.cpp — the training loop (see trainer.h for the step and the checkpoint).
+// train/trainer.cpp — the training loop (see trainer.h for the step and the checkpoint; the
+// checkpoint's trainer_state.json is read and written in trainer_state.cpp).
 #include "train/trainer.h"
 
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 #include "train/clip_grad_norm.h"
+#include "train/data_parallel.h"
 
 namespace mase::train {
 
@@ -55,24 +57,9 @@ void install_stop_handlers() {
   std::signal(SIGTERM, on_stop_signal);
 }
 
-// ---- trainer state as JSON ------------------------------------------------------------------
+// ---- around the loop ----------------------------------------------------------------------
 
 namespace {
-
-json eval_json(const EvalResult& e) {
-  return {{"loss", e.loss},         {"accuracy", e.accuracy}, {"examples", e.examples},
-          {"tokens", e.tokens},     {"seconds", e.seconds}};
-}
-
-EvalResult eval_from(const json& j) {
-  EvalResult e;
-  e.loss = j.at("loss").get<double>();
-  e.accuracy = j.at("accuracy").get<double>();
-  e.examples = j.at("examples").get<int64_t>();
-  e.tokens = j.at("tokens").get<int64_t>();
-  e.seconds = j.at("seconds").get<double>();
-  return e;
-}
 
 // Batches of varying length (bucketing, dynamic padding) ask the caching allocator for new
 // size classes step after step, and every freed block stays cached: memory held from the OS
@@ -89,53 +76,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 }  // namespace
-
-json TrainerState::to_json() const {
-  return {{"step", step},
-          {"epoch", epoch},
-          {"batch", batch},
-          {"generator_seed", generator_seed},
-          {"generator_offset", generator_offset},
-          {"data_seed", data_seed},
-          {"train_tokens", train_tokens},
-          {"train_seconds", train_seconds},
-          {"eval_seconds", eval_seconds},
-          {"wall_seconds", wall_seconds},
-          {"log_loss_sum", log_loss_sum},
-          {"log_loss_count", log_loss_count},
-          {"epoch_loss_sum", epoch_loss_sum},
-          {"epoch_loss_count", epoch_loss_count},
-          {"last_eval_step", last_eval_step},
-          {"last_eval", eval_json(last_eval)}};
-}
-
-TrainerState TrainerState::from_json(const json& j, const std::string& source) {
-  try {
-    TrainerState s;
-    s.step = j.at("step").get<int64_t>();
-    s.epoch = j.at("epoch").get<int64_t>();
-    s.batch = j.at("batch").get<int64_t>();
-    s.generator_seed = j.at("generator_seed").get<uint64_t>();
-    s.generator_offset = j.at("generator_offset").get<uint64_t>();
-    s.data_seed = j.at("data_seed").get<uint64_t>();
-    s.train_tokens = j.at("train_tokens").get<int64_t>();
-    s.train_seconds = j.at("train_seconds").get<double>();
-    s.eval_seconds = j.at("eval_seconds").get<double>();
-    s.wall_seconds = j.at("wall_seconds").get<double>();
-    s.log_loss_sum = j.at("log_loss_sum").get<double>();
-    s.log_loss_count = j.at("log_loss_count").get<int64_t>();
-    s.epoch_loss_sum = j.at("epoch_loss_sum").get<double>();
-    s.epoch_loss_count = j.at("epoch_loss_count").get<int64_t>();
-    s.last_eval_step = j.at("last_eval_step").get<int64_t>();
-    s.last_eval = eval_from(j.at("last_eval"));
-    MASE_CHECK(s.step >= 0 && s.epoch >= 0 && s.batch >= 0, IoError, "[resume] ", source,
-               ": expected step, epoch and batch >= 0, got step ", s.step, ", epoch ", s.epoch,
-               ", batch ", s.batch, " (a corrupt trainer state)");
-    return s;
-  } catch (const json::exception& e) {
-    throw IoError(cat("[resume] ", source, " is not a trainer state (", e.what(), ")"));
-  }
-}
 
 // ---- the trainer ------------------------------------------------------------------------------
 
@@ -213,11 +153,29 @@ void Trainer::restore(const fs::path& ckpt) {
   model_.load_state_dict(nn::load_safetensors((ckpt / "model.safetensors").string()).tensors);
   optimizer_->load_state_dict(
       nn::load_safetensors((ckpt / "optimizer.safetensors").string()).tensors);
-  default_generator().seed = s.generator_seed;
+  const int64_t world = dp_ ? dp_->world() : 1;
+  MASE_CHECK(s.world_size == world, ConfigError, "[resume] ", ckpt.string(), " was written by a ",
+             "run of ", s.world_size, " rank(s), expected ", world, " (resume with mpirun -np ",
+             s.world_size, ": each rank's share of the batch and its dropout stream depend on it)");
+  default_generator().seed = dp_ ? rank_seed(s.generator_seed, dp_->rank()) : s.generator_seed;
   default_generator().offset = s.generator_offset;
   state_ = s;
-  run_.truncate_after(s.step);
+  if (root()) run_.truncate_after(s.step);
 }
+
+void Trainer::set_data_parallel(DataParallel* dp) {
+  dp_ = dp;
+  dp_params_.clear();
+  for (const ParamGroup& g : optimizer_->param_groups())
+    for (const auto& [name, p] : g.params) dp_params_.push_back(p);
+  state_.world_size = dp->world();
+  default_generator().seed = rank_seed(state_.generator_seed, dp->rank());
+  dp->share(config_.batch_size);  // the batch must split evenly (ConfigError otherwise)
+}
+
+bool Trainer::root() const { return !dp_ || dp_->root(); }
+
+bool Trainer::should_stop() const { return dp_ ? dp_stop_ : stop_requested(); }
 
 double Trainer::wall() const { return wall_at_start_ + seconds_since(fit_start_); }
 
@@ -227,6 +185,7 @@ double Trainer::epoch_position() const {
 }
 
 EvalResult Trainer::run_evaluation() {
+  if (!root()) return state_.last_eval;  // rank 0 evaluates; the others go on to the next step
   EvalOptions eo;
   eo.batch_size = config_.eval_batch_size;
   eo.max_len = config_.max_len;
@@ -282,12 +241,25 @@ fs::path Trainer::save_checkpoint() {
 // ---- one step ---------------------------------------------------------------------------------
 
 StepResult Trainer::train_step(const data::Batch& batch) {
-  data::Batch x = data::to_device(batch, device_);           // the batch on the model's device
+  // the batch (this rank's rows of it) on the model's device
+  data::Batch x = data::to_device(dp_ ? dp_->slice(batch) : batch, device_);
   optimizer_->set_lr_factor(schedule_.factor(state_.step));  // this step's learning rate
   Tensor loss = model_.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
   StepResult s{.loss = loss.item(), .tokens = x.real_tokens};
+  if (dp_) {  // the whole batch's loss and tokens; a stop asked of any rank stops them all
+    std::vector<double> v{s.loss / dp_->world(), static_cast<double>(s.tokens),
+                          stop_requested() ? 1.0 : 0.0};
+    dp_->sum(v);
+    s.loss = v[0];
+    s.tokens = static_cast<int64_t>(v[1]);
+    dp_stop_ = v[2] > 0;  // what every rank decides on (a signal may reach one rank a step late)
+  }
   if (!std::isfinite(s.loss)) return s;                      // diverged: weights untouched
   backward(loss);                                            // every parameter's .grad
+  if (dp_) {                                                 // the mean over the ranks
+    dp_->average_gradients(dp_params_);
+    dp_allreduce_s_ += dp_->last_seconds();
+  }
   s.grad_norm = config_.clip > 0 ? clip_grad_norm(*optimizer_, config_.clip)
                                  : grad_norm(model_.parameters());
   if (!std::isfinite(s.grad_norm)) return s;                 // diverged: weights untouched
@@ -299,6 +271,8 @@ StepResult Trainer::train_step(const data::Batch& batch) {
 // ---- the loop ---------------------------------------------------------------------------------
 
 TrainResult Trainer::fit() {
+  // every rank starts from the same weights (same seed, --init or checkpoint), or none does
+  if (dp_) dp_->check_same_values("weights at the start", dp_params_);
   fit_start_ = std::chrono::steady_clock::now();
   wall_at_start_ = state_.wall_seconds;
   fit_ = FitCounters{state_.train_seconds, state_.step, state_.train_tokens};
@@ -317,11 +291,11 @@ TrainResult Trainer::fit() {
       if (on_step) on_step(state_.step, s.loss);
       after_step();  // evaluation and checkpoint on their schedules
       // (a stop at the very last step just lets the run finish)
-      if (stop_requested() && state_.step < total_steps_) return interrupted();
+      if (should_stop() && state_.step < total_steps_) return interrupted();
     }
     if (state_.batch < nb) break;  // max_steps reached inside the epoch: no epoch end
     end_epoch();
-    if (stop_requested() && state_.step < total_steps_) {
+    if (should_stop() && state_.step < total_steps_) {
       ++state_.epoch;
       state_.batch = 0;
       return interrupted();
@@ -336,8 +310,10 @@ TrainResult Trainer::fit() {
     report.pop_back();  // Progress::line adds the newline
     progress_.line(report);
   }
-  save_model(run_.path());
-  write_final(done);
+  if (root()) {
+    save_model(run_.path());
+    write_final(done);
+  }
   return done;
 }
 
@@ -356,6 +332,7 @@ void Trainer::count_step(const StepResult& s, double seconds) {
 }
 
 void Trainer::log_step(const StepResult& s) {
+  if (!root()) return;  // rank 0 prints and logs
   const bool log = state_.step % config_.log_every == 0 || state_.step == total_steps_;
   StepInfo info;
   info.step = state_.step;
@@ -405,6 +382,7 @@ void Trainer::end_epoch() {
 }
 
 void Trainer::checkpoint() {
+  if (!root()) return;  // rank 0 writes the checkpoints
   state_.wall_seconds = wall();
   last_ckpt_ = save_checkpoint();
   last_ckpt_step_ = state_.step;
@@ -429,14 +407,16 @@ TrainResult Trainer::finish(TrainStatus status, std::string message) {
 }
 
 TrainResult Trainer::interrupted() {
-  if (last_ckpt_step_ != state_.step) {
+  if (last_ckpt_step_ != state_.step && root()) {
     state_.wall_seconds = wall();
     last_ckpt_ = save_checkpoint();
   }
   return finish(TrainStatus::interrupted,
                 cat("[train] stopped at step ", state_.step, " of ", total_steps_,
                     "; checkpoint saved in ", last_ckpt_.string(),
-                    "; continue with: mase-train --resume ", run_.path().string()));
+                    "; continue with: ",
+                    dp_ && dp_->world() > 1 ? cat("mpirun -np ", dp_->world(), " ") : "",
+                    "mase-train --resume ", run_.path().string()));
 }
 
 TrainResult Trainer::diverged(const char* what, double value) {
@@ -469,6 +449,10 @@ void Trainer::write_final(const TrainResult& r) {
   j["parameters"] = model_.num_parameters();
   j["trainable_parameters"] = model_.num_parameters(/*trainable_only=*/true);
   j["threads"] = num_threads();
+  if (dp_) {  // data parallel: ranks, and rank 0's seconds in the gradient all-reduce
+    j["ranks"] = dp_->world();
+    j["allreduce_s"] = dp_allreduce_s_;
+  }
   // memory held from the OS at the peak (the caching allocator's view: runtime/allocator.h)
   j["peak_memory_bytes"] = allocator_stats(device_).peak_os_bytes;
   j["config"] = config_.to_json();

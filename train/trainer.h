@@ -26,6 +26,10 @@
 // infinite loss or gradient returns `diverged` at once: nothing is saved, so the last
 // checkpoint is the last good state.
 //
+// Data parallel (train/data_parallel.h): with set_data_parallel, each step trains on this
+// rank's rows of the batch and averages the gradients over the ranks; only rank 0 writes logs,
+// evaluations, checkpoints and the final model.
+//
 // Read next: train/session.h (data, model and run folder around this loop).
 #pragma once
 #include <atomic>
@@ -46,6 +50,8 @@
 #include "train/train_config.h"
 
 namespace mase::train {
+
+class DataParallel;
 
 // ---- stopping -----------------------------------------------------------------------------
 void request_stop();     // async-signal-safe: a lock-free atomic store
@@ -68,6 +74,7 @@ struct TrainerState {
   int64_t log_loss_count = 0, epoch_loss_count = 0;
   int64_t last_eval_step = -1;
   EvalResult last_eval;
+  int64_t world_size = 1;  // ranks of the run that wrote it (resume needs as many)
 
   nlohmann::json to_json() const;
   static TrainerState from_json(const nlohmann::json& j, const std::string& source);
@@ -105,6 +112,8 @@ class Trainer {
   // Continue from a checkpoint folder (RunDir::latest_checkpoint()): weights, optimizer state,
   // position, generator. ConfigError / IoError if it does not fit this model and config.
   void restore(const fs::path& checkpoint);
+  // Train as one of dp->world() ranks (before restore and fit; dp must outlive the Trainer).
+  void set_data_parallel(DataParallel* dp);
   TrainResult fit();  // train_step over every batch of every epoch, with the schedules around it
   // One optimizer step on one (CPU) batch; the weights move only when loss and norm are finite.
   StepResult train_step(const data::Batch& batch);
@@ -153,6 +162,14 @@ class Trainer {
     int64_t step = 0, tokens = 0;
   } fit_;
   std::vector<double> losses_;  // every step's loss, in this process
+  bool root() const;  // rank 0, or no data parallelism: the process that writes
+  // A stop was asked for: of this process, or (data parallel) of any rank, as of the last step
+  // (all ranks then stop after the same step)
+  bool should_stop() const;
+  bool dp_stop_ = false;
+  DataParallel* dp_ = nullptr;
+  std::vector<Tensor> dp_params_;  // the trainable parameters, in the optimizer's order
+  double dp_allreduce_s_ = 0;      // seconds in the gradient all-reduce, this process
   fs::path last_ckpt_;
   int64_t last_ckpt_step_ = -1;  // a checkpoint of this very step needs no second save
 };

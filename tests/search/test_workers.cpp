@@ -107,13 +107,13 @@ TEST_CASE("workers: one worker forks nothing; fewer than one is a ConfigError") 
   space.integer("n", 0, 3);
   Study s = Study::open(dir.file("one.db"), "one", space, Direction::maximize,
                         make_sampler("random", 1), 1);
-  const std::string path = s.path();
+  const std::string path = s.storage();
   {
     Workers w(1, s);
     CHECK_FALSE(w.is_copy());
     CHECK(w.wait() == 0);
   }
-  CHECK(s.path() == path);  // the same connection, still open
+  CHECK(s.storage() == path);  // the same connection, still open
   CHECK(s.ask(1));
   CHECK_FALSE(s.ask(1));
   CHECK_THROWS_AS(Workers(0, s), ConfigError);

@@ -19,16 +19,8 @@ wait_for() {
   done
 }
 
-# 24 reviews per label and split: "great"/"awful" words among neutral ones
-for split in train test; do
-  for i in $(seq 0 23); do
-    mkdir -p "$dir/data/imdb/aclImdb/$split/pos" "$dir/data/imdb/aclImdb/$split/neg"
-    echo "the film was great and i loved it $i" > "$dir/data/imdb/aclImdb/$split/pos/${i}_9.txt"
-    echo "the film was awful and i hated it $i" > "$dir/data/imdb/aclImdb/$split/neg/${i}_2.txt"
-  done
-done
-printf '%s\n' '[PAD]' '[UNK]' '[CLS]' '[SEP]' '[MASK]' the film was great and i loved it \
-  awful hated 0 1 2 3 4 5 6 7 8 9 > "$dir/vocab.txt"
+. "$(dirname "$0")/made_up_imdb.sh"
+made_up_imdb "$dir"
 printf '{"vocab_size": 25, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 64}' > "$dir/tiny.json"
 common="--model $dir/tiny.json --data-dir $dir/data --cache-dir $dir/cache --tokenizer wordpiece --vocab $dir/vocab.txt --max-len 16 --batch-size 8 --lr 1e-2 --warmup 2"
 

@@ -1,0 +1,118 @@
+// runtime/cpu/allreduce.cpp — MPI's collectives over host memory (twin of cuda/allreduce.cu,
+// which does the all-reduce with NCCL on the GPU; contract: runtime/kernels/allreduce.h).
+// Compiled with MPI where CMake found it (MASE_HAS_MPI, runtime/CMakeLists.txt); otherwise
+// every call but mpi_built / mpi_launched throws a ConfigError saying what to install.
+#include <cstdlib>
+
+#include "runtime/kernels/allreduce.h"
+
+#ifdef MASE_HAS_MPI
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#endif
+
+namespace mase::cpu {
+
+bool mpi_launched() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+#ifdef MASE_HAS_MPI
+
+namespace {
+
+bool g_started = false;
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw IoError(cat("[mpi] ", what, " failed: ", msg, " (did a rank die? see mpirun's message)"));
+}
+
+// MPI counts are int: a buffer larger than INT_MAX elements goes in pieces.
+template <class T, class F>
+void in_chunks(T* buf, int64_t n, F&& f) {
+  for (int64_t done = 0; done < n;) {
+    const int c = static_cast<int>(std::min<int64_t>(n - done, INT_MAX / 2));
+    f(buf + done, c);
+    done += c;
+  }
+}
+
+}  // namespace
+
+bool mpi_built() { return true; }
+
+void mpi_start(int* rank, int* world) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    // Errors come back as codes (turned into exceptions above), not as an abort of the job.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    g_started = true;
+  }
+  check(MPI_Comm_rank(MPI_COMM_WORLD, rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, world), "MPI_Comm_size");
+}
+
+void mpi_stop() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (g_started && !finalized) MPI_Finalize();
+  g_started = false;
+}
+
+void mpi_allreduce_sum(float* buf, int64_t n) {
+  in_chunks(buf, n, [](float* p, int c) {
+    check(MPI_Allreduce(MPI_IN_PLACE, p, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+  });
+}
+
+void mpi_allreduce_sum(double* buf, int64_t n) {
+  in_chunks(buf, n, [](double* p, int c) {
+    check(MPI_Allreduce(MPI_IN_PLACE, p, c, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+  });
+}
+
+void mpi_allreduce_min_max(uint64_t v, uint64_t* min, uint64_t* max) {
+  check(MPI_Allreduce(&v, min, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  check(MPI_Allreduce(&v, max, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+}
+
+void mpi_broadcast(void* buf, int64_t bytes, int root) {
+  in_chunks(static_cast<char*>(buf), bytes, [root](char* p, int c) {
+    check(MPI_Bcast(p, c, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+  });
+}
+
+void mpi_barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+#else  // built without MPI
+
+namespace {
+[[noreturn]] void no_mpi(const char* what) {
+  throw ConfigError(cat("[", what, "] built without MPI (apt-get install libopenmpi-dev "
+                        "openmpi-bin, then reconfigure: scripts/setup.sh)"));
+}
+}  // namespace
+
+bool mpi_built() { return false; }
+void mpi_start(int*, int*) { no_mpi("mpi_start"); }
+void mpi_stop() {}
+void mpi_allreduce_sum(float*, int64_t) { no_mpi("mpi_allreduce_sum"); }
+void mpi_allreduce_sum(double*, int64_t) { no_mpi("mpi_allreduce_sum"); }
+void mpi_allreduce_min_max(uint64_t, uint64_t*, uint64_t*) { no_mpi("mpi_allreduce_min_max"); }
+void mpi_broadcast(void*, int64_t, int) { no_mpi("mpi_broadcast"); }
+void mpi_barrier() { no_mpi("mpi_barrier"); }
+
+#endif
+
+}  // namespace mase::cpu

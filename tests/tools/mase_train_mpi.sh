@@ -1,0 +1,85 @@
+#!/bin/sh
+# tests/tools/mase_train_mpi.sh MASE_TRAIN — data-parallel training over MPI on localhost
+# (train/data_parallel.h), on a made-up IMDb written here:
+#   1. 2 ranks give the loss curve of 1 process with the same global batch and seed, step by
+#      step within fp32 reassociation (relative 1e-4; dropout off: its masks are per rank);
+#   2. 2 ranks stopped with SIGTERM in the middle (exit 130, one checkpoint by rank 0) and
+#      resumed by 2 ranks end with exactly the losses of an uninterrupted 2-rank run;
+#   3. resuming that 2-rank checkpoint with 1 process, and ranks started with different
+#      flags, are refused with one line (exit 2).
+# Prints "mpi: ok" when every check passed (ctest matches it), or MASE_SKIPPED when mpirun or
+# an MPI build is missing (ctest reports the case skipped).
+set -u
+bin=$1
+command -v mpirun >/dev/null || { echo "MASE_SKIPPED: mpirun not found (apt-get install openmpi-bin)"; exit 0; }
+dir=$(mktemp -d "${TMPDIR:-/tmp}/mase-train-mpi-XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "mpi: FAILED: $*"; exit 1; }
+wait_for() {  # wait_for PATTERN FILE PID: until FILE has a matching line (at most 60 s)
+  n=0
+  until grep -q "$1" "$2" 2>/dev/null; do
+    n=$((n + 1)); [ $n -gt 600 ] && { kill "$3"; fail "never printed '$1': $(tail -n 3 "$2")"; }
+    sleep 0.1
+  done
+}
+# 2 ranks on this machine, one thread each, not pinned to one core; root must say it means it
+mpi="mpirun -np 2 --oversubscribe --bind-to none"
+[ "$(id -u)" -eq 0 ] && mpi="$mpi --allow-run-as-root"
+
+. "$(dirname "$0")/made_up_imdb.sh"
+made_up_imdb "$dir"
+printf '{"vocab_size": 25, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}' > "$dir/tiny.json"
+common="--model $dir/tiny.json --data-dir $dir/data --cache-dir $dir/cache --tokenizer wordpiece --vocab $dir/vocab.txt --max-len 16 --batch-size 8 --lr 1e-2 --warmup 2 --dropout 0 --threads 1 --log-every 1"
+# the token cache once, so that the ranks do not race to write it
+"$bin" $common --max-steps 1 --out "$dir/warm" > "$dir/warm.log" 2>&1 || fail "warm-up run exited $?: $(tail -n 3 "$dir/warm.log")"
+$mpi "$bin" --help > /dev/null 2>&1 || fail "mpirun cannot start mase-train: $($mpi "$bin" --help 2>&1 | tail -n 3)"
+
+# 1. the loss curve: 1 process against 2 ranks
+"$bin" $common --max-steps 12 --out "$dir/one" > "$dir/one.log" 2>&1 || fail "1 process exited $?: $(tail -n 3 "$dir/one.log")"
+$mpi "$bin" $common --max-steps 12 --out "$dir/two" > "$dir/two.log" 2>&1 || fail "2 ranks exited $?: $(tail -n 5 "$dir/two.log")"
+grep -q "^dist *mpi, 2 ranks, each 4 rows of the batch of 8" "$dir/two.log" || fail "no dist line: $(head -n 20 "$dir/two.log")"
+[ "$(grep -c '^done' "$dir/two.log")" -eq 1 ] || fail "expected one result line (rank 0's), got $(grep -c '^done' "$dir/two.log")"
+loss() { sed -n 's/.*"step":\([0-9]*\),.*"loss":\([-0-9.e]*\),.*/\1 \2/p' "$1"; }
+loss "$dir/one/train_log.jsonl" > "$dir/one.loss"
+loss "$dir/two/train_log.jsonl" > "$dir/two.loss"
+[ "$(wc -l < "$dir/one.loss")" -eq 12 ] || fail "expected 12 logged steps, got $(wc -l < "$dir/one.loss")"
+paste "$dir/one.loss" "$dir/two.loss" | awk '
+  { d = $2 - $4; if (d < 0) d = -d; r = d / ($2 < 0 ? -$2 : $2); if (r > worst) worst = r
+    if ($1 != $3 || r > 1e-4) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
+  END { printf "loss curves: 12 steps, largest relative difference %.2e\n", worst; exit bad }' ||
+  fail "2 ranks' losses differ from 1 process's beyond fp32 reassociation"
+
+# 2. SIGTERM in the middle, resume with 2 ranks: the same losses as without the stop
+$mpi "$bin" $common --max-steps 200 --out "$dir/full" > "$dir/full.log" 2>&1 || fail "full run exited $?: $(tail -n 5 "$dir/full.log")"
+$mpi "$bin" $common --max-steps 200 --out "$dir/cut" > "$dir/cut.log" 2>&1 &
+pid=$!
+# (rank 0 draws a progress bar: mpirun gives it a pty, and the bar skips steps)
+wait_for "step \([2-9][0-9]\|1[0-9][0-9]\)/" "$dir/cut.log" $pid
+for r in $(pgrep -P $pid); do kill -TERM "$r"; done  # the ranks (mpirun's children), as Ctrl-C would
+wait $pid
+code=$?
+[ $code -ne 0 ] || fail "the stopped run exited 0 (finished before the signal?)"
+ls "$dir/cut/checkpoints" 2>/dev/null | grep -q '^step-' || fail "no checkpoint after SIGTERM: $(tail -n 5 "$dir/cut.log")"
+grep -q "continue with: mpirun -np 2 mase-train --resume" "$dir/cut.log" || fail "no resume hint: $(tail -n 5 "$dir/cut.log")"
+echo "stopped: $(grep 'stopped at step' "$dir/cut.log")"
+
+"$bin" --resume "$dir/cut" > "$dir/wrong.log" 2>&1
+code=$?
+[ $code -eq 2 ] || fail "resuming 2 ranks' checkpoint with 1 process exited $code, expected 2"
+grep -q "was written by a run of 2 rank(s), expected 1" "$dir/wrong.log" || fail "$(cat "$dir/wrong.log")"
+echo "refused: $(cat "$dir/wrong.log")"
+
+$mpi "$bin" --resume "$dir/cut" > "$dir/resume.log" 2>&1 || fail "resume exited $?: $(tail -n 5 "$dir/resume.log")"
+loss "$dir/full/train_log.jsonl" > "$dir/full.loss"
+loss "$dir/cut/train_log.jsonl" > "$dir/cut.loss"
+[ "$(wc -l < "$dir/cut.loss")" -eq 200 ] || fail "the resumed log has $(wc -l < "$dir/cut.loss") steps, expected 200"
+cmp -s "$dir/full.loss" "$dir/cut.loss" || fail "resumed losses differ from the uninterrupted run's: $(diff "$dir/full.loss" "$dir/cut.loss" | head -n 4)"
+echo "resumed: 200 steps, losses identical to the uninterrupted 2-rank run"
+
+# 3. ranks started with different flags: one line, exit 2
+$mpi sh -c "exec \"$bin\" $common --max-steps 2 --seed \$OMPI_COMM_WORLD_RANK --out $dir/mixed" > "$dir/mixed.log" 2>&1
+code=$?
+[ $code -ne 0 ] || fail "ranks with different --seed were accepted"
+[ "$(grep -c '\[dist\]' "$dir/mixed.log")" -eq 1 ] || fail "expected one [dist] line: $(cat "$dir/mixed.log")"
+echo "refused: $(grep '\[dist\]' "$dir/mixed.log")"
+echo "mpi: ok"
