@@ -35,7 +35,8 @@ StepResult GraphStep::step(const data::Batch& batch) {
   const std::pair<int64_t, int64_t> key{batch.input_ids.size(0), batch.input_ids.size(1)};
   Captured& c = shapes_[key];
   const bool can = device_.is_cuda() && batch.attention_mask.defined() && batch.labels.defined();
-  if (!c.graph && (!can || c.seen < warmup_ || graphs_ >= max_graphs_ || !opt_.step_is_gated())) {
+  if (!c.graph && (!can || c.failed || c.seen < warmup_ || graphs_ >= max_graphs_ ||
+                   !opt_.step_is_gated())) {
     ++c.seen;
     ++stats_.eager;
     return train_step(model_, opt_, batch, device_, clip_, clip_state_);
@@ -45,7 +46,17 @@ StepResult GraphStep::step(const data::Batch& batch) {
     return train_step(model_, opt_, batch, device_, clip_, clip_state_);
   }
   check_batch(model_, batch);
-  if (!c.graph) capture(c, batch);
+  if (!c.graph) {
+    try {
+      capture(c, batch);
+    } catch (const Error& e) {  // not capturable: this shape runs uncaptured
+      c.failed = true;
+      stats_.capture_error = e.what();
+      ++c.seen;
+      ++stats_.eager;
+      return train_step(model_, opt_, batch, device_, clip_, clip_state_);
+    }
+  }
   ++c.seen;
   return replay(c, batch);
 }

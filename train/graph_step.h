@@ -16,7 +16,8 @@
 // A replay computes exactly what train_step would (the same kernels, the same dropout masks):
 // tests/train/test_graph_step.cpp checks replay == uncaptured step.
 // Shapes beyond max_graphs (bucketing gives many lengths: each graph holds its own memory)
-// run uncaptured. Falls back to train_step where a graph cannot apply: a CPU device, or the
+// run uncaptured, and so does a shape whose capture failed (stats().capture_error says why;
+// the step is then taken uncaptured: a failed capture runs nothing and changes no state). Falls back to train_step where a graph cannot apply: a CPU device, or the
 // per-tensor / host-clip paths (MASE_ADAMW, MASE_CLIP).
 //
 // Read next: runtime/cuda_graph.h, runtime/kernels/graph_capture.h (what may be captured).
@@ -36,6 +37,7 @@ struct GraphStepStats {
   int64_t eager = 0, captures = 0, replays = 0;
   double capture_ms = 0;   // host time of captures (capture + instantiate), all shapes
   int64_t kernels = 0;     // kernel launches in the last captured step
+  std::string capture_error;  // why the last failed capture failed ("" when none did)
 };
 
 class GraphStep {
@@ -49,6 +51,7 @@ class GraphStep {
  private:
   struct Captured {
     int64_t seen = 0;                    // steps of this shape so far
+    bool failed = false;                 // its capture failed: uncaptured from now on
     std::unique_ptr<CudaGraph> graph;
     data::Batch inputs;                  // the device buffers the graph reads
     Tensor philox_base;                  // 8 bytes: the dropout offset of the step (uint64)

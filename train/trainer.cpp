@@ -324,6 +324,13 @@ TrainResult Trainer::fit() {
     }
   }
   if (state_.last_eval_step != state_.step) run_evaluation();
+  if (graph_step_) {  // --cuda-graphs: what was captured and replayed
+    const GraphStepStats& g = graph_step_->stats();
+    progress_.line(cat("cuda graphs: ", g.captures, " captured (", format_duration(g.capture_ms / 1e3),
+                       ", ", g.kernels, " kernels each), ", g.replays, " replays, ", g.eager,
+                       " steps uncaptured",
+                       g.capture_error.empty() ? "" : cat("; a capture failed: ", g.capture_error)));
+  }
   TrainResult done = finish(TrainStatus::completed, "");
   // --fuse-lora: the adapters fold into plain Linears (W + alpha/r·B·A) for the saved model;
   // the evaluation above is the unfused model's (equal up to float rounding)

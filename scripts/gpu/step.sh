@@ -45,7 +45,7 @@ bench() {  # label filter timeout
   MASE_PROFILE_OUT="$prof" timeout "$3" "$BIN/mase-bench" --suite gpu-step \
     --benchmark_filter="$2" --benchmark_format=json > "$LOGS/gpu-step-$1.json" 2> "$LOGS/gpu-step-$1.err"
   local rc=$?
-  python3 - "$LOGS/gpu-step-$1.json" "$sum" <<'PY' || row "gpu-step $1" "exit $rc; no JSON (see $LOGS/gpu-step-$1.err)"
+  python3 - "$LOGS/gpu-step-$1.json" "$sum" 2>> "$LOGS/gpu-step-$1.err" <<'PY' || row "gpu-step $1" "exit $rc; no JSON (see $LOGS/gpu-step-$1.err)"
 import json, sys
 runs = json.load(open(sys.argv[1]))["benchmarks"]
 with open(sys.argv[2], "a") as out:
@@ -56,7 +56,9 @@ with open(sys.argv[2], "a") as out:
         g = lambda k: b.get(k, float("nan"))
         out.write(f"| {b['name']} | {g('real_time'):.2f} ms/step, {g('tokens_per_s'):.0f} tokens/s, "
                   f"{g('flops') / 1e12:.2f} TFLOP/s; GPU busy {g('busy_ms'):.2f} ms, idle {g('idle_ms'):.2f} ms, "
-                  f"host {g('host_ms'):.2f} ms, {g('syncs'):.0f} syncs, {g('os_allocs'):.0f} cudaMalloc/step |\n")
+                  f"host {g('host_ms'):.2f} ms, {g('syncs'):.0f} syncs, {g('os_allocs'):.0f} cudaMalloc/step"
+                  + (f", {g('kernels'):.0f} kernels" if 'kernels' in b else "")
+                  + (f", captured step {g('capture_ms'):.0f} ms" if 'capture_ms' in b else "") + " |\n")
 PY
   echo "<!-- gpu-step $1: exit $rc, $((SECONDS - t0)) s -->" >> "$prof"
 }
