@@ -11,7 +11,8 @@
 //   fp32     strided/pointer-batched GEMMs, clip and AdamW as multi-tensor kernels gated on
 //            the device, one host sync per step (the readback)
 //   tf32     fp32 with cuBLAS's TF32 tensor-core math (runtime/kernels/matmul.h)
-//   fp32-graphs, tf32-graphs   the same step captured as a CUDA graph and replayed
+//   bf16     GEMM inputs rounded to bf16, fp32 accumulation (cuda/matmul_bf16.cu)
+//   fp32-graphs, tf32-graphs, bf16-graphs   the same step captured as a CUDA graph and replayed
 //            (train/graph_step.h): counters capture_ms (the first captured step: capture,
 //            instantiation, replay) and kernels (the launches one replay stands for)
 // Timing: each iteration is host wall time from the step's start to the GPU's end of it (an
@@ -58,8 +59,10 @@ const std::vector<Variant>& variants() {
        GemmPrecision::fp32},
       {"fp32", {}, GemmPrecision::fp32},
       {"tf32", {}, GemmPrecision::tf32},
+      {"bf16", {}, GemmPrecision::bf16},
       {"fp32-graphs", {}, GemmPrecision::fp32, true},
       {"tf32-graphs", {}, GemmPrecision::tf32, true},
+      {"bf16-graphs", {}, GemmPrecision::bf16, true},
   };
   return v;
 }

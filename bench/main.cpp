@@ -24,7 +24,7 @@
 #include "bench/report.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
-#include "runtime/kernels/matmul.h"
+#include "runtime/gpu_math.h"
 #include "runtime/parallel.h"
 
 namespace mase::bench {
@@ -67,7 +67,8 @@ const Suite kSuites[] = {
     // each registers nothing, with one line on stderr, where no GPU is present
     {"gpu-base", "GPU: device-to-device copy bandwidth, cuBLAS sgemm 4096³ (the GPU's limits)",
      mase::bench::register_gpu_base},
-    {"gpu-step", "GPU: a BERT training step, profiled per phase and op class, before/fp32/tf32",
+    {"gpu-step",
+     "GPU: a BERT training step profiled per phase and op class: before, fp32, tf32, bf16, graphs",
      mase::bench::register_gpu_step},
 };
 
@@ -122,9 +123,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(names));
   std::string precision = "fp32";
   app.add_option("--precision", precision,
-                 "GPU GEMM arithmetic for every suite: fp32 (default) or tf32 (tensor cores; "
-                 "gpu-step sets its own per variant)")
-      ->check(CLI::IsMember({"fp32", "tf32"}));
+                 "GPU GEMM arithmetic for every suite: fp32 (default), tf32 or bf16 (tensor "
+                 "cores; gpu-step sets its own per variant)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   bool e2e = false;
   app.add_flag("--e2e", e2e, "the end-to-end suite only (same as --suite e2e)");
   app.footer(footer());
@@ -141,8 +142,7 @@ int main(int argc, char** argv) {
   if (e2e) suites.push_back("e2e");
   try {
     const int n = mase::set_num_threads(threads);
-    if (precision == "tf32" && mase::cuda_device_count() > 0)
-      mase::cuda::set_gemm_precision(mase::GemmPrecision::tf32);
+    mase::set_gpu_gemm_precision(precision);  // runtime/gpu_math.h: nothing without a GPU
     for (const Suite& s : kSuites) {
       bool on = suites.empty();
       for (const std::string& want : suites) on = on || want == s.name;

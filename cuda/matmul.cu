@@ -10,49 +10,27 @@
 // (batch × heads of a head-split view). One launch instead of B·NH launches of small GEMMs.
 //
 // For CUDA graphs (runtime/kernels/graph_capture.h) cuBLAS gets a workspace of its own
-// (cublasSetWorkspace) so it never allocates while a step is being captured.
+// (cuda/cublas.h) so it never allocates while a step is being captured. --precision bf16 is
+// cuda/matmul_bf16.cu.
 #include <cublas_v2.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <vector>
 
 #include "cuda/check.h"
+#include "cuda/cublas.h"
+#include "cuda/matmul_bf16.h"
 #include "cuda/stream.h"
 #include "runtime/kernels/matmul.h"
 
 namespace mase::cuda {
 namespace {
 
-void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw DeviceError(cat("[gemm] ", what, " failed with cuBLAS status ", static_cast<int>(s)));
-}
-
 GemmPrecision g_precision = GemmPrecision::fp32;
 
-cublasHandle_t handle() {
-  static cublasHandle_t h = [] {
-    cublasHandle_t x;
-    if (cublasCreate(&x) != CUBLAS_STATUS_SUCCESS) throw DeviceError("[gemm] cublasCreate failed");
-    check(cublasSetStream(x, stream()), "cublasSetStream");  // cuda/stream.h
-    // a workspace of our own (32 MiB, NVIDIA's advice for Hopper): cuBLAS then never allocates
-    // inside a call, which a CUDA graph capture would not allow. Kept for the process's life.
-    constexpr size_t kWorkspace = 32u << 20;
-    void* ws = nullptr;
-    MASE_CUDA_CHECK(cudaMalloc(&ws, kWorkspace));
-    check(cublasSetWorkspace(x, ws, kWorkspace), "cublasSetWorkspace");
-    check(cublasSetMathMode(x, g_precision == GemmPrecision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                  : CUBLAS_DEFAULT_MATH),
-          "cublasSetMathMode");
-    return x;
-  }();
-  return h;
-}
-
-cublasOperation_t op(bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+cublasHandle_t handle() { return cublas_handle(); }  // cuda/cublas.h
+void check(cublasStatus_t s, const char* what) { cublas_check(s, what); }
+cublasOperation_t op(bool t) { return cublas_op(t); }
 
 bool loop_batches() {  // MASE_GEMM_BATCHED=loop: one GEMM per matrix (the old way, to compare)
   const char* v = std::getenv("MASE_GEMM_BATCHED");
@@ -76,31 +54,18 @@ __global__ void grid_pointers_kernel(const float** ptrs, PointerGrid g) {
     ptrs[k * g.batch + i] = g.base[k] + g.first[k] + o * g.outer[k] + r * g.inner_stride[k];
 }
 
-// A device buffer for the pointer arrays, grown on demand and never freed: a captured graph
-// keeps using the address it saw, and stream order makes one buffer safe to reuse (each
-// batched GEMM reads it before the next pointer kernel overwrites it).
+// The pointer arrays' device buffer (cuda/cublas.h: grown on demand, never freed).
 const float** pointer_scratch(int64_t count) {
-  static std::mutex mu;
-  static std::vector<void*> buffers;  // every buffer ever made (graphs may hold old ones)
-  static int64_t capacity = 0;
-  std::lock_guard lock(mu);
-  if (count > capacity) {
-    capacity = std::max<int64_t>(count, 2 * capacity);
-    void* p = nullptr;
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;  // see cuda/memory.cu
-    MASE_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-    const cudaError_t err = cudaMalloc(&p, static_cast<size_t>(capacity) * sizeof(float*));
-    MASE_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-    MASE_CUDA_CHECK(err);
-    buffers.push_back(p);
-  }
-  return static_cast<const float**>(buffers.back());
+  return static_cast<const float**>(
+      device_scratch(kScratchPointers, static_cast<size_t>(count) * sizeof(float*)));
 }
 
 }  // namespace
 
 void set_gemm_precision(GemmPrecision p) {
   g_precision = p;
+  // tf32: the Sgemm family may use TF32 tensor cores; bf16 calls cublasGemmEx itself
+  // (cuda/matmul_bf16.cu) and leaves this fp32 path's math mode at the default
   check(cublasSetMathMode(handle(), p == GemmPrecision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                                              : CUBLAS_DEFAULT_MATH),
         "cublasSetMathMode");
@@ -111,6 +76,10 @@ GemmPrecision gemm_precision() { return g_precision; }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
+  if (g_precision == GemmPrecision::bf16) {
+    gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   check(cublasSgemm(handle(), op(tb), op(ta), N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
         "cublasSgemm");
 }
@@ -119,6 +88,11 @@ void gemm_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
                   int64_t batch, const int64_t* a_off, const int64_t* b_off, const int64_t* c_off) {
   if (batch <= 0 || M == 0 || N == 0) return;
+  if (g_precision == GemmPrecision::bf16 && !loop_batches()) {
+    gemm_batched_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, batch, a_off, b_off,
+                      c_off);
+    return;
+  }
   if (batch == 1 || loop_batches()) {
     for (int64_t i = 0; i < batch; ++i)
       gemm(ta, tb, M, N, K, alpha, A + a_off[i], lda, B + b_off[i], ldb, beta, C + c_off[i], ldc);

@@ -14,10 +14,12 @@ std::atomic<bool> g_deterministic{false};
 }  // namespace
 
 void set_gpu_gemm_precision(const std::string& precision) {
-  MASE_CHECK(precision == "fp32" || precision == "tf32", ConfigError,
-             "[precision] expected fp32 or tf32, got '", precision, "'");
+  MASE_CHECK(precision == "fp32" || precision == "tf32" || precision == "bf16", ConfigError,
+             "[precision] expected fp32, tf32 or bf16, got '", precision, "'");
   if (!cuda::built || cuda::device_count() == 0) return;
-  cuda::set_gemm_precision(precision == "tf32" ? GemmPrecision::tf32 : GemmPrecision::fp32);
+  cuda::set_gemm_precision(precision == "tf32"   ? GemmPrecision::tf32
+                           : precision == "bf16" ? GemmPrecision::bf16
+                                                 : GemmPrecision::fp32);
 }
 
 void set_deterministic(bool on) { g_deterministic.store(on); }

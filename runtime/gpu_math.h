@@ -5,6 +5,8 @@
 //   fp32  IEEE fp32 products (the default; PyTorch's default for matmuls)
 //   tf32  tensor cores: inputs rounded to TF32 (fp32's range, 10 mantissa bits), products
 //         accumulated in fp32 — about 8x the fp32 rate of an H100
+//   bf16  GEMM inputs rounded to bf16 (8 significant bits), bf16 tensor cores (2x tf32),
+//         fp32 accumulation; all tensors stay fp32 (cuda/matmul_bf16.cu)
 // Determinism: every CUDA kernel of mase-cpp is deterministic by construction — no atomics in
 // reductions (fixed trees, fixed partial orders), the embedding gradient summed row by row
 // (cuda/embedding.cu), one stream and a fixed cuBLAS workspace — so the same run gives the
@@ -17,7 +19,7 @@
 
 namespace mase {
 
-// ConfigError on a name other than fp32 / tf32. Does nothing in a build without CUDA or on a
+// ConfigError on a name other than fp32 / tf32 / bf16. Does nothing in a build without CUDA or on a
 // machine without a GPU (nothing runs there to be affected).
 void set_gpu_gemm_precision(const std::string& precision);
 

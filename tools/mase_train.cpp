@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", c.threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--device", c.device, "cpu or cuda[:N]")->capture_default_str();
   app.add_option("--precision", c.precision,
-                 "GPU GEMM arithmetic: fp32, or tf32 (tensor cores, ~10-bit mantissa inputs)")
+                 "GPU GEMM arithmetic: fp32; tf32 (tensor cores, 10-bit mantissa inputs); bf16 "
+                 "(GEMM inputs in bf16, fp32 accumulation, weights and state fp32)")
       ->capture_default_str();
   app.add_flag("--cuda-graphs", c.cuda_graphs,
                "GPU: capture each batch shape's training step as a CUDA graph and replay it");

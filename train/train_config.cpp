@@ -128,9 +128,8 @@ void TrainConfig::validate() const {
              "[train] expected --pooling cls or mean, got '", pooling.value_or(""), "'");
   MASE_CHECK(schedule == "linear" || schedule == "cosine" || schedule == "constant", ConfigError,
              "[train] expected --schedule linear, cosine or constant, got '", schedule, "'");
-  MASE_CHECK(precision == "fp32" || precision == "tf32", ConfigError,
-             "[train] expected --precision fp32 or tf32, got '", precision,
-             "' (bf16 mixed precision is not built yet)");
+  MASE_CHECK(precision == "fp32" || precision == "tf32" || precision == "bf16", ConfigError,
+             "[train] expected --precision fp32, tf32 or bf16, got '", precision, "'");
   MASE_CHECK(precision == "fp32" || Device::parse(device).is_cuda(), ConfigError,
              "[train] --precision ", precision, " is a GPU mode (tensor cores); use it with "
              "--device cuda");

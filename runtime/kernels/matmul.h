@@ -87,8 +87,10 @@ inline int64_t strided_run(int64_t batch, int64_t start, const int64_t* a_off,
 // (the default, and PyTorch's default for matmuls since 1.12). tf32: tensor cores with
 // inputs rounded to TF32 (10-bit mantissa, fp32 range) and fp32 accumulation — about 8x the
 // fp32 rate on an H100, at a relative error per product of ~2^-11 instead of 2^-24
-// (torch.backends.cuda.matmul.allow_tf32 = True).
-enum class GemmPrecision { fp32, tf32 };
+// (torch.backends.cuda.matmul.allow_tf32 = True). bf16: inputs rounded to bf16 (8 significant
+// bits) on the way into each GEMM, bf16 tensor cores (2x tf32's rate), fp32 accumulation and
+// output; every tensor stays fp32 (cuda/matmul_bf16.cu says what that buys and what not).
+enum class GemmPrecision { fp32, tf32, bf16 };
 
 }  // namespace mase
 

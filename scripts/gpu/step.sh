@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu/step.sh — issue 23's GPU check, ON the GPU machine, from the repo root (run by the
 # lead's scripts/gpu_run.sh): the CPU == CUDA cases of the training step's kernels, the
-# gpu-step profile of bert-tiny/small/base (variants before | fp32 | tf32) and PyTorch's same
-# steps (fp32, tf32) on the same GPU. Each step under `timeout`; the whole script ~3 minutes.
+# gpu-step profile of bert-tiny/small/base (variants before | fp32 | tf32 | bf16, graphs on and
+# off) and PyTorch's same steps (fp32, tf32, bf16 autocast) on the same GPU, and two
+# mase-train --cuda-graphs --deterministic runs. Each step under `timeout` (their sum is ~8
+# minutes, the worst case); expected about 3 minutes on an H100 (never run yet: no GPU here).
 #
 #   BIN=.dev/bin OUT=/tmp/out LOGS=/tmp/logs bash scripts/gpu/step.sh
 # env: BIN   folder with test_runtime, test_autograd, test_train, mase-bench (required)
@@ -36,8 +38,8 @@ cases plans test_runtime 'profiler*,batch_grid*,plan_multi_tensor*'
 cases matmul test_autograd 'matmul batched*,cross_entropy: CPU == CUDA,profiler hooks*,matmul*CUDA*'
 cases train test_train 'gpu step*,graph step*,train_step*,AdamW: CPU == CUDA,clip_grad_norm: CPU == CUDA'
 
-# 2. the gpu-step profile: per model, variants before | fp32 | tf32 | fp32-graphs | tf32-graphs
-#    (bench/bench_gpu_step.cpp)
+# 2. the gpu-step profile: per model, variants before | fp32 | tf32 | bf16 and the three with
+#    CUDA graphs (bench/bench_gpu_step.cpp)
 prof="$OUT/gpu-step.md"
 echo "# gpu-step profile, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo ?)" > "$prof"
 bench() {  # label filter timeout
@@ -62,14 +64,16 @@ with open(sys.argv[2], "a") as out:
 PY
   echo "<!-- gpu-step $1: exit $rc, $((SECONDS - t0)) s -->" >> "$prof"
 }
-bench small 'gpu-step/bert-(tiny|small)/' 100
-bench base 'gpu-step/bert-base/' 80
+bench small 'gpu-step/bert-(tiny|small)/' 120
+bench base 'gpu-step/bert-base/(fp32|tf32|bf16|bf16-graphs)/' 90
 
 # 3. PyTorch's same steps on the same GPU (HF BertForSequenceClassification, B 32, T 256)
-for p in fp32 tf32; do
+for p in fp32 tf32 bf16; do  # bf16: torch.autocast(cuda, bfloat16)
   t0=$SECONDS
+  models="bert-tiny bert-small bert-base"
+  [ "$p" = bf16 ] && models="bert-small bert-base"
   timeout 100 python3 bench/torch_e2e.py --device cuda --precision "$p" --train-only \
-    --models bert-tiny bert-small bert-base --steps 5 > "$LOGS/torch-$p.txt" 2>&1
+    --models $models --steps 5 > "$LOGS/torch-$p.txt" 2>&1
   rc=$?
   row "PyTorch $p (bench/torch_e2e.py --device cuda)" "exit $rc; $(grep -E '/train' "$LOGS/torch-$p.txt" | awk '{printf "%s %s ms; ", $1, $2}') $((SECONDS - t0)) s"
 done

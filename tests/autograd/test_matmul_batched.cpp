@@ -63,3 +63,17 @@ TEST_CASE("matmul batched: TF32 on CUDA == CPU within TF32's rounding") {
   check_all_layouts(2e-2, 1e-2);
   cuda::set_gemm_precision(GemmPrecision::fp32);
 }
+
+TEST_CASE("matmul batched: bf16 GEMMs on CUDA == CPU within bf16's rounding") {
+  if (!test::have_gpu()) return;
+  // bf16 keeps 8 significant bits: each input is off by at most 2^-9 relative, a product of
+  // two by ~2^-8, and the fp32 sum of K such products (random signs, |a|, |b| <= 1, E|ab| =
+  // 1/4) has an error of about √K·2^-8·0.25/√3 ≈ 4.4e-3 for the largest K here (60: the
+  // backward's sums over T·... rows); 3e-2 is ~7 of those, and 1e-1 would hide a wrong
+  // operand no better than 2e-2 (a wrong layout is off by O(1)).
+  cuda::set_gemm_precision(GemmPrecision::bf16);
+  check_all_layouts(3e-2, 2e-2);
+  auto lin = [](const Tensors& in) { return linear(in[0], in[1], in[2]); };  // a plain gemm
+  test::check_cpu_cuda(lin, {param({B, T, C}, 9), param({16, C}, 10), param({16}, 11)}, 5e-2, 2e-2);
+  cuda::set_gemm_precision(GemmPrecision::fp32);
+}
