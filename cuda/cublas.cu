@@ -9,6 +9,24 @@
 #include "cuda/stream.h"
 
 namespace mase::cuda {
+namespace {
+
+struct PointerGrid {
+  const char* base[3];
+  int64_t elem[3], first[3], outer[3], inner_stride[3];
+  int64_t inner, batch;
+};
+
+__global__ void grid_pointers_kernel(const void** ptrs, PointerGrid g) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= g.batch) return;
+  const int64_t o = i / g.inner, r = i % g.inner;
+  for (int k = 0; k < 3; ++k)
+    ptrs[k * g.batch + i] =
+        g.base[k] + g.elem[k] * (g.first[k] + o * g.outer[k] + r * g.inner_stride[k]);
+}
+
+}  // namespace
 
 void cublas_check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
@@ -50,6 +68,25 @@ void* device_scratch(int slot, size_t bytes) {
     capacity[slot] = n;
   }
   return current[slot];
+}
+
+const void** grid_pointers(const void* a, size_t elem_a, const void* b, size_t elem_b, void* c,
+                           size_t elem_c, const BatchGrid& g, int64_t batch) {
+  auto** ptrs = static_cast<const void**>(
+      device_scratch(kScratchPointers, static_cast<size_t>(3 * batch) * sizeof(void*)));
+  PointerGrid pg{{static_cast<const char*>(a), static_cast<const char*>(b),
+                  static_cast<const char*>(c)},
+                 {int64_t(elem_a), int64_t(elem_b), int64_t(elem_c)}, {}, {}, {}, g.inner, batch};
+  for (int k = 0; k < 3; ++k) {
+    pg.first[k] = g.first[k];
+    pg.outer[k] = g.outer_stride[k];
+    pg.inner_stride[k] = g.inner_stride[k];
+  }
+  const int threads = 128;
+  grid_pointers_kernel<<<static_cast<int>((batch + threads - 1) / threads), threads, 0,
+                         stream()>>>(ptrs, pg);
+  MASE_CUDA_CHECK(cudaGetLastError());
+  return ptrs;
 }
 
 }  // namespace mase::cuda

@@ -5,6 +5,9 @@
 #include <cublas_v2.h>
 
 #include <cstddef>
+#include <cstdint>
+
+#include "runtime/kernels/matmul.h"  // BatchGrid
 
 namespace mase::cuda {
 
@@ -22,5 +25,13 @@ inline cublasOperation_t cublas_op(bool transposed) { return transposed ? CUBLAS
 // Growth is allowed while a stream is captured (cudaMalloc in relaxed capture mode).
 enum ScratchSlot : int { kScratchPointers = 0, kScratchBf16A = 1, kScratchBf16B = 2 };
 void* device_scratch(int slot, size_t bytes);
+
+// The pointer arrays of a pointer-batched GEMM (cublas*gemmBatched*), written on the device by a
+// small kernel from a two-level grid (runtime/kernels/matmul.h), nothing copied from the host:
+// returns ptrs with ptrs[k·batch + i] = base_k + elem_k · (first_k + (i / inner)·outer_k +
+// (i % inner)·inner_k) for operands k = a, b, c (elem_k: bytes per element). In the pointer
+// scratch slot: valid until the next call.
+const void** grid_pointers(const void* a, size_t elem_a, const void* b, size_t elem_b, void* c,
+                           size_t elem_c, const BatchGrid& g, int64_t batch);
 
 }  // namespace mase::cuda

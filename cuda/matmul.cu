@@ -37,29 +37,6 @@ bool loop_batches() {  // MASE_GEMM_BATCHED=loop: one GEMM per matrix (the old w
   return v && std::strcmp(v, "loop") == 0;
 }
 
-// ---- pointer arrays for cublasSgemmBatched, written on the device ------------------------------
-
-// ptrs[k·batch + i] = base_k + first_k + (i / inner)·outer_k + (i % inner)·inner_k, k = a, b, c
-struct PointerGrid {
-  const float* base[3];
-  int64_t first[3], outer[3], inner_stride[3];
-  int64_t inner, batch;
-};
-
-__global__ void grid_pointers_kernel(const float** ptrs, PointerGrid g) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= g.batch) return;
-  const int64_t o = i / g.inner, r = i % g.inner;
-  for (int k = 0; k < 3; ++k)
-    ptrs[k * g.batch + i] = g.base[k] + g.first[k] + o * g.outer[k] + r * g.inner_stride[k];
-}
-
-// The pointer arrays' device buffer (cuda/cublas.h: grown on demand, never freed).
-const float** pointer_scratch(int64_t count) {
-  return static_cast<const float**>(
-      device_scratch(kScratchPointers, static_cast<size_t>(count) * sizeof(float*)));
-}
-
 }  // namespace
 
 void set_gemm_precision(GemmPrecision p) {
@@ -108,21 +85,11 @@ void gemm_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
     return;
   }
   if (batch_grid(batch, a_off, b_off, c_off, &g)) {
-    // two levels: one pointer per matrix, computed on the device from the grid
-    const float** ptrs = pointer_scratch(3 * batch);
-    PointerGrid pg{{A, B, C}, {}, {}, {}, g.inner, batch};
-    for (int k = 0; k < 3; ++k) {
-      pg.first[k] = g.first[k];
-      pg.outer[k] = g.outer_stride[k];
-      pg.inner_stride[k] = g.inner_stride[k];
-    }
-    const int threads = 128;
-    grid_pointers_kernel<<<static_cast<int>((batch + threads - 1) / threads), threads, 0,
-                           stream()>>>(ptrs, pg);
-    MASE_CUDA_CHECK(cudaGetLastError());
-    const float* const* pa = ptrs;
-    const float* const* pb = ptrs + batch;
-    float* const* pc = const_cast<float* const*>(ptrs + 2 * batch);
+    // two levels: one pointer per matrix, computed on the device from the grid (cublas.h)
+    const void** ptrs = grid_pointers(A, sizeof(float), B, sizeof(float), C, sizeof(float), g, batch);
+    const float* const* pa = reinterpret_cast<const float* const*>(ptrs);
+    const float* const* pb = reinterpret_cast<const float* const*>(ptrs + batch);
+    float* const* pc = reinterpret_cast<float* const*>(const_cast<void**>(ptrs + 2 * batch));
     check(cublasSgemmBatched(handle(), op(tb), op(ta), N, M, K, &alpha, pb, ldb, pa, lda, &beta,
                              pc, ldc, batch),
           "cublasSgemmBatched");

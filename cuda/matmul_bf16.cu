@@ -63,25 +63,6 @@ void strided(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                "cublasGemmStridedBatchedEx (bf16)");
 }
 
-struct Bf16Grid {  // as cuda/matmul.cu's PointerGrid, with bf16 inputs
-  const __nv_bfloat16* a;
-  const __nv_bfloat16* b;
-  float* c;
-  int64_t first[3], outer[3], inner_stride[3];
-  int64_t inner, batch;
-};
-
-__global__ void bf16_pointers_kernel(const void** ptrs, Bf16Grid g) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= g.batch) return;
-  const int64_t o = i / g.inner, r = i % g.inner;
-  int64_t off[3];
-  for (int k = 0; k < 3; ++k) off[k] = g.first[k] + o * g.outer[k] + r * g.inner_stride[k];
-  ptrs[i] = g.a + off[0];
-  ptrs[g.batch + i] = g.b + off[1];
-  ptrs[2 * g.batch + i] = g.c + off[2];
-}
-
 }  // namespace
 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -108,18 +89,7 @@ void gemm_batched_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     return;
   }
   if (batch_grid(batch, a_off, b_off, c_off, &g)) {  // two levels: pointers from the grid
-    auto** ptrs = static_cast<const void**>(
-        device_scratch(kScratchPointers, static_cast<size_t>(3 * batch) * sizeof(void*)));
-    Bf16Grid pg{a, b, C, {}, {}, {}, g.inner, batch};
-    for (int k = 0; k < 3; ++k) {
-      pg.first[k] = g.first[k];
-      pg.outer[k] = g.outer_stride[k];
-      pg.inner_stride[k] = g.inner_stride[k];
-    }
-    const int threads = 128;
-    bf16_pointers_kernel<<<static_cast<int>((batch + threads - 1) / threads), threads, 0,
-                           stream()>>>(ptrs, pg);
-    MASE_CUDA_CHECK(cudaGetLastError());
+    const void** ptrs = grid_pointers(a, 2, b, 2, C, sizeof(float), g, batch);  // cublas.h
     cublas_check(cublasGemmBatchedEx(cublas_handle(), cublas_op(tb), cublas_op(ta), N, M, K, &alpha,
                                      ptrs + batch, CUDA_R_16BF, ldb, ptrs, CUDA_R_16BF, lda, &beta,
                                      const_cast<void* const*>(ptrs + 2 * batch), CUDA_R_32F, ldc,
