@@ -140,6 +140,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--cuda-graphs", c.cuda_graphs,
                "GPU: capture each batch shape's training step as a CUDA graph and replay it");
+  app.add_option("--profile", c.profile,
+                 "profile N steps after 3 warm-up steps: time per phase and op class, GPU busy "
+                 "and idle, syncs; the table goes to the screen and <run>/profile.md");
   app.add_flag("--deterministic", c.deterministic,
                "GPU: deterministic kernels only (bitwise-identical losses run to run)");
   app.add_option("--init", c.init, "start from a model: an HF folder or a mase-train run folder");

@@ -57,6 +57,7 @@ void for_each_field(C& c, F&& f) {
   f("precision", c.precision);
   f("cuda_graphs", c.cuda_graphs);
   f("deterministic", c.deterministic);
+  f("profile", c.profile);
   f("quant", c.quant);
   f("prune", c.prune);
   f("compress", c.compress);
@@ -135,6 +136,7 @@ void TrainConfig::validate() const {
              "--device cuda");
   MASE_CHECK(!cuda_graphs || Device::parse(device).is_cuda(), ConfigError,
              "[train] --cuda-graphs captures GPU work; use it with --device cuda");
+  at_least("profile", static_cast<double>(profile), 0);
   at_least("vocab-size", static_cast<double>(vocab_size), 8);
   at_least("layers", static_cast<double>(num_layers), 0);
   at_least("heads", static_cast<double>(num_heads), 0);

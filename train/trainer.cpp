@@ -292,6 +292,36 @@ StepResult Trainer::train_step(const data::Batch& batch) {
   return train::train_step(model_, *optimizer_, batch, device_, config_.clip, clip_state_);  // train_step.h
 }
 
+// --profile N: steps 4 .. N+3 of this process run under the step profiler (runtime/profiler.h;
+// CUDA events on the GPU, the host clock on the CPU); after the last, the table goes to the
+// screen and <run>/profile.md. Other steps are train_step as is.
+StepResult Trainer::profiled_step(const data::Batch& batch) {
+  constexpr int64_t kWarmup = 3;
+  const int64_t k = state_.step - fit_.step;  // steps this process has taken
+  if (config_.profile <= 0 || k < kWarmup || profiled_ >= config_.profile) return train_step(batch);
+  if (!profiler_) {
+    profiler_ = std::make_unique<profile::Profiler>(device_.is_cuda() ? profile::gpu_timeline()
+                                                                      : profile::host_timeline());
+    profile_ = std::make_unique<profile::ProfileSummary>();
+    profile_->title = cat(config_.model_name(), " on ", config_.device, ", ", config_.precision,
+                          config_.cuda_graphs ? ", CUDA graphs" : "", ", batch ",
+                          config_.batch_size, ", max_len ", config_.max_len, " (real batches)");
+  }
+  const AllocatorStats a0 = allocator_stats(device_);
+  profiler_->begin_step();
+  const StepResult s = train_step(batch);
+  profile_->add(profiler_->end_step());
+  profile_->os_allocs += allocator_stats(device_).os_allocs - a0.os_allocs;
+  if (graph_step_) profile_->launches = graph_step_->stats().kernels;
+  if (++profiled_ == config_.profile) {
+    const std::string table = profile_->table();
+    write_text_atomic((run_.path() / "profile.md").string(), table);
+    progress_.line(table);
+    profiler_.reset();
+  }
+  return s;
+}
+
 // ---- the loop ---------------------------------------------------------------------------------
 
 TrainResult Trainer::fit() {
@@ -304,7 +334,7 @@ TrainResult Trainer::fit() {
     batches_.set_epoch(state_.epoch);
     while (state_.batch < nb && state_.step < total_steps_) {
       const auto t0 = std::chrono::steady_clock::now();
-      const StepResult s = train_step(batches_.batch(state_.batch));
+      const StepResult s = profiled_step(batches_.batch(state_.batch));
       if (!std::isfinite(s.loss)) return diverged("the loss", s.loss);
       if (!std::isfinite(s.grad_norm)) return diverged("the gradient norm", s.grad_norm);
       trim_allocator_cache(device_);

@@ -44,6 +44,7 @@
 #include "train/progress.h"
 #include "train/run_dir.h"
 #include "train/train_config.h"
+#include "runtime/profiler.h"
 #include "train/graph_step.h"
 #include "train/train_step.h"
 
@@ -149,6 +150,10 @@ class Trainer {
   } fit_;
   Tensor clip_state_;           // the GPU step's norm, clip coefficient, finite flag, loss
   std::unique_ptr<GraphStep> graph_step_;  // --cuda-graphs (train/graph_step.h)
+  StepResult profiled_step(const data::Batch& batch);  // --profile (trainer.cpp)
+  std::unique_ptr<profile::Profiler> profiler_;
+  std::unique_ptr<profile::ProfileSummary> profile_;
+  int64_t profiled_ = 0;
   std::vector<double> losses_;  // every step's loss, in this process
   fs::path last_ckpt_;
   int64_t last_ckpt_step_ = -1;  // a checkpoint of this very step needs no second save

@@ -83,13 +83,17 @@ if [ -n "${DATA:-}" ] && [ -d "$DATA" ]; then
   for r in 1 2; do
     t0=$SECONDS
     rm -rf "/tmp/run-graphs-$r"
+    prof_flag=""
+    [ "$r" = 1 ] && prof_flag="--profile 5"  # stamps change no number: the runs stay comparable
     timeout 60 "$BIN/mase-train" --model bert-tiny --data imdb --data-dir "$DATA" --device cuda \
       --cuda-graphs --deterministic --bucketing off --max-steps 30 --log-every 1 --test-subset 200 \
-      --cache-dir /tmp/mase-cache --out "/tmp/run-graphs-$r" > "$LOGS/train-graphs-$r.log" 2>&1
+      $prof_flag --cache-dir /tmp/mase-cache --out "/tmp/run-graphs-$r" > "$LOGS/train-graphs-$r.log" 2>&1
     row "mase-train bert-tiny --cuda-graphs --deterministic, run $r (30 steps)" "exit $?; $(grep -E '^done' "$LOGS/train-graphs-$r.log" | head -1) $((SECONDS - t0)) s"
   done
   l1=$(grep -o '"loss":[^,]*' /tmp/run-graphs-1/train_log.jsonl 2>/dev/null | md5sum | cut -c1-8)
   l2=$(grep -o '"loss":[^,]*' /tmp/run-graphs-2/train_log.jsonl 2>/dev/null | md5sum | cut -c1-8)
   row "two --deterministic runs: loss logs" "$([ "$l1" = "$l2" ] && echo identical || echo DIFFER) ($l1 / $l2)"
+  { echo; echo "## mase-train --profile 5 (bert-tiny, CUDA graphs, real batches)"; echo;
+    cat /tmp/run-graphs-1/profile.md 2>/dev/null || echo "(no profile.md)"; } >> "$prof"
 fi
 row "scripts/gpu/step.sh" "done in $((SECONDS - t_start)) s; profile tables in gpu-step.md"
