@@ -3,8 +3,9 @@
 # machine, from the repo root: mase-train bert-small, one epoch of the small IMDb that
 # scripts/gpu_pack.sh carries (3,000 training reviews, 94 steps at batch 32), the same seed and
 # recipe (bucketing off: one batch shape) in fp32, tf32 and bf16 (and bf16 with CUDA graphs),
-# each evaluated on the same 1,000 test reviews. The accuracies should agree within the noise of 1,000 reviews (±1.5 points at
-# ~70%, one standard error); wall times and tokens/s come with them. About 2-3 minutes.
+# each evaluated on the same 1,000 test reviews. The accuracies should agree within the noise
+# of 1,000 reviews (±1.5 points at ~70%, one standard error); wall times and tokens/s come with
+# them. About 2-3 minutes.
 #
 #   BIN=.dev/bin OUT=/tmp/out LOGS=/tmp/logs DATA=.dev/data bash scripts/gpu/step_accuracy.sh
 set -uo pipefail
