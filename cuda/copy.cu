@@ -42,7 +42,7 @@ int blocks_for(int64_t n, int threads) { return static_cast<int>((n + threads - 
 void copy_strided(void* dst, const Strides& dst_strides, const void* src,
                   const Strides& src_strides, const Shape& shape, size_t itemsize, int device) {
   MASE_CHECK(shape.size() <= kMaxDims, ShapeError, "[copy] at most 8 dims, got ", shape.size());
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   Geometry g{static_cast<int>(shape.size()), {}, {}, {}};
   int64_t n = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -67,7 +67,7 @@ void copy_strided(void* dst, const Strides& dst_strides, const void* src,
 
 void fill(void* dst, DType dtype, double value, int64_t n, int device) {
   if (n == 0) return;
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   const int threads = 256, blocks = blocks_for(n, threads);
   switch (dtype) {
     case DType::f32: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<float*>(dst), float(value), n); break;
@@ -109,7 +109,7 @@ void with_type(DType dtype, F&& f) {
 
 void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n, int device) {
   if (n == 0) return;
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   const int threads = 256, blocks = blocks_for(n, threads);
   with_type(dst_dtype, [&](auto to) {
     with_type(src_dtype, [&](auto from) {
@@ -124,7 +124,7 @@ void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64
 
 void iota(void* dst, DType dtype, int64_t n, int device) {
   if (n == 0) return;
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   const int threads = 256, blocks = blocks_for(n, threads);
   with_type(dtype, [&](auto t) {
     using T = decltype(t);

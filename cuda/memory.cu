@@ -25,7 +25,7 @@ int device_count() {
 }
 
 void* malloc_device(size_t nbytes, int device) {
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   void* p = nullptr;
   // cudaMalloc is not a stream operation, so CUDA calls it "potentially unsafe" while a stream
   // is captured and a strict capture mode would fail the capture. A CUDA graph's private pool
@@ -43,31 +43,31 @@ void* malloc_device(size_t nbytes, int device) {
 }
 
 void free_device(void* ptr, int device) {
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   count_host_sync();  // cudaFree waits for the device to finish with the block
   MASE_CUDA_CHECK(cudaFree(ptr));
 }
 
 void copy_host_to_device(void* dst, const void* src, size_t nbytes, int device) {
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   // from pageable memory: returns once `src` has been staged, so the caller may free it
   MASE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, stream()));
 }
 
 void copy_device_to_host(void* dst, const void* src, size_t nbytes, int device) {
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   MASE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream()));
   count_host_sync();
   MASE_CUDA_CHECK(cudaStreamSynchronize(stream()));  // the host reads dst next
 }
 
 void copy_device_to_device(void* dst, const void* src, size_t nbytes, int device) {
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   MASE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream()));
 }
 
 void synchronize(int device) {
-  MASE_CUDA_CHECK(cudaSetDevice(device));
+  use_device(device);
   count_host_sync();
   MASE_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
