@@ -11,20 +11,10 @@
 #      OUT   where summary.md gets one "| what | result |" row per step, and gpu-step.md the
 #            profile tables (created if missing)
 #      LOGS  where every step's full output goes
-#      DATA  (unused here: the step benchmark makes its own batch)
+#      DATA  a small IMDb (as .dev/data) for the two mase-train runs; skipped without it
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-BIN="${BIN:-.dev/bin}"
-OUT="${OUT:-/tmp/mase-gpu-out}"
-LOGS="${LOGS:-$OUT/logs}"
-mkdir -p "$OUT" "$LOGS"
-sum="$OUT/summary.md"
-[ -f "$sum" ] || { echo "| what | result |"; echo "|---|---|"; } > "$sum"
-row() { echo "| $1 | $2 |" >> "$sum"; }
-# as scripts/gpu_run.sh: fixtures by their compiled-in path; the libraries the pack carried
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-cublas=$(ldconfig -p 2>/dev/null | awk '/libcublas\.so/ { print $NF; exit }')
-export LD_LIBRARY_PATH="$PWD/.dev/lib${cublas:+:$(dirname "$cublas")}:${LD_LIBRARY_PATH:-}"
+source scripts/gpu/env.sh  # BIN OUT LOGS DATA, row, the libraries
 t_start=$SECONDS
 
 # 1. CPU == CUDA: the new kernels and the step (they skip, visibly, only without a GPU)
@@ -32,7 +22,7 @@ cases() {  # name binary filter
   local t0=$SECONDS
   timeout 90 "$BIN/$2" -tc="$3" > "$LOGS/step-$1.log" 2>&1
   local rc=$?
-  row "step tests: $1 ($2)" "exit $rc; $(grep -E '^\[doctest\] test cases' "$LOGS/step-$1.log" | tail -1); $(grep -c MASE_SKIPPED "$LOGS/step-$1.log") skipped; $((SECONDS - t0)) s"
+  row "step tests: $1 ($2)" "exit $rc; $(grep -E '^\[doctest\] test cases' "$LOGS/step-$1.log" | tail -1 | tr '|' '/'); $(grep -c MASE_SKIPPED "$LOGS/step-$1.log") skipped; $((SECONDS - t0)) s"
 }
 cases plans test_runtime 'profiler*,batch_grid*,plan_multi_tensor*'
 cases matmul test_autograd 'matmul batched*,cross_entropy: CPU == CUDA,profiler hooks*,matmul*CUDA*'

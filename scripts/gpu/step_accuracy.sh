@@ -10,17 +10,7 @@
 #   BIN=.dev/bin OUT=/tmp/out LOGS=/tmp/logs DATA=.dev/data bash scripts/gpu/step_accuracy.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-BIN="${BIN:-.dev/bin}"
-OUT="${OUT:-/tmp/mase-gpu-out}"
-LOGS="${LOGS:-$OUT/logs}"
-DATA="${DATA:-.dev/data}"
-mkdir -p "$OUT" "$LOGS"
-sum="$OUT/summary.md"
-[ -f "$sum" ] || { echo "| what | result |"; echo "|---|---|"; } > "$sum"
-row() { echo "| $1 | $2 |" >> "$sum"; }
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-cublas=$(ldconfig -p 2>/dev/null | awk '/libcublas\.so/ { print $NF; exit }')
-export LD_LIBRARY_PATH="$PWD/.dev/lib${cublas:+:$(dirname "$cublas")}:${LD_LIBRARY_PATH:-}"
+source scripts/gpu/env.sh  # BIN OUT LOGS DATA, row, the libraries
 for v in fp32 tf32 bf16 bf16-graphs; do
   p=${v%-graphs}
   g=""
