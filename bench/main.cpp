@@ -24,6 +24,7 @@
 #include "bench/report.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
+#include "runtime/gpu_math.h"
 #include "runtime/parallel.h"
 
 namespace mase::bench {
@@ -35,6 +36,7 @@ void register_e2e();          // bench/bench_e2e.cpp
 void register_softmax();      // bench/bench_softmax.cpp
 void register_sdpa();         // bench/bench_sdpa.cpp
 void register_gpu_base();     // bench/bench_gpu_base.cpp
+void register_gpu_step();     // bench/bench_gpu_step.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -65,6 +67,9 @@ const Suite kSuites[] = {
     // each registers nothing, with one line on stderr, where no GPU is present
     {"gpu-base", "GPU: device-to-device copy bandwidth, cuBLAS sgemm 4096³ (the GPU's limits)",
      mase::bench::register_gpu_base},
+    {"gpu-step",
+     "GPU: a BERT training step profiled per phase and op class: before, fp32, tf32, bf16, graphs",
+     mase::bench::register_gpu_step},
 };
 
 std::string footer() {
@@ -116,6 +121,11 @@ int main(int argc, char** argv) {
   app.add_option("--suite", suites, "run only these suites (repeat, or comma-separate)")
       ->delimiter(',')
       ->check(CLI::IsMember(names));
+  std::string precision = "fp32";
+  app.add_option("--precision", precision,
+                 "GPU GEMM arithmetic for every suite: fp32 (default), tf32 or bf16 (tensor "
+                 "cores; gpu-step sets its own per variant)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   bool e2e = false;
   app.add_flag("--e2e", e2e, "the end-to-end suite only (same as --suite e2e)");
   app.footer(footer());
@@ -132,6 +142,7 @@ int main(int argc, char** argv) {
   if (e2e) suites.push_back("e2e");
   try {
     const int n = mase::set_num_threads(threads);
+    mase::set_gpu_gemm_precision(precision);  // runtime/gpu_math.h: nothing without a GPU
     for (const Suite& s : kSuites) {
       bool on = suites.empty();
       for (const std::string& want : suites) on = on || want == s.name;
@@ -148,7 +159,10 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
     benchmark::AddCustomContext("openblas_core", mase::blas::corename());
     benchmark::AddCustomContext("cpu_isa", mase::isa_summary());
-    if (mase::cuda_device_count() > 0) benchmark::AddCustomContext("gpu", mase::bench::gpu_summary());
+    if (mase::cuda_device_count() > 0) {
+      benchmark::AddCustomContext("gpu", mase::bench::gpu_summary());
+      benchmark::AddCustomContext("gpu_precision", precision);
+    }
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,

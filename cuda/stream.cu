@@ -21,4 +21,10 @@ cudaStream_t stream() {
   return streams[device];
 }
 
+void use_device(int device) {
+  int current = -1;
+  MASE_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device) MASE_CUDA_CHECK(cudaSetDevice(device));
+}
+
 }  // namespace mase::cuda

@@ -19,4 +19,9 @@ namespace mase::cuda {
 // The stream of the current device (cudaGetDevice); created on first use, never destroyed.
 cudaStream_t stream();
 
+// Makes `device` current, calling cudaSetDevice only when another device is: with one GPU that
+// is never, so copies and fills issued while a CUDA graph is captured make no call beyond
+// their own (runtime/kernels/graph_capture.h), and each costs one driver call less.
+void use_device(int device);
+
 }  // namespace mase::cuda

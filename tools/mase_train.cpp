@@ -173,6 +173,17 @@ int main(int argc, char** argv) {
   app.add_option("--dist", dist, "data parallelism: auto (mpi under mpirun, else none), none, "
                  "mpi (CPU ranks), nccl (one GPU per rank; world size 1 without mpirun)")
       ->capture_default_str();
+  app.add_option("--precision", c.precision,
+                 "GPU GEMM arithmetic: fp32; tf32 (tensor cores, 10-bit mantissa inputs); bf16 "
+                 "(GEMM inputs in bf16, fp32 accumulation, weights and state fp32)")
+      ->capture_default_str();
+  app.add_flag("--cuda-graphs", c.cuda_graphs,
+               "GPU: capture each batch shape's training step as a CUDA graph and replay it");
+  app.add_option("--profile", c.profile,
+                 "profile N steps after 3 warm-up steps: time per phase and op class, GPU busy "
+                 "and idle, syncs; the table goes to the screen and <run>/profile.md");
+  app.add_flag("--deterministic", c.deterministic,
+               "GPU: deterministic kernels only (bitwise-identical losses run to run)");
   app.add_option("--init", c.init, "start from a model: an HF folder or a mase-train run folder");
   app.add_option("--out", c.out, "run folder (default runs/<model>-<data>-<date>-<time>)");
   app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint");

@@ -56,6 +56,11 @@ struct TrainConfig {
   uint64_t seed = 0;                // weights, dropout and data order
   int threads = 0;                  // 0 = all cores
   std::string device = "cpu";       // "cpu", "cuda" or "cuda:N"
+  std::string precision = "fp32";   // GPU GEMMs: fp32, tf32 or bf16 (runtime/gpu_math.h)
+  bool cuda_graphs = false;         // GPU: capture each batch shape's step, replay it (train/graph_step.h)
+  bool deterministic = false;       // GPU: deterministic kernels only (runtime/gpu_math.h)
+  int64_t profile = 0;              // > 0: profile that many steps after 3 warm-up steps
+                                    // (runtime/profiler.h), the table into <run>/profile.md
 
   // ---- compression (Lab 1, quant/passes.h): applied to the model before training (QAT) or,
   // with --eval-only, before evaluating it (PTQ). Files are TOML or JSON.

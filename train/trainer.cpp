@@ -18,6 +18,7 @@
 #include "quant/passes.h"
 #include "runtime/allocator.h"
 #include "runtime/parallel.h"
+#include "runtime/gpu_math.h"
 #include "runtime/random.h"
 #include "train/clip_grad_norm.h"
 #include "train/data_parallel.h"
@@ -117,6 +118,8 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
              "[train] the config's recipe is not resolved (call resolve_recipe)");
   MASE_CHECK(batches_.num_batches() > 0, ConfigError,
              "[train] expected training reviews, got an empty training split");
+  if (device_.is_cuda()) set_gpu_gemm_precision(config_.precision);  // runtime/gpu_math.h
+  set_deterministic(config_.deterministic);
   const int64_t nb = batches_.num_batches();
   total_steps_ = config_.max_steps > 0 ? config_.max_steps : *config_.epochs * nb;
   epochs_ = (total_steps_ + nb - 1) / nb;
@@ -132,6 +135,8 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
   ao.eps = config_.eps;
   ao.weight_decay = config_.weight_decay;
   optimizer_ = std::make_unique<AdamW>(params, ao);
+  if (config_.cuda_graphs && device_.is_cuda())
+    graph_step_ = std::make_unique<GraphStep>(model_, *optimizer_, device_, config_.clip);
   state_.data_seed = config_.seed;
   state_.generator_seed = default_generator().seed;
   state_.generator_offset = default_generator().offset;
@@ -164,6 +169,9 @@ void Trainer::restore(const fs::path& ckpt) {
 }
 
 void Trainer::set_data_parallel(DataParallel* dp) {
+  MASE_CHECK(!graph_step_ || dp->world() == 1, ConfigError,
+             "[train] --cuda-graphs captures a one-process step; with ", dp->world(),
+             " ranks the gradients are all-reduced between backward and AdamW (drop --cuda-graphs)");
   dp_ = dp;
   dp_params_.clear();
   for (const ParamGroup& g : optimizer_->param_groups())
@@ -241,30 +249,67 @@ fs::path Trainer::save_checkpoint() {
 // ---- one step ---------------------------------------------------------------------------------
 
 StepResult Trainer::train_step(const data::Batch& batch) {
-  // the batch (this rank's rows of it) on the model's device
-  data::Batch x = data::to_device(dp_ ? dp_->slice(batch) : batch, device_);
   optimizer_->set_lr_factor(schedule_.factor(state_.step));  // this step's learning rate
+  if (dp_) return data_parallel_step(batch);                 // mpirun: data_parallel.h
+  if (graph_step_) return graph_step_->step(batch);          // --cuda-graphs: graph_step.h
+  return train::train_step(model_, *optimizer_, batch, device_, config_.clip, clip_state_);  // train_step.h
+}
+
+// One step of data parallelism (train/data_parallel.h): this rank's rows of the batch, the
+// whole batch's loss, gradients averaged over the ranks before the clip. The host-checked path
+// of train_step.h with the all-reduces in between (the GPU-resident path has no hook for them).
+StepResult Trainer::data_parallel_step(const data::Batch& batch) {
+  check_batch(model_, batch);
+  data::Batch x = data::to_device(dp_->slice(batch), device_);
   Tensor loss = model_.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
   StepResult s{.loss = loss.item(), .tokens = x.real_tokens};
-  if (dp_) {  // the whole batch's loss and tokens; a stop asked of any rank stops them all
-    std::vector<double> v{s.loss / dp_->world(), static_cast<double>(s.tokens),
-                          stop_requested() ? 1.0 : 0.0};
-    dp_->sum(v);
-    s.loss = v[0];
-    s.tokens = static_cast<int64_t>(v[1]);
-    dp_stop_ = v[2] > 0;  // what every rank decides on (a signal may reach one rank a step late)
-  }
+  // the whole batch's loss and tokens; a stop asked of any rank stops them all
+  std::vector<double> v{s.loss / dp_->world(), static_cast<double>(s.tokens),
+                        stop_requested() ? 1.0 : 0.0};
+  dp_->sum(v);
+  s.loss = v[0];
+  s.tokens = static_cast<int64_t>(v[1]);
+  dp_stop_ = v[2] > 0;  // what every rank decides on (a signal may reach one rank a step late)
   if (!std::isfinite(s.loss)) return s;                      // diverged: weights untouched
   backward(loss);                                            // every parameter's .grad
-  if (dp_) {                                                 // the mean over the ranks
-    dp_->average_gradients(dp_params_);
-    dp_allreduce_s_ += dp_->last_seconds();
-  }
+  dp_->average_gradients(dp_params_);                        // the mean over the ranks
+  dp_allreduce_s_ += dp_->last_seconds();
   s.grad_norm = config_.clip > 0 ? clip_grad_norm(*optimizer_, config_.clip)
                                  : grad_norm(model_.parameters());
   if (!std::isfinite(s.grad_norm)) return s;                 // diverged: weights untouched
+  optimizer_->set_gate(Tensor());                            // the host decided: no device gate
   optimizer_->step();                                        // AdamW
   optimizer_->zero_grad();                                   // ready for the next backward
+  return s;
+}
+
+// --profile N: steps 4 .. N+3 of this process run under the step profiler (runtime/profiler.h;
+// CUDA events on the GPU, the host clock on the CPU); after the last, the table goes to the
+// screen and <run>/profile.md. Other steps are train_step as is.
+StepResult Trainer::profiled_step(const data::Batch& batch) {
+  constexpr int64_t kWarmup = 3;
+  const int64_t k = state_.step - fit_.step;  // steps this process has taken
+  if (config_.profile <= 0 || k < kWarmup || profiled_ >= config_.profile) return train_step(batch);
+  if (!profiler_) {
+    profiler_ = std::make_unique<profile::Profiler>(device_.is_cuda() ? profile::gpu_timeline()
+                                                                      : profile::host_timeline());
+    profile_ = std::make_unique<profile::ProfileSummary>();
+    profile_->title = cat(config_.model_name(), " on ", config_.device, ", ", config_.precision,
+                          config_.cuda_graphs ? ", CUDA graphs" : "", ", batch ",
+                          config_.batch_size, ", max_len ", config_.max_len, " (real batches)");
+  }
+  const AllocatorStats a0 = allocator_stats(device_);
+  profiler_->begin_step();
+  const StepResult s = train_step(batch);
+  profile_->add(profiler_->end_step());
+  profile_->os_allocs += allocator_stats(device_).os_allocs - a0.os_allocs;
+  if (graph_step_) profile_->launches = graph_step_->stats().kernels;
+  if (++profiled_ == config_.profile) {
+    const std::string table = profile_->table();
+    write_text_atomic((run_.path() / "profile.md").string(), table);
+    progress_.line(table);
+    profiler_.reset();
+  }
   return s;
 }
 
@@ -282,7 +327,7 @@ TrainResult Trainer::fit() {
     batches_.set_epoch(state_.epoch);
     while (state_.batch < nb && state_.step < total_steps_) {
       const auto t0 = std::chrono::steady_clock::now();
-      const StepResult s = train_step(batches_.batch(state_.batch));
+      const StepResult s = profiled_step(batches_.batch(state_.batch));
       if (!std::isfinite(s.loss)) return diverged("the loss", s.loss);
       if (!std::isfinite(s.grad_norm)) return diverged("the gradient norm", s.grad_norm);
       trim_allocator_cache(device_);
@@ -302,6 +347,13 @@ TrainResult Trainer::fit() {
     }
   }
   if (state_.last_eval_step != state_.step) run_evaluation();
+  if (graph_step_) {  // --cuda-graphs: what was captured and replayed
+    const GraphStepStats& g = graph_step_->stats();
+    progress_.line(cat("cuda graphs: ", g.captures, " captured (", format_duration(g.capture_ms / 1e3),
+                       ", ", g.kernels, " kernels each), ", g.replays, " replays, ", g.eager,
+                       " steps uncaptured",
+                       g.capture_error.empty() ? "" : cat("; a capture failed: ", g.capture_error)));
+  }
   TrainResult done = finish(TrainStatus::completed, "");
   // --fuse-lora: the adapters fold into plain Linears (W + alpha/r·B·A) for the saved model;
   // the evaluation above is the unfused model's (equal up to float rounding)

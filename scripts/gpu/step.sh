@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# scripts/gpu/step.sh — issue 23's GPU check, ON the GPU machine, from the repo root (run by the
+# lead's scripts/gpu_run.sh): the CPU == CUDA cases of the training step's kernels, the
+# gpu-step profile of bert-tiny/small/base (variants before | fp32 | tf32 | bf16, graphs on and
+# off) and PyTorch's same steps (fp32, tf32, bf16 autocast) on the same GPU, and two
+# mase-train --cuda-graphs --deterministic runs. Each step under `timeout` (their sum is ~8
+# minutes, the worst case); expected about 3 minutes on an H100 (never run yet: no GPU here).
+#
+#   BIN=.dev/bin OUT=/tmp/out LOGS=/tmp/logs bash scripts/gpu/step.sh
+# env: BIN   folder with test_runtime, test_autograd, test_train, mase-bench (required)
+#      OUT   where summary.md gets one "| what | result |" row per step, and gpu-step.md the
+#            profile tables (created if missing)
+#      LOGS  where every step's full output goes
+#      DATA  a small IMDb (as .dev/data) for the two mase-train runs; skipped without it
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/gpu/env.sh  # BIN OUT LOGS DATA, row, the libraries
+t_start=$SECONDS
+
+# 1. CPU == CUDA: the new kernels and the step (they skip, visibly, only without a GPU)
+cases() {  # name binary filter
+  local t0=$SECONDS
+  timeout 90 "$BIN/$2" -tc="$3" > "$LOGS/step-$1.log" 2>&1
+  local rc=$?
+  row "step tests: $1 ($2)" "exit $rc; $(grep -E '^\[doctest\] test cases' "$LOGS/step-$1.log" | tail -1 | tr '|' '/'); $(grep -c MASE_SKIPPED "$LOGS/step-$1.log") skipped; $((SECONDS - t0)) s"
+}
+cases plans test_runtime 'profiler*,batch_grid*,plan_multi_tensor*'
+cases matmul test_autograd 'matmul batched*,cross_entropy: CPU == CUDA,profiler hooks*,matmul*CUDA*'
+cases train test_train 'gpu step*,graph step*,train_step*,AdamW: CPU == CUDA,clip_grad_norm: CPU == CUDA'
+
+# 2. the gpu-step profile: per model, variants before | fp32 | tf32 | bf16 and the three with
+#    CUDA graphs (bench/bench_gpu_step.cpp)
+prof="$OUT/gpu-step.md"
+echo "# gpu-step profile, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo ?)" > "$prof"
+bench() {  # label filter timeout
+  local t0=$SECONDS
+  MASE_PROFILE_OUT="$prof" timeout "$3" "$BIN/mase-bench" --suite gpu-step \
+    --benchmark_filter="$2" --benchmark_format=json > "$LOGS/gpu-step-$1.json" 2> "$LOGS/gpu-step-$1.err"
+  local rc=$?
+  python3 - "$LOGS/gpu-step-$1.json" "$sum" 2>> "$LOGS/gpu-step-$1.err" <<'PY' || row "gpu-step $1" "exit $rc; no JSON (see $LOGS/gpu-step-$1.err)"
+import json, sys
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+with open(sys.argv[2], "a") as out:
+    for b in runs:
+        if b.get("error_occurred"):
+            out.write(f"| {b['name']} | ERROR {b.get('error_message', '')} |\n")
+            continue
+        g = lambda k: b.get(k, float("nan"))
+        out.write(f"| {b['name']} | {g('real_time'):.2f} ms/step, {g('tokens_per_s'):.0f} tokens/s, "
+                  f"{g('flops') / 1e12:.2f} TFLOP/s; GPU busy {g('busy_ms'):.2f} ms, idle {g('idle_ms'):.2f} ms, "
+                  f"host {g('host_ms'):.2f} ms, {g('syncs'):.0f} syncs, {g('os_allocs'):.0f} cudaMalloc/step"
+                  + (f", {g('kernels'):.0f} kernels" if 'kernels' in b else "")
+                  + (f", captured step {g('capture_ms'):.0f} ms" if 'capture_ms' in b else "") + " |\n")
+PY
+  echo "<!-- gpu-step $1: exit $rc, $((SECONDS - t0)) s -->" >> "$prof"
+}
+bench small 'gpu-step/bert-(tiny|small)/' 120
+bench base 'gpu-step/bert-base/(fp32|tf32|bf16|bf16-graphs)/' 90
+
+# 3. PyTorch's same steps on the same GPU (HF BertForSequenceClassification, B 32, T 256)
+for p in fp32 tf32 bf16; do  # bf16: torch.autocast(cuda, bfloat16)
+  t0=$SECONDS
+  models="bert-tiny bert-small bert-base"
+  [ "$p" = bf16 ] && models="bert-small bert-base"
+  timeout 100 python3 bench/torch_e2e.py --device cuda --precision "$p" --train-only \
+    --models $models --steps 5 > "$LOGS/torch-$p.txt" 2>&1
+  rc=$?
+  row "PyTorch $p (bench/torch_e2e.py --device cuda)" "exit $rc; $(grep -E '/train' "$LOGS/torch-$p.txt" | awk '{printf "%s %s ms; ", $1, $2}') $((SECONDS - t0)) s"
+done
+# 4. mase-train end to end with --cuda-graphs (needs DATA; the token cache of gpu_run.sh's
+#    train stage makes it quick), twice with --deterministic: the two loss logs must be equal
+if [ -n "${DATA:-}" ] && [ -d "$DATA" ]; then
+  for r in 1 2; do
+    t0=$SECONDS
+    rm -rf "/tmp/run-graphs-$r"
+    prof_flag=""
+    [ "$r" = 1 ] && prof_flag="--profile 5"  # stamps change no number: the runs stay comparable
+    timeout 60 "$BIN/mase-train" --model bert-tiny --data imdb --data-dir "$DATA" --device cuda \
+      --cuda-graphs --deterministic --bucketing off --max-steps 30 --log-every 1 --test-subset 200 \
+      $prof_flag --cache-dir /tmp/mase-cache --out "/tmp/run-graphs-$r" > "$LOGS/train-graphs-$r.log" 2>&1
+    row "mase-train bert-tiny --cuda-graphs --deterministic, run $r (30 steps)" "exit $?; $(grep -E '^done' "$LOGS/train-graphs-$r.log" | head -1) $((SECONDS - t0)) s"
+  done
+  l1=$(grep -o '"loss":[^,]*' /tmp/run-graphs-1/train_log.jsonl 2>/dev/null | md5sum | cut -c1-8)
+  l2=$(grep -o '"loss":[^,]*' /tmp/run-graphs-2/train_log.jsonl 2>/dev/null | md5sum | cut -c1-8)
+  row "two --deterministic runs: loss logs" "$([ "$l1" = "$l2" ] && echo identical || echo DIFFER) ($l1 / $l2)"
+  { echo; echo "## mase-train --profile 5 (bert-tiny, CUDA graphs, real batches)"; echo;
+    cat /tmp/run-graphs-1/profile.md 2>/dev/null || echo "(no profile.md)"; } >> "$prof"
+fi
+row "scripts/gpu/step.sh" "done in $((SECONDS - t_start)) s; profile tables in gpu-step.md"
