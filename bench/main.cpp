@@ -35,6 +35,7 @@ void register_e2e();          // bench/bench_e2e.cpp
 void register_softmax();      // bench/bench_softmax.cpp
 void register_sdpa();         // bench/bench_sdpa.cpp
 void register_gpu_base();     // bench/bench_gpu_base.cpp
+void register_gpu_quant();    // bench/bench_gpu_quant.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -65,6 +66,8 @@ const Suite kSuites[] = {
     // each registers nothing, with one line on stderr, where no GPU is present
     {"gpu-base", "GPU: device-to-device copy bandwidth, cuBLAS sgemm 4096³ (the GPU's limits)",
      mase::bench::register_gpu_base},
+    {"gpu-quant", "GPU: every quantizer and MXINT8 pack/unpack vs the D2D copy, MXINT8 Linear vs cuBLAS, memory",
+     mase::bench::register_gpu_quant},
 };
 
 std::string footer() {

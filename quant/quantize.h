@@ -31,8 +31,8 @@ namespace mase::quant {
 
 // y = Q(x) with the format's STE. Stochastic formats draw from `gen` (advancing it).
 // binary_residual here is the activation form with the initial μ (constant, no gradient).
-// CPU tensors, f32 or f64; a CUDA tensor is a DeviceError (fake quantization is CPU-only for
-// now; MXINT8 packing has CUDA kernels, mxint8.h).
+// CPU tensors in f32 or f64, CUDA tensors in f32 (the same bits as the CPU: quant_elem.h).
+// "compat": "mase" minifloat/log formats are CPU-only (a DeviceError on CUDA).
 Tensor quantize(const Tensor& x, const Format& f, Generator& gen = default_generator());
 
 // out = Σ_l |μ_l|·sign(r_l), r_1 = x, r_{l+1} = r_l − |μ_l|·sign(r_l).  mu is (L).
