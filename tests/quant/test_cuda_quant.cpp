@@ -20,6 +20,7 @@
 #include "autograd/ops.h"
 #include "helpers.h"
 #include "quant/mxint8.h"
+#include "quant/mxint8_linear.h"
 #include "quant/prune.h"
 #include "quant/quantize.h"
 #include "quant/quantized_linear.h"
@@ -344,4 +345,45 @@ TEST_CASE("quant CUDA: a QAT forward and backward equals the CPU's within roundi
     REQUIRE(c.size() == g.size());
     for (size_t i = 0; i < c.size(); ++i) test::check_close(g[i], c[i], 1e-4, 1e-4);
   }
+}
+
+TEST_CASE("MxInt8Linear on CUDA (packed-weight GEMM) equals the CPU's within rounding") {
+  // Shapes off every tile: M = 3·37 rows, N = 70 outputs, K = 100 = 3·32 + 4 (a partial MX
+  // block), and BERT-like ones (K a multiple of 32, M above one 64-row tile).
+  struct Case {
+    Shape x;
+    int64_t out;
+    bool bias;
+  };
+  const Case cases[] = {{{3, 37, 100}, 70, true}, {{130, 96}, 64, false}, {{2, 65, 256}, 192, true},
+                        {{1, 1, 32}, 1, true}};
+  for (const Case& c : cases) {
+    const Tensor x = test::random_tensor(c.x, 8, -2, 2, DType::f32);
+    const Tensor dy = test::random_tensor([&] { Shape s = c.x; s.back() = c.out; return s; }(), 9,
+                                          -1, 1, DType::f32);
+    auto run = [&](Device d) {
+      manual_seed(4);  // the same weights each time, in a Linear of its own (mx shares its bias)
+      nn::Linear base(c.x.back(), c.out, c.bias);
+      MxInt8Linear mx(base);
+      mx.to(d);
+      Tensor xi = x.clone().to(d);
+      xi.set_requires_grad(true);
+      Tensor y = mx(xi);
+      backward(sum(mul(y, dy.to(d))));
+      std::vector<Tensor> out{y.detach().to(Device::cpu()), xi.grad().to(Device::cpu())};
+      if (c.bias) out.push_back(mx.bias.grad().to(Device::cpu()));
+      return out;
+    };
+    const std::vector<Tensor> cpu = run(Device::cpu());
+    if (!test::have_gpu()) return;
+    const std::vector<Tensor> gpu = run(Device::cuda());
+    INFO("x ", c.x, ", out ", c.out);
+    for (size_t i = 0; i < cpu.size(); ++i) test::check_close(gpu[i], cpu[i], 1e-4, 1e-4);
+  }
+  if (!test::gpu_present()) return;
+  // the op itself: a CPU input is refused with the hint, a mismatched K is a ShapeError
+  MxInt8Linear mx(nn::Linear(64, 8));
+  mx.to(Device::cuda());
+  CHECK_THROWS_AS(mxint8_linear(Tensor::zeros({2, 64}), mx.packed()), DeviceError);
+  CHECK_THROWS_AS(mxint8_linear(Tensor::zeros({2, 63}).to(Device::cuda()), mx.packed()), ShapeError);
 }
