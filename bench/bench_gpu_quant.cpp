@@ -13,8 +13,13 @@
 //    (cuda/mxint8_linear.cu), at BERT's Linear shapes with M = 8192 tokens, paired with
 //      vs_cublas        cuBLAS sgemm (fp32) on the dequantized weight: the time of the GEMM alone
 //      vs_dequant_gemm  unpack W into an fp32 temporary, then cuBLAS: the unfused path
+//      vs_simple        the first, 64 × 64 kernel of cuda/mxint8_linear.cu (the ladder's step 1)
 //    (ratio = baseline time / our time: above 1 is faster than the baseline).
-// 4. gpu-quant/memory/<model> — bench/bench_gpu_quant_memory.cpp.
+// 4. gpu-quant/mxint8_mma/<M>x<N>x<K> — beyond the course: x and W both MXINT8, multiplied on
+//    the int8 tensor cores with the per-block scales applied in fp32 (cuda/mxint8_mma.cu),
+//    paired with cuBLAS fp32 sgemm on the dequantized operands (vs_cublas) and with the fp32
+//    packed-weight Linear (vs_fp32_packed). TF32 figures: bench/torch_gpu_quant.py.
+// 5. gpu-quant/memory/<model> — bench/bench_gpu_quant_memory.cpp.
 //
 // Validated once before timing: fake quantization and pack/unpack bit for bit against the CPU
 // kernels on the same input (NaNs equal); the MXINT8 Linear on 64 entries against a double dot
@@ -177,10 +182,12 @@ void add_linear(int64_t M, int64_t N, int64_t K) {
     Tensor y = Tensor::empty({M, N}, DType::f32, Device::cuda());
     Tensor y2 = Tensor::empty({M, N}, DType::f32, Device::cuda());
     Tensor wtmp = Tensor::empty({N, K}, DType::f32, Device::cuda());
-    auto ours = [&] {
+    auto run = [&](int kernel) {  // 0: the op's choice (the 128 × 128 kernel here); 1: the simple one
       cuda::mxint8_linear_forward(y.data<float>(), x.data<float>(), wq.elements.data<int8_t>(),
-                                  wq.scales.data<uint8_t>(), b.data<float>(), M, N, K);
+                                  wq.scales.data<uint8_t>(), b.data<float>(), M, N, K, kernel);
     };
+    auto ours = [&] { run(0); };
+    auto simple = [&] { run(1); };
     // y2 = x·Wᵀ (bias left out: cuBLAS's beta = 1 epilogue would need y2 prefilled each call)
     auto cublas = [&] {
       cuda::gemm(false, true, M, N, K, 1.f, x.data<float>(), K, wdq.data<float>(), K, 0.f,
@@ -193,13 +200,53 @@ void add_linear(int64_t M, int64_t N, int64_t K) {
                  y2.data<float>(), N);
     };
     if (!validate_once(st, name, [&] {
+          simple();
+          std::string e = check_linear(y, xc, wdq_cpu, bc);
+          if (!e.empty()) return "simple kernel: " + e;
           ours();
           return check_linear(y, xc, wdq_cpu, bc);
         }))
       return;
-    gpu_time_paired(st, ours, {{cublas, "vs_cublas"}, {dequant_gemm, "vs_dequant_gemm"}});
+    gpu_time_paired(st, ours, {{cublas, "vs_cublas"}, {dequant_gemm, "vs_dequant_gemm"},
+                               {simple, "vs_simple"}});
     set_flops(st, 2.0 * double(M) * double(N) * double(K));
     st.SetLabel(cat("W packed ", N * K + N * ((K + 31) / 32), " B vs fp32 ", 4 * N * K, " B"));
+  }, Timing::manual);
+}
+
+// ---- 4. MXINT8 × MXINT8 on the int8 tensor cores (Lab 4.3a) ---------------------------------
+// x and W both packed on the GPU; validated on 64 entries against Σ dequant(x)·dequant(W) in
+// double; paired with cuBLAS sgemm on the dequantized operands and with the fp32 packed-weight
+// Linear (which reads W packed but multiplies in fp32).
+void add_mma(int64_t M, int64_t N, int64_t K) {
+  const std::string name = cat("gpu-quant/mxint8_mma/", M, "x", N, "x", K);
+  add(name, [name, M, N, K](benchmark::State& st) {
+    const Tensor xc = uniform_tensor({M, K}, 11), wc = uniform_tensor({N, K}, 12, -0.05, 0.05);
+    const quant::MxInt8Tensor xp = quant::mxint8_pack(xc.to(Device::cuda()));
+    const quant::MxInt8Tensor wp = quant::mxint8_pack(wc.to(Device::cuda()));
+    const Tensor xdq = quant::mxint8_unpack(xp), wdq = quant::mxint8_unpack(wp);  // on the GPU
+    Tensor y = Tensor::empty({M, N}, DType::f32, Device::cuda());
+    Tensor y2 = Tensor::empty({M, N}, DType::f32, Device::cuda());
+    auto mma = [&] {
+      cuda::mxint8_mma_forward(y.data<float>(), xp.elements.data<int8_t>(), xp.scales.data<uint8_t>(),
+                               wp.elements.data<int8_t>(), wp.scales.data<uint8_t>(), M, N, K);
+    };
+    auto cublas = [&] {
+      cuda::gemm(false, true, M, N, K, 1.f, xdq.data<float>(), K, wdq.data<float>(), K, 0.f,
+                 y2.data<float>(), N);
+    };
+    auto fp32_packed = [&] {
+      cuda::mxint8_linear_forward(y2.data<float>(), xdq.data<float>(), wp.elements.data<int8_t>(),
+                                  wp.scales.data<uint8_t>(), nullptr, M, N, K, 0);
+    };
+    if (!validate_once(st, name, [&] {
+          mma();
+          return check_linear(y, xdq.to(Device::cpu()), wdq.to(Device::cpu()), Tensor::zeros({N}));
+        }))
+      return;
+    gpu_time_paired(st, mma, {{cublas, "vs_cublas"}, {fp32_packed, "vs_fp32_packed"}});
+    set_flops(st, 2.0 * double(M) * double(N) * double(K));
+    st.SetLabel("int8 mma.sync m16n8k32, scales per block of 32 in fp32");
   }, Timing::manual);
 }
 
@@ -230,6 +277,9 @@ void register_gpu_quant() {
   add_linear(kTokens, H, H);      // attention q, k, v, o
   add_linear(kTokens, F, H);      // FFN up
   add_linear(kTokens, H, F);      // FFN down
+  add_mma(kTokens, H, H);
+  add_mma(kTokens, F, H);
+  add_mma(kTokens, H, F);
   register_gpu_quant_memory();
 }
 

@@ -86,7 +86,7 @@ Tensor mxint8_linear(const Tensor& x, const MxInt8Tensor& w, const Tensor& bias)
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   cuda::mxint8_linear_forward(y.data<float>(), xc.data<float>(), wc.elements.data<int8_t>(),
                               wc.scales.data<uint8_t>(), bc.defined() ? bc.data<float>() : nullptr,
-                              M, N, K);
+                              M, N, K, /*kernel=*/0);
   Tensors inputs{x};
   if (bias.defined()) inputs.push_back(bias);
   const bool gx = x.requires_grad(), gb = bias.defined() && bias.requires_grad();

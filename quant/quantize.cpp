@@ -209,7 +209,7 @@ Tensor binary_gamma(const Tensor& w, const Tensor& gamma) {
 
 // ---- Quantizer ----------------------------------------------------------------------------
 
-Quantizer::Quantizer(const Format& f, Role role, uint64_t seed, DType dtype)
+Quantizer::Quantizer(const Format& f, Role role, uint64_t seed, DType dtype, Device device)
     : format_(f), role_(role), gen_(seed) {
   f.validate();
   if (f.kind != Kind::binary_residual) return;
@@ -220,9 +220,10 @@ Quantizer::Quantizer(const Format& f, Role role, uint64_t seed, DType dtype)
       if (dtype == DType::f64) mu_.data<double>()[l] = init[l];
       else mu_.data<float>()[l] = static_cast<float>(init[l]);
     }
+    mu_ = mu_.to(device);  // filled on the host, then moved: once, when the quantizer is made
     mu_.set_requires_grad(true);
   } else if (role == Role::weight) {
-    gamma_ = Tensor::full({1}, 1.0, dtype);
+    gamma_ = Tensor::full({1}, 1.0, dtype, device);
     gamma_.set_requires_grad(true);
   }
 }
@@ -248,13 +249,14 @@ std::string Quantizer::str() const { return format_ ? format_->str() : "none"; }
 
 // ---- the four quantizers of a Linear -----------------------------------------------------
 
-LinearQuantizers make_linear_quantizers(const LinearQuantConfig& c, uint64_t seed, DType dtype) {
+LinearQuantizers make_linear_quantizers(const LinearQuantConfig& c, uint64_t seed, DType dtype,
+                                        Device device) {
   LinearQuantizers q;
   if (c.bypass) return q;
-  q.data_in = Quantizer(c.data_in, Role::activation, seed, dtype);
-  q.weight = Quantizer(c.weight, Role::weight, seed + 1, dtype);
-  q.bias = Quantizer(c.bias, Role::bias, seed + 2, dtype);
-  if (c.data_out) q.data_out = Quantizer(*c.data_out, Role::activation, seed + 3, dtype);
+  q.data_in = Quantizer(c.data_in, Role::activation, seed, dtype, device);
+  q.weight = Quantizer(c.weight, Role::weight, seed + 1, dtype, device);
+  q.bias = Quantizer(c.bias, Role::bias, seed + 2, dtype, device);
+  if (c.data_out) q.data_out = Quantizer(*c.data_out, Role::activation, seed + 3, dtype, device);
   return q;
 }
 

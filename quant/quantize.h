@@ -53,8 +53,10 @@ class Quantizer {
  public:
   Quantizer() = default;  // no format: the identity
   // seed: the Philox stream of the stochastic formats (each call advances it, so a run is
-  // reproducible from the seed). dtype: of the trainable parameters (f64 for gradcheck).
-  Quantizer(const Format& f, Role role, uint64_t seed = 0, DType dtype = DType::f32);
+  // reproducible from the seed). dtype, device: of the trainable parameters (f64 for
+  // gradcheck; the device of the tensors it will quantize).
+  Quantizer(const Format& f, Role role, uint64_t seed = 0, DType dtype = DType::f32,
+            Device device = Device::cpu());
 
   Tensor operator()(const Tensor& x);
 
@@ -80,7 +82,7 @@ struct LinearQuantizers {
   std::vector<std::pair<std::string, Tensor>> parameters() const;
 };
 LinearQuantizers make_linear_quantizers(const LinearQuantConfig& config, uint64_t seed = 0,
-                                        DType dtype = DType::f32);
+                                        DType dtype = DType::f32, Device device = Device::cpu());
 
 // y = Q_out(Q_in(x) · Q_w(W)ᵀ + Q_b(b)), in fp32 (formats.md, "Quantized Linear wrapper").
 // x (..., in), weight (out, in), bias (out) or undefined. QuantizedLinear's forward is this.

@@ -22,8 +22,18 @@
 
 namespace mase::cuda {
 
+// kernel: 0 picks (the 128 × 128 kernel where K % 32 == 0 and the pointers are 16-byte
+// aligned, else the simple one); 1 forces the simple 64 × 64 kernel, 2 the 128 × 128 one
+// (ShapeError where it does not apply) — for the benchmark's ladder and the tests.
 MASE_CUDA_FN(void, mxint8_linear_forward, (float* y, const float* x, const int8_t* wq,
                                            const uint8_t* ws, const float* bias, int64_t M,
-                                           int64_t N, int64_t K))
+                                           int64_t N, int64_t K, int kernel))
+
+// MXINT8 × MXINT8 on the int8 tensor cores (cuda/mxint8_mma.cu; a benchmark kernel, Lab 4.3a):
+// y (M, N) = Σ_blocks 2^(sx−133)·2^(sw−133)·Σ_k qx·qw, x packed as xq (M, K) + xs (M, K/32), W as
+// wq (N, K) + ws (N, K/32). K a multiple of 32, 16-byte aligned operands, finite scales.
+MASE_CUDA_FN(void, mxint8_mma_forward, (float* y, const int8_t* xq, const uint8_t* xs,
+                                        const int8_t* wq, const uint8_t* ws, int64_t M, int64_t N,
+                                        int64_t K))
 
 }  // namespace mase::cuda

@@ -345,6 +345,12 @@ TEST_CASE("quant CUDA: a QAT forward and backward equals the CPU's within roundi
     REQUIRE(c.size() == g.size());
     for (size_t i = 0; i < c.size(); ++i) test::check_close(g[i], c[i], 1e-4, 1e-4);
   }
+  // a pass run on a model already on the GPU (mase-search's PassEvaluator does): the
+  // quantizers' own parameters (μ, γ) are made on the weight's device
+  Tensor w = test::random_tensor({8, 32}, 40, -1, 1, DType::f32).to(Device::cuda());
+  QuantizedLinear q(nn::Linear(w, Tensor()), {{"name", "binary_residual"}}, 0, "layer");
+  for (auto& [n, t] : q.named_parameters()) CHECK(t.is_cuda());
+  CHECK(q.forward(test::random_tensor({4, 32}, 41, -1, 1, DType::f32).to(Device::cuda())).is_cuda());
 }
 
 TEST_CASE("MxInt8Linear on CUDA (packed-weight GEMM) equals the CPU's within rounding") {
