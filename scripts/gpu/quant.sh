@@ -5,8 +5,8 @@
 #   OUT   results folder: one markdown row per step is appended to $OUT/summary.md
 #   LOGS  log folder (one log per step)
 #   DATA  a small IMDb folder for mase-train --data-dir (e.g. .dev/data)
-# Steps, each under its own timeout (about 2 minutes in all on an H100 is the estimate, never
-# run yet; the timeouts add up to 450 s at worst, inside the device tool's 600 s per call):
+# Steps, each under its own timeout (20 s in all on an H100, 2026-11-26; the timeouts add up to
+# 450 s at worst, inside the device tool's 600 s per call):
 #   1. the CPU == CUDA cases of test_quant: every format, MXINT8 packing, prune masks, QAT step
 #   2. test_quant's MXINT8 and prune cases with the GPU present (incl. the old CPU == CUDA case)
 #   3. mase-train --device cuda, 20 steps of QAT in 8-bit integer, then 20 with activation pruning
