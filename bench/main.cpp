@@ -37,6 +37,7 @@ void register_softmax();      // bench/bench_softmax.cpp
 void register_sdpa();         // bench/bench_sdpa.cpp
 void register_gpu_base();     // bench/bench_gpu_base.cpp
 void register_gpu_step();     // bench/bench_gpu_step.cpp
+void register_gpu_quant();    // bench/bench_gpu_quant.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -70,6 +71,8 @@ const Suite kSuites[] = {
     {"gpu-step",
      "GPU: a BERT training step profiled per phase and op class: before, fp32, tf32, bf16, graphs",
      mase::bench::register_gpu_step},
+    {"gpu-quant", "GPU: every quantizer and MXINT8 pack/unpack vs the D2D copy, MXINT8 Linear vs cuBLAS, memory",
+     mase::bench::register_gpu_quant},
 };
 
 std::string footer() {

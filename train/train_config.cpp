@@ -187,9 +187,6 @@ void TrainConfig::validate() const {
   MASE_CHECK(compress.empty() || (quant.empty() && prune.empty()), ConfigError,
              "[train] --compress holds both the quantize and the prune config; it cannot be "
              "combined with --quant or --prune");
-  MASE_CHECK(device == "cpu" || (quant.empty() && prune.empty() && compress.empty()), ConfigError,
-             "[train] --quant, --prune and --compress run on the CPU (fake quantization and "
-             "activation pruning have CPU kernels only); got --device ", device);
   at_least("lora-rank", static_cast<double>(lora_rank), 0);
   MASE_CHECK(lora_alpha > 0 && std::isfinite(lora_alpha), ConfigError,
              "[train] expected --lora-alpha > 0, got ", lora_alpha);
