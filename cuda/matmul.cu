@@ -16,6 +16,8 @@ cublasHandle_t handle() {
   static cublasHandle_t h = [] {
     cublasHandle_t x;
     if (cublasCreate(&x) != CUBLAS_STATUS_SUCCESS) throw DeviceError("[gemm] cublasCreate failed");
+    // the stream our kernels use (--default-stream per-thread): ordered with them, capturable
+    cublasSetStream(x, cudaStreamPerThread);
     return x;
   }();
   return h;

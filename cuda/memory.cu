@@ -41,7 +41,8 @@ void copy_device_to_host(void* dst, const void* src, size_t nbytes, int device) 
 
 void copy_device_to_device(void* dst, const void* src, size_t nbytes, int device) {
   MASE_CUDA_CHECK(cudaSetDevice(device));
-  MASE_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToDevice));
+  // async on the thread's stream: ordered with the kernels, and capturable (runtime/cuda_graph.h)
+  MASE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread));
 }
 
 void synchronize(int device) {
