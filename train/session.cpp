@@ -264,7 +264,8 @@ int64_t freeze_parameters(nn::Module& model, const std::string& pattern) {
   return n;
 }
 
-TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
+TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
+                      const ForwardFactory& forward) {
   c = resolve_recipe(c);
   if (c.out.empty()) c.out = default_run_name(c.model_name(), c.data);
   // refuse a used --out before the slow work (RunDir::create checks again)
@@ -294,13 +295,15 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
     lc.targets = c.lora_targets;
     std::fprintf(out, "%s", nn::insert_lora(*model, lc).str().c_str());
   }
-  nn::fuse_kernels(*model);  // the blocks left plain by the passes above run fused kernels
+  // the blocks left plain by the passes above run fused kernels (a compiler fuses on its graph)
+  if (!forward) nn::fuse_kernels(*model);
   model->to(Device::parse(c.device));
   RunDir run = RunDir::create(c.out);
   write_text_atomic(run.file(RunDir::kConfig).string(), c.to_json().dump(2) + "\n");
   d.tokenizer->save(run.file(tokenizer_file_name(d.tokenizer->name())));
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.on_step = on_step;
+  if (forward) trainer.set_forward(forward(model));
   print_summary(c, d, *model, trainer, run, out);
   TrainResult r = trainer.fit();
   report(r, run, d, out);
@@ -308,7 +311,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
 }
 
 TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out,
-                   const StepHook& on_step) {
+                   const StepHook& on_step, const ForwardFactory& forward) {
   RunDir run = RunDir::open(dir);
   TrainConfig c = TrainConfig::from_json(read_json(run.file(RunDir::kConfig), "resume"),
                                          run.file(RunDir::kConfig).string());
@@ -331,11 +334,12 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   quant::apply_compression_sidecar(*model, ckpt.string());  // quantized / pruned / LoRA layers
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
   if (c.lora_rank > 0) nn::set_lora_trainable(*model);  // as insert_lora left it
-  nn::fuse_kernels(*model);
+  if (!forward) nn::fuse_kernels(*model);
   model->to(Device::parse(c.device));
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.restore(ckpt);
   trainer.on_step = on_step;
+  if (forward) trainer.set_forward(forward(model));
   std::fprintf(out, "resume    %s at step %lld of %lld (epoch %lld, batch %lld of %lld)\n",
                ckpt.string().c_str(), (long long)trainer.state().step,
                (long long)trainer.total_steps(), (long long)trainer.state().epoch + 1,
@@ -346,7 +350,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   return r;
 }
 
-EvalResult eval_only(TrainConfig c, std::FILE* out) {
+EvalResult eval_only(TrainConfig c, std::FILE* out, const ForwardFactory& forward) {
   MASE_CHECK(!c.init.empty(), ConfigError,
              "[train] --eval-only needs a model: pass --init RUN_OR_MODEL_DIR");
   set_num_threads(c.threads);
@@ -358,9 +362,10 @@ EvalResult eval_only(TrainConfig c, std::FILE* out) {
   c.tokenizer = tokenizer_kind(lm.tokenizer_file);
   c.validate();
   Data d = load_data(c, out);
-  nn::fuse_kernels(*lm.model);
+  if (!forward) nn::fuse_kernels(*lm.model);
   lm.model->to(Device::parse(c.device));
   EvalOptions eo;
+  if (forward) eo.forward = forward(lm.model);
   eo.batch_size = c.eval_batch_size;
   eo.max_len = c.max_len;
   eo.pad_id = d.tokenizer->special().pad;

@@ -167,6 +167,7 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
                  int32_t pad_id, const RunDir& run, std::FILE* out)
     : config_(config),
       model_(model),
+      forward_(eager_forward(model)),
       test_(test),
       batches_(train, train_batches(config, pad_id)),
       run_(run),
@@ -232,6 +233,7 @@ EvalResult Trainer::run_evaluation() {
   eo.max_len = config_.max_len;
   eo.pad_id = pad_id_;
   eo.device = device_;
+  eo.forward = forward_;
   EvalResult e = evaluate(model_, test_, eo);
   state_.eval_seconds += e.seconds;
   MetricsRow row;
@@ -284,7 +286,7 @@ fs::path Trainer::save_checkpoint() {
 StepResult Trainer::train_step(const data::Batch& batch) {
   data::Batch x = data::to_device(batch, device_);           // the batch on the model's device
   optimizer_->set_lr_factor(schedule_.factor(state_.step));  // this step's learning rate
-  Tensor loss = model_.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
+  Tensor loss = forward_(x).loss;                            // eager, or a compiled plan
   StepResult s{.loss = loss.item(), .tokens = x.real_tokens};
   if (!std::isfinite(s.loss)) return s;                      // diverged: weights untouched
   backward(loss);                                            // every parameter's .grad
