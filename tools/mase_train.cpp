@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/compile.h"
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 #include "train/session.h"
@@ -44,6 +45,9 @@ const char* kFooter = R"(Examples:
       fine-tune a pretrained HF checkpoint with its WordPiece vocab, embeddings frozen
   mase-train predict runs/bert-tiny-imdb-20250101-120000 "A wonderful film."
       print the label and its probability
+  mase-train --model bert-tiny --train-subset 2000 --test-subset 1000 --max-steps 20 --compile
+      train and evaluate through graph::compile (docs/lab4.md): one plan per batch shape and
+      mode, the same losses as without --compile, bit for bit on the CPU
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --eval-only --quant int8.toml
       post-training quantization (PTQ): quantize the trained model, evaluate it
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --quant int8.toml --epochs 1
@@ -56,7 +60,7 @@ Exit status: 0 done, 1 error, 2 bad flags, 3 loss diverged, 130 stopped (resumab
 
 // The flags a resumed run may set (it keeps its saved config otherwise).
 const std::vector<std::string> kResumeFlags = {"--resume", "--threads", "--device",
-                                               "--log-every"};
+                                               "--log-every", "--compile"};
 
 // One line per text: label and probability, then (--logits) every logit with %.9g, enough
 // digits to tell f32 values apart: what to compare with HF transformers' logits.
@@ -95,7 +99,7 @@ int main(int argc, char** argv) {
   TrainConfig c;
   std::string resume_dir, pooling, bucketing = "on";
   double lr = 0, warmup = 0, dropout = 0;
-  bool eval_only_flag = false;
+  bool eval_only_flag = false, compile = false;
 
   app.add_option("--model", c.model,
                  "bert-tiny|bert-mini|bert-small|bert-medium|bert-base, or a config.json")
@@ -138,6 +142,9 @@ int main(int argc, char** argv) {
   app.add_option("--out", c.out, "run folder (default runs/<model>-<data>-<date>-<time>)");
   app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint");
   app.add_flag("--eval-only", eval_only_flag, "evaluate --init on the test split, train nothing");
+  app.add_flag("--compile", compile,
+               "run the model through graph::compile: traced once per batch shape and mode, "
+               "fusion passes on the graph, the plan replayed (docs/lab4.md)");
   app.add_option("--freeze", c.freeze, "regex: parameters whose path matches are not trained");
   app.add_option("--quant", c.quant,
                  "quantize config (TOML/JSON): before training (QAT), or with --eval-only (PTQ)");
@@ -178,6 +185,17 @@ int main(int argc, char** argv) {
   return cli::run("mase-train", [&]() -> int {
     if (pred->parsed())
       return run_predict(pred_dir, texts, pred_file, pred_logits, c.vocab, c.threads);
+    // --compile: the session hands each model it builds to graph::compile (train/forward.h)
+    std::vector<std::shared_ptr<graph::Compiled>> compiled;
+    ForwardFactory forward;
+    if (compile)
+      forward = [&compiled](const std::shared_ptr<nn::BertForSequenceClassification>& m) {
+        compiled.push_back(std::make_shared<graph::Compiled>(graph::compile_bert(m)));
+        return graph::compiled_forward(compiled.back());
+      };
+    auto print_compiled = [&] {
+      for (const auto& cm : compiled) std::printf("%s\n", cm->summary().c_str());
+    };
 
     // ---- flags that contradict each other: refused before anything is read or written ----
     auto given = [&](const char* flag) { return app.count(flag) > 0; };
@@ -215,19 +233,22 @@ int main(int argc, char** argv) {
       if (given("--log-every")) o.log_every = c.log_every;
       clear_stop();
       install_stop_handlers();
-      TrainResult r = resume(resume_dir, o);
+      TrainResult r = resume(resume_dir, o, stdout, {}, forward);
+      print_compiled();
       return r.status == TrainStatus::completed     ? 0
              : r.status == TrainStatus::interrupted ? kExitInterrupted
                                                     : kExitDiverged;
     }
     if (eval_only_flag) {
       if (!given("--max-len")) c.max_len = 0;  // the run's own max_len
-      eval_only(c);
+      eval_only(c, stdout, forward);
+      print_compiled();
       return 0;
     }
     clear_stop();
     install_stop_handlers();
-    TrainResult r = train_new(c);
+    TrainResult r = train_new(c, stdout, {}, forward);
+    print_compiled();
     return r.status == TrainStatus::completed     ? 0
            : r.status == TrainStatus::interrupted ? kExitInterrupted
                                                   : kExitDiverged;
