@@ -328,6 +328,10 @@ Arena::Run::~Run() {
   tl_run = nullptr;
   allocator_for(arena_.state_->device).end_run(*arena_.state_);
 }
+void Arena::Run::skip_rest() {
+  std::lock_guard lock(allocator_for(arena_.state_->device).mutex());
+  arena_.state_->next = arena_.state_->sizes.size();
+}
 bool Arena::Run::diverged() const {
   std::lock_guard lock(allocator_for(arena_.state_->device).mutex());
   return arena_.state_->diverged;

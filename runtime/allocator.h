@@ -91,6 +91,9 @@ class Arena {
     Run(const Run&) = delete;
     Run& operator=(const Run&) = delete;
     bool diverged() const;
+    // The rest of the plan's requests are made elsewhere (by a CUDA-graph launch that replays
+    // them at their captured addresses): the run is complete, not short.
+    void skip_rest();
 
    private:
     Arena& arena_;
