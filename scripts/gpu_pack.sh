@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
 command -v nvcc >/dev/null || { echo "gpu_pack: no nvcc (the CUDA toolkit is needed here)"; exit 2; }
-bins=(test_runtime test_autograd test_models test_train test_quant test_graph mase-train mase-bench)
+bins=(test_runtime test_autograd test_models test_train test_quant test_graph mase-train mase-bench
+      mase-graph)
 if [ ! -f build-cuda/build.ninja ]; then
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DMASE_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null

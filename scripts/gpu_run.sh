@@ -8,12 +8,14 @@
 #   bash scripts/gpu_run.sh tests     # every test binary, the CPU == CUDA cases   (~3-5 min)
 #   bash scripts/gpu_run.sh train     # mase-train --device cuda, bert-tiny and bert-small
 #   bash scripts/gpu_run.sh bench     # mase-bench e2e + PyTorch's same steps on the GPU
+#   bash scripts/gpu_run.sh compile   # graph::compile on the GPU: CUDA-graph capture, eager vs
+#                                     # compiled for bert-small eval and train (~5-8 min)
 #   bash scripts/gpu_run.sh all       # the three in one call, when the lease allows
 # The device tool stops a command after 600 s, so each stage keeps under ~9 minutes (each
 # step has its own timeout); a lease of 30 minutes fits one call per stage plus the start.
 set -uo pipefail
 stage="${1:-all}"
-case "$stage" in tests | train | bench | all) ;; *) echo "gpu_run: unknown stage '$stage' (tests|train|bench|all)"; exit 2 ;; esac
+case "$stage" in tests | train | bench | compile | all) ;; *) echo "gpu_run: unknown stage '$stage' (tests|train|bench|compile|all)"; exit 2 ;; esac
 want() { [ "$stage" = all ] || [ "$stage" = "$1" ]; }
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/mase-gpu-out}"
@@ -56,6 +58,19 @@ timeout 240 python3 bench/torch_e2e.py --device cuda --models bert-tiny bert-sma
   > "$logs/torch_cuda.txt" 2>&1
 row "PyTorch, same steps on the GPU (bench/torch_e2e.py --device cuda)" "exit $?; see logs"
 { echo; echo '```'; cat "$logs/torch_cuda.txt"; echo '```'; } >> "$sum"
+fi
+if want compile; then  # graph::compile on the GPU: CUDA-graph capture (docs/lab4.md)
+timeout 120 .dev/bin/test_graph -tc='*cuda_graph*,compile*' > "$logs/compile_tests.log" 2>&1
+row "test_graph cuda_graph + compile cases" "exit $?; $(grep -E '^\[doctest\] test cases' "$logs/compile_tests.log" | tail -1); $(grep -c MASE_SKIPPED "$logs/compile_tests.log") skipped"
+for shape in "--batch 1 --seq 128 --repeat 50" "--batch 8 --seq 128 --repeat 30"; do
+  name="compile-small-eval-$(echo $shape | cut -d' ' -f2)"
+  timeout 150 .dev/bin/mase-graph compile --model bert-small $shape --device cuda > "$logs/$name.txt" 2>&1
+  row "mase-graph compile --model bert-small $shape --device cuda" "exit $?; $(grep -E '^  compiled  ' "$logs/$name.txt"); $(grep -E 'cuda_graph:' "$logs/$name.txt" | cut -c1-90)"
+  { echo; echo '```'; cat "$logs/$name.txt"; echo '```'; } >> "$sum"
+done
+timeout 150 .dev/bin/mase-graph compile --model bert-small --batch 8 --seq 128 --mode train --device cuda --repeat 10 > "$logs/compile-small-train.txt" 2>&1
+row "mase-graph compile --model bert-small --batch 8 --seq 128 --mode train --device cuda" "exit $?; $(grep -E '^  compiled  ' "$logs/compile-small-train.txt")"
+{ echo; echo '```'; cat "$logs/compile-small-train.txt"; echo '```'; } >> "$sum"
 fi
 tar -czf "$OUT/logs.tar.gz" -C "$logs" .
 cat "$sum"
