@@ -96,6 +96,13 @@ std::pair<double, double> seconds_of(const std::function<void()>& f) {
           cpu_seconds() - c0};
 }
 
+// half the interquartile range, relative to the median: how far one step's time wanders
+double spread(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const double q1 = v[v.size() / 4], q3 = v[(3 * v.size()) / 4], m = v[v.size() / 2];
+  return m > 0 ? (q3 - q1) / 2 / m : 0;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -221,7 +228,7 @@ CompileReport compile_report(const CompileReportOptions& o) {
       cpu[v].push_back(c);
     }
   for (size_t v = 0; v < variants.size(); ++v)
-    r.times.push_back({variants[v].name, median(wall[v]), median(cpu[v])});
+    r.times.push_back({variants[v].name, median(wall[v]), median(cpu[v]), spread(cpu[v])});
   for (size_t v : {1, 2}) {  // eager fused, compiled; the gradients exist (zeroed) already
     variants[v].prepare();
     (v == 1 ? r.eager_peak_bytes : r.compiled_peak_bytes) = peak_of([&] { variants[v].run(); });
@@ -249,18 +256,22 @@ std::string CompileReport::bought() const {
   for (const TimedVariant& v : times)
     if (v.name == "compiled") compiled = &v;
   if (!compiled) return "";
-  // dce on a fresh trace removes nothing: "compiled without dce" is the same graph, so the
-  // gap between the two is this run's noise
-  double noise = -1;
+  // the noise of this run: the gap between "compiled" and "compiled without dce" (the same
+  // graph when dce removed nothing), and how much the compiled step's own times wander
+  double same_graph = -1;
   for (const PassRun& p : passes)
     if (p.name == "dce" && p.nodes_before == p.nodes_after)
       for (const TimedVariant& v : times)
         if (v.name == "compiled without dce")
-          noise = std::abs(v.cpu_median_s / compiled->cpu_median_s - 1);
+          same_graph = std::abs(v.cpu_median_s / compiled->cpu_median_s - 1);
+  const double noise = std::max(same_graph, compiled->cpu_spread);
   std::string s = "what each pass bought (CPU time of the compiled step without it / with it - 1";
-  s += noise >= 0 ? cat("; noise: dce changed nothing, and its row differs by ",
-                        static_cast<int>(std::lround(noise * 1000)) / 10.0, "%):\n")
-                  : std::string("):\n");
+  s += cat("; noise ", static_cast<int>(std::lround(noise * 1000)) / 10.0, "%: ",
+           same_graph >= 0 ? cat("dce changed nothing and its row differs by ",
+                                 static_cast<int>(std::lround(same_graph * 1000)) / 10.0, "%, ")
+                           : std::string(),
+           "the compiled step's half interquartile range is ",
+           static_cast<int>(std::lround(compiled->cpu_spread * 1000)) / 10.0, "%):\n");
   for (const TimedVariant& v : times) {
     const std::string prefix = "compiled without ";
     if (!v.name.starts_with(prefix) || v.name == "compiled without dce") continue;
@@ -268,7 +279,7 @@ std::string CompileReport::bought() const {
     char line[128];
     std::snprintf(line, sizeof line, "  %-16s %+6.1f%%%s\n", v.name.substr(prefix.size()).c_str(),
                   gain * 100,
-                  noise >= 0 && std::abs(gain) <= noise ? "  (within noise)"
+                  std::abs(gain) <= std::max(noise, v.cpu_spread) ? "  (within noise)"
                   : gain < 0                            ? "  (LOSES: turn it off with --no-pass)"
                                                         : "");
     s += line;

@@ -45,6 +45,7 @@ struct TimedVariant {
   double median_s = 0;      // wall time per step
   double cpu_median_s = 0;  // CPU time of the process (all threads) per step: steadier on a
                             // shared machine (time slices lost to others are not counted)
+  double cpu_spread = 0;    // (3rd quartile - 1st quartile) / 2 / median of the CPU times
 };
 
 struct CompileReport {

@@ -29,23 +29,26 @@ Tensor bias_gelu_linear(const Tensor& h, const Tensor& b, const Tensor& w, const
   Tensor hs = h.detach(), bs = b.detach(), ws = w.detach(), b2s = b2.defined() ? b2.detach() : b2;
   Tensors inputs{h, b, w};
   if (b2.defined()) inputs.push_back(b2);  // as linear records: defined inputs only
-  return record("bias_gelu_linear", inputs, z,
-                [hs, bs, ws, b2s](const Tensor& dz) -> Tensors {
-    // y = bias_gelu(h, b) again; then linear's backward (dy, dw, db2), then bias_gelu's (dh, db)
-    Tensor y, z2;
+  return record("bias_gelu_linear", inputs, z, [hs, bs, ws, b2s](const Tensor& dz) -> Tensors {
+    const int64_t in = ws.size(1), out = ws.size(0), rows = hs.numel() / in;
+    // y = bias_gelu(h, b) again, recorded: its node keeps h and b, and its backward is dh, db
+    Tensor y;
     {
       GradOn on;
       y = bias_gelu(leaf(hs), leaf(bs));
-      z2 = linear(leaf(y.detach()), leaf(ws), leaf(b2s));
     }
-    const Tensors g_lin = z2.grad_fn()->backward(dz);
-    // y is dead now: free it before bias_gelu's backward allocates dh (its node keeps h, b)
     const std::shared_ptr<mase::Node> gelu_fn = y.grad_fn();
+    // linear's backward (autograd/ops/matmul.cpp), the same ops in the same form, so the same
+    // bits; dW first, so that y dies before dy is made: y and dy are never alive together
+    const Tensor dz2 = reshape(contiguous(dz), {rows, out});
+    Tensors grads(b2s.defined() ? 4 : 3);
+    grads[2] = matmul(transpose(dz2, 0, 1), reshape(y.detach(), {rows, in}));  // dW = dzᵀ·y
+    if (b2s.defined()) grads[3] = sum(dz2, {0});                                 // db2 = Σ dz
     y = Tensor();
-    z2 = Tensor();
-    const Tensors g_gelu = gelu_fn->backward(g_lin.at(0));
-    Tensors grads{g_gelu.at(0), g_gelu.at(1), g_lin.at(1)};
-    if (b2s.defined()) grads.push_back(g_lin.at(2));
+    const Tensor dy = reshape(matmul(dz2, ws), hs.shape());                      // dy = dz·W
+    const Tensors g_gelu = gelu_fn->backward(dy);  // dh = dy·gelu'(h + b), db = Σ dh
+    grads[0] = g_gelu.at(0);
+    grads[1] = g_gelu.at(1);
     return grads;
   });
 }

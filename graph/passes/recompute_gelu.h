@@ -9,9 +9,10 @@
 // function of h, which is kept anyway, so this pass replaces the pair with ONE op,
 //   z = bias_gelu_linear(h, b1, W2[, b2])
 // that keeps h, b1, W2 and, in its backward, recomputes y = bias_gelu(h, b1) (the same
-// kernel: the same bits) and then runs the two ops' own backward functions. Gradients are
+// kernel: the same bits), then computes linear's gradients with linear's own ops (dW first,
+// so y is freed before dy exists) and bias_gelu's through its recorded node. Gradients are
 // eager's bit for bit (tests/graph/test_recompute_gelu.cpp); the price is one bias_gelu forward
-// per layer in backward, a memory-bound pass over (B, T, I). Eager cannot do this without
+// per layer in backward, a memory-bound pass over (B, T, I) — no GEMM is repeated. Eager cannot do this without
 // changing the model's code: the compiler sees the whole graph and decides it.
 // Training graphs only (graph/compile.cpp): without autograd nothing is kept anyway.
 // Read next: graph/passes/memory_plan.h.
