@@ -233,6 +233,20 @@ CompileReport compile_report(const CompileReportOptions& o) {
     variants[v].prepare();
     (v == 1 ? r.eager_peak_bytes : r.compiled_peak_bytes) = peak_of([&] { variants[v].run(); });
   }
+  if (o.train) {  // what the forward leaves in use for backward: the activations autograd keeps
+    auto kept = [&](const std::function<TensorMap()>& fwd) {
+      manual_seed(seed);
+      const size_t before = allocator_stats().in_use_bytes;
+      TensorMap out = fwd();
+      return allocator_stats().in_use_bytes - before;  // out (and its graph) still alive
+    };
+    set_fused(true)();
+    r.eager_kept_bytes = kept([&] {
+      auto out = model->forward(batch.input_ids, batch.attention_mask, Tensor(), batch.labels);
+      return TensorMap{{"logits", out.logits}, {"loss", out.loss}};
+    });
+    r.compiled_kept_bytes = kept([&] { return compiled(inputs); });
+  }
   const CompiledGraph& steady = compiled.last();  // its arena is reserved: count it
   if (steady.arena) r.compiled_peak_bytes += steady.arena->bytes();
   if (steady.captured) r.compiled_peak_bytes += steady.captured->arena->bytes();
@@ -309,6 +323,15 @@ std::string CompileReport::str() const {
   std::snprintf(ratio, sizeof ratio, "x%.2f", eager_peak_bytes
                     ? static_cast<double>(compiled_peak_bytes) / static_cast<double>(eager_peak_bytes)
                     : 0.0);
+  auto x = [](size_t a, size_t b) {
+    char t[16];
+    std::snprintf(t, sizeof t, "x%.2f", b ? static_cast<double>(a) / static_cast<double>(b) : 0.0);
+    return std::string(t);
+  };
+  if (o.train)
+    s += "  kept for backward after the forward (allocator): eager fused " +
+         megabytes(eager_kept_bytes) + ", compiled " + megabytes(compiled_kept_bytes) + " (" +
+         x(compiled_kept_bytes, eager_kept_bytes) + ")\n";
   s += "  measured peak of one step above what was in use before it (allocator): eager fused " +
        megabytes(eager_peak_bytes) + ", compiled " + megabytes(compiled_peak_bytes) + " (" + ratio +
        (o.train ? "; gradients allocated before: activations, saved tensors, backward's "

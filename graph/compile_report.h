@@ -58,6 +58,7 @@ struct CompileReport {
   bool memory_planned = false;
   MemoryPlan memory;
   size_t eager_peak_bytes = 0, compiled_peak_bytes = 0;  // measured, one step each
+  size_t eager_kept_bytes = 0, compiled_kept_bytes = 0;  // train: in use after the forward
   std::string arena;          // the steady plan's AllocationPlan::str(), and its runs
   std::string cuda_graph;     // CUDA: nodes captured, or why capture failed
   double max_abs_diff = 0;    // compiled vs eager fused, over the compared tensors
