@@ -190,8 +190,9 @@ void Compiled::make_arena(CompiledGraph& cg, Device device) {
       held += c->arena->bytes();
       others.push_back(c.get());
     }
-  std::sort(others.begin(), others.end(),
-            [](const CompiledGraph* x, const CompiledGraph* y) { return x->last_used < y->last_used; });
+  std::sort(others.begin(), others.end(), [](const CompiledGraph* a, const CompiledGraph* b) {
+    return a->last_used < b->last_used;
+  });
   for (CompiledGraph* c : others) {  // least recently replayed first
     if (held <= options_.arena_budget_bytes) break;
     held -= c->arena->bytes();

@@ -34,18 +34,18 @@
 //                    serves them there (outputs and what autograd saves stay outside). A
 //                    replay whose allocations differ from the recording is still correct (the
 //                    allocator falls back) and turns the arena off for that plan.
-//   cuda_graph       on a GPU, without autograd (eval): the third call captures the plan as
-//                    one CUDA graph over an arena holding every block, and each later call
-//                    is: copy inputs in, one cudaGraphLaunch, copy outputs out
-//                    (graph/cuda_graph_plan.h). A plan CUDA refuses to capture runs without
-//                    it, the reason kept in CompiledGraph::cuda_graph_note.
+//   cuda_graph       on a GPU, without autograd (eval): the third call captures the plan,
+//                    after its prologue of ops that read on the host (BERT's embeddings and
+//                    mask), as one CUDA graph over an arena holding every block; each later
+//                    call is: copy inputs in, the prologue, one cudaGraphLaunch, copy outputs
+//                    out (graph/cuda_graph_plan.h). A plan CUDA refuses to capture runs
+//                    without it, the reason kept in CompiledGraph::cuda_graph_note.
 // Trace the UNFUSED model (never nn::fuse_kernels before compiling): the fusions are decided
 // here, on the graph. The compiled graph then runs the eager fused model's ops in its order,
 // so its outputs and gradients equal eager's after nn::fuse_kernels, bit for bit on the CPU.
 //
 // The plan binds the model's modules and parameter tensors when it is built: after replacing
-// a module or a parameter tensor (LoRA, quantization), call clear(). No CUDA-graph capture:
-// (CUDA-graph capture: the "cuda_graph" step above.)
+// a module or a parameter tensor (LoRA, quantization), call clear().
 // Read next: graph/plan.h, graph/passes/fuse_add_norm.h, tools/mase_graph.cpp (`compile`).
 #pragma once
 #include <functional>

@@ -319,11 +319,7 @@ std::string CompileReport::str() const {
   if (memory_planned) s += "  " + memory.str();
   if (!arena.empty()) s += "  " + arena;
   if (!cuda_graph.empty()) s += "  " + cuda_graph;
-  char ratio[32];
-  std::snprintf(ratio, sizeof ratio, "x%.2f", eager_peak_bytes
-                    ? static_cast<double>(compiled_peak_bytes) / static_cast<double>(eager_peak_bytes)
-                    : 0.0);
-  auto x = [](size_t a, size_t b) {
+  auto x = [](size_t a, size_t b) {  // "x0.82": a / b
     char t[16];
     std::snprintf(t, sizeof t, "x%.2f", b ? static_cast<double>(a) / static_cast<double>(b) : 0.0);
     return std::string(t);
@@ -333,7 +329,8 @@ std::string CompileReport::str() const {
          megabytes(eager_kept_bytes) + ", compiled " + megabytes(compiled_kept_bytes) + " (" +
          x(compiled_kept_bytes, eager_kept_bytes) + ")\n";
   s += "  measured peak of one step above what was in use before it (allocator): eager fused " +
-       megabytes(eager_peak_bytes) + ", compiled " + megabytes(compiled_peak_bytes) + " (" + ratio +
+       megabytes(eager_peak_bytes) + ", compiled " + megabytes(compiled_peak_bytes) + " (" +
+       x(compiled_peak_bytes, eager_peak_bytes) +
        (o.train ? "; gradients allocated before: activations, saved tensors, backward's "
                   "temporaries)\n"
                 : ")\n");

@@ -87,7 +87,8 @@ AllocationPlan plan_allocations(const std::vector<AllocationEvent>& events, bool
   int64_t live = 0;
   for (const auto& [t, d] : deltas) {
     live += d;
-    plan.live_peak_bytes = std::max(plan.live_peak_bytes, static_cast<size_t>(std::max<int64_t>(live, 0)));
+    plan.live_peak_bytes =
+        std::max(plan.live_peak_bytes, static_cast<size_t>(std::max<int64_t>(live, 0)));
   }
   return plan;
 }

@@ -24,11 +24,12 @@
 //    `mase-graph compile` (buffers, lower bound, arena), readable against the graph;
 //  * plan_allocations: per ALLOCATION of a recorded run (runtime/allocator.h,
 //    AllocationRecorder), which also sees what ops allocate inside themselves (sdpa's row
-//    statistics, packed copies, reduction scratch). This is the plan graph::Compiled RUNS:
-//    its replays happen inside an Arena::Run that serves each request at its offset. The ops
-//    are unchanged — they still "allocate" their outputs; the allocator answers from the
-//    arena. Blocks that outlive the run (outputs, activations autograd saves for backward)
-//    stay with the caching allocator, so a tensor kept after a run is never overwritten.
+//    statistics, packed copies, reduction scratch). This is the plan graph::Compiled RUNS
+//    (without autograd: eval, NoGradGuard): its replays happen inside an Arena::Run that
+//    serves each request at its offset. The ops are unchanged — they still "allocate" their
+//    outputs; the allocator answers from the arena. Blocks that outlive the run (outputs,
+//    activations autograd saves for backward) stay with the caching allocator, so a tensor
+//    kept after a run is never overwritten.
 // Read next: graph/compile.h.
 #pragma once
 #include <cstdint>

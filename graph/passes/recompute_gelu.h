@@ -12,8 +12,8 @@
 // kernel: the same bits), then computes linear's gradients with linear's own ops (dW first,
 // so y is freed before dy exists) and bias_gelu's through its recorded node. Gradients are
 // eager's bit for bit (tests/graph/test_recompute_gelu.cpp); the price is one bias_gelu forward
-// per layer in backward, a memory-bound pass over (B, T, I) — no GEMM is repeated. Eager cannot do this without
-// changing the model's code: the compiler sees the whole graph and decides it.
+// per layer in backward, a memory-bound pass over (B, T, I) — no GEMM is repeated. Eager
+// cannot do this without changing the model's code: the compiler sees the whole graph.
 // Training graphs only (graph/compile.cpp): without autograd nothing is kept anyway.
 // Read next: graph/passes/memory_plan.h.
 #pragma once

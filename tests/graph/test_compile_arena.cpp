@@ -52,7 +52,8 @@ TEST_CASE("compile arena: training replays (autograd on) allocate as eager and k
   const data::Batch b = tiny_batch();
   std::map<std::string, Tensor> got;
   for (int i = 0; i < 3; ++i)
-    got = loss_and_grads(*model, [&] { return compiled(bert_inputs(train_inputs(), b)).at("loss"); });
+    got = loss_and_grads(*model,
+                         [&] { return compiled(bert_inputs(train_inputs(), b)).at("loss"); });
   CHECK(compiled.arena_runs() == 0);  // an arena would hold the forward's blocks through backward
   CHECK_FALSE(compiled.last().arena_planned);
   // under NoGradGuard the same training-mode plan does run out of an arena

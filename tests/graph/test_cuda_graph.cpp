@@ -81,7 +81,8 @@ TEST_CASE("cuda_graph: a training step on a GPU is not captured (autograd) and e
   const data::Batch b = data::to_device(tiny_batch(), Device::cuda(0));
   std::map<std::string, Tensor> got;
   for (int i = 0; i < 3; ++i)
-    got = loss_and_grads(*model, [&] { return compiled(bert_inputs(train_inputs(), b)).at("loss"); });
+    got = loss_and_grads(*model,
+                         [&] { return compiled(bert_inputs(train_inputs(), b)).at("loss"); });
   CHECK(compiled.graph_launches() == 0);
   CHECK(compiled.arena_runs() == 0);
   nn::fuse_kernels(*model);

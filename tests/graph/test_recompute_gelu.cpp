@@ -25,7 +25,8 @@ TEST_CASE("recompute_gelu: bias_gelu_linear's gradients (gradcheck, and the comp
   CHECK_MESSAGE(r2.ok, r2.message);
   // f32: the same values and gradients as linear(bias_gelu(h, b), w, b2), bit for bit
   std::vector<Tensor> in;
-  for (const Tensor& t : {h, b, w, b2}) in.push_back(t.detach().to(DType::f32).set_requires_grad(true));
+  for (const Tensor& t : {h, b, w, b2})
+    in.push_back(t.detach().to(DType::f32).set_requires_grad(true));
   const Tensor dz = random_tensor({2, 3, 4}, 5, -1, 1, DType::f32);
   auto grads = [&](bool fused) {
     for (const Tensor& t : in) t.set_grad(Tensor());
@@ -59,7 +60,8 @@ TEST_CASE("recompute_gelu: a bert-tiny training step keeps eager's bits and not 
   CHECK(count_target(without.last().graph, "bias_gelu") == 2);
   // 2 layers × one (2·16, 512) f32 GELU output = 2 × 65,536 bytes (a size class exactly)
   CHECK(kept_without - kept_with == 2 * 2 * 16 * 512 * 4);
-  auto got = loss_and_grads(*model, [&] { return with(bert_inputs(train_inputs(), b)).at("loss"); });
+  auto got =
+      loss_and_grads(*model, [&] { return with(bert_inputs(train_inputs(), b)).at("loss"); });
   nn::fuse_kernels(*model);
   auto want = loss_and_grads(*model, [&] { return eager_outputs(*model, b, true).at("loss"); });
   check_all_bitwise(got, want);
