@@ -6,6 +6,13 @@
 //   e2e/<model>/train   forward with labels (dropout on), backward, clip_grad_norm(1.0),
 //                       AdamW step, zero_grad — what mase-train does per batch
 //   e2e/<model>/eval    forward under NoGradGuard in eval mode (dropout off), logits only
+//   e2e/<model>/train/compiled, e2e/<model>/eval/compiled   (mase-bench --e2e --compile)
+//                       the same steps through graph::compile (graph/compile.h): the model is
+//                       traced unfused, the passes fuse on the graph, the plan is replayed;
+//                       registered right after their eager twin, so one run has both.
+//                       first_call_ms: the compile's first call (trace + passes + plan + first
+//                       run), made in the untimed warm-up. Validated: the first step's loss and
+//                       gradient norm equal the eager fused step's, bit for bit.
 // Counters:
 //   tokens_per_s   kTokens / step time
 //   flops          model FLOP/s, counted (not measured) as in Kaplan et al. 2020 / PaLM:
@@ -51,6 +58,7 @@
 #include <vector>
 
 #include "bench/common.h"
+#include "graph/compile.h"
 #include "models/bert.h"
 #include "models/fusion.h"
 #include "runtime/allocator.h"
@@ -62,11 +70,23 @@ namespace {
 
 constexpr int64_t kSgemmN = 4096;
 
-void eval_step(BertSetup& s) {
+bool g_compiled = false;  // mase-bench --compile: register the compiled variants too
+
+void eval_step(BertSetup& s, const train::Forward& forward) {
   NoGradGuard no_grad;
   s.model->eval();
-  Tensor logits = s.model->forward(s.ids, s.mask).logits;
+  data::Batch b = setup_batch(s);
+  b.labels = Tensor();  // logits only
+  Tensor logits = forward ? forward(b).logits : s.model->forward(s.ids, s.mask).logits;
   benchmark::DoNotOptimize(logits.raw_data());
+}
+
+// A compiled forward of the setup's model: the fusion flags off first (the trace must see the
+// unfused model; the passes fuse on the graph), the Compiled kept by the returned function.
+train::Forward compiled_forward_of(BertSetup& s, std::shared_ptr<graph::Compiled>& keep) {
+  nn::unfuse_kernels(*s.model);
+  keep = std::make_shared<graph::Compiled>(graph::compile_bert(s.model));
+  return graph::compiled_forward(keep);
 }
 
 // CPU seconds (user + system, every thread) and minor page faults of the process so far.
@@ -110,19 +130,42 @@ std::string check_first_step(const char* name) {
   return "";
 }
 
-void add_step(const char* model, bool training) {
-  const std::string name = cat("e2e/", model, training ? "/train" : "/eval");
-  add(name, [name, model, training](benchmark::State& st) {
+// The compiled variant's validation: its first step equals the eager fused one, bit for bit.
+std::string check_compiled_first_step(const char* name) {
+  BertSetup e = make_bert_setup(name);  // seeded: weights, then the step's dropout masks
+  const auto [loss_e, norm_e] = bert_train_step(e);
+  BertSetup c = make_bert_setup(name);  // the same seed again: the same weights and masks
+  std::shared_ptr<graph::Compiled> keep;
+  const train::Forward f = compiled_forward_of(c, keep);
+  const auto [loss_c, norm_c] = bert_train_step(c, f);
+  if (loss_e != loss_c || norm_e != norm_c)
+    return cat("compiled loss ", loss_c, " and norm ", norm_c, " vs eager fused ", loss_e, " and ",
+               norm_e, " (expected bitwise equal)");
+  return "";
+}
+
+void add_step(const char* model, bool training, bool compiled) {
+  const std::string name = cat("e2e/", model, training ? "/train" : "/eval",
+                               compiled ? "/compiled" : "");
+  add(name, [name, model, training, compiled](benchmark::State& st) {
     using Clock = std::chrono::steady_clock;
-    if (!validate_once(st, name, [&] { return check_first_step(model); })) return;
+    if (!validate_once(st, name, [&] {
+          return compiled ? check_compiled_first_step(model) : check_first_step(model);
+        }))
+      return;
     BertSetup s = make_bert_setup(model);
+    std::shared_ptr<graph::Compiled> keep;
+    const train::Forward forward = compiled ? compiled_forward_of(s, keep) : train::Forward();
     // the yardstick's operands live outside the caching allocator: not in the memory figures
     std::vector<float> A(kSgemmN * kSgemmN, 0.5f), B(kSgemmN * kSgemmN, 0.25f), C(kSgemmN * kSgemmN);
     auto step = [&] {
-      if (training) bert_train_step(s);
-      else eval_step(s);
+      if (training) bert_train_step(s, forward);
+      else eval_step(s, forward);
     };
-    for (int i = 0; i < 2; ++i) step();  // warm up: gradients, AdamW state, allocator cache
+    // warm up: gradients, AdamW state, allocator cache; compiled eval also makes its arena on
+    // the third call (the first compiles, the second records the allocations)
+    for (int i = 0; i < (compiled ? 3 : 2); ++i) step();
+    if (keep) st.counters["first_call_ms"] = keep->last().first_call.total() * 1e3;
     reset_peak_stats();
     const AllocatorStats before = allocator_stats();
     double step_s = 0, sgemm_s = 0, cpu_s = 0, sgemm_cpu_s = 0;
@@ -169,11 +212,14 @@ void add_step(const char* model, bool training) {
 
 }  // namespace
 
+void set_e2e_compiled(bool on) { g_compiled = on; }
+
 void register_e2e() {
-  for (const char* model : {"bert-tiny", "bert-mini", "bert-small"}) {
-    add_step(model, true);
-    add_step(model, false);
-  }
+  for (const char* model : {"bert-tiny", "bert-mini", "bert-small"})
+    for (bool training : {true, false}) {
+      add_step(model, training, false);
+      if (g_compiled) add_step(model, training, true);
+    }
 }
 
 }  // namespace mase::bench

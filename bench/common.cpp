@@ -107,9 +107,19 @@ BertSetup make_bert_setup(const char* name) {
   return s;
 }
 
-std::pair<double, double> bert_train_step(BertSetup& s) {
+data::Batch setup_batch(const BertSetup& s) {
+  data::Batch b;
+  b.input_ids = s.ids;
+  b.attention_mask = s.mask;
+  b.labels = s.labels;
+  b.real_tokens = s.ids.numel();
+  return b;
+}
+
+std::pair<double, double> bert_train_step(BertSetup& s, const train::Forward& forward) {
   s.model->train();
-  nn::SequenceClassifierOutput out = s.model->forward(s.ids, s.mask, Tensor(), s.labels);
+  nn::SequenceClassifierOutput out =
+      forward ? forward(setup_batch(s)) : s.model->forward(s.ids, s.mask, Tensor(), s.labels);
   backward(out.loss);
   const double norm = train::clip_grad_norm(*s.opt, 1.0);
   s.opt->step();

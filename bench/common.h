@@ -25,6 +25,7 @@
 #include "models/bert.h"
 #include "runtime/tensor.h"
 #include "train/adamw.h"
+#include "train/forward.h"
 
 namespace mase::bench {
 
@@ -64,7 +65,11 @@ BertSetup make_bert_setup(const char* name);
 
 // What mase-train does per batch: forward with labels (dropout on), backward,
 // clip_grad_norm(1.0), AdamW step, zero_grad. Returns (loss, gradient norm before clipping).
-std::pair<double, double> bert_train_step(BertSetup& s);
+// `forward`: the model call (train/forward.h), the eager one when empty (e2e's compiled
+// variants pass graph::compiled_forward).
+std::pair<double, double> bert_train_step(BertSetup& s, const train::Forward& forward = {});
+// The setup's batch (ids, mask, labels) as a data::Batch, for a train::Forward.
+data::Batch setup_batch(const BertSetup& s);
 
 // ---- registration ---------------------------------------------------------------------------
 using Body = std::function<void(benchmark::State&)>;

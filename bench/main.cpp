@@ -4,6 +4,7 @@
 //   build/bin/mase-bench --suite elementwise --threads 2 --benchmark_repetitions=5
 //   build/bin/mase-bench --benchmark_format=json > run.json
 //   build/bin/mase-bench --e2e                         # BERT training/eval steps only
+//   build/bin/mase-bench --e2e --compile               # + each step through graph::compile
 //
 // Our own flags (--threads, --suite) are parsed here with CLI11; everything else is handed to
 // benchmark::Initialize, so every --benchmark_* flag works as documented by Google Benchmark.
@@ -33,6 +34,7 @@ void register_elementwise();  // bench/bench_elementwise.cpp
 void register_fused();        // bench/bench_fused.cpp
 void register_quant();        // bench/bench_quant.cpp
 void register_e2e();          // bench/bench_e2e.cpp
+void set_e2e_compiled(bool on);  // bench/bench_e2e.cpp: --compile
 void register_softmax();      // bench/bench_softmax.cpp
 void register_sdpa();         // bench/bench_sdpa.cpp
 void register_gpu_base();     // bench/bench_gpu_base.cpp
@@ -95,7 +97,9 @@ std::string footer() {
       "See docs/benchmarks.md.\n"
       "\nExample:\n"
       "  mase-bench --suite elementwise --threads 2 --benchmark_repetitions=5 \\\n"
-      "             --benchmark_report_aggregates_only=true\n";
+      "             --benchmark_report_aggregates_only=true\n"
+      "  mase-bench --e2e --compile --benchmark_filter='bert-tiny'\n"
+      "      eager and compiled (graph::compile) training and eval steps side by side\n";
   return s;
 }
 
@@ -131,6 +135,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   bool e2e = false;
   app.add_flag("--e2e", e2e, "the end-to-end suite only (same as --suite e2e)");
+  bool compiled = false;
+  app.add_flag("--compile", compiled,
+               "e2e: also each step through graph::compile, right after its eager twin "
+               "(e2e/<model>/<train|eval>/compiled; docs/lab4.md)");
   app.footer(footer());
   try {
     app.parse(argc, argv);
@@ -143,6 +151,7 @@ int main(int argc, char** argv) {
   }
 
   if (e2e) suites.push_back("e2e");
+  mase::bench::set_e2e_compiled(compiled);
   try {
     const int n = mase::set_num_threads(threads);
     mase::set_gpu_gemm_precision(precision);  // runtime/gpu_math.h: nothing without a GPU

@@ -4,15 +4,24 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 
 #include "graph/passes/dce.h"
 #include "graph/passes/dropout.h"
+#include "graph/passes/fold_lora.h"
 #include "graph/passes/fold_mxint8.h"
 #include "graph/passes/fuse_add_norm.h"
 #include "graph/passes/fuse_bias_gelu.h"
+#include "graph/passes/recompute_gelu.h"
 
 namespace mase::graph {
 namespace {
+
+double cpu_seconds() {  // of the process, every thread
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -57,12 +66,15 @@ std::string Signature::str() const {
 
 std::string FirstCallSplit::str() const {
   return cat("first call ", ms(total()), " ms = trace ", ms(trace), " + passes ", ms(passes),
-             " + plan ", ms(plan), " + first run ", ms(first_run), " (ms)");
+             " + plan ", ms(plan), " + first run ", ms(first_run), " (ms); CPU time: trace ",
+             ms(trace_cpu), ", first run ", ms(first_run_cpu), " ms");
 }
 
 const std::vector<std::string>& compile_pass_names() {
   static const std::vector<std::string> names{
-      "remove_dropout", "fuse_bias_gelu", "fuse_add_norm", "fold_mxint8", "dce", "memory_plan"};
+      "remove_dropout", "fold_lora",   "fuse_bias_gelu", "fuse_add_norm",
+      "fold_mxint8",    "recompute_gelu", "dce",         "memory_plan",   "arena",
+      "cuda_graph"};
   return names;
 }
 
@@ -104,18 +116,99 @@ TensorMap Compiled::operator()(const NamedTensors& inputs) {
   for (const auto& cg : cache_)
     if (cg->signature.matches(inputs, training)) {
       ++replays_;
+      for (LoraFold& f : cg->lora_folds) refolds_ += f.refresh();
       last_ = cg.get();
-      return last_->plan.run(inputs);
+      return replay(*cg, inputs);
     }
   return compile_and_run(inputs, Signature::of(inputs, training));
+}
+
+TensorMap Compiled::replay(CompiledGraph& cg, const NamedTensors& inputs) {
+  cg.last_used = compiles_ + replays_;
+  // With autograd on, the forward's temporaries are dead before backward's peak, and the
+  // caching allocator hands their blocks to backward; an arena would hold them idle through
+  // it (bert-small 8 x 128: +10.5 MB at the peak, docs/lab4.md). So arenas serve runs
+  // without autograd only.
+  if (!enabled("arena") || cg.arena_off || inputs.empty() || grad_enabled())
+    return cg.plan.run(inputs);
+  const Device device = inputs.front().second.device();
+  if (!cg.arena_planned) {  // the first replay: record what it allocates, then plan it
+    AllocationRecorder recorder(device);
+    TensorMap out = cg.plan.run(inputs);
+    const std::vector<AllocationEvent> events = recorder.stop();
+    const auto t0 = std::chrono::steady_clock::now();
+    cg.allocations = plan_allocations(events);
+    if (device.is_cuda()) cg.capture_allocations = plan_allocations(events, true);
+    cg.arena_planned = true;
+    cg.arena_seconds = seconds_since(t0);
+    return out;
+  }
+  if (device.is_cuda() && !grad_enabled() && enabled("cuda_graph") && !cg.cuda_graph_off) {
+    if (!cg.captured) {
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        cg.captured = CapturedPlan::capture(cg.graph, cg.plan, cg.capture_allocations, inputs);
+      } catch (const Error& e) {  // e.g. a host sync inside an op: run it uncaptured
+        cg.cuda_graph_off = true;
+        cg.cuda_graph_note = e.what();
+      }
+      cg.capture_seconds = seconds_since(t0);
+    }
+    if (cg.captured) {
+      if (std::optional<TensorMap> out = cg.captured->replay(inputs)) {
+        ++graph_launches_;
+        return *out;
+      }
+      cg.cuda_graph_off = true;  // the prologue allocated otherwise than recorded
+      cg.cuda_graph_note = "a replay's prologue left the arena plan; running uncaptured";
+      cg.captured.reset();
+    }
+  }
+  if (!cg.arena) make_arena(cg, device);
+  TensorMap out;
+  bool diverged = false;
+  {
+    Arena::Run run(*cg.arena);
+    out = cg.plan.run(inputs);
+    diverged = run.diverged();
+  }
+  ++arena_runs_;
+  if (diverged) {  // correct (the allocator fell back), but the plan no longer fits this run
+    ++arena_divergences_;
+    cg.arena_off = true;
+    cg.arena.reset();
+  }
+  return out;
+}
+
+void Compiled::make_arena(CompiledGraph& cg, Device device) {
+  const AllocationPlan& a = cg.allocations;
+  size_t held = a.arena_bytes;
+  std::vector<CompiledGraph*> others;
+  for (const auto& c : cache_)
+    if (c.get() != &cg && c->arena) {
+      held += c->arena->bytes();
+      others.push_back(c.get());
+    }
+  std::sort(others.begin(), others.end(), [](const CompiledGraph* a, const CompiledGraph* b) {
+    return a->last_used < b->last_used;
+  });
+  for (CompiledGraph* c : others) {  // least recently replayed first
+    if (held <= options_.arena_budget_bytes) break;
+    held -= c->arena->bytes();
+    c->arena.reset();
+  }
+  cg.arena = std::make_unique<Arena>(device, a.sizes, a.offsets, a.arena_bytes);
 }
 
 TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature& sig) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
+  double c0 = cpu_seconds();
   Graph traced = trace_fn_(inputs);
   auto cg = std::make_unique<CompiledGraph>(sig, std::move(traced));
   cg->first_call.trace = seconds_since(t0);
+  cg->first_call.trace_cpu = cpu_seconds() - c0;
   cg->traced_nodes = cg->graph.size();
   Graph& g = cg->graph;
   auto run_pass = [&](const std::string& name, const std::function<std::string()>& pass) {
@@ -127,9 +220,17 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
     cg->first_call.passes += cg->passes.back().seconds;
   };
   if (!sig.training) run_pass("remove_dropout", [&] { return remove_dropout(g).str(); });
+  if (!sig.training)
+    run_pass("fold_lora", [&] {
+      FoldLoraReport f = fold_lora(g);
+      std::string report = f.str();
+      cg->lora_folds = std::move(f.folds);
+      return report;
+    });
   run_pass("fuse_bias_gelu", [&] { return fuse_bias_gelu(g).str(); });
   run_pass("fuse_add_norm", [&] { return fuse_add_norm(g).str(); });
   run_pass("fold_mxint8", [&] { return fold_mxint8(g, options_.fold_budget_bytes).str(); });
+  if (sig.training) run_pass("recompute_gelu", [&] { return recompute_gelu(g).str(); });
   run_pass("dce", [&] { return dead_code_elimination(g).str(); });
   g.lint();
 
@@ -140,8 +241,10 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   RecordedValues values;
   cg->memory_planned = enabled("memory_plan");
   t0 = clock::now();
+  c0 = cpu_seconds();
   TensorMap out = cg->plan.run(inputs, cg->memory_planned ? record_values(values) : NodeHook());
   cg->first_call.first_run = seconds_since(t0);
+  cg->first_call.first_run_cpu = cpu_seconds() - c0;
   if (cg->memory_planned) {  // after the run: sizes and aliasing are what it measured
     t0 = clock::now();
     cg->memory = plan_memory(g, values);
@@ -151,6 +254,24 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   last_ = cg.get();
   cache_.push_back(std::move(cg));
   return out;
+}
+
+std::string Compiled::summary() const {
+  int64_t train = 0;
+  FirstCallSplit sum;
+  for (const auto& cg : cache_) {
+    train += cg->signature.training;
+    sum.trace += cg->first_call.trace;
+    sum.passes += cg->first_call.passes;
+    sum.plan += cg->first_call.plan;
+    sum.first_run += cg->first_call.first_run;
+  }
+  char b[96];
+  std::snprintf(b, sizeof b, "%.2f s = trace %.2f + passes %.2f + plan %.2f + first run %.2f (s)",
+                sum.total(), sum.trace, sum.passes, sum.plan, sum.first_run);
+  return cat("compile: ", cache_.size(), " plan", cache_.size() == 1 ? "" : "s", " (", train,
+             " train, ", static_cast<int64_t>(cache_.size()) - train, " eval), ", replays_,
+             " replays; first calls ", b);
 }
 
 Compiled compile(nn::ModulePtr root, ForwardFn forward, CompileOptions options) {
@@ -179,6 +300,27 @@ Compiled compile_bert(const std::shared_ptr<nn::BertForSequenceClassification>& 
         return trace_bert(model, names, batch);  // ConfigError for an unknown name
       },
       std::move(options));
+}
+
+}  // namespace mase::graph
+
+namespace mase::graph {
+
+train::Forward compiled_forward(std::shared_ptr<Compiled> compiled) {
+  MASE_CHECK(compiled != nullptr, ConfigError, "[compile] expected a compiled model, got null");
+  return [compiled](const data::Batch& x) {
+    NamedTensors in;
+    for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"input_ids", x.input_ids},
+                                  {"attention_mask", x.attention_mask},
+                                  {"token_type_ids", x.token_type_ids},
+                                  {"labels", x.labels}})
+      if (t.defined()) in.push_back({name, t});
+    TensorMap out = (*compiled)(in);
+    nn::SequenceClassifierOutput r;
+    r.logits = out.at("logits");
+    if (auto it = out.find("loss"); it != out.end()) r.loss = it->second;
+    return r;
+  };
 }
 
 }  // namespace mase::graph

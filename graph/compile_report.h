@@ -11,8 +11,12 @@
 //     and compiled with each pass off;
 //   * outputs: compiled vs eager fused, bitwise (logits; in train mode the loss and every
 //     gradient, dropout masks from the same seed);
-//   * memory: the plan's arena vs the sum of all intermediates, and the allocator's measured
-//     peak (runtime/allocator.h) for one eager fused and one compiled step.
+//   * memory: the plan's arena vs the sum of all intermediates, the arena the replays run out
+//     of (every allocation of a run, recorded), and the allocator's measured peak
+//     (runtime/allocator.h) of one eager fused and one compiled step above what was in use
+//     before it, the compiled plan's arena counted (it is reserved). In train mode the
+//     gradients are allocated (zero) before the step, so the peak is the activations, what
+//     autograd saves and backward's temporaries: "activation memory".
 // Library code: it throws, never exits; tools/mase_graph.cpp prints str().
 // Read next: graph/compile.h, docs/lab4.md (the figures on this machine).
 #pragma once
@@ -28,6 +32,8 @@ struct CompileReportOptions {
   int64_t batch = 2, seq = 16, vocab_size = 30522;
   bool train = false;
   bool mxint8_weights = false;  // every Linear stored as MXINT8 (quant::mxint8_weights) first
+  int64_t lora_rank = 0;        // > 0: insert_lora (alpha 2·rank, encoder Linears, B random)
+  std::string device = "cpu";   // or cuda[:N]: model and batch there, steps synchronised
   std::vector<std::string> disabled;  // passes off in the compiled model (--no-pass)
   int repeat = 5;
   int threads = 0;  // 0: leave the runtime's thread count as it is
@@ -39,6 +45,7 @@ struct TimedVariant {
   double median_s = 0;      // wall time per step
   double cpu_median_s = 0;  // CPU time of the process (all threads) per step: steadier on a
                             // shared machine (time slices lost to others are not counted)
+  double cpu_spread = 0;    // (3rd quartile - 1st quartile) / 2 / median of the CPU times
 };
 
 struct CompileReport {
@@ -51,8 +58,12 @@ struct CompileReport {
   bool memory_planned = false;
   MemoryPlan memory;
   size_t eager_peak_bytes = 0, compiled_peak_bytes = 0;  // measured, one step each
+  size_t eager_kept_bytes = 0, compiled_kept_bytes = 0;  // train: in use after the forward
+  std::string arena;          // the steady plan's AllocationPlan::str(), and its runs
+  std::string cuda_graph;     // CUDA: nodes captured, or why capture failed
+  double max_abs_diff = 0;    // compiled vs eager fused, over the compared tensors
   std::vector<TimedVariant> times;  // [0] reference, [1] eager fused, [2] compiled, then ablations
-  bool outputs_equal = false;
+  bool outputs_equal = false;  // bitwise; with LoRA folded: within 1e-4 relative
   std::string compared;  // "logits" or "loss and 40 gradients"
   std::string str() const;
   // "what each pass bought": each pass's gain in CPU time, flagged when within this run's

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "autograd/ops.h"
+#include "graph/passes/recompute_gelu.h"
 
 namespace mase::graph {
 namespace {
@@ -46,6 +47,12 @@ std::vector<OpInfo> build_table() {
       // (models/fusion.h); a model traced before fusing shows their parts instead
       {"bias_gelu", fn, "module_related_func", "bias_gelu",
        [](Args x, A, bool) { return bias_gelu(x[0], x[1]); }},
+      // graph/passes/recompute_gelu.h: bias_gelu then linear, the GELU output recomputed in
+      // backward (a compile pass for training inserts it; no model records it)
+      {"bias_gelu_linear", fn, "module_related_func", "linear",
+       [](Args x, A, bool) {
+         return bias_gelu_linear(x[0], x[1], x[2], x.size() > 3 ? x[3] : Tensor());
+       }},
       {"dropout_add_layer_norm", fn, "module_related_func", "dropout_add_layer_norm",
        [](Args x, A a, bool training) {
          const size_t b = x.size() == 5 ? 1 : 0;  // inputs: x, [x_bias], residual, weight, bias

@@ -50,12 +50,21 @@ Plan::Plan(const Graph& g) : root_(g.root_ptr()), output_names_(g.output_names()
 }
 
 TensorMap Plan::run(const NamedTensors& inputs, const NodeHook& hook) const {
-  MASE_CHECK(root_ != nullptr, graph::GraphError, "[plan] expected a built plan, got an empty one");
-  std::vector<Tensor> value(steps_.size());
-  const bool training = root_->is_training();
+  Slots value(steps_.size());
   TensorMap out;
+  run_steps(value, inputs, 0, steps_.size(), out, hook);
+  return out;
+}
+
+void Plan::run_steps(Slots& value, const NamedTensors& inputs, size_t begin, size_t end,
+                     TensorMap& out, const NodeHook& hook) const {
+  MASE_CHECK(root_ != nullptr, graph::GraphError, "[plan] expected a built plan, got an empty one");
+  MASE_CHECK(value.size() == steps_.size() && begin <= end && end <= steps_.size(),
+             graph::GraphError, "[plan] expected steps within [0, ", steps_.size(), ") and ",
+             steps_.size(), " slots, got [", begin, ", ", end, ") and ", value.size());
+  const bool training = root_->is_training();
   Tensors args;
-  for (size_t i = 0; i < steps_.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const Step& s = steps_[i];
     const Node& n = *s.node;
     for (int64_t a : s.args) args.push_back(a >= 0 ? value[a] : Tensor());
@@ -95,7 +104,6 @@ TensorMap Plan::run(const NamedTensors& inputs, const NodeHook& hook) const {
     args.clear();  // then free what no later step reads (nothing else holds it now)
     for (int64_t f : s.frees) value[f] = Tensor();
   }
-  return out;
 }
 
 }  // namespace mase::graph

@@ -34,6 +34,14 @@ class Plan {
   // ShapeError / DTypeError otherwise). Training mode is the model's, as for Graph::run.
   TensorMap run(const NamedTensors& inputs, const NodeHook& hook = {}) const;
   size_t steps() const { return steps_.size(); }
+  const Node& node(size_t step) const { return *steps_.at(step).node; }
+
+  // run() in pieces (graph/cuda_graph_plan.h runs a prefix eagerly and captures the rest):
+  // steps [begin, end) on `slots` (one per step, kept between calls); the output step, when
+  // among them, fills `out`.
+  using Slots = std::vector<Tensor>;
+  void run_steps(Slots& slots, const NamedTensors& inputs, size_t begin, size_t end,
+                 TensorMap& out, const NodeHook& hook = {}) const;
 
  private:
   struct Step {

@@ -1,10 +1,13 @@
 // runtime/allocator.cpp — the caching allocator (see allocator.h).
 #include "runtime/allocator.h"
 
+#include <algorithm>
 #include <bit>
+#include <map>
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -21,15 +24,40 @@ size_t size_class(size_t n) {
   return (n + step - 1) / step * step;
 }
 
+// A planned arena and the run in progress on it (see Arena in allocator.h). Every field is
+// read and written under its device's allocator lock.
+struct ArenaState {
+  Device device;
+  char* base = nullptr;
+  size_t bytes = 0;
+  std::vector<size_t> sizes;
+  std::vector<int64_t> offsets;
+  bool active = false, diverged = false;
+  size_t next = 0;                               // the request the run makes next
+  std::vector<std::pair<size_t, size_t>> live;   // [offset, end) of served blocks still alive
+  bool orphaned = false;                         // the Arena is gone: free when `live` empties
+  int64_t runs = 0, diverged_runs = 0;
+};
+
 namespace {
+
+thread_local ArenaState* tl_run = nullptr;  // the arena run active on this thread
+
+size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
 class CachingAllocator {
  public:
   explicit CachingAllocator(Device d) : device_(d) {}
 
   void* allocate(size_t nbytes) {
-    size_t sz = size_class(nbytes);
     std::lock_guard lock(mu_);
+    if (ArenaState* a = tl_run; a && a->device == device_)
+      if (void* p = serve_locked(*a, nbytes)) return note_alloc_locked(p, nbytes);
+    return note_alloc_locked(allocate_locked(nbytes), nbytes);
+  }
+
+  void* allocate_locked(size_t nbytes) {
+    size_t sz = size_class(nbytes);
     // a pool in use (CUDA graph capture) serves from its own lists; see allocator.h
     auto& list = active_pool_ != 0 ? pools_[active_pool_][sz] : free_[sz];
     void* p = nullptr;
@@ -59,6 +87,13 @@ class CachingAllocator {
   void deallocate(void* p, size_t nbytes) noexcept {
     size_t sz = size_class(nbytes);
     std::lock_guard lock(mu_);
+    if (recording_) {
+      if (auto it = rec_live_.find(p); it != rec_live_.end()) {
+        rec_[it->second].died = clock_++;
+        rec_live_.erase(it);
+      }
+    }
+    if (give_back_to_arena_locked(p)) return;
     stats_.in_use_bytes -= sz;
     try {
       if (!owner_.empty()) {  // a pool's block goes back to its pool (see allocator.h)
@@ -135,7 +170,117 @@ class CachingAllocator {
     return n;
   }
 
+  // ---- recording ----
+  void start_recording() {
+    std::lock_guard lock(mu_);
+    MASE_CHECK(!recording_, ConfigError,
+               "[allocator] expected one allocation recording per device, got a second one");
+    recording_ = true;
+    rec_thread_ = std::this_thread::get_id();
+    rec_.clear();
+    rec_live_.clear();
+    clock_ = 0;
+  }
+  std::vector<AllocationEvent> stop_recording() {
+    std::lock_guard lock(mu_);
+    recording_ = false;
+    rec_live_.clear();
+    return std::move(rec_);
+  }
+
+  // ---- arenas ----
+  void add_arena(const std::shared_ptr<ArenaState>& a) {
+    std::lock_guard lock(mu_);
+    if (a->bytes > 0) {  // (an empty arena is not registered: it serves nothing)
+      a->base = static_cast<char*>(os_alloc(a->bytes));
+      if (!a->base) {
+        release_all_locked();
+        a->base = static_cast<char*>(os_alloc(a->bytes));
+        if (!a->base) throw std::bad_alloc();
+      }
+      ++stats_.os_allocs;
+      stats_.os_bytes += a->bytes;
+      stats_.peak_os_bytes = std::max(stats_.peak_os_bytes, stats_.os_bytes);
+      stats_.in_use_bytes += a->bytes;  // reserved for its plan: no other request can use it
+      stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
+      arenas_[a->base] = a;
+    }
+  }
+  void drop_arena(const std::shared_ptr<ArenaState>& a) noexcept {
+    std::lock_guard lock(mu_);
+    a->orphaned = true;
+    if (a->live.empty()) free_arena_locked(a.get());
+  }
+  void begin_run(ArenaState& a) {
+    std::lock_guard lock(mu_);
+    a.active = true;
+    a.next = 0;
+    a.diverged = !a.live.empty();  // blocks of an earlier run still alive: serve nothing
+  }
+  void end_run(ArenaState& a) noexcept {
+    std::lock_guard lock(mu_);
+    a.diverged |= a.next != a.sizes.size();
+    a.active = false;
+    ++a.runs;
+    a.diverged_runs += a.diverged;
+  }
+  std::mutex& mutex() { return mu_; }
+
  private:
+  void* note_alloc_locked(void* p, size_t nbytes) {
+    if (recording_ && std::this_thread::get_id() == rec_thread_) {
+      rec_live_[p] = rec_.size();
+      rec_.push_back({round64(nbytes), clock_++, -1});
+    }
+    return p;
+  }
+
+  // Request `next` of the run, from the arena if it is the planned one (see allocator.h).
+  void* serve_locked(ArenaState& a, size_t nbytes) {
+    if (a.diverged) return nullptr;
+    const size_t k = a.next++, sz = round64(nbytes);
+    if (k >= a.sizes.size() || a.sizes[k] != sz) {
+      a.diverged = true;
+      return nullptr;
+    }
+    if (a.offsets[k] < 0) return nullptr;  // planned outside the arena
+    const size_t lo = static_cast<size_t>(a.offsets[k]), hi = lo + sz;
+    for (const auto& [l, h] : a.live)
+      if (lo < h && l < hi) {  // a block of this run still alive there: never overwrite it
+        a.diverged = true;
+        return nullptr;
+      }
+    a.live.push_back({lo, hi});
+    return a.base + lo;
+  }
+
+  bool give_back_to_arena_locked(void* p) noexcept {
+    char* c = static_cast<char*>(p);
+    auto it = arenas_.upper_bound(c);  // the first arena starting after c
+    if (it == arenas_.begin()) return false;
+    ArenaState* a = std::prev(it)->second.get();
+    if (c >= a->base + a->bytes) return false;
+    const size_t off = static_cast<size_t>(c - a->base);
+    auto r = std::find_if(a->live.begin(), a->live.end(),
+                          [&](const auto& b) { return b.first == off; });
+    if (r != a->live.end()) a->live.erase(r);
+    if (a->orphaned && a->live.empty()) free_arena_locked(a);
+    return true;
+  }
+
+  void free_arena_locked(ArenaState* a) noexcept {
+    if (!a->base) return;  // an empty arena holds nothing
+    arenas_.erase(a->base);
+    try {
+      os_free(a->base);
+    } catch (...) {
+    }
+    ++stats_.os_frees;
+    stats_.os_bytes -= a->bytes;
+    stats_.in_use_bytes -= a->bytes;
+    a->base = nullptr;
+  }
+
   void* os_alloc(size_t sz) {
     if (device_.is_cpu()) return std::aligned_alloc(64, sz);  // sz is a multiple of 64
     return cuda::malloc_device(sz, device_.index);
@@ -163,6 +308,12 @@ class CachingAllocator {
   std::unordered_map<void*, uint64_t> owner_;    // every block a pool obtained -> its pool
   uint64_t active_pool_ = 0, last_pool_ = 0;
   AllocatorStats stats_;
+  bool recording_ = false;
+  std::thread::id rec_thread_;
+  std::vector<AllocationEvent> rec_;
+  std::unordered_map<void*, size_t> rec_live_;  // recorded blocks still alive -> their event
+  int64_t clock_ = 0;
+  std::map<char*, std::shared_ptr<ArenaState>> arenas_;  // by base: their blocks when freed
 };
 
 // One allocator per device, created on first use and never destroyed: tensors in static
@@ -200,5 +351,70 @@ void release_pool(Device d, uint64_t pool) noexcept {
   }
 }
 size_t pool_cached_bytes(Device d, uint64_t pool) { return allocator_for(d).pool_cached_bytes(pool); }
+
+AllocationRecorder::AllocationRecorder(Device d) : device_(d) {
+  allocator_for(d).start_recording();
+}
+AllocationRecorder::~AllocationRecorder() {
+  if (!stopped_) (void)allocator_for(device_).stop_recording();
+}
+std::vector<AllocationEvent> AllocationRecorder::stop() {
+  MASE_CHECK(!stopped_, ConfigError, "[allocator] the recording was already stopped");
+  stopped_ = true;
+  return allocator_for(device_).stop_recording();
+}
+
+Arena::Arena(Device device, std::vector<size_t> sizes, std::vector<int64_t> offsets,
+             size_t bytes)
+    : state_(std::make_shared<ArenaState>()) {
+  MASE_CHECK(sizes.size() == offsets.size(), ShapeError, "[arena] expected one offset per "
+             "request, got ", offsets.size(), " offsets for ", sizes.size(), " requests");
+  for (size_t k = 0; k < sizes.size(); ++k)
+    MASE_CHECK(offsets[k] < 0 || static_cast<size_t>(offsets[k]) + sizes[k] <= bytes,
+               ShapeError, "[arena] expected request ", k, " inside the arena of ", bytes,
+               " bytes, got offset ", offsets[k], " + ", sizes[k]);
+  ArenaState& a = *state_;
+  a.device = device;
+  a.bytes = round64(bytes);  // os_alloc's aligned_alloc takes multiples of 64
+  a.sizes = std::move(sizes);
+  a.offsets = std::move(offsets);
+  allocator_for(device).add_arena(state_);
+}
+Arena::~Arena() { allocator_for(state_->device).drop_arena(state_); }
+
+Arena::Run::Run(Arena& arena) : arena_(arena) {
+  MASE_CHECK(tl_run == nullptr, ConfigError,
+             "[arena] expected one arena run at a time on a thread, got a second one");
+  allocator_for(arena.state_->device).begin_run(*arena.state_);
+  tl_run = arena.state_.get();
+}
+Arena::Run::~Run() {
+  tl_run = nullptr;
+  allocator_for(arena_.state_->device).end_run(*arena_.state_);
+}
+void Arena::Run::skip_rest() {
+  std::lock_guard lock(allocator_for(arena_.state_->device).mutex());
+  arena_.state_->next = arena_.state_->sizes.size();
+}
+bool Arena::Run::diverged() const {
+  std::lock_guard lock(allocator_for(arena_.state_->device).mutex());
+  return arena_.state_->diverged;
+}
+
+void* Arena::base() const { return state_->base; }
+size_t Arena::bytes() const { return state_->bytes; }
+Device Arena::device() const { return state_->device; }
+int64_t Arena::runs() const {
+  std::lock_guard lock(allocator_for(state_->device).mutex());
+  return state_->runs;
+}
+int64_t Arena::diverged_runs() const {
+  std::lock_guard lock(allocator_for(state_->device).mutex());
+  return state_->diverged_runs;
+}
+int64_t Arena::live_blocks() const {
+  std::lock_guard lock(allocator_for(state_->device).mutex());
+  return static_cast<int64_t>(state_->live.size());
+}
 
 }  // namespace mase

@@ -7,9 +7,19 @@
 //
 // Size classes: sizes are rounded up to m·2^e with m in 8..15 (at most 12.5% waste), at least
 // 512 bytes, so tensors whose sizes differ a little (dynamic padding) still share blocks.
+//
+// Planned arenas (the second half of this header): a piece of code that makes the same
+// allocations every time it runs — a compiled plan (graph/compile.h) — can be recorded once
+// (AllocationRecorder: each request's size, when it was made and when it came back), its
+// blocks given offsets in one arena by a planner (graph/passes/memory_plan.h), and then run
+// again inside an Arena::Run, which serves request k at arena + offset[k]: no free-list
+// lookups, no size-class waste, no fragmentation, and the same addresses on every run (what
+// CUDA-graph capture needs, runtime/cuda_graph.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "runtime/device.h"
 
@@ -42,5 +52,75 @@ uint64_t create_pool(Device device);            // a new pool id (never 0)
 void use_pool(Device device, uint64_t pool);    // 0: back to the shared cache
 void release_pool(Device device, uint64_t pool) noexcept;
 size_t pool_cached_bytes(Device device, uint64_t pool);  // free blocks the pool holds (tests)
+
+// ---- recording a run's allocations and serving them again from a planned arena -------------
+
+struct AllocationEvent {
+  size_t bytes = 0;             // the request, rounded up to 64
+  int64_t born = 0, died = -1;  // ticks of the recording's clock (one per allocate or free);
+                                // died -1: still alive when the recording stopped
+};
+
+// Records the allocate() calls THIS thread makes on `device` (other threads' are not part of
+// it) and when each of those blocks comes back, from any thread, until stop(). One recording
+// per device at a time (ConfigError otherwise).
+class AllocationRecorder {
+ public:
+  explicit AllocationRecorder(Device device);
+  ~AllocationRecorder();  // stops, if stop() was not called
+  AllocationRecorder(const AllocationRecorder&) = delete;
+  AllocationRecorder& operator=(const AllocationRecorder&) = delete;
+  std::vector<AllocationEvent> stop();
+
+ private:
+  Device device_;
+  bool stopped_ = false;
+};
+
+struct ArenaState;  // allocator.cpp
+
+// One block of `bytes` on `device` and the plan of a run: request k is `sizes[k]` bytes at
+// `offsets[k]` (-1: served by the caching allocator as usual, e.g. a value that outlives the
+// run). The planner must give blocks alive at the same time disjoint ranges.
+// While an Arena::Run lives, this thread's requests on the device are matched against the
+// plan in order. The run stays on the plan only while it makes the recorded requests: a
+// request beyond the plan, of another size, or whose range would overlap a block still alive
+// (a lifetime that differs from the recording's) makes it DIVERGE: that request and every
+// later one of the run go to the caching allocator, and nothing is ever overwritten.
+// Freeing a block served from the arena is a no-op. Statistics: the arena's bytes count as
+// held from the OS and as in use (reserved: no other request can have them) while it exists.
+class Arena {
+ public:
+  Arena(Device device, std::vector<size_t> sizes, std::vector<int64_t> offsets, size_t bytes);
+  ~Arena();  // the block is freed when the last tensor served from it dies
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  class Run {
+   public:
+    explicit Run(Arena& arena);  // ConfigError if a run of any arena is active on this thread
+    ~Run();
+    Run(const Run&) = delete;
+    Run& operator=(const Run&) = delete;
+    bool diverged() const;
+    // The rest of the plan's requests are made elsewhere (by a CUDA-graph launch that replays
+    // them at their captured addresses): the run is complete, not short.
+    void skip_rest();
+
+   private:
+    Arena& arena_;
+  };
+
+  void* base() const;
+  size_t bytes() const;
+  Device device() const;
+  int64_t runs() const;           // runs made
+  int64_t diverged_runs() const;  // of which diverged (served partly by the caching allocator)
+  // blocks of the arena still alive: 0 between runs, unless a tensor from a run is kept
+  int64_t live_blocks() const;
+
+ private:
+  std::shared_ptr<ArenaState> state_;
+};
 
 }  // namespace mase

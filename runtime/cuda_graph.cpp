@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "cuda/memory.h"
 #include "runtime/allocator.h"
 #include "runtime/error.h"
 #include "runtime/kernels/graph_capture.h"
@@ -53,6 +54,10 @@ void CudaGraph::capture(const std::function<void()>& work) {
 void CudaGraph::replay() {
   MASE_CHECK(exec_, Error, "[graph] replay() before capture()");
   cuda::graph_replay(exec_);
+}
+
+void synchronize(Device device) {
+  if (device.is_cuda()) cuda::synchronize(device.index);
 }
 
 }  // namespace mase

@@ -1,7 +1,7 @@
 // runtime/cuda_graph.h — a captured, replayable piece of GPU work with memory of its own: the
 // capture of runtime/kernels/graph_capture.h plus a private pool of the caching allocator
-// (runtime/allocator.h). The training step (train/graph_step.h) uses it, and so can the
-// compile step (graph/): anything that issues the same GPU work again and again.
+// (runtime/allocator.h). The training step (train/graph_step.h) and the compile step
+// (graph/cuda_graph_plan.h) use it: anything that issues the same GPU work again and again.
 //
 //   CudaGraph g(Device::cuda());
 //   g.capture([&] { work(static_inputs); });  // records the work; nothing runs
@@ -15,7 +15,9 @@
 // never hands it to other code. So each replay finds its temporaries at the addresses the
 // capture recorded and nothing else has written there. Tensors that outlive the capture
 // (the outputs a replay writes, e.g. gradients) keep their pool blocks until freed; the pool
-// goes back to the OS with the graph.
+// goes back to the OS with the graph. A planned arena (runtime/allocator.h, Arena::Run) active
+// during the capture comes first: the compile step places a plan's blocks there itself, and
+// only what leaves its plan falls through to the pool.
 //
 // What `work` may do is graph_capture.h's contract: no host sync, no pageable copies, and
 // whatever changes per replay read from device memory. A broken capture is a DeviceError and
@@ -51,5 +53,9 @@ class CudaGraph {
   int64_t kernels_ = 0;
   double capture_ms_ = 0;
 };
+
+// Waits until the work queued on `device`'s stream is done (nothing to do on the CPU): what a
+// timing of asynchronous launches needs before it reads the clock.
+void synchronize(Device device);
 
 }  // namespace mase

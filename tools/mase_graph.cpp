@@ -221,6 +221,8 @@ int main(int argc, char** argv) {
       "--run\n"
       "  mase-graph --pass fuse_bias_gelu --pass fuse_add_norm --print --check\n"
       "  mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5\n"
+      "  mase-graph compile --model bert-small --batch 8 --seq 128 --lora-rank 8 --repeat 5\n"
+      "  mase-graph compile --model bert-small --batch 8 --seq 128 --device cuda --repeat 50\n"
       "Passes (in the order given): count_dropout, remove_dropout, fuse_bias_gelu,\n"
       "  fuse_add_norm, dce (Lab 4: docs/lab4.md), report_parameters,\n"
       "  freeze:REGEX, unfreeze:REGEX (over parameter paths), insert_lora (--lora-* flags),\n"
@@ -271,10 +273,14 @@ int main(int argc, char** argv) {
   comp->add_option("--mode", mode, "eval (forward, no grad) or train (forward + backward)")
       ->check(CLI::IsMember({"eval", "train"}));
   comp->add_option("--no-pass", co.disabled,
-                   "turn a pass off (repeatable): remove_dropout, fuse_bias_gelu, fuse_add_norm, "
-                   "fold_mxint8, dce, memory_plan");
+                   "turn a pass off (repeatable): remove_dropout, fold_lora, fuse_bias_gelu, "
+                   "fuse_add_norm, fold_mxint8, dce, memory_plan, arena, cuda_graph");
   comp->add_flag("--mxint8-weights", co.mxint8_weights,
                  "store every Linear's weight as MXINT8 first (as mase-train --mxint8-weights)");
+  comp->add_option("--lora-rank", co.lora_rank,
+                   "LoRA adapters of this rank on the encoder's Linears first (eval: fold_lora)");
+  comp->add_option("--device", co.device, "cpu or cuda[:N] (CUDA eval: the cuda_graph step)")
+      ->capture_default_str();
   comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")
       ->check(CLI::Range(1, 10000));
   comp->add_option("--seed", co.seed, "seed of the model's init and of the batch");

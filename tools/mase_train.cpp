@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/compile.h"
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 #include "train/session.h"
@@ -50,6 +51,9 @@ const char* kFooter = R"(Examples:
   mpirun -np 2 mase-train --model bert-tiny --batch-size 32 --threads 1
       data parallel on the CPU: 2 processes, 16 reviews of each batch each, gradients
       all-reduced with MPI (--dist nccl --device cuda: one GPU per process; docs/scaling.md)
+  mase-train --model bert-tiny --train-subset 2000 --test-subset 1000 --max-steps 20 --compile
+      train and evaluate through graph::compile (docs/lab4.md): one plan per batch shape and
+      mode, the same losses as without --compile, bit for bit on the CPU
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --eval-only --quant int8.toml
       post-training quantization (PTQ): quantize the trained model, evaluate it
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --quant int8.toml --epochs 1
@@ -62,7 +66,8 @@ Exit status: 0 done, 1 error, 2 bad flags, 3 loss diverged, 130 stopped (resumab
 
 // The flags a resumed run may set (it keeps its saved config otherwise).
 const std::vector<std::string> kResumeFlags = {"--resume", "--threads", "--device",
-                                               "--log-every", "--dist"};
+                                               "--log-every", "--dist",
+                                               "--compile"};
 
 // One line per text: label and probability, then (--logits) every logit with %.9g, enough
 // digits to tell f32 values apart: what to compare with HF transformers' logits.
@@ -96,7 +101,7 @@ int run_predict(const std::string& dir, std::vector<std::string> texts, const st
 // A new run, or --resume, or --eval-only: the work once the flags are checked.
 int train_or_resume(TrainConfig& c, const std::string& resume_dir, bool eval_only_flag,
                     std::FILE* out, DataParallel* dp,
-                    const std::function<bool(const char*)>& given) {
+                    const std::function<bool(const char*)>& given, const ForwardFactory& forward) {
   if (!resume_dir.empty()) {
     ResumeOverrides o;
     if (given("--threads")) o.threads = c.threads;
@@ -104,19 +109,19 @@ int train_or_resume(TrainConfig& c, const std::string& resume_dir, bool eval_onl
     if (given("--log-every")) o.log_every = c.log_every;
     clear_stop();
     install_stop_handlers();
-    TrainResult r = resume(resume_dir, o, out, {}, dp);
+    TrainResult r = resume(resume_dir, o, out, {}, dp, forward);
     return r.status == TrainStatus::completed     ? 0
            : r.status == TrainStatus::interrupted ? kExitInterrupted
                                                   : kExitDiverged;
   }
   if (eval_only_flag) {
     if (!given("--max-len")) c.max_len = 0;  // the run's own max_len
-    eval_only(c, out);
+    eval_only(c, out, forward);
     return 0;
   }
   clear_stop();
   install_stop_handlers();
-  TrainResult r = train_new(c, out, {}, dp);
+  TrainResult r = train_new(c, out, {}, dp, forward);
   return r.status == TrainStatus::completed     ? 0
          : r.status == TrainStatus::interrupted ? kExitInterrupted
                                                 : kExitDiverged;
@@ -131,7 +136,7 @@ int main(int argc, char** argv) {
   std::string resume_dir, pooling, bucketing = "on";
   double lr = 0, warmup = 0, dropout = 0;
   std::string dist = "auto";
-  bool eval_only_flag = false;
+  bool eval_only_flag = false, compile = false;
 
   app.add_option("--model", c.model,
                  "bert-tiny|bert-mini|bert-small|bert-medium|bert-base, or a config.json")
@@ -188,6 +193,9 @@ int main(int argc, char** argv) {
   app.add_option("--out", c.out, "run folder (default runs/<model>-<data>-<date>-<time>)");
   app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint");
   app.add_flag("--eval-only", eval_only_flag, "evaluate --init on the test split, train nothing");
+  app.add_flag("--compile", compile,
+               "run the model through graph::compile: traced once per batch shape and mode, "
+               "fusion passes on the graph, the plan replayed (docs/lab4.md)");
   app.add_option("--freeze", c.freeze, "regex: parameters whose path matches are not trained");
   app.add_option("--quant", c.quant,
                  "quantize config (TOML/JSON): before training (QAT), or with --eval-only (PTQ)");
@@ -228,6 +236,17 @@ int main(int argc, char** argv) {
   return cli::run("mase-train", [&]() -> int {
     if (pred->parsed())
       return run_predict(pred_dir, texts, pred_file, pred_logits, c.vocab, c.threads);
+    // --compile: the session hands each model it builds to graph::compile (train/forward.h)
+    std::vector<std::shared_ptr<graph::Compiled>> compiled;
+    ForwardFactory forward;
+    if (compile)
+      forward = [&compiled](const std::shared_ptr<nn::BertForSequenceClassification>& m) {
+        compiled.push_back(std::make_shared<graph::Compiled>(graph::compile_bert(m)));
+        return graph::compiled_forward(compiled.back());
+      };
+    auto print_compiled = [&] {
+      for (const auto& cm : compiled) std::printf("%s\n", cm->summary().c_str());
+    };
 
     // ---- flags that contradict each other: refused before anything is read or written ----
     auto given = [&](const char* flag) { return app.count(flag) > 0; };
@@ -258,6 +277,9 @@ int main(int argc, char** argv) {
     if (given("--init")) c.model = c.init;  // recorded in the config: where the model came from
     c.validate();
 
+    MASE_CHECK(!(compile && c.cuda_graphs), ConfigError,
+               "--compile and --cuda-graphs both replace the eager step (a compiled forward, a "
+               "captured eager step): choose one");
     const DistBackend backend = eval_only_flag ? DistBackend::none : parse_dist(dist);
     std::unique_ptr<DataParallel> dp;
     if (backend != DistBackend::none) dp = DataParallel::start(backend, Device::parse(c.device));
@@ -265,7 +287,9 @@ int main(int argc, char** argv) {
     std::FILE* out = dp && !dp->root() ? std::fopen("/dev/null", "w") : stdout;
     if (!out) out = stdout;
     try {
-      return train_or_resume(c, resume_dir, eval_only_flag, out, dp.get(), given);
+      const int rc = train_or_resume(c, resume_dir, eval_only_flag, out, dp.get(), given, forward);
+      if (out == stdout) print_compiled();
+      return rc;
     } catch (const std::exception&) {
       if (dp && dp->collective_failure() && !dp->root()) return cli::kExitUsage;  // rank 0 says it
       if (dp && !dp->collective_failure()) dp->abandon();  // the others may wait in a collective

@@ -26,10 +26,10 @@ EvalResult evaluate(nn::BertForSequenceClassification& model, const data::Tokeni
   EvalResult r;
   double loss_sum = 0;
   int64_t correct = 0;
+  const Forward forward = opt.forward ? opt.forward : eager_forward(model);
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     data::Batch x = data::to_device(batches.batch(b), opt.device);
-    nn::SequenceClassifierOutput out =
-        model.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels);
+    nn::SequenceClassifierOutput out = forward(x);
     const int64_t B = x.labels.size(0);
     loss_sum += out.loss.item() * static_cast<double>(B);  // the batch mean back to a sum
     std::vector<float> logits = out.logits.to_vector<float>();  // (B, num_labels)

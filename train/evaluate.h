@@ -16,6 +16,7 @@
 #include "data/batch.h"
 #include "data/tokenizer.h"
 #include "models/bert.h"
+#include "train/forward.h"
 
 namespace mase::train {
 
@@ -24,6 +25,7 @@ struct EvalOptions {
   int64_t max_len = 256;
   int32_t pad_id = 0;
   Device device = Device::cpu();
+  Forward forward;  // the model call (train/forward.h); empty: the eager model.forward
 };
 
 struct EvalResult {

@@ -269,7 +269,7 @@ int64_t freeze_parameters(nn::Module& model, const std::string& pattern) {
 }
 
 TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
-                      DataParallel* dp) {
+                      DataParallel* dp, const ForwardFactory& forward) {
   c = resolve_recipe(c);
   if (c.out.empty()) c.out = default_run_name(c.model_name(), c.data);
   if (dp) {  // one run folder (rank 0's name: the clocks may differ), one config
@@ -305,7 +305,8 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
     lc.targets = c.lora_targets;
     std::fprintf(out, "%s", nn::insert_lora(*model, lc).str().c_str());
   }
-  nn::fuse_kernels(*model);  // the blocks left plain by the passes above run fused kernels
+  // the blocks left plain by the passes above run fused kernels (a compiler fuses on its graph)
+  if (!forward) nn::fuse_kernels(*model);
   model->to(Device::parse(c.device));
   RunDir run = root ? RunDir::create(c.out) : RunDir::of_other_rank(c.out);
   if (root) {
@@ -315,6 +316,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.on_step = on_step;
   if (dp) trainer.set_data_parallel(dp);
+  if (forward) trainer.set_forward(forward(model));
   print_summary(c, d, *model, trainer, run, out, dp);
   TrainResult r = trainer.fit();
   report(r, run, d, out);
@@ -322,7 +324,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
 }
 
 TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out,
-                   const StepHook& on_step, DataParallel* dp) {
+                   const StepHook& on_step, DataParallel* dp, const ForwardFactory& forward) {
   RunDir run = RunDir::open(dir);
   TrainConfig c = TrainConfig::from_json(read_json(run.file(RunDir::kConfig), "resume"),
                                          run.file(RunDir::kConfig).string());
@@ -345,13 +347,14 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   quant::apply_compression_sidecar(*model, ckpt.string());  // quantized / pruned / LoRA layers
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
   if (c.lora_rank > 0) nn::set_lora_trainable(*model);  // as insert_lora left it
-  nn::fuse_kernels(*model);
+  if (!forward) nn::fuse_kernels(*model);
   model->to(Device::parse(c.device));
   if (dp) dp->check_same("config (train_config.json and flags)", c.to_json().dump());
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   if (dp) trainer.set_data_parallel(dp);
   trainer.restore(ckpt);
   trainer.on_step = on_step;
+  if (forward) trainer.set_forward(forward(model));
   std::fprintf(out, "resume    %s at step %lld of %lld (epoch %lld, batch %lld of %lld)\n",
                ckpt.string().c_str(), (long long)trainer.state().step,
                (long long)trainer.total_steps(), (long long)trainer.state().epoch + 1,
@@ -362,7 +365,7 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   return r;
 }
 
-EvalResult eval_only(TrainConfig c, std::FILE* out) {
+EvalResult eval_only(TrainConfig c, std::FILE* out, const ForwardFactory& forward) {
   MASE_CHECK(!c.init.empty(), ConfigError,
              "[train] --eval-only needs a model: pass --init RUN_OR_MODEL_DIR");
   set_num_threads(c.threads);
@@ -374,9 +377,10 @@ EvalResult eval_only(TrainConfig c, std::FILE* out) {
   c.tokenizer = tokenizer_kind(lm.tokenizer_file);
   c.validate();
   Data d = load_data(c, out);
-  nn::fuse_kernels(*lm.model);
+  if (!forward) nn::fuse_kernels(*lm.model);
   lm.model->to(Device::parse(c.device));
   EvalOptions eo;
+  if (forward) eo.forward = forward(lm.model);
   eo.batch_size = c.eval_batch_size;
   eo.max_len = c.max_len;
   eo.pad_id = d.tokenizer->special().pad;

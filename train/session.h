@@ -26,6 +26,7 @@
 #include "data/dataset.h"
 #include "train/data_parallel.h"
 #include "train/evaluate.h"
+#include "train/forward.h"
 #include "train/trainer.h"
 
 namespace mase::train {
@@ -36,8 +37,11 @@ using StepHook = std::function<void(int64_t step, double loss)>;
 // Start a run from `config` (recipe not yet resolved: train_new resolves it). With `dp`, as one
 // rank of a data-parallel run (train/data_parallel.h): rank 0 picks the run folder and writes;
 // every rank must have the same config (ConfigError on all ranks otherwise).
+// `forward`: how the model is run (train/forward.h); empty = eager with nn::fuse_kernels;
+// mase-train --compile passes graph::compiled_forward (then no fuse_kernels: the compiler
+// decides the fusions on the graph). Same for resume() and eval_only().
 TrainResult train_new(TrainConfig config, std::FILE* out = stdout, const StepHook& on_step = {},
-                      DataParallel* dp = nullptr);
+                      DataParallel* dp = nullptr, const ForwardFactory& forward = {});
 
 // What a resumed run may change: how fast it runs and what it prints, not what it computes.
 // (A different thread count may change float rounding: the run is then no longer bit-identical
@@ -49,12 +53,13 @@ struct ResumeOverrides {
 };
 TrainResult resume(const fs::path& run_dir, const ResumeOverrides& overrides = {},
                    std::FILE* out = stdout, const StepHook& on_step = {},
-                   DataParallel* dp = nullptr);
+                   DataParallel* dp = nullptr, const ForwardFactory& forward = {});
 
 // --eval-only: the model of config.init (a run folder or HF folder) on the test split (or
 // --test-subset of it), with the tokenizer found there (or --vocab). max_len 0 means the one the
 // run was trained with (its train_config.json; 512 for an HF folder). Prints and returns it.
-EvalResult eval_only(TrainConfig config, std::FILE* out = stdout);
+EvalResult eval_only(TrainConfig config, std::FILE* out = stdout,
+                     const ForwardFactory& forward = {});
 
 // A model folder ready to use: the model (eval mode) and its tokenizer. `dir` is a finished run
 // folder, a run folder still training (its latest checkpoint is used) or an HF folder with

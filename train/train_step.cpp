@@ -62,12 +62,14 @@ void device_step_work(nn::BertForSequenceClassification& model, AdamW& opt,
 }
 
 StepResult train_step(nn::BertForSequenceClassification& model, AdamW& opt,
-                      const data::Batch& batch, Device device, double clip, Tensor& clip_state) {
+                      const data::Batch& batch, Device device, double clip, Tensor& clip_state,
+                      const Forward& forward) {
   check_batch(model, batch);
   profile::mark_phase("data");
   data::Batch x = data::to_device(batch, device);          // the batch on the model's device
   profile::mark_phase("forward");
-  Tensor loss = model.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
+  Tensor loss = forward ? forward(x).loss
+                        : model.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
   if (!device.is_cuda()) return host_checked_step(model, opt, loss, x.real_tokens, clip);
   if (!clip_state.defined()) clip_state = make_clip_state(device);
   opt.set_gate(clip_state);

@@ -26,6 +26,7 @@
 #include "data/batch.h"
 #include "models/bert.h"
 #include "train/adamw.h"
+#include "train/forward.h"
 
 namespace mase::train {
 
@@ -40,8 +41,10 @@ struct StepResult {
 // One step on `batch` (on the CPU; moved to `device` here). `clip` > 0 clips the gradient norm
 // to it; <= 0 only measures it. `clip_state`: the GPU path's device state, created on first use
 // and kept by the caller from step to step (its address stays the same: CUDA graphs need that).
+// `forward`: the model call (train/forward.h: a compiled plan under --compile); empty = eager.
 StepResult train_step(nn::BertForSequenceClassification& model, AdamW& opt,
-                      const data::Batch& batch, Device device, double clip, Tensor& clip_state);
+                      const data::Batch& batch, Device device, double clip, Tensor& clip_state,
+                      const Forward& forward = {});
 
 // ShapeError unless the batch's labels, input ids and token types (on the CPU) are in range
 // for `model`: on the GPU the ops only turn a bad one into a NaN loss (no host sync to check).

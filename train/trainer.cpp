@@ -108,6 +108,7 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
                  int32_t pad_id, const RunDir& run, std::FILE* out)
     : config_(config),
       model_(model),
+      forward_(eager_forward(model)),
       test_(test),
       batches_(train, train_batches(config, pad_id)),
       run_(run),
@@ -199,6 +200,7 @@ EvalResult Trainer::run_evaluation() {
   eo.max_len = config_.max_len;
   eo.pad_id = pad_id_;
   eo.device = device_;
+  eo.forward = forward_;
   EvalResult e = evaluate(model_, test_, eo);
   state_.eval_seconds += e.seconds;
   MetricsRow row;
@@ -252,7 +254,8 @@ StepResult Trainer::train_step(const data::Batch& batch) {
   optimizer_->set_lr_factor(schedule_.factor(state_.step));  // this step's learning rate
   if (dp_) return data_parallel_step(batch);                 // mpirun: data_parallel.h
   if (graph_step_) return graph_step_->step(batch);          // --cuda-graphs: graph_step.h
-  return train::train_step(model_, *optimizer_, batch, device_, config_.clip, clip_state_);  // train_step.h
+  return train::train_step(model_, *optimizer_, batch, device_, config_.clip, clip_state_,
+                           forward_);  // train_step.h
 }
 
 // One step of data parallelism (train/data_parallel.h): this rank's rows of the batch, the
@@ -261,7 +264,7 @@ StepResult Trainer::train_step(const data::Batch& batch) {
 StepResult Trainer::data_parallel_step(const data::Batch& batch) {
   check_batch(model_, batch);
   data::Batch x = data::to_device(dp_->slice(batch), device_);
-  Tensor loss = model_.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
+  Tensor loss = forward_(x).loss;  // eager, or a compiled plan (train/forward.h)
   StepResult s{.loss = loss.item(), .tokens = x.real_tokens};
   // the whole batch's loss and tokens; a stop asked of any rank stops them all
   std::vector<double> v{s.loss / dp_->world(), static_cast<double>(s.tokens),

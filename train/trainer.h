@@ -44,6 +44,7 @@
 #include "models/bert.h"
 #include "train/adamw.h"
 #include "train/evaluate.h"
+#include "train/forward.h"
 #include "train/lr_schedule.h"
 #include "train/progress.h"
 #include "train/run_dir.h"
@@ -119,6 +120,10 @@ class Trainer {
   const GraphStep* graph_step() const { return graph_step_.get(); }  // null without --cuda-graphs
   const TrainerState& state() const { return state_; }
 
+  // The model call of every step and evaluation (train/forward.h): eager unless replaced
+  // (mase-train --compile sets a compiled plan's).
+  void set_forward(Forward f) { forward_ = f ? std::move(f) : eager_forward(model_); }
+
   // Called after every step with (step, loss): tests use it to request a stop mid-run.
   std::function<void(int64_t step, double loss)> on_step;
 
@@ -141,6 +146,7 @@ class Trainer {
 
   TrainConfig config_;
   nn::BertForSequenceClassification& model_;
+  Forward forward_;
   const data::TokenizedSplit& test_;
   data::Batcher batches_;
   const RunDir& run_;

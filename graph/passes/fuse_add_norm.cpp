@@ -8,7 +8,8 @@ namespace mase::graph {
 namespace {
 
 struct Match {
-  const Node *dense = nullptr, *drop = nullptr, *add = nullptr, *norm = nullptr;
+  Dense dense;
+  const Node *drop = nullptr, *add = nullptr, *norm = nullptr;
   const Node* residual = nullptr;
   double p = 0;
 };
@@ -22,12 +23,11 @@ bool match_branch(const Graph& g, const Node* side, Match& m) {
     m.drop = side, m.p = 0;
   }
   const Node* dense = m.drop ? side->args.at(0) : side;
-  auto* lin = module_exactly<nn::Linear>(g, dense);
-  if (!lin || !lin->bias.defined() || dense->users.size() != 1) {
+  if (!match_dense(g, dense, m.dense) || dense->users.size() != 1) {
     m.drop = nullptr;
+    m.dense = {};
     return false;
   }
-  m.dense = dense;
   return true;
 }
 
@@ -56,21 +56,19 @@ FuseReport fuse_add_norm(Graph& g) {
   for (const Node* n : g.nodes()) {
     Match m;
     if (!match(g, n, m)) continue;
-    for (const Node* d : {m.dense, m.drop, m.add})
+    for (const Node* d : {m.dense.node, m.drop, m.add})
       if (d) r.drop.insert(d);
     const double eps = static_cast<nn::LayerNorm*>(g.root().submodule(n->target).get())->eps;
     r.replace[n] = [m, eps, training](Graph& out, const NodeMap& map) {
-      Node* w = add_parameter(out, m.dense->target + ".weight");
-      Node* b = add_parameter(out, m.dense->target + ".bias");
+      Node* b = nullptr;
+      Node* y = emit_dense_without_bias(out, map, m.dense, b);
       Node* lw = add_parameter(out, m.norm->target + ".weight");
       Node* lb = add_parameter(out, m.norm->target + ".bias");
-      Node* y = out.add_node(OpKind::call_function, "linear", {mapped(map, m.dense->args[0]), w},
-                             {}, m.dense->name);  // x·Wᵀ, no bias
       Attrs attrs{{"p", m.p}, {"training", training}, {"eps", eps}};
       return out.add_node(OpKind::call_function, "dropout_add_layer_norm",
                           {y, b, mapped(map, m.residual), lw, lb}, std::move(attrs), m.norm->name);
     };
-    report.names.push_back(cat(m.dense->name, m.drop ? " + " + m.drop->name : "", " + ",
+    report.names.push_back(cat(m.dense.node->name, m.drop ? " + " + m.drop->name : "", " + ",
                                m.add->name, " + ", m.norm->name));
   }
   report.fused = static_cast<int64_t>(report.names.size());

@@ -12,19 +12,16 @@ FuseReport fuse_bias_gelu(Graph& g) {
     const bool is_gelu = module_exactly<nn::GELU>(g, act) ||
                          (act->op == OpKind::call_function && act->target == "gelu");
     if (!is_gelu || act->args.size() != 1) continue;
-    const Node* dense = act->args[0];
-    auto* lin = module_exactly<nn::Linear>(g, dense);
-    if (!lin || !lin->bias.defined() || dense->users.size() != 1) continue;
-    r.drop.insert(dense);
-    const std::string path = dense->target, name = act->name;
-    r.replace[act] = [dense, path, name](Graph& out, const NodeMap& map) {
-      Node* w = add_parameter(out, path + ".weight");
-      Node* b = add_parameter(out, path + ".bias");
-      Node* y = out.add_node(OpKind::call_function, "linear", {mapped(map, dense->args[0]), w}, {},
-                             dense->name);  // x·Wᵀ, no bias
+    Dense d;
+    if (!match_dense(g, act->args[0], d) || d.node->users.size() != 1) continue;
+    r.drop.insert(d.node);
+    const std::string name = act->name;
+    r.replace[act] = [d, name](Graph& out, const NodeMap& map) {
+      Node* b = nullptr;
+      Node* y = emit_dense_without_bias(out, map, d, b);
       return out.add_node(OpKind::call_function, "bias_gelu", {y, b}, {}, name);
     };
-    report.names.push_back(dense->name + " + " + act->name);
+    report.names.push_back(d.node->name + " + " + act->name);
   }
   report.fused = static_cast<int64_t>(report.names.size());
   if (report.fused) g = rewrite(g, r);

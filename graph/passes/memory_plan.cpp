@@ -28,6 +28,80 @@ std::string megabytes(size_t bytes) {
   return s;
 }
 
+size_t place_greedy_by_size(std::vector<PlannedBuffer>& buffers) {
+  // biggest first, each at the lowest offset free during its lifetime
+  std::vector<size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::vector<const PlannedBuffer*> placed;
+  size_t arena = 0;
+  for (size_t i : order) {
+    PlannedBuffer& buf = buffers[i];
+    std::vector<const PlannedBuffer*> busy;
+    for (const PlannedBuffer* p : placed)
+      if (overlap_in_time(*p, buf)) busy.push_back(p);
+    std::sort(busy.begin(), busy.end(),
+              [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->offset < b->offset; });
+    size_t offset = 0;
+    for (const PlannedBuffer* p : busy) {
+      if (p->offset >= offset + buf.bytes) break;  // the gap below p fits
+      offset = std::max(offset, p->offset + p->bytes);
+    }
+    buf.offset = offset;
+    placed.push_back(&buf);
+    arena = std::max(arena, offset + buf.bytes);
+  }
+  return arena;
+}
+
+AllocationPlan plan_allocations(const std::vector<AllocationEvent>& events, bool all_inside) {
+  AllocationPlan plan;
+  std::vector<PlannedBuffer> inside;  // the requests freed within the run
+  std::vector<size_t> index;
+  for (size_t k = 0; k < events.size(); ++k) {
+    const AllocationEvent& e = events[k];
+    plan.sizes.push_back(e.bytes);
+    plan.offsets.push_back(-1);
+    if (e.died < 0 && !all_inside) {  // outlives the run: an output, or saved for backward
+      plan.outside_bytes += e.bytes;
+      continue;
+    }
+    // a block is busy from its request to its free, both inclusive; one that outlives the run
+    // (all_inside) is busy always: it is kept between runs, so nothing may share its bytes
+    if (e.died < 0) inside.push_back({nullptr, e.bytes, 0, INT64_MAX / 2, 0});
+    else inside.push_back({nullptr, e.bytes, e.born, e.died, 0});
+    index.push_back(k);
+    plan.total_bytes += e.bytes;
+  }
+  plan.arena_bytes = place_greedy_by_size(inside);
+  for (size_t i = 0; i < inside.size(); ++i)
+    plan.offsets[index[i]] = static_cast<int64_t>(inside[i].offset);
+  // the live peak: sweep the requests and frees in time order
+  std::vector<std::pair<int64_t, int64_t>> deltas;
+  for (const PlannedBuffer& b : inside) {
+    deltas.push_back({b.first, static_cast<int64_t>(b.bytes)});
+    deltas.push_back({b.last + 1, -static_cast<int64_t>(b.bytes)});
+  }
+  std::sort(deltas.begin(), deltas.end());
+  int64_t live = 0;
+  for (const auto& [t, d] : deltas) {
+    live += d;
+    plan.live_peak_bytes =
+        std::max(plan.live_peak_bytes, static_cast<size_t>(std::max<int64_t>(live, 0)));
+  }
+  return plan;
+}
+
+std::string AllocationPlan::str() const {
+  int64_t in_arena = 0;
+  for (int64_t o : offsets) in_arena += o >= 0;
+  return cat("arena: ", sizes.size(), " allocations per run, ", in_arena, " from one arena of ",
+             megabytes(arena_bytes), " (live peak ", megabytes(live_peak_bytes), ", sum ",
+             megabytes(total_bytes), "), ", static_cast<int64_t>(sizes.size()) - in_arena,
+             " outlive the run (", megabytes(outside_bytes), ": outputs, saved for backward)\n");
+}
+
 MemoryPlan plan_memory(const Graph& g, const RecordedValues& values) {
   const std::vector<Node*> nodes = g.nodes();
   std::unordered_map<const Node*, int64_t> pos;
@@ -53,29 +127,7 @@ MemoryPlan plan_memory(const Graph& g, const RecordedValues& values) {
       if (auto b = index.find(a ? owner(a) : nullptr); b != index.end())
         plan.buffers[b->second].last = pos[n];
   }
-  // greedy by size: biggest first, each at the lowest offset free during its lifetime
-  std::vector<size_t> order(plan.buffers.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return plan.buffers[a].bytes > plan.buffers[b].bytes;
-  });
-  std::vector<const PlannedBuffer*> placed;
-  for (size_t i : order) {
-    PlannedBuffer& buf = plan.buffers[i];
-    std::vector<const PlannedBuffer*> busy;
-    for (const PlannedBuffer* p : placed)
-      if (overlap_in_time(*p, buf)) busy.push_back(p);
-    std::sort(busy.begin(), busy.end(),
-              [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->offset < b->offset; });
-    size_t offset = 0;
-    for (const PlannedBuffer* p : busy) {
-      if (p->offset >= offset + buf.bytes) break;  // the gap below p fits
-      offset = std::max(offset, p->offset + p->bytes);
-    }
-    buf.offset = offset;
-    placed.push_back(&buf);
-    plan.arena_bytes = std::max(plan.arena_bytes, offset + buf.bytes);
-  }
+  plan.arena_bytes = place_greedy_by_size(plan.buffers);
   for (const PlannedBuffer& b : plan.buffers) plan.total_bytes += b.bytes;
   for (int64_t t = 0; t < static_cast<int64_t>(nodes.size()); ++t) {
     size_t live = 0;

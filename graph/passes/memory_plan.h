@@ -19,10 +19,17 @@
 // (no reuse at all) and the live peak (the most bytes alive at one step: no arena can be
 // smaller).
 //
-// An ANALYSIS today: the ops allocate their own outputs (autograd/ops.h has no "write into
-// this buffer" form), so a compiled graph does not yet run out of the arena; the caching
-// allocator (runtime/allocator.h) reuses freed blocks by size class instead. What the plan
-// gives is the number an arena would need, beside what eager measured.
+// Two plans, one algorithm:
+//  * plan_memory: per graph VALUE (node outputs), from the node order: the analysis printed by
+//    `mase-graph compile` (buffers, lower bound, arena), readable against the graph;
+//  * plan_allocations: per ALLOCATION of a recorded run (runtime/allocator.h,
+//    AllocationRecorder), which also sees what ops allocate inside themselves (sdpa's row
+//    statistics, packed copies, reduction scratch). This is the plan graph::Compiled RUNS
+//    (without autograd: eval, NoGradGuard): its replays happen inside an Arena::Run that
+//    serves each request at its offset. The ops are unchanged — they still "allocate" their
+//    outputs; the allocator answers from the arena. Blocks that outlive the run (outputs,
+//    activations autograd saves for backward) stay with the caching allocator, so a tensor
+//    kept after a run is never overwritten.
 // Read next: graph/compile.h.
 #pragma once
 #include <cstdint>
@@ -31,6 +38,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "runtime/allocator.h"
 
 namespace mase::graph {
 
@@ -61,6 +69,25 @@ struct MemoryPlan {
 };
 
 MemoryPlan plan_memory(const Graph& g, const RecordedValues& values);
+
+// Greedy by size (above): sets each buffer's offset; returns the arena's size.
+size_t place_greedy_by_size(std::vector<PlannedBuffer>& buffers);
+
+// The arena of a recorded run: request k at offsets[k] (-1: it outlives the run, and the
+// caching allocator serves it). Lifetimes are the recording's clock ticks.
+struct AllocationPlan {
+  std::vector<size_t> sizes;
+  std::vector<int64_t> offsets;
+  size_t arena_bytes = 0, live_peak_bytes = 0, total_bytes = 0;  // of the requests inside
+  size_t outside_bytes = 0;                                       // of those outliving the run
+  // "arena: 310 allocations per run, 296 from one arena of 4.72 MB (live peak 4.72 MB, sum
+  // 30.1 MB), 14 outlive the run (0.01 MB: outputs, saved for backward)"
+  std::string str() const;
+};
+// all_inside: the blocks that outlive the run get offsets too, busy at every step (a CUDA-graph
+// capture, graph/cuda_graph_plan.h, takes nothing from the driver and keeps its outputs).
+AllocationPlan plan_allocations(const std::vector<AllocationEvent>& events,
+                                bool all_inside = false);
 
 // True when a and b are alive at the same step.
 bool overlap_in_time(const PlannedBuffer& a, const PlannedBuffer& b);

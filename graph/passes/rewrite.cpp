@@ -1,6 +1,8 @@
 // graph/passes/rewrite.cpp — copying a graph with replacements (see rewrite.h).
 #include "graph/passes/rewrite.h"
 
+#include "models/layers.h"
+
 namespace mase::graph {
 
 Node* mapped(const NodeMap& map, const Node* old) {
@@ -14,6 +16,27 @@ Node* mapped(const NodeMap& map, const Node* old) {
 
 Node* add_parameter(Graph& out, const std::string& path) {
   return out.add_node(OpKind::get_attr, path, {});
+}
+
+bool match_dense(const Graph& g, const Node* n, Dense& out) {
+  if (!n) return false;
+  if (auto* lin = module_exactly<nn::Linear>(g, n)) {
+    if (!lin->bias.defined()) return false;
+    out = {n, n->args.at(0), nullptr, nullptr};
+    return true;
+  }
+  if (n->op != OpKind::call_function || n->target != "linear" || n->args.size() != 3 ||
+      !n->args[2] || !n->attrs.empty())
+    return false;
+  out = {n, n->args[0], n->args[1], n->args[2]};
+  return true;
+}
+
+Node* emit_dense_without_bias(Graph& out, const NodeMap& map, const Dense& d, Node*& bias) {
+  Node* w = d.w ? mapped(map, d.w) : add_parameter(out, d.node->target + ".weight");
+  bias = d.b ? mapped(map, d.b) : add_parameter(out, d.node->target + ".bias");
+  return out.add_node(OpKind::call_function, "linear", {mapped(map, d.x), w}, {},
+                      d.node->name);  // x·Wᵀ, no bias
 }
 
 std::string FuseReport::str() const {

@@ -50,6 +50,19 @@ Node* mapped(const NodeMap& map, const Node* old);
 // A get_attr node reading the parameter `path` of the model ("bert.pooler.dense.weight").
 Node* add_parameter(Graph& out, const std::string& path);
 
+// A dense layer WITH a bias, in either form a graph holds one: a call_module exactly nn::Linear
+// (as traced), or a linear(x, w, b) call with all three arguments (what fold_lora and
+// fold_mxint8 leave). The fusion passes take both, so a folded LoRA layer fuses too.
+struct Dense {
+  const Node* node = nullptr;  // the Linear call
+  const Node* x = nullptr;     // its input
+  const Node* w = nullptr;     // linear(x, w, b)'s w and b; null for a call_module Linear
+  const Node* b = nullptr;
+};
+bool match_dense(const Graph& g, const Node* n, Dense& out);
+// Emits linear(x, W) (no bias) for `d` into `out`, and sets `bias` to the bias's node there.
+Node* emit_dense_without_bias(Graph& out, const NodeMap& map, const Dense& d, Node*& bias);
+
 // The module a call_module node calls, when it is exactly an M (not a subclass: a
 // QuantizedLinear is a Linear whose forward quantizes first); nullptr otherwise.
 template <class M>

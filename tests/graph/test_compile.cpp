@@ -91,7 +91,8 @@ TEST_CASE("compile: a pass turned off by name does not run") {
   CHECK(!cg.memory_planned);
   std::vector<std::string> ran;
   for (const PassRun& p : cg.passes) ran.push_back(p.name);
-  CHECK(ran == std::vector<std::string>{"remove_dropout", "fuse_add_norm", "fold_mxint8", "dce"});
+  CHECK(ran == std::vector<std::string>{"remove_dropout", "fold_lora", "fuse_add_norm",
+                                        "fold_mxint8", "dce"});
   fuse_only(*model, false, true);
   CHECK(bitwise_equal(y, eager_outputs(*model, small_batch(), false).at("logits")));
   CHECK_THROWS_WITH_AS(compile_bert(model, {{"fuse_everything"}}),

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "graph/op_table.h"
+#include "graph/passes/recompute_gelu.h"
 #include "graph_helpers.h"
 
 namespace mase::graph {
@@ -61,6 +62,7 @@ void tour() {
   softmax(a), log_softmax(a);
   layer_norm(a, Tensor::ones({3}), Tensor::zeros({3}), 1e-5);
   bias_gelu(a, Tensor::full({3}, 0.5));
+  bias_gelu_linear(a, Tensor::full({3}, 0.5), Tensor::full({2, 3}, 0.25), Tensor());  // compile's
   dropout_add_layer_norm(a, Tensor::full({3}, 0.5), b, Tensor::ones({3}), Tensor::zeros({3}), 0.1,
                          false, 1e-5);
   dropout_add_layer_norm(a, Tensor(), b, Tensor::ones({3}), Tensor::zeros({3}), 0.1, false, 1e-5);

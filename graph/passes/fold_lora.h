@@ -1,0 +1,51 @@
+// graph/passes/fold_lora.h — constant folding for inference: each LoRA layer's low-rank update
+// folded into its weight ONCE, at compile time, instead of a second path at every forward.
+//
+// A LoraLinear (models/lora.h) computes y = x·Wᵀ + b + s·x·Aᵀ·Bᵀ (s = alpha / r): one GEMM
+// of the base weight plus two thin ones, and an add over (B, T, out). In EVAL mode (no adapter
+// dropout, nothing to train) this pass replaces each call_module LoraLinear node with
+//   get_attr _tensor_constantN (W' = W + s·B·A, nn::LoraLinear::fused()'s math) ->
+//   linear(x, W', b)
+// so a replay runs one GEMM, and the fusion passes after it (fuse_bias_gelu, fuse_add_norm
+// match a linear(x, w, b) call too) give the folded layers the fused kernels that eager LoRA
+// blocks do not get (models/fusion.h leaves a block with a LoraLinear child unfused).
+// Outputs equal eager LoRA's within fp32 rounding (W' rounds once; tests/graph/test_fold_lora.cpp).
+// In TRAINING mode the pass is not run (graph/compile.cpp): A and B must receive gradients.
+//
+// The folded W' is a value of the adapters at compile time, but an eval plan outlives them:
+// mase-train --compile evaluates, trains on, and evaluates again with the same plan. So every
+// fold keeps a copy of the A and B (and W, when W trains) it was made from, and refresh()
+// — which graph::Compiled calls before each replay — compares them (r·(in + out) floats, a
+// few KB) and refolds W' in place when they moved. A plan never runs on stale adapters.
+// Read next: graph/passes/fold_mxint8.h (the other constant fold), graph/compile.h.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "models/lora.h"
+
+namespace mase::graph {
+
+struct LoraFold {
+  std::shared_ptr<nn::LoraLinear> module;
+  Tensor weight;        // W' (out, in): the graph constant the plan reads
+  Tensor a, b, w;       // copies of lora_A, lora_B (and W when it trains) as folded
+  // Refolds W' in place if the adapters (or a trainable W) changed since; true when it did.
+  bool refresh();
+};
+
+struct FoldLoraReport {
+  std::vector<LoraFold> folds;
+  std::vector<std::string> names;  // the folded nodes
+  size_t folded_bytes = 0;         // f32 weights now held by the graph
+  // "fold_lora: folded 12 LoRA layers into their weights (1.57 MB of f32 constants)"
+  std::string str() const;
+};
+
+// Every call_module LoraLinear node of `g` (eval graphs: the caller decides).
+FoldLoraReport fold_lora(Graph& g);
+
+}  // namespace mase::graph

@@ -1,0 +1,83 @@
+// graph/passes/recompute_gelu.cpp — the GELU output recomputed in backward (see
+// recompute_gelu.h).
+#include "graph/passes/recompute_gelu.h"
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+
+namespace mase::graph {
+namespace {
+
+// Grad mode on for a scope (a backward lambda runs under no-grad).
+struct GradOn {
+  bool prev = grad_enabled();
+  GradOn() { set_grad_enabled(true); }
+  ~GradOn() { set_grad_enabled(prev); }
+};
+
+// A leaf on the same storage that requires grad: records a node without touching t's history.
+Tensor leaf(const Tensor& t) { return t.defined() ? t.detach().set_requires_grad(true) : t; }
+
+}  // namespace
+
+Tensor bias_gelu_linear(const Tensor& h, const Tensor& b, const Tensor& w, const Tensor& b2) {
+  Tensor z;
+  {
+    NoGradGuard ng;  // y lives only inside this scope
+    z = linear(bias_gelu(h, b), w, b2);
+  }
+  Tensor hs = h.detach(), bs = b.detach(), ws = w.detach(), b2s = b2.defined() ? b2.detach() : b2;
+  Tensors inputs{h, b, w};
+  if (b2.defined()) inputs.push_back(b2);  // as linear records: defined inputs only
+  return record("bias_gelu_linear", inputs, z, [hs, bs, ws, b2s](const Tensor& dz) -> Tensors {
+    const int64_t in = ws.size(1), out = ws.size(0), rows = hs.numel() / in;
+    // y = bias_gelu(h, b) again, recorded: its node keeps h and b, and its backward is dh, db
+    Tensor y;
+    {
+      GradOn on;
+      y = bias_gelu(leaf(hs), leaf(bs));
+    }
+    const std::shared_ptr<mase::Node> gelu_fn = y.grad_fn();
+    // linear's backward (autograd/ops/matmul.cpp), the same ops in the same form, so the same
+    // bits; dW first, so that y dies before dy is made: y and dy are never alive together
+    const Tensor dz2 = reshape(contiguous(dz), {rows, out});
+    Tensors grads(b2s.defined() ? 4 : 3);
+    grads[2] = matmul(transpose(dz2, 0, 1), reshape(y.detach(), {rows, in}));  // dW = dzᵀ·y
+    if (b2s.defined()) grads[3] = sum(dz2, {0});                                 // db2 = Σ dz
+    y = Tensor();
+    const Tensor dy = reshape(matmul(dz2, ws), hs.shape());                      // dy = dz·W
+    const Tensors g_gelu = gelu_fn->backward(dy);  // dh = dy·gelu'(h + b), db = Σ dh
+    grads[0] = g_gelu.at(0);
+    grads[1] = g_gelu.at(1);
+    return grads;
+  });
+}
+
+FuseReport recompute_gelu(Graph& g) {
+  FuseReport report{"recompute_gelu", "bias_gelu + linear -> bias_gelu_linear (GELU recomputed)",
+                    0, {}};
+  Rewrite r;
+  for (const Node* act : g.nodes()) {
+    if (act->op != OpKind::call_function || act->target != "bias_gelu" ||
+        act->users.size() != 1 || act->args.size() != 2)
+      continue;
+    const Node* lin = *act->users.begin();
+    if (lin->op != OpKind::call_function || lin->target != "linear" || lin->args.at(0) != act ||
+        lin->args.size() < 2 || lin->args.size() > 3 || !lin->attrs.empty())
+      continue;
+    r.drop.insert(act);
+    r.replace[lin] = [act, lin](Graph& out, const NodeMap& map) {
+      std::vector<Node*> args{mapped(map, act->args[0]), mapped(map, act->args[1]),
+                              mapped(map, lin->args[1])};
+      if (lin->args.size() == 3) args.push_back(mapped(map, lin->args[2]));
+      return out.add_node(OpKind::call_function, "bias_gelu_linear", std::move(args), {},
+                          lin->name);
+    };
+    report.names.push_back(act->name + " + " + lin->name);
+  }
+  report.fused = static_cast<int64_t>(report.names.size());
+  if (report.fused) g = rewrite(g, r);
+  return report;
+}
+
+}  // namespace mase::graph

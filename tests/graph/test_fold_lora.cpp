@@ -1,0 +1,111 @@
+// tests/graph/test_fold_lora.cpp — the fold_lora pass (graph/passes/fold_lora.h) inside
+// graph::compile: in eval the LoRA layers become linear(x, W + s·B·A, b) and fuse like plain
+// Linears, the logits equal the eager LoRA model's within fp32 rounding; in training the
+// adapters stay as they are (gradients bit for bit eager's); a plan refolds when the adapters
+// moved, and only then.
+#include "compile_helpers.h"
+#include "graph/compile.h"
+#include "models/lora.h"
+
+using namespace mase;
+using namespace mase::graph;
+using namespace mase::test;
+
+namespace {
+
+// small_bert with rank-2 adapters on every encoder Linear, B random so that B·A matters.
+std::shared_ptr<nn::BertForSequenceClassification> lora_bert() {
+  auto model = small_bert();
+  nn::LoraConfig lc;
+  lc.rank = 2;
+  lc.alpha = 4;
+  nn::insert_lora(*model, lc);
+  NoGradGuard ng;
+  uint64_t seed = 40;
+  for (auto& [path, p] : model->named_parameters())
+    if (path.ends_with("lora_B")) copy_(p, random_tensor(p.shape(), seed++, -0.5, 0.5, DType::f32));
+  return model;
+}
+
+int64_t count_module(const Graph& g, const std::string& type) {
+  int64_t n = 0;
+  for (const graph::Node* node : g.nodes())
+    n += node->op == OpKind::call_module && g.root().submodule(node->target)->type_name() == type;
+  return n;
+}
+
+// max |a - b| / (1 + max |b|)
+double rel_diff(const Tensor& a, const Tensor& b) {
+  double m = 0;
+  for (double v : b.to_vector<double>()) m = std::max(m, std::abs(v));
+  return max_abs_diff(a, b) / (1 + m);
+}
+
+}  // namespace
+
+TEST_CASE("fold_lora: eval folds every adapter and fuses the folded layers") {
+  auto model = lora_bert();
+  model->eval();
+  nn::fuse_kernels(*model);  // eager LoRA: the blocks with a LoraLinear child stay unfused
+  Compiled compiled = compile_bert(model);
+  NoGradGuard ng;
+  const data::Batch b = small_batch();
+  Tensor y = compiled(bert_inputs(eval_inputs(), b)).at("logits");
+  const CompiledGraph& cg = compiled.last();
+  CHECK(count_module(cg.graph, "LoraLinear") == 0);
+  CHECK(cg.lora_folds.size() == 12);              // 6 Linears per layer, 2 layers
+  CHECK(count_target(cg.graph, "bias_gelu") == 2);  // the folded intermediate.dense fuses
+  CHECK(count_target(cg.graph, "dropout_add_layer_norm") == 4);
+  bool reported = false;
+  for (const PassRun& p : cg.passes)
+    reported |= p.name == "fold_lora" && p.report.starts_with("fold_lora: folded 12 LoRA layers");
+  CHECK(reported);
+  Tensor want = eager_outputs(*model, b, false).at("logits");
+  CHECK(rel_diff(y, want) < 1e-5);
+  CHECK(rel_diff(y, want) > 0);  // not trivially equal: W' rounded once, the fused kernels ran
+  // the same model with the pass off: the adapters' own path, the same logits
+  Compiled unfolded = compile_bert(model, {{"fold_lora"}});
+  Tensor y2 = unfolded(bert_inputs(eval_inputs(), b)).at("logits");
+  CHECK(count_module(unfolded.last().graph, "LoraLinear") == 12);
+  CHECK(rel_diff(y2, want) < 1e-5);
+}
+
+TEST_CASE("fold_lora: training leaves the adapters unfolded and their gradients eager's") {
+  auto model = lora_bert();
+  model->train();
+  Compiled compiled = compile_bert(model);
+  const data::Batch b = small_batch();
+  auto got = loss_and_grads(*model, [&] {
+    return compiled(bert_inputs(train_inputs(), b)).at("loss");
+  });
+  const CompiledGraph& cg = compiled.last();
+  CHECK(count_module(cg.graph, "LoraLinear") == 12);
+  CHECK(cg.lora_folds.empty());
+  for (const PassRun& p : cg.passes) CHECK(p.name != "fold_lora");
+  CHECK(got.at("bert.encoder.layer.0.attention.self.query.lora_A").defined());
+  nn::fuse_kernels(*model);
+  auto want = loss_and_grads(*model, [&] { return eager_outputs(*model, b, true).at("loss"); });
+  check_all_bitwise(got, want);
+}
+
+TEST_CASE("fold_lora: a replay refolds when the adapters moved and only then") {
+  auto model = lora_bert();
+  model->eval();
+  Compiled compiled = compile_bert(model);
+  NoGradGuard ng;
+  const data::Batch b = small_batch();
+  compiled(bert_inputs(eval_inputs(), b));
+  compiled(bert_inputs(eval_inputs(), b));
+  CHECK(compiled.refolds() == 0);
+  // a training step moved one adapter: the next replay must see it
+  auto* q = dynamic_cast<nn::LoraLinear*>(
+      model->submodule("bert.encoder.layer.1.attention.self.query").get());
+  REQUIRE(q != nullptr);
+  copy_(q->lora_B, random_tensor(q->lora_B.shape(), 99, -1.0, 1.0, DType::f32));
+  Tensor y = compiled(bert_inputs(eval_inputs(), b)).at("logits");
+  CHECK(compiled.refolds() == 1);
+  CHECK(compiled.compiles() == 1);
+  CHECK(rel_diff(y, eager_outputs(*model, b, false).at("logits")) < 1e-5);
+  compiled(bert_inputs(eval_inputs(), b));
+  CHECK(compiled.refolds() == 1);
+}
