@@ -23,11 +23,14 @@
 #include "bench/report.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
+#include "runtime/kernels/sgemm_packed.h"
 #include "runtime/parallel.h"
 
 namespace mase::bench {
 void register_gemm();         // bench/bench_gemm.cpp
 void register_elementwise();  // bench/bench_elementwise.cpp
+void register_int8();         // bench/bench_int8.cpp
+void register_gemm_ladder();  // bench/bench_gemm_ladder.cpp
 void register_fused();        // bench/bench_fused.cpp
 void register_quant();        // bench/bench_quant.cpp
 void register_e2e();          // bench/bench_e2e.cpp
@@ -59,6 +62,10 @@ const Suite kSuites[] = {
      mase::bench::register_quant},
     {"e2e", "BERT tiny/mini/small training and eval steps at B32 T256: tokens/s, % of sgemm",
      mase::bench::register_e2e},
+    {"ladder", "the GEMM ladder: naive -> loops -> blocked -> packed microkernels (-> oneDNN) vs sgemm and FMA peak",
+     mase::bench::register_gemm_ladder},
+    {"int8", "int8 / MXINT8 Linears computed in integers: GEMMs vs sgemm, eval vs fp32 and fake-quant",
+     mase::bench::register_int8},
 };
 
 std::string footer() {
@@ -112,6 +119,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(names));
   bool e2e = false;
   app.add_flag("--e2e", e2e, "the end-to-end suite only (same as --suite e2e)");
+  std::string packed = "on";
+  app.add_option("--packed-gemm", packed,
+                 "inference Linears on our packed GEMM where it beats OpenBLAS (on), or always "
+                 "OpenBLAS (off): A/B of runtime/kernels/sgemm_packed.h")
+      ->check(CLI::IsMember({"on", "off"}));
   app.footer(footer());
   try {
     app.parse(argc, argv);
@@ -126,6 +138,7 @@ int main(int argc, char** argv) {
   if (e2e) suites.push_back("e2e");
   try {
     const int n = mase::set_num_threads(threads);
+    mase::cpu::set_sgemm_packed_enabled(packed == "on");
     for (const Suite& s : kSuites) {
       bool on = suites.empty();
       for (const std::string& want : suites) on = on || want == s.name;
@@ -142,6 +155,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
     benchmark::AddCustomContext("openblas_core", mase::blas::corename());
     benchmark::AddCustomContext("cpu_isa", mase::isa_summary());
+    benchmark::AddCustomContext("packed_gemm", packed);
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,

@@ -20,14 +20,22 @@ namespace {
 template <int MR>
 void tile(const SgemmTile& t) {
   __m256 c[MR][2];
-  for (int i = 0; i < MR; ++i) c[i][0] = c[i][1] = _mm256_setzero_ps();
+  for (int i = 0; i < MR; ++i) {  // continue the fma chain of the previous slice of K
+    c[i][0] = c[i][1] = _mm256_setzero_ps();
+    if (!t.load_c) continue;
+    alignas(32) float in[16] = {};
+    for (int j = 0; j < t.nv; ++j) in[j] = t.c[i * t.ldc + j];
+    c[i][0] = _mm256_load_ps(in);
+    c[i][1] = _mm256_load_ps(in + 8);
+  }
   const float* b = t.b;
-  for (int64_t k = 0; k < t.K; ++k, b += 16) {
+  const float* a = t.a;
+  for (int64_t k = 0; k < t.K; ++k, b += 16, a += kSgemmAvx2MR) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
     for (int i = 0; i < MR; ++i) {
-      const __m256 a = _mm256_broadcast_ss(t.a + i * t.lda + k);
-      c[i][0] = _mm256_fmadd_ps(a, b0, c[i][0]);
-      c[i][1] = _mm256_fmadd_ps(a, b1, c[i][1]);
+      const __m256 ai = _mm256_broadcast_ss(a + i);
+      c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
+      c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
     }
   }
   for (int i = 0; i < MR; ++i) {

@@ -22,14 +22,18 @@ void tile(const SgemmTile& t) {
   const __mmask16 m0 = nv0 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv0) - 1);
   const __mmask16 m1 = nv1 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv1) - 1);
   __m512 c[MR][2];
-  for (int i = 0; i < MR; ++i) c[i][0] = c[i][1] = _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i) {  // continue the fma chain of the previous slice of K
+    c[i][0] = t.load_c ? _mm512_maskz_loadu_ps(m0, t.c + i * t.ldc) : _mm512_setzero_ps();
+    c[i][1] = t.load_c ? _mm512_maskz_loadu_ps(m1, t.c + i * t.ldc + 16) : _mm512_setzero_ps();
+  }
   const float* b = t.b;
-  for (int64_t k = 0; k < t.K; ++k, b += 32) {
+  const float* a = t.a;
+  for (int64_t k = 0; k < t.K; ++k, b += 32, a += kSgemmAvx512MR) {
     const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
     for (int i = 0; i < MR; ++i) {
-      const __m512 a = _mm512_set1_ps(t.a[i * t.lda + k]);
-      c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
-      c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      c[i][0] = _mm512_fmadd_ps(ai, b0, c[i][0]);
+      c[i][1] = _mm512_fmadd_ps(ai, b1, c[i][1]);
     }
   }
   const __m512 bias0 = t.bias ? _mm512_maskz_loadu_ps(m0, t.bias) : _mm512_setzero_ps();

@@ -1,5 +1,5 @@
 // runtime/cpu/sgemm_tile.h — what the fp32 packed GEMM driver (sgemm_packed.cpp) hands a
-// microkernel: mr rows of A read in place, one packed panel of B, all of K, a tile of C.
+// microkernel: MR rows of A packed k-major, one packed panel of B, a slice of K, a tile of C.
 // The microkernels live in their own translation units for their ISA and include nothing but
 // this header and <immintrin.h> (runtime/cpu/int8_tile.h says why).
 #pragma once
@@ -8,13 +8,13 @@
 namespace mase::cpu {
 
 struct SgemmTile {
-  const float* a;  // mr rows, row stride lda
-  int64_t lda;
-  const float* b;  // one packed panel: K rows of nr floats
+  const float* a;  // packed A: for each k, the MR values A[i][k] side by side (rows ≥ mr are 0)
+  const float* b;  // one packed panel: K rows of nr floats (this call's slice of K)
   int64_t K;
+  bool load_c;     // accumulate onto C (a later slice of K): the accumulators start at C
   float* c;        // the tile of C, row stride ldc
   int64_t ldc;
-  const float* bias;  // nv values, or null
+  const float* bias;  // nv values added at the end, or null (given with the last slice only)
   int mr, nv;         // rows ≤ MR, valid columns ≤ nr
 };
 

@@ -41,6 +41,11 @@ struct F32PackedB {
   size_t nbytes() const { return 4 * data.size(); }
 };
 
+// Whether inference Linears (autograd/ops/matmul.cpp's linear, no autograd) use this GEMM for
+// the shapes where it was measured faster than OpenBLAS (on by default; off for A/B runs).
+void set_sgemm_packed_enabled(bool on);
+bool sgemm_packed_enabled();
+
 // B (N, K) with row stride ldb, packed for `isa` (ConfigError if this CPU lacks it).
 F32PackedB sgemm_pack_b(const float* B, int64_t ldb, int64_t N, int64_t K, F32Isa isa);
 // C (M, N), row stride ldc = A (M, K, row stride lda) · Bᵀ + bias (bias may be null).

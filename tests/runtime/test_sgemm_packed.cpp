@@ -41,7 +41,7 @@ void check_isa(F32Isa isa) {
   if (!f32_isa_supported(isa)) return test::skip(std::string("this CPU has no ") + f32_isa_name(isa));
   for (int64_t M : {1, 7, 13, 100})
     for (int64_t N : {1, 15, 33, 64})
-      for (int64_t K : {1, 9, 130})
+      for (int64_t K : {1, 9, 130, 600})  // 600: three slices of K (256, 256, 88)
         for (bool with_bias : {false, true}) {
           const int64_t lda = K + 3;  // A read in place from a wider matrix
           const auto A = random_floats(M * lda, uint32_t(M + 100 * K));
