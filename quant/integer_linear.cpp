@@ -68,15 +68,10 @@ Int8Codes int8_codes(const Tensor& x, const Format& f) {
                                rows, K, f.width, f.frac_width);
     return c;
   }
-  // mxint8: the packing kernel's codes and E8M0 exponents; value = q·2^(s−133), NaN for 0xFF
+  // mxint8: the codes of the packing kernel (runtime/kernels/mxint8.h), fp32 scales 2^(s−133)
   c.block = cpu::kMxBlock;
-  const int64_t nb = cpu::mx_blocks(K);
-  Tensor e = Tensor::empty({rows, nb}, DType::u8);
-  cpu::mxint8_quantize(c.codes.data<int8_t>(), e.data<uint8_t>(), x.data<float>(), rows, K);
-  c.scales = Tensor::empty({rows, nb});
-  const uint8_t* ep = e.data<uint8_t>();
-  float* sp = c.scales.data<float>();
-  for (int64_t i = 0; i < rows * nb; ++i) sp[i] = ep[i] == 0xFF ? NAN : std::ldexp(1.0f, int(ep[i]) - 133);
+  c.scales = Tensor::empty({rows, cpu::mx_blocks(K)});
+  cpu::int8_quantize_mxint8(c.codes.data<int8_t>(), c.scales.data<float>(), x.data<float>(), rows, K);
   return c;
 }
 

@@ -17,6 +17,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <immintrin.h>
+
 #include "runtime/cpu/int8_tile.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -208,7 +210,7 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
   MASE_CHECK(int8_isa_supported(B.isa), ConfigError, "[int8_gemm] B was packed for ",
              int8_isa_name(B.isa), ", which this CPU cannot run");
   const bool vnni = B.isa == Int8Isa::avx512_vnni;
-  const int64_t MR = vnni ? kVnniMR : kAvx2MR, nr = B.nr, MC = MR * 16;
+  const int64_t MR = vnni ? (sa ? kVnniMRScaled : kVnniMR) : kAvx2MR, nr = B.nr, MC = 96;
   const KLayout l = k_layout(K, B.block);
   const int64_t mblocks = ceil_div(M, MC), panels = B.panels();
   // enough tasks for every thread to have ~4 (small M: split the panels too)
@@ -282,23 +284,103 @@ void int8_quantize_integer(int8_t* q, float* row_scale, const float* x, int64_t 
              "[int8_quantize_integer] expected a width of 1..8, got ", width);
   const float scale = std::ldexp(1.0f, frac_width), inv = std::ldexp(1.0f, -frac_width);
   const float lo = -std::ldexp(1.0f, width - 1), hi = std::ldexp(1.0f, width - 1) - 1.0f;
+  // One element: RNE in the default rounding mode (as quant_scalar's integer_one), clamped,
+  // NaN noted for the row and coded 0.
+  auto one = [&](float xv, int& nan) {
+    const float v = xv * scale;
+    nan |= v != v;
+    float c = std::nearbyint(v);
+    c = c < lo ? lo : c;
+    c = c > hi ? hi : c;
+    return static_cast<int8_t>(static_cast<int>(v == v ? c : 0.0f));
+  };
+  const __m256 vs = _mm256_set1_ps(scale), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
   parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(K, 1)),
                [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * K;
       int8_t* qr = q + r * K;
       int nan = 0;
-      for (int64_t k = 0; k < K; ++k) {  // branch-free: vectorises (vroundps, vcvttps2dq)
-        const float v = xr[k] * scale;
-        nan |= v != v;
-        float c = std::nearbyint(v);  // RNE, as quant_scalar's integer_one
-        c = c < lo ? lo : c;
-        c = c > hi ? hi : c;
-        c = v == v ? c : 0.0f;
-        qr[k] = static_cast<int8_t>(static_cast<int>(c));
+      int64_t k = 0;
+      __m256 unordered = _mm256_setzero_ps();
+      for (; k + 32 <= K; k += 32) {  // 32 floats → 32 bytes: round, clamp, convert, pack
+        __m256i w[4];
+        for (int u = 0; u < 4; ++u) {
+          const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xr + k + 8 * u), vs);
+          unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+          __m256 c = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          c = _mm256_min_ps(_mm256_max_ps(c, vlo), vhi);  // NaN → lo here; the row is NaN anyway
+          w[u] = _mm256_cvtps_epi32(c);
+        }
+        // int32 → int16 → int8 with saturation (values are in range already); the packs work
+        // per 128-bit lane, so a final permute puts the 32 bytes back in order
+        const __m256i h01 = _mm256_packs_epi32(w[0], w[1]), h23 = _mm256_packs_epi32(w[2], w[3]);
+        const __m256i b = _mm256_packs_epi16(h01, h23);
+        const __m256i ordered = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + k), ordered);
       }
+      nan |= _mm256_movemask_ps(unordered) != 0;
+      for (; k < K; ++k) qr[k] = one(xr[k], nan);
       row_scale[r] = nan ? NAN : inv;
     }
+  });
+}
+
+// ---- activation codes: mxint8 ------------------------------------------------------------------
+// The codes and exponents of runtime/cpu/mxint8.cpp's quantize_block, 32 at a time in AVX2:
+// amax as bits (|x| orders like its bit pattern), s = its exponent field (0xFF: NaN/inf),
+// q = clamp(RNE((x·f1)·f2), ±127) with f1·f2 = 2^(133−s) split in two when s < 6 — the same
+// multiplies in the same order, so the same codes (tested). Scales come out as fp32 2^(s−133).
+void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows, int64_t K) {
+  const int64_t nb = (K + 31) / 32;
+  auto pow2 = [](int e) { return std::ldexp(1.0f, e); };
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(K, 1)),
+               [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t blk = 0; blk < nb; ++blk) {
+        const float* xb = x + r * K + blk * 32;
+        int8_t* qb = q + r * K + blk * 32;
+        const int64_t n = std::min<int64_t>(32, K - blk * 32);
+        alignas(32) float buf[32] = {};  // a short last block, zero-padded (zeros change no max)
+        const float* src = xb;
+        if (n < 32) {
+          std::memcpy(buf, xb, size_t(n) * 4);
+          src = buf;
+        }
+        __m256 v[4];
+        __m256i amax = _mm256_setzero_si256();
+        const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+        for (int u = 0; u < 4; ++u) {
+          v[u] = _mm256_loadu_ps(src + 8 * u);
+          amax = _mm256_max_epi32(amax, _mm256_and_si256(_mm256_castps_si256(v[u]), abs_mask));
+        }
+        alignas(32) int32_t lanes[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), amax);
+        uint32_t m = 0;
+        for (int32_t l : lanes) m = std::max(m, uint32_t(l));
+        const uint32_t e = std::min<uint32_t>(m >> 23, 0xFF);
+        float* sc = scales + r * nb + blk;
+        if (e == 0xFF) {  // NaN or inf in the block: codes 0, scale NaN (the block's outputs NaN)
+          std::memset(qb, 0, size_t(n));
+          *sc = NAN;
+          continue;
+        }
+        *sc = pow2(int(e) - 133);
+        const int h = e < 6 ? 6 : 0;
+        const __m256 f1 = _mm256_set1_ps(pow2(133 - int(e) - h)), f2 = _mm256_set1_ps(pow2(h));
+        const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+        __m256i w[4];
+        for (int u = 0; u < 4; ++u) {
+          __m256 c = _mm256_round_ps(_mm256_mul_ps(_mm256_mul_ps(v[u], f1), f2),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          w[u] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(c, lo), hi));
+        }
+        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(w[0], w[1]), _mm256_packs_epi32(w[2], w[3]));
+        alignas(32) int8_t out[32];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out),
+                           _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        std::memcpy(qb, out, size_t(n));
+      }
   });
 }
 

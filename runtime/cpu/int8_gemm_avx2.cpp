@@ -14,8 +14,8 @@
 // negation does not fit in a byte. B is the weight, known when packed: int8_pack_b checks it.
 // Cost per row and group: abs + 2 × (sign + maddubs + madd + add), against 2 vpdpbusd.
 //
-// 16 ymm registers only (VNNI has 32 zmm): 8 int32 accumulators, the fp32 ones of scaled mode
-// (8 more: the compiler keeps some in L1, which costs little next to the products), B, a.
+// 16 ymm registers only (VNNI has 32 zmm): 8 int32 accumulators, B, a and the temporaries;
+// the fp32 sums of scaled mode live in an L1 buffer, updated once per block.
 #include <immintrin.h>
 
 #include "runtime/cpu/int8_tile.h"
@@ -33,12 +33,9 @@ inline int32_t load32(const uint8_t* p) {
 template <int MR, bool Scaled>
 void tile(const Int8Tile& t) {
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 f[MR][2];
+  alignas(32) float f[MR][16] = {};  // fp32 sums in L1: 16 ymm hold only the int32 ones
   __m256i s[MR][2];
-  for (int i = 0; i < MR; ++i) {
-    f[i][0] = f[i][1] = _mm256_setzero_ps();
-    s[i][0] = s[i][1] = _mm256_setzero_si256();
-  }
+  for (int i = 0; i < MR; ++i) s[i][0] = s[i][1] = _mm256_setzero_si256();
   const int8_t* b = t.b;
   int64_t koff = 0;
   for (int64_t blk = 0; blk < t.nblocks; ++blk) {
@@ -60,22 +57,21 @@ void tile(const Int8Tile& t) {
       const __m256 sb0 = _mm256_loadu_ps(t.sb + blk * 16), sb1 = _mm256_loadu_ps(t.sb + blk * 16 + 8);
       for (int i = 0; i < MR; ++i) {
         const __m256 sa = _mm256_set1_ps(t.sa[i * t.lds + blk]);
-        f[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i][0]), _mm256_mul_ps(sb0, sa), f[i][0]);
-        f[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i][1]), _mm256_mul_ps(sb1, sa), f[i][1]);
+        _mm256_store_ps(f[i], _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i][0]), _mm256_mul_ps(sb0, sa),
+                                              _mm256_load_ps(f[i])));
+        _mm256_store_ps(f[i] + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i][1]),
+                                                  _mm256_mul_ps(sb1, sa), _mm256_load_ps(f[i] + 8)));
       }
     }
   }
-  // store: full 16-column tiles directly, the last panel's columns through a buffer
+  // store: the last panel's columns may be fewer than 16
   for (int i = 0; i < MR; ++i) {
     if constexpr (Scaled) {
-      alignas(32) float out[16];
-      _mm256_store_ps(out, f[i][0]);
-      _mm256_store_ps(out + 8, f[i][1]);
       float* c = t.c + i * t.ldc;
       if (t.bias)
-        for (int j = 0; j < t.nv; ++j) c[j] = out[j] + t.bias[j];
+        for (int j = 0; j < t.nv; ++j) c[j] = f[i][j] + t.bias[j];
       else
-        for (int j = 0; j < t.nv; ++j) c[j] = out[j];
+        for (int j = 0; j < t.nv; ++j) c[j] = f[i][j];
     } else {
       alignas(32) int32_t out[16];
       _mm256_store_si256(reinterpret_cast<__m256i*>(out), s[i][0]);

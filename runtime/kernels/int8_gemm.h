@@ -94,4 +94,9 @@ void int8_gemm_scaled_reference(float* C, int64_t ldc, const int8_t* A, int64_t 
 void int8_quantize_integer(int8_t* q, float* row_scale, const float* x, int64_t rows, int64_t K,
                            int width, int frac_width);
 
+// Activation codes for mxint8: the same codes as runtime/kernels/mxint8.h's mxint8_quantize
+// (blocks of 32 along K), with the scales as fp32: 2^(s−133), NaN for a block holding NaN/inf.
+// scales is (rows, ceil(K/32)).
+void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows, int64_t K);
+
 }  // namespace mase::cpu

@@ -10,6 +10,7 @@
 #include "helpers.h"
 #include "runtime/error.h"
 #include "runtime/kernels/int8_gemm.h"
+#include "runtime/kernels/mxint8.h"
 #include "runtime/kernels/quant_scalar.h"
 #include "runtime/parallel.h"
 
@@ -215,5 +216,41 @@ TEST_CASE("int8 quantize integer: the codes of quant_scalar's integer format, Na
     INFO("integer(", w, ", ", f, ")");
     CHECK(bad == 0);
   }
+  v[100] = NAN;  // inside the 32-wide vector loop this time
+  std::vector<int8_t> codes(v.size());
+  float rs = 0;
+  int8_quantize_integer(codes.data(), &rs, v.data(), 1, int64_t(v.size()), 8, 4);
+  CHECK(std::isnan(rs));
   CHECK_THROWS_AS(int8_quantize_integer(q.data(), s.data(), x.data(), 1, 8, 9, 2), ConfigError);
+}
+
+TEST_CASE("int8 quantize mxint8: the codes and exponents of the MXINT8 packing kernel") {
+  // 3 rows of K = 70 (blocks 32, 32, 6): random values over many binades, then hostile blocks:
+  // zeros, a NaN, an inf, subnormals, values that round to ±128 (clamped to ±127), ties
+  const int64_t rows = 3, K = 70, nb = 3;
+  std::vector<float> x(static_cast<size_t>(rows * K));
+  std::mt19937 gen(9);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> e(-140, 60);
+  for (auto& v : x) v = std::ldexp(u(gen), e(gen));
+  for (int k = 0; k < 32; ++k) x[size_t(k)] = 0.0f;               // row 0 block 0: zeros
+  x[size_t(40)] = NAN;                                             // row 0 block 1
+  x[size_t(K + 3)] = INFINITY;                                     // row 1 block 0
+  for (int k = 32; k < 64; ++k) x[size_t(K + k)] = 1e-41f * float(k);  // row 1 block 1: subnormal
+  for (int k = 0; k < 32; ++k) x[size_t(2 * K + k)] = (k % 2 ? -1.0f : 1.0f) * (k ? 1.999f : 1.0f);
+  for (int k = 64; k < 70; ++k) x[size_t(2 * K + k)] = 0.5f + float(k) / 128.0f;  // short block
+  std::vector<int8_t> want(x.size()), got(x.size());
+  std::vector<uint8_t> exps(static_cast<size_t>(rows * nb));
+  std::vector<float> scales(static_cast<size_t>(rows * nb));
+  mxint8_quantize(want.data(), exps.data(), x.data(), rows, K);
+  int8_quantize_mxint8(got.data(), scales.data(), x.data(), rows, K);
+  CHECK(got == want);
+  for (size_t i = 0; i < exps.size(); ++i) {
+    INFO("block ", i, " exponent ", int(exps[i]));
+    if (exps[i] == 0xFF) CHECK(std::isnan(scales[i]));
+    else CHECK(scales[i] == std::ldexp(1.0f, int(exps[i]) - 133));
+  }
+  CHECK(exps[0] == 0);     // the zero block
+  CHECK(exps[1] == 0xFF);  // NaN
+  CHECK(got[size_t(2 * K + 1)] == -127);  // −1.999 at scale 2^0: −127.9 → −128 → clamped
 }
