@@ -145,6 +145,11 @@ int main(int argc, char** argv) {
   app.add_option("--compress", c.compress, "quantize-then-prune config in one TOML/JSON file");
   app.add_flag("--mxint8-weights", c.mxint8_weights,
                "store the plain Linear weights as packed MXINT8 (prints the bytes saved)");
+  app.add_option("--int8-kernels", c.int8_kernels,
+                 "on: quantized Linears with int8 codes (integer <= 8 bits, mxint8) evaluate in "
+                 "integers; off: fake-quantized fp32 (A/B)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app.add_option("--lora-rank", c.lora_rank, "LoRA adapters of this rank (0 = none); only they and the head train")
       ->capture_default_str();
   app.add_option("--lora-alpha", c.lora_alpha, "LoRA scale alpha (the update is alpha/rank·B·A)")

@@ -15,6 +15,7 @@
 #include "models/lora.h"
 #include "models/parameters.h"
 #include "quant/checkpoint.h"
+#include "quant/integer_linear.h"
 #include "quant/mxint8_linear.h"
 #include "quant/passes.h"
 #include "runtime/cpu_features.h"
@@ -274,6 +275,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
   require_device(Device::parse(c.device));
   if (!c.init.empty()) nn::load_config((model_folder(c.init) / "config.json").string());
   set_num_threads(c.threads);
+  quant::set_integer_kernels(c.int8_kernels == "on");  // the evaluations of a QAT run
   if (!c.init.empty() && c.vocab.empty()) {  // --init brings its tokenizer (HF: vocab.txt)
     const fs::path tok = find_tokenizer_file(c.init);
     if (!tok.empty()) {
@@ -353,6 +355,11 @@ EvalResult eval_only(TrainConfig c, std::FILE* out) {
   const json compression = read_compression(c);
   LoadedModel lm = load_model_dir(c.init, c.vocab);
   apply_compression(*lm.model, c, compression, out);  // post-training quantization / pruning
+  quant::set_integer_kernels(c.int8_kernels == "on");
+  if (c.int8_kernels == "on" && Device::parse(c.device).is_cpu()) {  // integers, weights packed once
+    const quant::IntegerInferenceReport ir = quant::integer_inference(*lm.model);
+    if (!ir.converted.empty() || !ir.kept.empty()) std::fprintf(out, "%s", ir.str().c_str());
+  }
   if (c.max_len <= 0) c.max_len = lm.max_len;  // 0: what the run was trained with
   c.vocab = lm.tokenizer_file.string();          // the data tokenized with the model's tokenizer
   c.tokenizer = tokenizer_kind(lm.tokenizer_file);

@@ -58,6 +58,7 @@ void for_each_field(C& c, F&& f) {
   f("prune", c.prune);
   f("compress", c.compress);
   f("mxint8_weights", c.mxint8_weights);
+  f("int8_kernels", c.int8_kernels);
   f("lora_rank", c.lora_rank);
   f("lora_alpha", c.lora_alpha);
   f("lora_dropout", c.lora_dropout);
@@ -123,6 +124,8 @@ void TrainConfig::validate() const {
              "[train] expected --tokenizer sentencepiece or wordpiece, got '", tokenizer, "'");
   MASE_CHECK(!pooling || *pooling == "cls" || *pooling == "mean", ConfigError,
              "[train] expected --pooling cls or mean, got '", pooling.value_or(""), "'");
+  MASE_CHECK(int8_kernels == "on" || int8_kernels == "off", ConfigError,
+             "[train] expected --int8-kernels on or off, got '", int8_kernels, "'");
   MASE_CHECK(schedule == "linear" || schedule == "cosine" || schedule == "constant", ConfigError,
              "[train] expected --schedule linear, cosine or constant, got '", schedule, "'");
   at_least("vocab-size", static_cast<double>(vocab_size), 8);

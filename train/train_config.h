@@ -63,6 +63,10 @@ struct TrainConfig {
   std::string prune;            // a prune config: {"weight": {...}, "activation": {...}}
   std::string compress;         // both in one file: {"quantize": {...}, "prune": {...}}
   bool mxint8_weights = false;  // then store the remaining plain Linear weights as MXINT8
+  // "on": quantized Linears whose formats have int8 codes (integer ≤ 8 bits, mxint8) evaluate
+  // in integers (quant/integer_linear.h; with --eval-only their fp32 weights are dropped);
+  // "off": fake-quantized in fp32, as before (for A/B comparisons)
+  std::string int8_kernels = "on";
 
   // ---- LoRA (Lab 0, models/lora.h): adapters on the Linears matching lora_targets; only they
   // and the classifier head train. fuse_lora folds them into plain Linears before the final save.
