@@ -100,6 +100,8 @@ void add_eval(const char* model, const std::string& fmt) {
       nn::fuse_kernels(*s->model);
     }
     const quant::IntegerInferenceReport r = quant::integer_inference(*m.integer.model);
+    nn::fuse_kernels(*m.integer.model);  // the blocks the pass touched get their fused kernels back
+    for (BertSetup* s : {&m.fp32, &m.fake, &m.integer}) s->model->eval();  // no dropout
     auto fake = [&] {
       quant::set_integer_kernels(false);
       eval_forward(m.fake);

@@ -119,6 +119,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(names));
   bool e2e = false;
   app.add_flag("--e2e", e2e, "the end-to-end suite only (same as --suite e2e)");
+  std::string precision = "fp32";
+  app.add_option("--precision", precision, "GEMM precision: fp32, or bf16 (bf16 operands, fp32 sums)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   std::string packed = "on";
   app.add_option("--packed-gemm", packed,
                  "inference Linears on our packed GEMM where it beats OpenBLAS (on), or always "
@@ -139,6 +142,7 @@ int main(int argc, char** argv) {
   try {
     const int n = mase::set_num_threads(threads);
     mase::cpu::set_sgemm_packed_enabled(packed == "on");
+    mase::set_gemm_precision(precision == "bf16" ? mase::GemmPrecision::bf16 : mase::GemmPrecision::f32);
     for (const Suite& s : kSuites) {
       bool on = suites.empty();
       for (const std::string& want : suites) on = on || want == s.name;
@@ -156,6 +160,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("openblas_core", mase::blas::corename());
     benchmark::AddCustomContext("cpu_isa", mase::isa_summary());
     benchmark::AddCustomContext("packed_gemm", packed);
+    benchmark::AddCustomContext("precision", precision);
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,

@@ -2,6 +2,7 @@
 #include "runtime/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -16,7 +17,11 @@ namespace {
 std::mutex g_mu;
 std::unique_ptr<tbb::global_control> g_control;
 int g_threads = 0;  // 0 until set: then the hardware count
+std::atomic<GemmPrecision> g_precision{GemmPrecision::f32};
 }  // namespace
+
+void set_gemm_precision(GemmPrecision p) { g_precision = p; }
+GemmPrecision gemm_precision() { return g_precision; }
 
 int set_num_threads(int n) {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

@@ -22,6 +22,16 @@ int num_threads();
 // Which GEMM library and kernels the CPU backend runs: "OpenBLAS 0.3.21 (Haswell kernels)".
 std::string gemm_library();
 
+// The precision of every CPU fp32 GEMM (mase-train --precision; runtime/cpu/matmul.cpp): f32, or bf16 — both operands
+// rounded to bfloat16 (round to nearest even, runtime/kernels/bf16.h), products and sums in
+// fp32: the arithmetic of bf16 matrix units (AVX512-BF16, AMX, GPU tensor cores). On CPUs with
+// AVX512-BF16 the y = x·Wᵀ products (no transpose of x, alpha 1, beta 0) run vdpbf16ps;
+// everywhere else the rounding is emulated (round copies, fp32 GEMM), which has the semantics
+// and none of the speed. Process-wide, like the thread count; f64 GEMMs are never rounded.
+enum class GemmPrecision : uint8_t { f32, bf16 };
+void set_gemm_precision(GemmPrecision p);
+GemmPrecision gemm_precision();
+
 // f(lo, hi) over [begin, end) in chunks of at least `grain` elements. Runs inline when the
 // range is a single chunk, so small tensors pay no scheduling cost.
 template <class F>

@@ -145,6 +145,11 @@ int main(int argc, char** argv) {
   app.add_option("--compress", c.compress, "quantize-then-prune config in one TOML/JSON file");
   app.add_flag("--mxint8-weights", c.mxint8_weights,
                "store the plain Linear weights as packed MXINT8 (prints the bytes saved)");
+  app.add_option("--precision", c.precision,
+                 "fp32, or bf16: GEMMs with bf16 operands and fp32 accumulation (CPU: AVX512-BF16 "
+                 "where present, emulated otherwise); weights, optimizer and statistics stay fp32")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   app.add_option("--int8-kernels", c.int8_kernels,
                  "on: quantized Linears with int8 codes (integer <= 8 bits, mxint8) evaluate in "
                  "integers; off: fake-quantized fp32 (A/B)")

@@ -192,7 +192,11 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
                (long long)c.batch_size, (long long)t.total_steps(),
                (long long)t.steps_per_epoch(), c.weight_decay, c.clip,
                mc.hidden_dropout_prob);
-  std::fprintf(out, "device    %s, %d threads\n", c.device.c_str(), num_threads());
+  const bool vdpbf16 = cpu_features().avx512() && cpu_features().avx512_bf16;
+  const std::string precision = c.precision == "fp32" ? "fp32" : cat("bf16 GEMMs with fp32 accumulation (",
+      vdpbf16 ? "AVX512-BF16 for x·Wᵀ, emulated elsewhere" : "emulated: no AVX512-BF16 here", ")");
+  std::fprintf(out, "device    %s, %d threads, precision %s\n", c.device.c_str(), num_threads(),
+               precision.c_str());
   if (!Device::parse(c.device).is_cuda())
     std::fprintf(out, "cpu       %s; GEMMs: %s\n", isa_summary().c_str(), gemm_library().c_str());
   std::fprintf(out, "trainable parameters\n");
@@ -276,6 +280,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step) {
   if (!c.init.empty()) nn::load_config((model_folder(c.init) / "config.json").string());
   set_num_threads(c.threads);
   quant::set_integer_kernels(c.int8_kernels == "on");  // the evaluations of a QAT run
+  set_gemm_precision(c.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::f32);
   if (!c.init.empty() && c.vocab.empty()) {  // --init brings its tokenizer (HF: vocab.txt)
     const fs::path tok = find_tokenizer_file(c.init);
     if (!tok.empty()) {
@@ -320,6 +325,8 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   c.validate();
   require_device(Device::parse(c.device));
   set_num_threads(c.threads);
+  quant::set_integer_kernels(c.int8_kernels == "on");
+  set_gemm_precision(c.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::f32);
   const fs::path tok = find_tokenizer_file(dir);
   MASE_CHECK(!tok.empty(), ConfigError, "[resume] ", dir.string(),
              " has no tokenizer file (vocab.txt or tokenizer.model)");
@@ -356,6 +363,7 @@ EvalResult eval_only(TrainConfig c, std::FILE* out) {
   LoadedModel lm = load_model_dir(c.init, c.vocab);
   apply_compression(*lm.model, c, compression, out);  // post-training quantization / pruning
   quant::set_integer_kernels(c.int8_kernels == "on");
+  set_gemm_precision(c.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::f32);
   if (c.int8_kernels == "on" && Device::parse(c.device).is_cpu()) {  // integers, weights packed once
     const quant::IntegerInferenceReport ir = quant::integer_inference(*lm.model);
     if (!ir.converted.empty() || !ir.kept.empty()) std::fprintf(out, "%s", ir.str().c_str());

@@ -54,6 +54,7 @@ void for_each_field(C& c, F&& f) {
   f("seed", c.seed);
   f("threads", c.threads);
   f("device", c.device);
+  f("precision", c.precision);
   f("quant", c.quant);
   f("prune", c.prune);
   f("compress", c.compress);
@@ -124,6 +125,10 @@ void TrainConfig::validate() const {
              "[train] expected --tokenizer sentencepiece or wordpiece, got '", tokenizer, "'");
   MASE_CHECK(!pooling || *pooling == "cls" || *pooling == "mean", ConfigError,
              "[train] expected --pooling cls or mean, got '", pooling.value_or(""), "'");
+  MASE_CHECK(precision == "fp32" || precision == "bf16", ConfigError,
+             "[train] expected --precision fp32 or bf16, got '", precision, "'");
+  MASE_CHECK(precision == "fp32" || device == "cpu", ConfigError,
+             "[train] --precision bf16 runs on the CPU only so far, got --device ", device);
   MASE_CHECK(int8_kernels == "on" || int8_kernels == "off", ConfigError,
              "[train] expected --int8-kernels on or off, got '", int8_kernels, "'");
   MASE_CHECK(schedule == "linear" || schedule == "cosine" || schedule == "constant", ConfigError,

@@ -56,6 +56,10 @@ struct TrainConfig {
   uint64_t seed = 0;                // weights, dropout and data order
   int threads = 0;                  // 0 = all cores
   std::string device = "cpu";       // "cpu", "cuda" or "cuda:N"
+  // "fp32", or "bf16": every GEMM (Linears, attention products, forward and backward) with
+  // bf16 operands and fp32 accumulation; weights, optimizer state, LayerNorm/softmax statistics
+  // and the loss stay fp32 (runtime/parallel.h's set_gemm_precision). CPU only so far.
+  std::string precision = "fp32";
 
   // ---- compression (Lab 1, quant/passes.h): applied to the model before training (QAT) or,
   // with --eval-only, before evaluating it (PTQ). Files are TOML or JSON.

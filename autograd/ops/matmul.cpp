@@ -12,6 +12,7 @@
 #include "autograd/ops/common.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/kernels/sgemm_packed.h"
+#include "runtime/parallel.h"
 
 namespace mase {
 namespace {
@@ -175,7 +176,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
   MatrixArg W = matrix_arg(weight);  // weight (out, in) read as Wᵀ: flip its transpose flag
   if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && !W.trans && in > 0 &&
-      cpu::sgemm_packed_enabled() && packed_linear_wins(rows, out, in)) {
+      cpu::sgemm_packed_enabled() && gemm_precision() == GemmPrecision::f32 &&
+      packed_linear_wins(rows, out, in)) {
     const cpu::F32PackedB pw = cpu::sgemm_pack_b(W.t.data<float>(), W.ld, out, in, cpu::f32_isa_best());
     const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
     cpu::sgemm_packed(y.data<float>(), out, x2.data<float>(), in, rows, pw,
