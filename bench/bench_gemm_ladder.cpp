@@ -92,8 +92,10 @@ void blocked(float* C, const float* A, const float* Bt, int64_t M, int64_t N, in
 // ---- the ceiling: FMAs on registers -------------------------------------------------------------
 // 24 independent accumulators per thread (enough to fill two FMA units of 4-cycle latency).
 // (GCC 12 warns about the intrinsic header's own _mm512_undefined_ps: a false positive.)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 __attribute__((target("avx512f"))) double fma_loop_avx512(int64_t iters) {
   __m512 acc[24];
   for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(float(i));

@@ -34,7 +34,9 @@
 
 // GCC 12 warns that _mm512_cvtepi32_ps's own _mm512_undefined_ps() "may be used uninitialized":
 // a known false positive of the intrinsic header, not of this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace mase::cpu {
 namespace {

@@ -13,6 +13,7 @@
 // these operations, so its result equals the scalar reference bit for bit (tested).
 // MXINT8 × MXINT8: block 32 and scales 2^(s−133) (E8M0 s, q/64), so each block's int32 sum is
 // scaled by 2^(sa+sb−266) after accumulation. integer(w ≤ 8, f) × …: one scale 2^−f per row.
+// Any fp32 scales work: block = K with one scale per row of B is per-output-channel int8.
 //
 // The ISA paths (chosen at run time from runtime/cpu_features.h; each has the reference as its
 // fallback; the driver and packing are portable code in runtime/cpu/int8_gemm.cpp, the
