@@ -23,6 +23,8 @@ OpObserver* set_op_observer(OpObserver* observer) {
   return prev;
 }
 
+OpObserver* op_observer() { return t_observer; }
+
 Tensor record_composite(std::string_view op, const Tensors& inputs,
                         const std::function<Tensor()>& body, Attrs attrs) {
   OpObserver* observer = t_observer;

@@ -81,6 +81,9 @@ struct OpObserver {
 };
 // Install an observer for this thread (nullptr removes it); returns the previous one.
 OpObserver* set_op_observer(OpObserver* observer);
+// The observer installed on this thread, or nullptr. Code with a fast path that records no op
+// (quant/integer_linear.h) checks it, so a traced model shows the ops a graph can re-run.
+OpObserver* op_observer();
 
 // A composite op — one whose body is other ops, like sdpa today (matmul, softmax, dropout, …)
 // — shows to observers as ONE op: `body` runs with the observer hidden, then the observer is

@@ -26,11 +26,14 @@
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
 #include "runtime/gpu_math.h"
+#include "runtime/kernels/sgemm_packed.h"
 #include "runtime/parallel.h"
 
 namespace mase::bench {
 void register_gemm();         // bench/bench_gemm.cpp
 void register_elementwise();  // bench/bench_elementwise.cpp
+void register_int8();         // bench/bench_int8.cpp
+void register_gemm_ladder();  // bench/bench_gemm_ladder.cpp
 void register_fused();        // bench/bench_fused.cpp
 void register_quant();        // bench/bench_quant.cpp
 void register_e2e();          // bench/bench_e2e.cpp
@@ -66,6 +69,10 @@ const Suite kSuites[] = {
      mase::bench::register_quant},
     {"e2e", "BERT tiny/mini/small training and eval steps at B32 T256: tokens/s, % of sgemm",
      mase::bench::register_e2e},
+    {"ladder", "the GEMM ladder: naive -> loops -> blocked -> packed microkernels (-> oneDNN) vs sgemm and FMA peak",
+     mase::bench::register_gemm_ladder},
+    {"int8", "int8 / MXINT8 Linears computed in integers: GEMMs vs sgemm, eval vs fp32 and fake-quant",
+     mase::bench::register_int8},
     // GPU suites (bench/bench_gpu_*.cpp): CUDA events, L2 flushed before each timed call;
     // each registers nothing, with one line on stderr, where no GPU is present
     {"gpu-base", "GPU: device-to-device copy bandwidth, cuBLAS sgemm 4096³ (the GPU's limits)",
@@ -130,8 +137,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(names));
   std::string precision = "fp32";
   app.add_option("--precision", precision,
-                 "GPU GEMM arithmetic for every suite: fp32 (default), tf32 or bf16 (tensor "
-                 "cores; gpu-step sets its own per variant)")
+                 "GEMM arithmetic for every suite: fp32 (default), tf32 (GPU only) or bf16 "
+                 "(bf16 operands, fp32 sums; gpu-step sets its own per variant)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   bool e2e = false;
   app.add_flag("--e2e", e2e, "the end-to-end suite only (same as --suite e2e)");
@@ -139,6 +146,11 @@ int main(int argc, char** argv) {
   app.add_flag("--compile", compiled,
                "e2e: also each step through graph::compile, right after its eager twin "
                "(e2e/<model>/<train|eval>/compiled; docs/lab4.md)");
+  std::string packed = "on";
+  app.add_option("--packed-gemm", packed,
+                 "inference Linears on our packed GEMM where it beats OpenBLAS (on), or always "
+                 "OpenBLAS (off): A/B of runtime/kernels/sgemm_packed.h")
+      ->check(CLI::IsMember({"on", "off"}));
   app.footer(footer());
   try {
     app.parse(argc, argv);
@@ -155,6 +167,10 @@ int main(int argc, char** argv) {
   try {
     const int n = mase::set_num_threads(threads);
     mase::set_gpu_gemm_precision(precision);  // runtime/gpu_math.h: nothing without a GPU
+    mase::cpu::set_sgemm_packed_enabled(packed == "on");
+    // the CPU has no tf32: its GEMMs stay fp32 under --precision tf32 (a GPU mode)
+    mase::set_cpu_gemm_precision(precision == "bf16" ? mase::GemmPrecision::bf16
+                                                     : mase::GemmPrecision::fp32);
     for (const Suite& s : kSuites) {
       bool on = suites.empty();
       for (const std::string& want : suites) on = on || want == s.name;
@@ -175,6 +191,8 @@ int main(int argc, char** argv) {
       benchmark::AddCustomContext("gpu", mase::bench::gpu_summary());
       benchmark::AddCustomContext("gpu_precision", precision);
     }
+    benchmark::AddCustomContext("packed_gemm", packed);
+    benchmark::AddCustomContext("precision", precision);
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,

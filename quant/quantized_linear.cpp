@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "quant/integer_linear.h"
+
 namespace mase::quant {
 namespace {
 
@@ -106,6 +108,15 @@ Tensor QuantizedLinear::forward(const Tensor& x) {
   if (weight_mask_.defined()) {
     if (grad_enabled() && weight.requires_grad()) apply_weight_mask_();
     w = where(weight_mask_, weight, Tensor::zeros({}, weight.dtype(), weight.device()));
+  }
+  // Inference on int8-coded formats computes in integers: the same values up to the order of
+  // fp32 additions (quant/integer_linear.h). Not while autograd or a graph tracer watches.
+  if (!grad_enabled() && op_observer() == nullptr && integer_kernels() &&
+      integer_path_supported(parsed_) && xin.is_cpu() && xin.dtype() == DType::f32 &&
+      w.is_cpu() && w.dtype() == DType::f32) {
+    const Int8Weight packed(w, parsed_.weight, parsed_.data_in);
+    Tensor y = integer_linear(xin, parsed_.data_in, packed, bias.defined() ? q_.bias(bias) : Tensor());
+    return q_.data_out(y);
   }
   Tensor xq = q_.data_in(xin);
   if (keep_x.defined() && !maps_zero_to_zero(q_.data_in)) xq = where(keep_x, xq, zero);

@@ -2,6 +2,7 @@
 #include "runtime/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -16,7 +17,15 @@ namespace {
 std::mutex g_mu;
 std::unique_ptr<tbb::global_control> g_control;
 int g_threads = 0;  // 0 until set: then the hardware count
+std::atomic<GemmPrecision> g_precision{GemmPrecision::fp32};
 }  // namespace
+
+void set_cpu_gemm_precision(GemmPrecision p) {
+  MASE_CHECK(p != GemmPrecision::tf32, ConfigError,
+             "[precision] expected fp32 or bf16 on the CPU, got tf32 (a GPU tensor-core mode)");
+  g_precision = p;
+}
+GemmPrecision cpu_gemm_precision() { return g_precision; }
 
 int set_num_threads(int n) {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

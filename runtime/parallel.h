@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/gemm_precision.h"
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
@@ -21,6 +23,15 @@ int set_num_threads(int n);
 int num_threads();
 // Which GEMM library and kernels the CPU backend runs: "OpenBLAS 0.3.21 (Haswell kernels)".
 std::string gemm_library();
+
+// The precision of every CPU fp32 GEMM (mase-train --precision; runtime/cpu/matmul.cpp): fp32,
+// or bf16 — both operands rounded to bfloat16 (round to nearest even, runtime/kernels/bf16.h),
+// products and sums in fp32 (runtime/gemm_precision.h). On CPUs with AVX512-BF16 the y = x·Wᵀ
+// products (no transpose of x, alpha 1, beta 0) run vdpbf16ps; everywhere else the rounding is
+// emulated (round copies, fp32 GEMM), which has the semantics and none of the speed.
+// Process-wide, like the thread count; f64 GEMMs are never rounded. tf32: ConfigError (GPU only).
+void set_cpu_gemm_precision(GemmPrecision p);
+GemmPrecision cpu_gemm_precision();
 
 // f(lo, hi) over [begin, end) in chunks of at least `grain` elements. Runs inline when the
 // range is a single chunk, so small tensors pay no scheduling cost.

@@ -179,8 +179,10 @@ int main(int argc, char** argv) {
                  "mpi (CPU ranks), nccl (one GPU per rank; world size 1 without mpirun)")
       ->capture_default_str();
   app.add_option("--precision", c.precision,
-                 "GPU GEMM arithmetic: fp32; tf32 (tensor cores, 10-bit mantissa inputs); bf16 "
-                 "(GEMM inputs in bf16, fp32 accumulation, weights and state fp32)")
+                 "GEMM arithmetic: fp32; tf32 (GPU tensor cores, 10-bit mantissa inputs); bf16 "
+                 "(operands in bf16, fp32 accumulation; CPU: AVX512-BF16 where present, emulated "
+                 "otherwise); weights, optimizer and statistics stay fp32")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   app.add_flag("--cuda-graphs", c.cuda_graphs,
                "GPU: capture each batch shape's training step as a CUDA graph and replay it");
@@ -203,6 +205,11 @@ int main(int argc, char** argv) {
   app.add_option("--compress", c.compress, "quantize-then-prune config in one TOML/JSON file");
   app.add_flag("--mxint8-weights", c.mxint8_weights,
                "store the plain Linear weights as packed MXINT8 (prints the bytes saved)");
+  app.add_option("--int8-kernels", c.int8_kernels,
+                 "on: quantized Linears with int8 codes (integer <= 8 bits, mxint8) evaluate in "
+                 "integers; off: fake-quantized fp32 (A/B)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app.add_option("--lora-rank", c.lora_rank, "LoRA adapters of this rank (0 = none); only they and the head train")
       ->capture_default_str();
   app.add_option("--lora-alpha", c.lora_alpha, "LoRA scale alpha (the update is alpha/rank·B·A)")

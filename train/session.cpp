@@ -15,6 +15,7 @@
 #include "models/lora.h"
 #include "models/parameters.h"
 #include "quant/checkpoint.h"
+#include "quant/integer_linear.h"
 #include "quant/mxint8_linear.h"
 #include "quant/passes.h"
 #include "runtime/cpu_features.h"
@@ -191,7 +192,16 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
                (long long)c.batch_size, (long long)t.total_steps(),
                (long long)t.steps_per_epoch(), c.weight_decay, c.clip,
                mc.hidden_dropout_prob);
-  std::fprintf(out, "device    %s, %d threads\n", c.device.c_str(), num_threads());
+  const bool vdpbf16 = cpu_features().avx512() && cpu_features().avx512_bf16;
+  const bool on_gpu = Device::parse(c.device).is_cuda();
+  const std::string precision =
+      c.precision == "fp32" ? "fp32"
+      : c.precision == "tf32" ? "tf32 GEMMs (tensor cores, fp32 accumulation)"
+      : on_gpu ? "bf16 GEMMs with fp32 accumulation (bf16 tensor cores)"
+      : cat("bf16 GEMMs with fp32 accumulation (",
+            vdpbf16 ? "AVX512-BF16 for x·Wᵀ, emulated elsewhere" : "emulated: no AVX512-BF16 here", ")");
+  std::fprintf(out, "device    %s, %d threads, precision %s\n", c.device.c_str(), num_threads(),
+               precision.c_str());
   if (dp)
     std::fprintf(out, "dist      %s, %d ranks, each %lld rows of the batch of %lld\n",
                  dp->backend() == DistBackend::nccl ? "nccl" : "mpi", dp->world(),
@@ -285,6 +295,8 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
   require_device(Device::parse(c.device));
   if (!c.init.empty()) nn::load_config((model_folder(c.init) / "config.json").string());
   set_num_threads(c.threads);
+  quant::set_integer_kernels(c.int8_kernels == "on");  // the evaluations of a QAT run
+  set_cpu_gemm_precision(c.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::fp32);
   if (!c.init.empty() && c.vocab.empty()) {  // --init brings its tokenizer (HF: vocab.txt)
     const fs::path tok = find_tokenizer_file(c.init);
     if (!tok.empty()) {
@@ -334,6 +346,8 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   c.validate();
   require_device(Device::parse(c.device));
   set_num_threads(c.threads);
+  quant::set_integer_kernels(c.int8_kernels == "on");
+  set_cpu_gemm_precision(c.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::fp32);
   const fs::path tok = find_tokenizer_file(dir);
   MASE_CHECK(!tok.empty(), ConfigError, "[resume] ", dir.string(),
              " has no tokenizer file (vocab.txt or tokenizer.model)");
@@ -372,6 +386,12 @@ EvalResult eval_only(TrainConfig c, std::FILE* out, const ForwardFactory& forwar
   const json compression = read_compression(c);
   LoadedModel lm = load_model_dir(c.init, c.vocab);
   apply_compression(*lm.model, c, compression, out);  // post-training quantization / pruning
+  quant::set_integer_kernels(c.int8_kernels == "on");
+  set_cpu_gemm_precision(c.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::fp32);
+  if (c.int8_kernels == "on" && Device::parse(c.device).is_cpu()) {  // integers, weights packed once
+    const quant::IntegerInferenceReport ir = quant::integer_inference(*lm.model);
+    if (!ir.converted.empty() || !ir.kept.empty()) std::fprintf(out, "%s", ir.str().c_str());
+  }
   if (c.max_len <= 0) c.max_len = lm.max_len;  // 0: what the run was trained with
   c.vocab = lm.tokenizer_file.string();          // the data tokenized with the model's tokenizer
   c.tokenizer = tokenizer_kind(lm.tokenizer_file);

@@ -62,6 +62,7 @@ void for_each_field(C& c, F&& f) {
   f("prune", c.prune);
   f("compress", c.compress);
   f("mxint8_weights", c.mxint8_weights);
+  f("int8_kernels", c.int8_kernels);
   f("lora_rank", c.lora_rank);
   f("lora_alpha", c.lora_alpha);
   f("lora_dropout", c.lora_dropout);
@@ -127,13 +128,15 @@ void TrainConfig::validate() const {
              "[train] expected --tokenizer sentencepiece or wordpiece, got '", tokenizer, "'");
   MASE_CHECK(!pooling || *pooling == "cls" || *pooling == "mean", ConfigError,
              "[train] expected --pooling cls or mean, got '", pooling.value_or(""), "'");
+  MASE_CHECK(int8_kernels == "on" || int8_kernels == "off", ConfigError,
+             "[train] expected --int8-kernels on or off, got '", int8_kernels, "'");
   MASE_CHECK(schedule == "linear" || schedule == "cosine" || schedule == "constant", ConfigError,
              "[train] expected --schedule linear, cosine or constant, got '", schedule, "'");
   MASE_CHECK(precision == "fp32" || precision == "tf32" || precision == "bf16", ConfigError,
              "[train] expected --precision fp32, tf32 or bf16, got '", precision, "'");
-  MASE_CHECK(precision == "fp32" || Device::parse(device).is_cuda(), ConfigError,
-             "[train] --precision ", precision, " is a GPU mode (tensor cores); use it with "
-             "--device cuda");
+  MASE_CHECK(precision != "tf32" || Device::parse(device).is_cuda(), ConfigError,
+             "[train] --precision tf32 is a GPU mode (tensor cores); use it with --device cuda "
+             "(the CPU has fp32 and bf16)");
   MASE_CHECK(!cuda_graphs || Device::parse(device).is_cuda(), ConfigError,
              "[train] --cuda-graphs captures GPU work; use it with --device cuda");
   at_least("profile", static_cast<double>(profile), 0);

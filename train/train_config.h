@@ -56,7 +56,11 @@ struct TrainConfig {
   uint64_t seed = 0;                // weights, dropout and data order
   int threads = 0;                  // 0 = all cores
   std::string device = "cpu";       // "cpu", "cuda" or "cuda:N"
-  std::string precision = "fp32";   // GPU GEMMs: fp32, tf32 or bf16 (runtime/gpu_math.h)
+  // GEMM arithmetic (runtime/gemm_precision.h): "fp32"; "tf32" (GPU tensor cores); "bf16":
+  // every GEMM (Linears, attention products, forward and backward) with bf16 operands and fp32
+  // accumulation — weights, optimizer state, LayerNorm/softmax statistics and the loss stay
+  // fp32. CPU: runtime/parallel.h's set_cpu_gemm_precision; GPU: runtime/gpu_math.h.
+  std::string precision = "fp32";
   bool cuda_graphs = false;         // GPU: capture each batch shape's step, replay it (train/graph_step.h)
   bool deterministic = false;       // GPU: deterministic kernels only (runtime/gpu_math.h)
   int64_t profile = 0;              // > 0: profile that many steps after 3 warm-up steps
@@ -68,6 +72,10 @@ struct TrainConfig {
   std::string prune;            // a prune config: {"weight": {...}, "activation": {...}}
   std::string compress;         // both in one file: {"quantize": {...}, "prune": {...}}
   bool mxint8_weights = false;  // then store the remaining plain Linear weights as MXINT8
+  // "on": quantized Linears whose formats have int8 codes (integer ≤ 8 bits, mxint8) evaluate
+  // in integers (quant/integer_linear.h; with --eval-only their fp32 weights are dropped);
+  // "off": fake-quantized in fp32, as before (for A/B comparisons)
+  std::string int8_kernels = "on";
 
   // ---- LoRA (Lab 0, models/lora.h): adapters on the Linears matching lora_targets; only they
   // and the classifier head train. fuse_lora folds them into plain Linears before the final save.

@@ -11,6 +11,8 @@
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
 #include "runtime/kernels/matmul.h"
+#include "runtime/kernels/sgemm_packed.h"
+#include "runtime/parallel.h"
 
 namespace mase {
 namespace {
@@ -46,6 +48,15 @@ void gemm_any(const Tensor& like, bool ta, bool tb, int64_t M, int64_t N, int64_
   }
   if (batch == 1 && !ao) cpu::gemm<T>(ta, tb, M, N, K, T(alpha), A, lda, B, ldb, T(beta), C, ldc);
   else cpu::gemm_batched<T>(ta, tb, M, N, K, T(alpha), A, lda, B, ldb, T(beta), C, ldc, batch, ao, bo, co);
+}
+
+// Inference only (no autograd): does our packed GEMM (runtime/kernels/sgemm_packed.h) beat
+// OpenBLAS on this Linear? Measured with mase-bench --suite ladder (docs/performance.md, "The
+// CPU's own matrix units"): on BERT's narrow Linears — bert-tiny's 128-wide ones — OpenBLAS
+// spends much of each call packing A and B; ours packs only W (here, per call: N·K copies
+// against M·N·K FMAs, <1% at M = 8192) and wins; from 512 × 512 up OpenBLAS's larger tiles win.
+bool packed_linear_wins(int64_t rows, int64_t out, int64_t in) {
+  return rows >= 64 && std::min(out, in) <= 128 && std::max(out, in) <= 512;
 }
 
 // Can the dims before the last one be merged into a single evenly strided "rows" dim? Walk
@@ -163,9 +174,20 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = out;
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
+  MatrixArg W = matrix_arg(weight);  // weight (out, in) read as Wᵀ: flip its transpose flag
+  if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && !W.trans && in > 0 &&
+      cpu::sgemm_packed_enabled() && cpu_gemm_precision() == GemmPrecision::fp32 &&
+      packed_linear_wins(rows, out, in)) {
+    const cpu::F32PackedB pw = cpu::sgemm_pack_b(W.t.data<float>(), W.ld, out, in, cpu::f32_isa_best());
+    const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
+    cpu::sgemm_packed(y.data<float>(), out, x2.data<float>(), in, rows, pw,
+                      bias.defined() ? b.data<float>() : nullptr);
+    Tensors inputs{x, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    return record("linear", inputs, y, nullptr);  // no autograd here: nothing to differentiate
+  }
   // y = bias broadcast to every row, then y += x·Wᵀ (beta = 1): the bias add costs no extra pass
   if (bias.defined()) copy_(y.as_strided({rows, out}, {out, 1}, 0), bias.as_strided({rows, out}, {0, bias.strides()[0]}, bias.offset()));
-  MatrixArg W = matrix_arg(weight);  // weight (out, in) read as Wᵀ: flip its transpose flag
   if (in == 0) {  // an empty sum: y = bias, or 0 (and BLAS would reject lda = 0)
     if (!bias.defined()) fill_(y, 0.0);
   } else {

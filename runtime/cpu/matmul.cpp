@@ -6,9 +6,12 @@
 #include "runtime/kernels/matmul.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "runtime/cpu/blas.h"
 #include "runtime/error.h"
+#include "runtime/kernels/bf16.h"
+#include "runtime/parallel.h"
 
 namespace mase::cpu {
 
@@ -18,12 +21,41 @@ int as_int(int64_t v) {  // BLAS takes 32-bit sizes
   if (v > INT32_MAX) throw Error(cat("[gemm] size ", v, " exceeds the 32-bit BLAS interface"));
   return static_cast<int>(v);
 }
+
+// rows × cols of X (row stride ld) rounded to bf16 values into buf (row stride cols). Serial:
+// GEMMs are also called from inside TBB tasks (runtime/cpu/sdpa.cpp's tile products).
+const float* rounded(std::vector<float>& buf, const float* X, int64_t rows, int64_t cols, int64_t ld) {
+  buf.resize(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) buf[size_t(r * cols + c)] = bf16_round(X[r * ld + c]);
+  return buf.data();
 }
+}  // namespace
 
 template <>
 void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
+  if (cpu_gemm_precision() == GemmPrecision::bf16 && K > 0) {
+    thread_local std::vector<float> ra, rb;
+    if (!ta && tb && alpha == 1.0f && beta == 0.0f && bf16_isa_best() == Bf16Isa::avx512_bf16) {
+      thread_local std::vector<uint16_t> a16, b16;  // y = x·Wᵀ on the bf16 dot-product unit
+      a16.resize(size_t(M * K));
+      b16.resize(size_t(N * K));
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < K; ++k) a16[size_t(i * K + k)] = bf16_from_f32(A[i * lda + k]);
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t k = 0; k < K; ++k) b16[size_t(j * K + k)] = bf16_from_f32(B[j * ldb + k]);
+      bf16_gemm(C, ldc, a16.data(), K, b16.data(), K, M, N, K, nullptr, Bf16Isa::avx512_bf16);
+      return;
+    }
+    // op(A) is M × K: stored K × M when transposed; op(B) is K × N: stored N × K when transposed
+    const float* a = ta ? rounded(ra, A, K, M, lda) : rounded(ra, A, M, K, lda);
+    const float* b = tb ? rounded(rb, B, N, K, ldb) : rounded(rb, B, K, N, ldb);
+    blas::sgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, a, ta ? as_int(M) : as_int(K),
+                b, tb ? as_int(K) : as_int(N), beta, C, as_int(ldc));
+    return;
+  }
   blas::sgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, A, as_int(lda), B, as_int(ldb),
               beta, C, as_int(ldc));
 }

@@ -10,6 +10,8 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/gemm_precision.h"
+
 #include "runtime/kernels/backend.h"
 
 namespace mase::cpu {
@@ -83,14 +85,7 @@ inline int64_t strided_run(int64_t batch, int64_t start, const int64_t* a_off,
   return end - start;
 }
 
-// The arithmetic of GEMMs on the GPU (cuBLAS math mode). fp32: exact IEEE fp32 products
-// (the default, and PyTorch's default for matmuls since 1.12). tf32: tensor cores with
-// inputs rounded to TF32 (10-bit mantissa, fp32 range) and fp32 accumulation — about 8x the
-// fp32 rate on an H100, at a relative error per product of ~2^-11 instead of 2^-24
-// (torch.backends.cuda.matmul.allow_tf32 = True). bf16: inputs rounded to bf16 (8 significant
-// bits) on the way into each GEMM, bf16 tensor cores (2x tf32's rate), fp32 accumulation and
-// output; every tensor stays fp32 (cuda/matmul_bf16.cu says what that buys and what not).
-enum class GemmPrecision { fp32, tf32, bf16 };
+// The arithmetic of GEMMs on the GPU (cuBLAS math mode): GemmPrecision, runtime/gemm_precision.h.
 
 }  // namespace mase
 

@@ -3,6 +3,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "helpers.h"
+#include "runtime/kernels/sgemm_packed.h"
 
 using namespace mase;
 using mase::test::check_close;
@@ -58,6 +59,27 @@ TEST_CASE("linear: zero input features give the bias") {
   backward(sum(y));
   check_close(b.grad(), {2, 2, 2});  // db = Σ over the 2 rows of 1
   CHECK(w.grad().shape() == Shape{3, 0});
+}
+
+TEST_CASE("linear: inference on narrow shapes takes the packed GEMM, same values within fp32") {
+  // bert-tiny's FFN output at 200 rows: (200, 512)·(128, 512)ᵀ + b under no-grad runs
+  // runtime/kernels/sgemm_packed.h; with it switched off, OpenBLAS. Both against the grad-mode
+  // result (OpenBLAS) within reassociation. Each output of the packed GEMM is one fma chain
+  // over k (sgemm_packed.h); OpenBLAS adds partial sums of its K blocks, so at K = 512 the two
+  // differ in the last bits — which shows the switch really changes the kernel.
+  Tensor x = test::random_tensor({2, 100, 512}, 1, -1, 1, DType::f32);
+  Tensor w = test::random_tensor({128, 512}, 2, -1, 1, DType::f32);
+  Tensor b = test::random_tensor({128}, 3, -1, 1, DType::f32);
+  const Tensor graded = linear(x, w, b);
+  NoGradGuard no_grad;
+  const Tensor packed = linear(x, w, b);
+  cpu::set_sgemm_packed_enabled(false);
+  const Tensor blas = linear(x, w, b);
+  cpu::set_sgemm_packed_enabled(true);
+  CHECK(blas.to_vector<float>() == graded.to_vector<float>());
+  CHECK(packed.shape() == Shape{2, 100, 128});
+  check_close(packed, graded, 1e-4, 1e-5);
+  CHECK(packed.to_vector<float>() != graded.to_vector<float>());
 }
 
 TEST_CASE("linear: CPU == CUDA") {

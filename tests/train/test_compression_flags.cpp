@@ -120,6 +120,28 @@ TEST_CASE("mase-train --eval-only --quant is post-training quantization") {
   EvalResult mx = eval_with([](TrainConfig& e) { e.mxint8_weights = true; });
   CHECK(std::abs(mx.loss - fp.loss) < 0.05);
   CHECK_FALSE(fs::exists(fx.run("unused")));  // evaluation writes nothing
+
+  // --int8-kernels: on (the default) evaluates Q4.4 in integers through Int8Linear layers, off
+  // fake-quantized in fp32; the same numbers up to fp32 reassociation
+  std::FILE* log = std::tmpfile();
+  TrainConfig e = fx.config("unused");
+  e.init = fx.run("run").string();
+  e.vocab = "";
+  e.max_len = 0;
+  e.quant = (fx.dir.path / "int8.json").string();
+  EvalResult on = eval_only(e, log);
+  e.int8_kernels = "off";
+  EvalResult off = eval_only(e, null);
+  CHECK(on.loss == q8.loss);
+  CHECK(std::abs(on.loss - off.loss) < 1e-4 * std::abs(off.loss));
+  CHECK(on.accuracy == off.accuracy);
+  std::rewind(log);
+  std::string text(1 << 16, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), log));
+  std::fclose(log);
+  CHECK(text.find("integer inference: 8 Linear layer(s) now Int8Linear") != std::string::npos);
+  e.int8_kernels = "maybe";
+  CHECK_THROWS_AS(e.validate(), ConfigError);
 }
 
 TEST_CASE("mase-train compression flags: bad combinations and files fail before any work") {

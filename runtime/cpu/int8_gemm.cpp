@@ -1,0 +1,387 @@
+// runtime/cpu/int8_gemm.cpp — the int8 GEMM around its microkernels: run-time ISA choice,
+// packing B once, packing A per task, the loops and threads, and the scalar reference.
+// The contract and the math: runtime/kernels/int8_gemm.h. The microkernels:
+// int8_gemm_vnni.cpp, int8_gemm_avx2.cpp (read int8_tile.h first).
+//
+// The loop structure (what GotoBLAS taught every GEMM since):
+//   parallel over tasks = (a block of MC rows of A) × (a range of B's panels)
+//     pack the task's rows of A into a buffer laid out like B's blocks (VNNI: codes + 128)
+//     for each panel of nr columns            — the panel stays in L2 while the rows go by
+//       for each MR rows of the packed A      — one microkernel call: an MR × nr tile of C
+// B is packed once (int8_pack_b, by the caller: a Linear packs its weight once), so the
+// microkernel reads both operands with unit stride and no bounds checks; partial tiles at the
+// bottom and right edges are handled by the kernel's mr / nv, the padded K by zero bytes.
+#include "runtime/kernels/int8_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <immintrin.h>
+
+#include "runtime/cpu/int8_tile.h"
+#include "runtime/cpu_features.h"
+#include "runtime/error.h"
+#include "runtime/parallel.h"
+
+namespace mase::cpu {
+
+const char* int8_isa_name(Int8Isa isa) {
+  switch (isa) {
+    case Int8Isa::avx512_vnni: return "avx512-vnni";
+    case Int8Isa::avx2: return "avx2";
+    default: return "reference";
+  }
+}
+
+bool int8_isa_supported(Int8Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  switch (isa) {
+    case Int8Isa::avx512_vnni: return f.avx512() && f.avx512_vnni;
+    case Int8Isa::avx2: return f.avx2;
+    default: return true;
+  }
+}
+
+Int8Isa int8_isa_best() {
+  if (int8_isa_supported(Int8Isa::avx512_vnni)) return Int8Isa::avx512_vnni;
+  if (int8_isa_supported(Int8Isa::avx2)) return Int8Isa::avx2;
+  return Int8Isa::reference;
+}
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Geometry of a blocked, padded K shared by packed A and packed B.
+struct KLayout {
+  int64_t block, nblocks, gb, gl, kp;  // gb / gl: groups of 4 per full / last block
+};
+KLayout k_layout(int64_t K, int64_t block) {
+  KLayout l{};
+  l.block = std::max<int64_t>(1, std::min(block, K));
+  l.nblocks = K > 0 ? ceil_div(K, l.block) : 0;
+  l.gb = ceil_div(l.block, 4);
+  l.gl = l.nblocks ? ceil_div(K - (l.nblocks - 1) * l.block, 4) : 0;
+  l.kp = l.nblocks ? 4 * ((l.nblocks - 1) * l.gb + l.gl) : 0;
+  return l;
+}
+// Offset in a packed row of k (block by block, each padded to a multiple of 4).
+int64_t packed_k(const KLayout& l, int64_t k) {
+  const int64_t blk = k / l.block;
+  return blk * l.gb * 4 + (k - blk * l.block);
+}
+
+void check_sizes(const char* op, int64_t M, int64_t N, int64_t K, int64_t block) {
+  MASE_CHECK(M >= 0 && N >= 0 && K >= 0, ShapeError, "[", op, "] expected sizes ≥ 0, got M=", M,
+             " N=", N, " K=", K);
+  MASE_CHECK(block >= 1, ConfigError, "[", op, "] expected a block ≥ 1, got ", block);
+  MASE_CHECK(std::min(block, K) <= kInt8MaxBlock, ConfigError, "[", op, "] blocks of ",
+             std::min(block, K), " could overflow int32 (at most ", kInt8MaxBlock,
+             "; pass a smaller block with repeated scales)");
+}
+
+}  // namespace
+
+// ---- the reference -------------------------------------------------------------------------
+
+void int8_gemm_reference(int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const int8_t* B,
+                         int64_t ldb, int64_t M, int64_t N, int64_t K) {
+  parallel_for(0, M, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int32_t s = 0;
+        for (int64_t k = 0; k < K; ++k) s += int32_t(A[i * lda + k]) * int32_t(B[j * ldb + k]);
+        Ci[i * ldc + j] = s;
+      }
+  });
+}
+
+void int8_gemm_scaled_reference(float* C, int64_t ldc, const int8_t* A, int64_t lda,
+                                const float* sa, const int8_t* B, int64_t ldb, const float* sb,
+                                int64_t M, int64_t N, int64_t K, int64_t block, const float* bias) {
+  const KLayout l = k_layout(K, block);
+  parallel_for(0, M, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float acc = 0.0f;
+        for (int64_t blk = 0; blk < l.nblocks; ++blk) {
+          int32_t s = 0;
+          const int64_t k1 = std::min(K, (blk + 1) * l.block);
+          for (int64_t k = blk * l.block; k < k1; ++k)
+            s += int32_t(A[i * lda + k]) * int32_t(B[j * ldb + k]);
+          const float scale = sa[i * l.nblocks + blk] * (sb ? sb[j * l.nblocks + blk] : 1.0f);
+          acc = std::fma(float(s), scale, acc);
+        }
+        C[i * ldc + j] = bias ? acc + bias[j] : acc;
+      }
+  });
+}
+
+// ---- packing B -------------------------------------------------------------------------------
+
+Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64_t N, int64_t K,
+                        int64_t block, Int8Isa isa) {
+  check_sizes("int8_pack_b", 0, N, K, block);
+  MASE_CHECK(int8_isa_supported(isa), ConfigError, "[int8_pack_b] this CPU cannot run the ",
+             int8_isa_name(isa), " kernel");
+  const KLayout l = k_layout(K, block);
+  Int8PackedB p;
+  p.N = N;
+  p.K = K;
+  p.block = l.block;
+  p.nblocks = l.nblocks;
+  for (int64_t j = 0; j < N && !p.has_min; ++j)
+    for (int64_t k = 0; k < K; ++k)
+      if (B[j * ldb + k] == -128) {
+        p.has_min = true;
+        break;
+      }
+  // the sign trick of the AVX2 kernel cannot negate −128 (int8_gemm_avx2.cpp)
+  p.isa = (isa == Int8Isa::avx2 && p.has_min) ? Int8Isa::reference : isa;
+  auto scale = [&](int64_t j, int64_t blk) { return scales ? scales[j * l.nblocks + blk] : 1.0f; };
+
+  if (p.isa == Int8Isa::reference) {
+    p.nr = 1;
+    p.kp = K;
+    p.data.resize(size_t(N * K));
+    p.scales.resize(size_t(N * l.nblocks));
+    for (int64_t j = 0; j < N; ++j) {
+      std::memcpy(p.data.data() + j * K, B + j * ldb, size_t(K));
+      for (int64_t blk = 0; blk < l.nblocks; ++blk) p.scales[j * l.nblocks + blk] = scale(j, blk);
+    }
+    return p;
+  }
+  const int64_t nr = p.isa == Int8Isa::avx512_vnni ? kVnniNR : kAvx2NR;
+  p.nr = nr;
+  p.kp = l.kp;
+  const int64_t panels = p.panels();
+  p.data.assign(size_t(panels * l.kp * nr), 0);  // padding columns and k-values stay 0
+  p.scales.assign(size_t(panels * l.nblocks * nr), 0.0f);
+  if (p.isa == Int8Isa::avx512_vnni) p.comp.assign(p.scales.size(), 0);
+  parallel_for(0, N, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(K, 1)),
+               [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t pan = j / nr, c = j % nr;
+      int8_t* dst = p.data.data() + pan * l.kp * nr;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t pk = packed_k(l, k);  // group pk/4, byte pk%4 of the group
+        dst[(pk / 4) * 4 * nr + 4 * c + pk % 4] = B[j * ldb + k];
+      }
+      for (int64_t blk = 0; blk < l.nblocks; ++blk) {
+        const int64_t at = (pan * l.nblocks + blk) * nr + c;
+        p.scales[size_t(at)] = scale(j, blk);
+        if (!p.comp.empty()) {  // the offset trick's correction, int8_gemm_vnni.cpp
+          int32_t sum = 0;
+          for (int64_t k = blk * l.block; k < std::min(K, (blk + 1) * l.block); ++k)
+            sum += B[j * ldb + k];
+          p.comp[size_t(at)] = 128 * sum;
+        }
+      }
+    }
+  });
+  return p;
+}
+
+// ---- the driver ------------------------------------------------------------------------------
+
+namespace {
+
+// Either output: Ci (int32 mode, sa == nullptr) or C (scaled mode).
+void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const float* sa,
+         int64_t M, const Int8PackedB& B, const float* bias) {
+  const int64_t N = B.N, K = B.K;
+  if (M == 0 || N == 0) return;
+  if (B.nblocks == 0) {  // K = 0: an empty sum
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        if (Ci) Ci[i * ldc + j] = 0;
+        else C[i * ldc + j] = bias ? 0.0f + bias[j] : 0.0f;
+      }
+    return;
+  }
+  if (B.isa == Int8Isa::reference) {
+    if (Ci) int8_gemm_reference(Ci, ldc, A, lda, B.data.data(), K, M, N, K);
+    else
+      int8_gemm_scaled_reference(C, ldc, A, lda, sa, B.data.data(), K, B.scales.data(), M, N, K,
+                                 B.block, bias);
+    return;
+  }
+  MASE_CHECK(int8_isa_supported(B.isa), ConfigError, "[int8_gemm] B was packed for ",
+             int8_isa_name(B.isa), ", which this CPU cannot run");
+  const bool vnni = B.isa == Int8Isa::avx512_vnni;
+  const int64_t MR = vnni ? (sa ? kVnniMRScaled : kVnniMR) : kAvx2MR, nr = B.nr, MC = 96;
+  const KLayout l = k_layout(K, B.block);
+  const int64_t mblocks = ceil_div(M, MC), panels = B.panels();
+  // enough tasks for every thread to have ~4 (small M: split the panels too)
+  const int64_t want = 4 * std::max(1, num_threads());
+  const int64_t per_chunk = ceil_div(panels, std::clamp<int64_t>(ceil_div(want, mblocks), 1, panels));
+  const int64_t chunks = ceil_div(panels, per_chunk);
+  const uint8_t fill = vnni ? 0x80 : 0x00;  // u = a + 128 for VNNI (a ^ 0x80), a for AVX2
+
+  parallel_for(0, mblocks * chunks, 1, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<uint8_t> abuf;
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t m0 = (task / chunks) * MC, mc = std::min(MC, M - m0);
+      const int64_t p0 = (task % chunks) * per_chunk, p1 = std::min(panels, p0 + per_chunk);
+      // pack mc rows of A like B's blocks (the padding bytes meet zeros of B)
+      abuf.assign(size_t(mc * l.kp), fill);
+      for (int64_t i = 0; i < mc; ++i) {
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(A + (m0 + i) * lda);
+        uint8_t* dst = abuf.data() + i * l.kp;
+        for (int64_t blk = 0; blk < l.nblocks; ++blk) {
+          const int64_t k0 = blk * l.block, n = std::min(l.block, K - k0);
+          uint8_t* d = dst + blk * l.gb * 4;
+          for (int64_t k = 0; k < n; ++k) d[k] = src[k0 + k] ^ fill;
+        }
+      }
+      for (int64_t pan = p0; pan < p1; ++pan) {
+        Int8Tile t{};
+        t.b = B.data.data() + pan * l.kp * nr;
+        t.comp = vnni ? B.comp.data() + pan * l.nblocks * nr : nullptr;
+        t.sb = B.scales.data() + pan * l.nblocks * nr;
+        t.nblocks = l.nblocks;
+        t.gb = l.gb;
+        t.gl = l.gl;
+        t.lda = l.kp;
+        t.lds = l.nblocks;
+        t.ldc = ldc;
+        t.nv = int(std::min(nr, N - pan * nr));
+        t.bias = bias ? bias + pan * nr : nullptr;
+        for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+          t.mr = int(std::min(MR, mc - i0));
+          t.a = abuf.data() + i0 * l.kp;
+          t.sa = sa ? sa + (m0 + i0) * l.nblocks : nullptr;
+          t.c = C ? C + (m0 + i0) * ldc + pan * nr : nullptr;
+          t.ci = Ci ? Ci + (m0 + i0) * ldc + pan * nr : nullptr;
+          if (vnni) int8_tile_vnni(t);
+          else int8_tile_avx2(t);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void int8_gemm(int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
+               const Int8PackedB& B) {
+  MASE_CHECK(B.nblocks <= 1, ConfigError, "[int8_gemm] the int32 product needs B packed with one ",
+             "block per row, got ", B.nblocks, " blocks");
+  run(nullptr, Ci, ldc, A, lda, nullptr, M, B, nullptr);
+}
+
+void int8_gemm_scaled(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa,
+                      int64_t M, const Int8PackedB& B, const float* bias) {
+  run(C, nullptr, ldc, A, lda, sa, M, B, bias);
+}
+
+// ---- activation codes: integer(width ≤ 8, frac_width) ---------------------------------------
+
+void int8_quantize_integer(int8_t* q, float* row_scale, const float* x, int64_t rows, int64_t K,
+                           int width, int frac_width) {
+  MASE_CHECK(width >= 1 && width <= 8, ConfigError,
+             "[int8_quantize_integer] expected a width of 1..8, got ", width);
+  const float scale = std::ldexp(1.0f, frac_width), inv = std::ldexp(1.0f, -frac_width);
+  const float lo = -std::ldexp(1.0f, width - 1), hi = std::ldexp(1.0f, width - 1) - 1.0f;
+  // One element: RNE in the default rounding mode (as quant_scalar's integer_one), clamped,
+  // NaN noted for the row and coded 0.
+  auto one = [&](float xv, int& nan) {
+    const float v = xv * scale;
+    nan |= v != v;
+    float c = std::nearbyint(v);
+    c = c < lo ? lo : c;
+    c = c > hi ? hi : c;
+    return static_cast<int8_t>(static_cast<int>(v == v ? c : 0.0f));
+  };
+  const __m256 vs = _mm256_set1_ps(scale), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(K, 1)),
+               [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * K;
+      int8_t* qr = q + r * K;
+      int nan = 0;
+      int64_t k = 0;
+      __m256 unordered = _mm256_setzero_ps();
+      for (; k + 32 <= K; k += 32) {  // 32 floats → 32 bytes: round, clamp, convert, pack
+        __m256i w[4];
+        for (int u = 0; u < 4; ++u) {
+          const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xr + k + 8 * u), vs);
+          unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+          __m256 c = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          c = _mm256_min_ps(_mm256_max_ps(c, vlo), vhi);  // NaN → lo here; the row is NaN anyway
+          w[u] = _mm256_cvtps_epi32(c);
+        }
+        // int32 → int16 → int8 with saturation (values are in range already); the packs work
+        // per 128-bit lane, so a final permute puts the 32 bytes back in order
+        const __m256i h01 = _mm256_packs_epi32(w[0], w[1]), h23 = _mm256_packs_epi32(w[2], w[3]);
+        const __m256i b = _mm256_packs_epi16(h01, h23);
+        const __m256i ordered = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + k), ordered);
+      }
+      nan |= _mm256_movemask_ps(unordered) != 0;
+      for (; k < K; ++k) qr[k] = one(xr[k], nan);
+      row_scale[r] = nan ? NAN : inv;
+    }
+  });
+}
+
+// ---- activation codes: mxint8 ------------------------------------------------------------------
+// The codes and exponents of runtime/cpu/mxint8.cpp's quantize_block, 32 at a time in AVX2:
+// amax as bits (|x| orders like its bit pattern), s = its exponent field (0xFF: NaN/inf),
+// q = clamp(RNE((x·f1)·f2), ±127) with f1·f2 = 2^(133−s) split in two when s < 6 — the same
+// multiplies in the same order, so the same codes (tested). Scales come out as fp32 2^(s−133).
+void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows, int64_t K) {
+  const int64_t nb = (K + 31) / 32;
+  auto pow2 = [](int e) { return std::ldexp(1.0f, e); };
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(K, 1)),
+               [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t blk = 0; blk < nb; ++blk) {
+        const float* xb = x + r * K + blk * 32;
+        int8_t* qb = q + r * K + blk * 32;
+        const int64_t n = std::min<int64_t>(32, K - blk * 32);
+        alignas(32) float buf[32] = {};  // a short last block, zero-padded (zeros change no max)
+        const float* src = xb;
+        if (n < 32) {
+          std::memcpy(buf, xb, size_t(n) * 4);
+          src = buf;
+        }
+        __m256 v[4];
+        __m256i amax = _mm256_setzero_si256();
+        const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+        for (int u = 0; u < 4; ++u) {
+          v[u] = _mm256_loadu_ps(src + 8 * u);
+          amax = _mm256_max_epi32(amax, _mm256_and_si256(_mm256_castps_si256(v[u]), abs_mask));
+        }
+        alignas(32) int32_t lanes[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), amax);
+        uint32_t m = 0;
+        for (int32_t l : lanes) m = std::max(m, uint32_t(l));
+        const uint32_t e = std::min<uint32_t>(m >> 23, 0xFF);
+        float* sc = scales + r * nb + blk;
+        if (e == 0xFF) {  // NaN or inf in the block: codes 0, scale NaN (the block's outputs NaN)
+          std::memset(qb, 0, size_t(n));
+          *sc = NAN;
+          continue;
+        }
+        *sc = pow2(int(e) - 133);
+        const int h = e < 6 ? 6 : 0;
+        const __m256 f1 = _mm256_set1_ps(pow2(133 - int(e) - h)), f2 = _mm256_set1_ps(pow2(h));
+        const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+        __m256i w[4];
+        for (int u = 0; u < 4; ++u) {
+          __m256 c = _mm256_round_ps(_mm256_mul_ps(_mm256_mul_ps(v[u], f1), f2),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          w[u] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(c, lo), hi));
+        }
+        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(w[0], w[1]), _mm256_packs_epi32(w[2], w[3]));
+        alignas(32) int8_t out[32];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out),
+                           _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        std::memcpy(qb, out, size_t(n));
+      }
+  });
+}
+
+}  // namespace mase::cpu

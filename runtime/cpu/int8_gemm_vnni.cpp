@@ -1,0 +1,120 @@
+// runtime/cpu/int8_gemm_vnni.cpp — the AVX512-VNNI microkernel of the int8 GEMM: a 6 × 32
+// tile of C, all of K, with vpdpbusd. Compiled with -mavx512vnni (runtime/CMakeLists.txt) and
+// called only on CPUs that have it (runtime/cpu/int8_gemm.cpp). Read int8_tile.h first.
+//
+// One vpdpbusd does, in each of 16 int32 lanes, acc += a0·b0 + a1·b1 + a2·b2 + a3·b3: four
+// bytes of one register times four bytes of the other, summed into 32 bits without overflow or
+// saturation (a u8 times an s8 is at most 255·128 in magnitude, four of them fit easily). So
+// per instruction 64 multiply-adds — 4× an fp32 FMA's 16 — which is where int8 gets its speed.
+//
+// The register picture, per group of 4 k-values (MR = 6, NR = 32):
+//   b0, b1      one 64-byte load each: 16 columns × 4 k-values of the packed B panel
+//   a           4 bytes of one row of A (k .. k+3) broadcast to all 16 lanes
+//   s[i][0..1]  12 int32 accumulators: row i × columns 0–15 and 16–31
+// 2 loads of B and 6 broadcasts feed 12 vpdpbusd: the loads are amortised over the rows, the
+// broadcasts over the columns. Each tile reads A and B once from L1/L2 for 6·32 outputs.
+//
+// The u8 × s8 problem, and the offset trick. vpdpbusd multiplies an UNSIGNED byte (first
+// operand) by a signed one. Our activation codes a are signed, −128..127. Feed it u = a + 128
+// instead (0..255: flipping the top bit, a ^ 0x80, which the driver does once while packing A):
+//   Σ_k u_k·b_k = Σ_k (a_k + 128)·b_k = Σ_k a_k·b_k + 128·Σ_k b_k
+// The last term depends only on B, which is fixed: the packer stores comp = 128·Σ_k b_k per
+// column and block, and every block's accumulators start at −comp instead of 0. After the
+// block they hold exactly Σ a·b. (oneDNN and FBGEMM do the same; the other classic fix, the
+// sign trick of int8_gemm_avx2.cpp, costs two more instructions per product here.)
+//
+// Then, per block (scaled mode): s → fp32, times sa[i]·sb[j], added into fp32 accumulators f —
+// the order of int8_gemm.h's formula, so the result equals the scalar reference bit for bit.
+// That block epilogue (cvt, mul, fma per accumulator every 8 vpdpbusd) is the price of MXINT8's
+// per-32 scales: the int32 mode (one scale per row) runs ~2× faster on the same shapes.
+#include <immintrin.h>
+
+#include "runtime/cpu/int8_tile.h"
+#include "runtime/cpu/tile_rows.h"
+
+// GCC 12 warns that _mm512_cvtepi32_ps's own _mm512_undefined_ps() "may be used uninitialized":
+// a known false positive of the intrinsic header, not of this code.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace mase::cpu {
+namespace {
+
+inline int32_t load32(const uint8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);  // the 4 bytes of one group, any alignment
+  return v;
+}
+
+template <int MR, bool Scaled>
+void tile(const Int8Tile& t) {
+  const int nv0 = t.nv < 16 ? t.nv : 16, nv1 = t.nv > 16 ? t.nv - 16 : 0;
+  const __mmask16 m0 = nv0 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv0) - 1);
+  const __mmask16 m1 = nv1 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv1) - 1);
+  // scaled mode: fp32 sums beside the int32 ones, 4 rows at most (kVnniMRScaled) so that
+  // 16 accumulators + B + a + the block's scales fit the 32 zmm registers without spills
+  __m512i s[MR][2];
+  __m512 f[MR][2];
+  for (int i = 0; i < MR; ++i) {
+    s[i][0] = s[i][1] = _mm512_setzero_si512();
+    f[i][0] = f[i][1] = _mm512_setzero_ps();
+  }
+  const int8_t* b = t.b;
+  int64_t koff = 0;
+  for (int64_t blk = 0; blk < t.nblocks; ++blk) {
+    const int64_t groups = blk + 1 < t.nblocks ? t.gb : t.gl;
+    const __m512i c0 = _mm512_loadu_si512(t.comp + blk * 32);
+    const __m512i c1 = _mm512_loadu_si512(t.comp + blk * 32 + 16);
+    for (int i = 0; i < MR; ++i) {  // start at −128·Σb: the offset trick's correction
+      s[i][0] = _mm512_sub_epi32(_mm512_setzero_si512(), c0);
+      s[i][1] = _mm512_sub_epi32(_mm512_setzero_si512(), c1);
+    }
+    for (int64_t g = 0; g < groups; ++g, koff += 4, b += 128) {
+      const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+      for (int i = 0; i < MR; ++i) {
+        const __m512i a = _mm512_set1_epi32(load32(t.a + i * t.lda + koff));
+        s[i][0] = _mm512_dpbusd_epi32(s[i][0], a, b0);
+        s[i][1] = _mm512_dpbusd_epi32(s[i][1], a, b1);
+      }
+    }
+    if constexpr (Scaled) {  // f += float(s)·(sa·sb): one block's scales
+      const __m512 sb0 = _mm512_loadu_ps(t.sb + blk * 32), sb1 = _mm512_loadu_ps(t.sb + blk * 32 + 16);
+      for (int i = 0; i < MR; ++i) {
+        const __m512 sa = _mm512_set1_ps(t.sa[i * t.lds + blk]);
+        f[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[i][0]), _mm512_mul_ps(sb0, sa), f[i][0]);
+        f[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[i][1]), _mm512_mul_ps(sb1, sa), f[i][1]);
+      }
+    }
+  }
+  if constexpr (Scaled) {
+    const __m512 bias0 = t.bias ? _mm512_maskz_loadu_ps(m0, t.bias) : _mm512_setzero_ps();
+    const __m512 bias1 = t.bias ? _mm512_maskz_loadu_ps(m1, t.bias + 16) : _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) {
+      __m512 v0 = f[i][0], v1 = f[i][1];
+      if (t.bias) {
+        v0 = _mm512_add_ps(v0, bias0);
+        v1 = _mm512_add_ps(v1, bias1);
+      }
+      _mm512_mask_storeu_ps(t.c + i * t.ldc, m0, v0);
+      _mm512_mask_storeu_ps(t.c + i * t.ldc + 16, m1, v1);
+    }
+  }
+  if constexpr (!Scaled) {  // one block: s is the whole int32 sum
+    for (int i = 0; i < MR; ++i) {
+      _mm512_mask_storeu_epi32(t.ci + i * t.ldc, m0, s[i][0]);
+      _mm512_mask_storeu_epi32(t.ci + i * t.ldc + 16, m1, s[i][1]);
+    }
+  }
+}
+
+}  // namespace
+
+void int8_tile_vnni(const Int8Tile& t) {
+  with_rows<6>(t.mr, [&](auto mr) {
+    if (t.sa) tile<decltype(mr)::value, true>(t);
+    else tile<decltype(mr)::value, false>(t);
+  });
+}
+
+}  // namespace mase::cpu

@@ -1,0 +1,51 @@
+// runtime/kernels/bf16.h — bfloat16 on the CPU: rounding, and GEMMs of bf16 operands with fp32
+// accumulation, the arithmetic of `--precision bf16` (runtime/kernels/matmul.h's
+// set_gemm_precision routes every fp32 GEMM through here).
+//
+// bf16 is the top half of an fp32: 1 sign, 8 exponent, 7 mantissa bits — fp32's range with
+// 8 significant bits. Rounding fp32 → bf16 to nearest, ties to even, on the bit pattern:
+//   bits + 0x7FFF + (bit 16 of bits), then keep the top 16 bits
+// (adding just under half an ulp of bf16, plus one when the kept part is odd, makes exact
+// halves go to the even neighbour; a carry out of the mantissa moves into the exponent, which
+// is also how the largest values round up to inf). NaN would be corrupted by that addition
+// (it could carry into a different pattern, even inf), so NaN is kept NaN and made quiet.
+//
+// The GEMM: C (M, N) = A (M, K) · Bᵀ (+ bias), A and B bf16 (B (N, K), a Linear's W), products
+// and sums in fp32. Paths, chosen at run time (runtime/cpu_features.h):
+//   avx512_bf16  vdpbf16ps: 16 lanes × (a pair of bf16 products added to fp32) per instruction,
+//                runtime/cpu/bf16_gemm_avx512.cpp (AMD Zen 4, Intel Cooper Lake / SPR)
+//   emulated     widen bf16 to fp32 (exact: shift left by 16) and run the fp32 GEMM: the same
+//                products of the same rounded operands, summed in fp32 (in another order than
+//                vdpbf16ps, which adds products in pairs) — the reference everywhere.
+// Not built: AMX-BF16 tiles (Sapphire Rapids; no machine here to test them).
+// Read next: runtime/cpu/bf16.cpp.
+#pragma once
+#include <bit>
+#include <cstdint>
+
+namespace mase::cpu {
+
+inline uint16_t bf16_from_f32(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+inline float f32_from_bf16(uint16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }
+// x rounded to bf16 and back: the value a bf16 GEMM multiplies.
+inline float bf16_round(float x) { return f32_from_bf16(bf16_from_f32(x)); }
+
+void bf16_from_f32(uint16_t* out, const float* x, int64_t n);
+void bf16_round(float* out, const float* x, int64_t n);  // out may equal x
+
+enum class Bf16Isa : uint8_t { emulated, avx512_bf16 };
+const char* bf16_isa_name(Bf16Isa isa);  // "emulated", "avx512-bf16"
+bool bf16_isa_supported(Bf16Isa isa);
+Bf16Isa bf16_isa_best();
+
+// C (M, N), row stride ldc = A (M, K, row stride lda) · B (N, K, row stride ldb)ᵀ + bias[j]
+// (bias may be null), bf16 operands, fp32 accumulation, on `isa` (ConfigError if this CPU lacks
+// it).
+void bf16_gemm(float* C, int64_t ldc, const uint16_t* A, int64_t lda, const uint16_t* B,
+               int64_t ldb, int64_t M, int64_t N, int64_t K, const float* bias, Bf16Isa isa);
+
+}  // namespace mase::cpu

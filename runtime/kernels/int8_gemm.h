@@ -1,0 +1,103 @@
+// runtime/kernels/int8_gemm.h — int8 × int8 GEMMs with int32 accumulation, and the fp32 GEMM
+// of block-scaled int8 codes (MXINT8, fixed-point integer formats) built on them.
+//
+// The math. A (M, K) and B (N, K) hold int8 codes, both K-contiguous (x rows and W rows of a
+// Linear: C = A·Bᵀ, like y = x·Wᵀ). K is cut into blocks of `block` elements (the last one may
+// be shorter); every row of A and of B has one fp32 scale per block, sa (M, nblocks) and
+// sb (N, nblocks). Then
+//   int32  Ci[i][j] = Σ_k A[i][k]·B[j][k]                                (one block: block ≥ K)
+//   fp32   C[i][j]  = Σ_blk float(Σ_{k∈blk} A[i][k]·B[j][k]) · (sa[i][blk]·sb[j][blk]) (+ bias[j])
+// The int32 sums are exact (|a·b| ≤ 2^14, and blocks are at most 65,536 long); only the
+// per-block scaling is floating point, done in this order: acc = fma(float(s), sa·sb, acc)
+// starting from acc = 0, block after block, then acc + bias. Every ISA path below does exactly
+// these operations, so its result equals the scalar reference bit for bit (tested).
+// MXINT8 × MXINT8: block 32 and scales 2^(s−133) (E8M0 s, q/64), so each block's int32 sum is
+// scaled by 2^(sa+sb−266) after accumulation. integer(w ≤ 8, f) × …: one scale 2^−f per row.
+// Any fp32 scales work: block = K with one scale per row of B is per-output-channel int8.
+//
+// The ISA paths (chosen at run time from runtime/cpu_features.h; each has the reference as its
+// fallback; the driver and packing are portable code in runtime/cpu/int8_gemm.cpp, the
+// microkernels live in their own translation units compiled for their ISA):
+//   avx512_vnni  vpdpbusd: 16 lanes × (4 u8·s8 products summed into int32) per instruction.
+//                runtime/cpu/int8_gemm_vnni.cpp
+//   avx2         vpmaddubsw (u8·s8 pairs → int16) + vpmaddwd (pairs → int32).
+//                runtime/cpu/int8_gemm_avx2.cpp
+//   reference    three nested loops, the test oracle.
+// Both SIMD instructions multiply an *unsigned* byte by a signed one, and our codes are signed
+// on both sides; the two kernels solve that differently (the u8 offset trick for VNNI, the sign
+// trick for AVX2) — explained in their files. The AVX2 trick needs B ≠ −128 (true for MXINT8,
+// which is symmetric, and for integer widths ≤ 7); packing for AVX2 a B that holds −128 gives
+// a reference-packed B instead (correct, slow; Int8PackedB::isa says which).
+// Not built: AMX-INT8 tiles (Sapphire Rapids; no machine here to test them) and AVX-VNNI
+// (the 256-bit VEX form of vpdpbusd on client CPUs).
+//
+// Read next: runtime/cpu/int8_gemm.cpp (packing and the loops around the microkernels),
+// then quant/integer_linear.h (the Linear that quantizes x on the fly and calls this).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace mase::cpu {
+
+enum class Int8Isa : uint8_t { reference, avx2, avx512_vnni };
+const char* int8_isa_name(Int8Isa isa);  // "reference", "avx2", "avx512-vnni"
+bool int8_isa_supported(Int8Isa isa);    // can this CPU run it (runtime/cpu_features.h)
+Int8Isa int8_isa_best();                 // the fastest one it can
+
+// Blocks longer than this could overflow the int32 sums of the VNNI kernel (255·128 per term).
+constexpr int64_t kInt8MaxBlock = 65536;
+
+// B packed once for one microkernel. Panels of `nr` columns; within a panel, every block of K
+// is padded with zeros to a multiple of 4 and stored as groups of 4 k-values per column:
+//   byte (column c, k = 4g + t) of panel p at data[p·kp·nr + g·4·nr + 4c + t]
+// so one 64-byte load gives the 4 k-values of 16 columns, what vpdpbusd consumes. The reference
+// layout (nr = 1) is B itself, row-major, unpadded.
+struct Int8PackedB {
+  Int8Isa isa = Int8Isa::reference;
+  int64_t N = 0, K = 0;
+  int64_t block = 0, nblocks = 0;  // scale blocks along K
+  int64_t nr = 1;                  // panel width: 32 (VNNI), 16 (AVX2), 1 (reference)
+  int64_t kp = 0;                  // K padded block by block to multiples of 4 (K for reference)
+  bool has_min = false;            // some code is −128
+  std::vector<int8_t> data;
+  std::vector<float> scales;  // reference: (N, nblocks); panels: [panel][block][nr]
+  std::vector<int32_t> comp;  // VNNI only: 128·Σ_{k∈block} B[j][k], [panel][block][nr]
+  int64_t panels() const { return nr ? (N + nr - 1) / nr : 0; }
+  size_t nbytes() const {
+    return data.size() + 4 * scales.size() + 4 * comp.size();
+  }
+};
+
+// B (N, K) codes with row stride ldb, scales (N, nblocks) (nullptr: all 1). block ≥ K means one
+// block per row (pass K). Packs for `isa` (or for the reference, see above).
+Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64_t N, int64_t K,
+                        int64_t block, Int8Isa isa);
+
+// Ci (M, N) = A (M, K)·Bᵀ in int32. B must have one block (ConfigError otherwise).
+void int8_gemm(int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
+               const Int8PackedB& B);
+// C (M, N) = the block-scaled product above, + bias[j] when bias is not null. sa is (M, nblocks).
+void int8_gemm_scaled(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa,
+                      int64_t M, const Int8PackedB& B, const float* bias);
+
+// The oracles: plain loops over unpacked B (N, K), the same arithmetic in the same order.
+void int8_gemm_reference(int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const int8_t* B,
+                         int64_t ldb, int64_t M, int64_t N, int64_t K);
+void int8_gemm_scaled_reference(float* C, int64_t ldc, const int8_t* A, int64_t lda,
+                                const float* sa, const int8_t* B, int64_t ldb, const float* sb,
+                                int64_t M, int64_t N, int64_t K, int64_t block, const float* bias);
+
+// Activation codes for the fixed-point integer format (width ≤ 8, frac_width f):
+// q = clamp(RNE(x·2^f), −2^(w−1), 2^(w−1)−1) — the same codes as quant_scalar's integer — and
+// one scale per row, 2^−f, or NaN for a row holding a NaN (so its outputs are NaN, as in the
+// fp32 reference, where NaN·w reaches every output of the row). x (rows, K) row-major.
+void int8_quantize_integer(int8_t* q, float* row_scale, const float* x, int64_t rows, int64_t K,
+                           int width, int frac_width);
+
+// Activation codes for mxint8: the same codes as runtime/kernels/mxint8.h's mxint8_quantize
+// (blocks of 32 along K), with the scales as fp32: 2^(s−133), NaN for a block holding NaN/inf.
+// scales is (rows, ceil(K/32)).
+void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows, int64_t K);
+
+}  // namespace mase::cpu

@@ -1,0 +1,170 @@
+// tests/quant/test_integer_linear.cpp — quantized Linears computed in integers
+// (quant/integer_linear.h) against the fake-quantized fp32 reference: integer and MXINT8 codes,
+// edge blocks (zeros, saturation, K not a multiple of 32, NaN), QuantizedLinear taking the
+// path by itself only without autograd, and the integer_inference pass on a small BERT.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "autograd/ops.h"
+#include "helpers.h"
+#include "quant/integer_linear.h"
+#include "quant/passes.h"
+#include "quant/quant_configs.h"
+#include "quant/quantize.h"
+#include "quant/quantized_linear.h"
+#include "quant/tiny_models.h"
+
+using namespace mase;
+using namespace mase::quant;
+using nlohmann::json;
+
+namespace {
+
+// Every output within fp32 reassociation of the reference: |got − ref| ≤ 1e-5·Σ|xq||wq| + 1e-6.
+void check_reassociation(const Tensor& got, const Tensor& ref, const Tensor& xq, const Tensor& wq) {
+  REQUIRE(got.shape() == ref.shape());
+  const int64_t K = wq.size(1), N = wq.size(0);
+  const auto x = xq.to_vector<float>(), w = wq.to_vector<float>();
+  std::vector<float> b(x.size() / size_t(K) * size_t(N));  // Σ_k |xq[i][k]|·|wq[j][k]|
+  for (size_t i = 0; i < b.size(); ++i)
+    for (int64_t k = 0; k < K; ++k)
+      b[i] += std::abs(x[i / size_t(N) * size_t(K) + size_t(k)]) * std::abs(w[i % size_t(N) * size_t(K) + size_t(k)]);
+  const auto g = got.to_vector<float>(), r = ref.to_vector<float>();
+  int bad = 0, nan_mismatch = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(r[i]) || std::isnan(g[i])) {
+      nan_mismatch += std::isnan(r[i]) != std::isnan(g[i]);
+      continue;
+    }
+    bad += std::abs(g[i] - r[i]) > 1e-5f * b[i] + 1e-6f;
+  }
+  CHECK(bad == 0);
+  CHECK(nan_mismatch == 0);
+}
+
+// x with hostile blocks along K = 70 (blocks [0, 32), [32, 64), [64, 70)): row 0's first block
+// all zeros, row 1 saturating (integer: |x|·16 > 127; mxint8: 1.999 rounds to q = 128 → 127),
+// row 2 tiny values, the rest random.
+Tensor hostile_x(int64_t rows, int64_t K, uint64_t seed) {
+  Tensor x = test::random_tensor({rows, K}, seed, -3, 3, DType::f32);
+  float* p = x.data<float>();
+  for (int64_t k = 0; k < 32; ++k) p[k] = 0.0f;
+  for (int64_t k = 0; k < K; ++k) p[K + k] = (k % 2 ? -1.0f : 1.0f) * (k < 32 ? 1.999f : 50.0f);
+  for (int64_t k = 0; k < K; ++k) p[2 * K + k] *= 1e-3f;
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("integer linear: integer and mxint8 pairs equal the fake-quantized reference") {
+  const int64_t K = 70, N = 37;
+  manual_seed(5);
+  nn::Linear base(K, N);
+  const Tensor x = hostile_x(9, K, 11);
+  const Format i8 = make_format("integer", {{"width", 8}, {"frac_width", 4}});
+  const Format mx = make_format("mxint8");
+  const Format i5 = make_format("integer", {{"width", 5}, {"frac_width", 1}});
+  NoGradGuard no_grad;
+  for (auto [fin, fw] : {std::pair{i8, i8}, {mx, mx}, {i8, mx}, {mx, i8}, {i5, mx}}) {
+    INFO(fin.str(), " x ", fw.str());
+    const Int8Weight w(base.weight, fw, fin);
+    CHECK(w.packed().block == int8_block(fin, fw, K));
+    const Tensor xq = quantize(x, fin), wq = quantize(base.weight, fw);
+    const Tensor ref = linear(xq, wq, base.bias);
+    const Tensor got = integer_linear(x, fin, w, base.bias);
+    check_reassociation(got, ref, xq, wq);
+    // and on every ISA this CPU has: the same values bit for bit (the int8 GEMM's contract)
+    for (cpu::Int8Isa isa : {cpu::Int8Isa::reference, cpu::Int8Isa::avx2, cpu::Int8Isa::avx512_vnni}) {
+      if (!cpu::int8_isa_supported(isa)) continue;
+      const Tensor other = integer_linear(x, fin, Int8Weight(base.weight, fw, fin, isa), base.bias);
+      const auto a = got.to_vector<float>(), b = other.to_vector<float>();
+      CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+    }
+  }
+}
+
+TEST_CASE("integer linear: a NaN in x makes its row NaN, a zero block contributes zero") {
+  const int64_t K = 40, N = 5;
+  manual_seed(6);
+  nn::Linear base(K, N);
+  Tensor x = Tensor::zeros({3, K});
+  x.data<float>()[K + 3] = NAN;         // row 1
+  x.data<float>()[2 * K + 35] = 1.0f;   // row 2: one value, in the short last block
+  NoGradGuard no_grad;
+  for (const char* name : {"integer", "mxint8"}) {
+    const Format f = std::string(name) == "integer" ? make_format("integer", {{"width", 8}, {"frac_width", 4}})
+                                                    : make_format("mxint8");
+    const Tensor y = integer_linear(x, f, Int8Weight(base.weight, f, f));
+    const auto v = y.to_vector<float>();
+    const auto wq = quantize(base.weight, f).to_vector<float>();
+    for (int64_t j = 0; j < N; ++j) {
+      CHECK(v[size_t(j)] == 0.0f);                  // all-zero row, no bias
+      CHECK(std::isnan(v[size_t(N + j)]));          // the NaN row
+      CHECK(v[size_t(2 * N + j)] == wq[size_t(j * K + 35)]);  // 1 · w[j][35], exactly
+    }
+  }
+}
+
+TEST_CASE("QuantizedLinear computes in integers under no-grad, fake-quantized otherwise") {
+  manual_seed(7);
+  nn::Linear base(70, 12);
+  const Tensor x = hostile_x(2 * 3, 70, 3).as_strided({2, 3, 70}, {210, 70, 1}, 0);
+  for (const char* name : {"integer", "mxint8"}) {
+    INFO(name);
+    QuantizedLinear q(base, test::config_for(name));
+    REQUIRE(integer_path_supported(q.parsed_config()));
+    const Tensor fake = quantized_linear(q.quantizers(), x, base.weight, base.bias);
+    const Tensor graded = q(x);  // grad mode: the reference composition, bit for bit
+    CHECK(graded.to_vector<float>() == fake.to_vector<float>());
+    NoGradGuard no_grad;
+    const Tensor y = q(x);
+    CHECK(y.shape() == Shape{2, 3, 12});
+    const Format fin = q.parsed_config().data_in, fw = q.parsed_config().weight;
+    const Tensor direct = integer_linear(x, fin, Int8Weight(base.weight, fw, fin),
+                                         q.quantizers().bias(base.bias));
+    CHECK(y.to_vector<float>() == direct.to_vector<float>());  // it took the integer path
+    check_reassociation(y, fake, quantize(x, fin), quantize(base.weight, fw));
+    set_integer_kernels(false);
+    CHECK(q(x).to_vector<float>() == fake.to_vector<float>());
+    set_integer_kernels(true);
+  }
+  // formats without int8 codes stay on the fp32 path
+  for (const char* name : {"minifloat_ieee", "log", "block_fp", "ternary"})
+    CHECK_FALSE(integer_path_supported(QuantizedLinear(base, test::config_for(name)).parsed_config()));
+  CHECK_FALSE(has_int8_codes(make_format("integer", {{"width", 16}, {"frac_width", 8}})));
+}
+
+TEST_CASE("integer_inference replaces eligible layers and keeps the model's outputs") {
+  auto model = test::tiny_bert(3);
+  const json cfg = {{"by", "type"},
+                    {"default", {{"config", test::config_for("mxint8")}}},
+                    {"linear", {{"config", test::config_for("mxint8")}}}};
+  (void)quantize(*model, cfg);
+  const Tensor ids = test::tiny_ids(2, 16, 4);
+  NoGradGuard no_grad;
+  const Tensor before = (*model)(ids);  // QuantizedLinear's own integer path
+  const IntegerInferenceReport r = integer_inference(*model);
+  CHECK(r.converted.size() == 14);
+  CHECK(r.kept.empty());
+  CHECK(r.packed_weight_bytes < r.fp32_weight_bytes / 2);
+  CHECK(r.str().find("14 Linear layer(s) now Int8Linear") != std::string::npos);
+  int count = 0;
+  for (auto& [path, m] : model->named_modules()) count += m->type_name() == "Int8Linear";
+  CHECK(count == 14);
+  const Tensor after = (*model)(ids);
+  CHECK(after.to_vector<float>() == before.to_vector<float>());  // the same kernels, same packing
+}
+
+TEST_CASE("integer linear: errors") {
+  manual_seed(8);
+  nn::Linear base(16, 4);
+  const Format f = make_format("integer", {{"width", 8}, {"frac_width", 4}});
+  const Int8Weight w(base.weight, f, f);
+  NoGradGuard no_grad;
+  CHECK_THROWS_WITH_AS(integer_linear(Tensor::zeros({2, 15}), f, w),
+                       "[integer_linear] x is (2, 15), the weight is (4, 16)", ShapeError);
+  CHECK_THROWS_AS(int8_codes(Tensor::zeros({2, 16}), make_format("log")), ConfigError);
+  CHECK_THROWS_AS(Int8Weight(base.weight, make_format("minifloat_ieee"), f), ConfigError);
+}
