@@ -6,7 +6,7 @@
 #
 #   1. the CPU == CUDA test cases of test_autograd for softmax and sdpa (doctest -tc filters:
 #      tests/autograd/test_softmax_cuda.cpp, test_sdpa_cuda.cpp and the older CUDA cases) ~30 s
-#   2. mase-bench --suite gpu-base,gpu-softmax,gpu-sdpa,gpu-ladder with a short min time:
+#   2. mase-bench --suite gpu-base,gpu-softmax,gpu-sdpa with a short min time:
 #      copy bandwidth and cuBLAS, softmax vs the D2D copy, flash SDPA vs the naive
 #      composition, the kernel ladder; console table + JSON                           ~60 s
 #   3. python3 bench/torch_gpu.py: PyTorch's softmax, SDPA backends and torch.compile at the
@@ -38,8 +38,8 @@ row "attn: CPU == CUDA cases (softmax, sdpa) of test_autograd" \
 
 # 2. the GPU suites (those this build has: mase-bench --help lists them)
 t0=$SECONDS
-suites=$("$BIN/mase-bench" --help 2>/dev/null | awk '$1 ~ /^gpu-(base|softmax|sdpa|ladder)$/ { print $1 }' | paste -sd, -)
-timeout 240 "$BIN/mase-bench" --suite "${suites:-gpu-base}" --benchmark_min_time=0.05s \
+suites=$("$BIN/mase-bench" --help 2>/dev/null | awk '$1 ~ /^gpu-(base|softmax|sdpa)$/ { print $1 }' | paste -sd, -)
+timeout 240 "$BIN/mase-bench" --suite "${suites:-gpu-base}" --benchmark_min_time=0.05 \
   --benchmark_out="$LOGS/attn_bench.json" --benchmark_out_format=json \
   > "$LOGS/attn_bench.txt" 2> "$LOGS/attn_bench.err"
 rc=$?
