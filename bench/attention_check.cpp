@@ -30,30 +30,33 @@ std::vector<double> attention_row(const Tensor& qx, const Tensor& kx, const Tens
 }
 
 std::string check_attention_rows(const Tensor& out, const Tensor& qx, const Tensor& kx,
-                                 const Tensor& vx, int64_t NH) {
+                                 const Tensor& vx, int64_t NH, const AttentionTolerance& tol) {
   const int64_t B = qx.size(0), T = qx.size(1);
   for (uint64_t s = 0; s < 32; ++s) {
     const int64_t b = philox_word(42, s, 0) % B, h = philox_word(42, s, 1) % NH;
     const int64_t i = philox_word(42, s, 2) % T;
     const Tensor row = select(select(select(out, 0, b), 0, h), 0, i).to(Device::cpu());
-    const std::string err = compare(row, attention_row(qx, kx, vx, NH, b, h, i), 1e-5, 1e-4);
+    const std::string err =
+        compare(row, attention_row(qx, kx, vx, NH, b, h, i), tol.out_atol, tol.out_rtol);
     if (!err.empty()) return cat("row (", b, ", ", h, ", ", i, "): ", err);
   }
   return "";
 }
 
 std::string check_sdpa_forward(const std::function<Tensor(bool fused)>& run, const Tensor& qx,
-                               const Tensor& kx, const Tensor& vx, int64_t NH) {
+                               const Tensor& kx, const Tensor& vx, int64_t NH,
+                               const AttentionTolerance& tol) {
   NoGradGuard no_grad;
   for (bool fused : {true, false}) {
-    const std::string err = check_attention_rows(run(fused), qx, kx, vx, NH);
+    const std::string err =
+        check_attention_rows(run(fused), qx, kx, vx, NH, fused ? tol : AttentionTolerance{});
     if (!err.empty()) return cat(fused ? "fused " : "naive ", err);
   }
   return "";
 }
 
 std::string check_sdpa_backward(const std::function<void(bool fused)>& run,
-                                const std::vector<Tensor>& leaves) {
+                                const std::vector<Tensor>& leaves, const AttentionTolerance& tol) {
   std::vector<Tensor> grads[2];
   for (int fused = 0; fused < 2; ++fused) {
     for (const Tensor& x : leaves) x.set_grad(Tensor());
@@ -61,7 +64,8 @@ std::string check_sdpa_backward(const std::function<void(bool fused)>& run,
     for (const Tensor& x : leaves) grads[fused].push_back(x.grad().to(Device::cpu()));
   }
   for (size_t i = 0; i < leaves.size(); ++i) {
-    const std::string err = compare(grads[1][i], grads[0][i].to_vector<double>(), 1e-4, 1e-3);
+    const std::string err =
+        compare(grads[1][i], grads[0][i].to_vector<double>(), tol.grad_atol, tol.grad_rtol);
     if (!err.empty()) return cat("gradient of ", "qkv"[i % 3], ": ", err);
   }
   return "";

@@ -15,21 +15,29 @@ namespace mase::bench {
 std::vector<double> attention_row(const Tensor& qx, const Tensor& kx, const Tensor& vx,
                                   int64_t NH, int64_t b, int64_t h, int64_t i);
 
-// "" when 32 sampled rows of out (B, NH, T, HS), on either device, match attention_row
-// (1e-5 absolute + 1e-4 relative), else which row differs and how.
+// How close is close enough: fp32 kernels against a double reference (the default), or
+// looser for TF32 tensor-core products (10-bit mantissas).
+struct AttentionTolerance {
+  double out_atol = 1e-5, out_rtol = 1e-4;    // outputs: convex combinations of v
+  double grad_atol = 1e-4, grad_rtol = 1e-3;  // gradients: sums over T rows in other orders
+};
+
+// "" when 32 sampled rows of out (B, NH, T, HS), on either device, match attention_row, else
+// which row differs and how.
 std::string check_attention_rows(const Tensor& out, const Tensor& qx, const Tensor& kx,
-                                 const Tensor& vx, int64_t NH);
+                                 const Tensor& vx, int64_t NH, const AttentionTolerance& tol = {});
 
 // The forward check of an attention benchmark: run(fused) returns out (B, NH, T, HS) of the
 // fused (true) or naive (false) version; both must pass check_attention_rows (no grad mode).
 std::string check_sdpa_forward(const std::function<Tensor(bool fused)>& run, const Tensor& qx,
-                               const Tensor& kx, const Tensor& vx, int64_t NH);
+                               const Tensor& kx, const Tensor& vx, int64_t NH,
+                               const AttentionTolerance& tol = {});
 
 // The backward check: run(fused) runs a forward and backward of either version into the
-// leaves q, k, v (their gradients cleared first); the fused gradients must match the naive
-// ones to 1e-4 absolute + 1e-3 relative (sums over T rows in other orders).
+// leaves q, k, v (their gradients cleared first); the fused gradients must match the naive.
 std::string check_sdpa_backward(const std::function<void(bool fused)>& run,
-                                const std::vector<Tensor>& leaves);
+                                const std::vector<Tensor>& leaves,
+                                const AttentionTolerance& tol = {});
 
 // MB the allocator of `device` hands out at the peak of fn() beyond what was in use before it
 // (activations saved for backward, workspaces, gradients): the (B, NH, T, T) tensors of the

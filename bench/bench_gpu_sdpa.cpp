@@ -6,6 +6,8 @@
 //   gpu-sdpa/fwd/NH<nh>/T<t>       out = sdpa(q, k, v, mask)              4·B·NH·T²·HS flops
 //   gpu-sdpa/fwd_bwd/NH<nh>/T<t>   the same, then backward(out, dout)    12·B·NH·T²·HS flops
 //   gpu-sdpa/fwd_bwd_dropout/NH12/T256   with attention dropout p = 0.1 (BERT's training)
+//   gpu-sdpa/tf32x3|tf32/fwd|fwd_bwd/NH12/T<t>   the tensor-core kernels (SdpaMath, rung v3 of
+//                                  the ladder): fp32-accurate tf32x3, and plain TF32
 // at B = 32, HS = 64, NH = 8 (bert-small) and 12 (bert-base), T = 128, 256, 512; q, k, v are
 // head-split views of three (B, T, C) projections and the mask a (B, 1, 1, T) padding mask,
 // as in BERT. The flops are the products of the maths (QKᵀ and PV forward; dV, dP, dQ, dK
@@ -22,16 +24,22 @@
 #include "autograd/ops.h"
 #include "bench/attention_check.h"
 #include "bench/gpu_common.h"
+#include "runtime/kernels/sdpa.h"
 
 namespace mase::bench {
 namespace {
 
 constexpr int kIters = 20;
 
+const char* math_name(SdpaMath m) {
+  return m == SdpaMath::fp32 ? "fp32" : m == SdpaMath::tf32x3 ? "tf32x3" : "tf32";
+}
+
 struct Problem {
   int64_t B = kBatch, NH = 12, T = 256;
   bool backward = false;
   double dropout = 0.0;
+  SdpaMath math = SdpaMath::fp32;  // of the fused version
   int64_t C() const { return NH * kHeadSize; }
   double flops() const { return (backward ? 12.0 : 4.0) * B * NH * double(T) * T * kHeadSize; }
 };
@@ -65,6 +73,7 @@ Tensor heads(const Tensor& x, int64_t NH) {
 // accumulate from call to call (the same work for both versions).
 Tensor run(const Problem& p, const Inputs& in, bool fused, uint64_t seed = 1) {
   Generator gen(seed);
+  sdpa_cuda_math() = p.math;
   const Tensor q = heads(in.qx, p.NH), k = heads(in.kx, p.NH), v = heads(in.vx, p.NH);
   const bool train = p.dropout > 0;
   Tensor out = fused ? sdpa(q, k, v, in.mask, p.dropout, train, gen)
@@ -73,12 +82,21 @@ Tensor run(const Problem& p, const Inputs& in, bool fused, uint64_t seed = 1) {
   return out;
 }
 
+// TF32 products keep 10 mantissa bits: outputs to ~1e-3, gradients to ~1e-2 (the tests argue
+// the figures, tests/autograd/test_sdpa_cuda.cpp); fp32 and tf32x3 get the fp32 tolerances.
+AttentionTolerance tolerance(const Problem& p) {
+  if (p.math != SdpaMath::tf32) return {};
+  return {2e-3, 1e-2, 2e-2, 5e-2};
+}
+
 std::string check_forward(const Problem& p, const Inputs& in) {
-  return check_sdpa_forward([&](bool fused) { return run(p, in, fused); }, in.q_cpu, in.k_cpu, in.v_cpu, p.NH);
+  return check_sdpa_forward([&](bool fused) { return run(p, in, fused); }, in.q_cpu, in.k_cpu,
+                            in.v_cpu, p.NH, tolerance(p));
 }
 
 std::string check_backward(const Problem& p, const Inputs& in) {
-  return check_sdpa_backward([&](bool fused) { run(p, in, fused); }, {in.qx, in.kx, in.vx});
+  return check_sdpa_backward([&](bool fused) { run(p, in, fused); }, {in.qx, in.kx, in.vx},
+                             tolerance(p));
 }
 
 void add_problem(const std::string& name, const Problem& p) {
@@ -95,7 +113,8 @@ void add_problem(const std::string& name, const Problem& p) {
     set_flops(st, p.flops());
     st.counters["naive_flops"] = naive_s > 0 ? p.flops() * double(st.iterations()) / naive_s : 0;
     st.SetLabel(cat("B=", p.B, " NH=", p.NH, " T=", p.T, " HS=", kHeadSize,
-                    p.dropout > 0 ? cat(" p=", p.dropout) : std::string()));
+                    p.dropout > 0 ? cat(" p=", p.dropout) : std::string(), " ", math_name(p.math)));
+    sdpa_cuda_math() = SdpaMath::fp32;
   }, Timing::manual)->Iterations(kIters);
 }
 
@@ -112,6 +131,12 @@ void register_gpu_sdpa() {
     }
   }
   add_problem("gpu-sdpa/fwd_bwd_dropout/NH12/T256", Problem{kBatch, 12, 256, true, 0.1});
+  // the tensor-core rung (v3): fp32-accurate tf32x3, and plain tf32, at bert-base's heads
+  for (SdpaMath math : {SdpaMath::tf32x3, SdpaMath::tf32})
+    for (bool bwd : {false, true})
+      for (int64_t T : {128, 256, 512})
+        add_problem(cat("gpu-sdpa/", math_name(math), "/", bwd ? "fwd_bwd" : "fwd", "/NH12/T", T),
+                    Problem{kBatch, 12, T, bwd, 0.0, math});
 }
 
 }  // namespace mase::bench

@@ -74,7 +74,8 @@ Tensor run(const Problem& p, const Inputs& in, bool fused, uint64_t seed = 1) {
 }
 
 std::string check_forward(const Problem& p, const Inputs& in) {
-  return check_sdpa_forward([&](bool fused) { return run(p, in, fused); }, in.qx, in.kx, in.vx, kHeads);
+  return check_sdpa_forward([&](bool fused) { return run(p, in, fused); }, in.qx, in.kx, in.vx,
+                            kHeads);
 }
 
 std::string check_backward(const Problem& p, const Inputs& in) {

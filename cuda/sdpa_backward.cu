@@ -15,27 +15,14 @@
 // about. Memory: the D workspace (B·NH·Tq floats) and nothing of size T².
 // Rows that attended to nothing (l = 0: every score −inf) get P = 0, dS = 0, as on the CPU.
 #include "cuda/check.h"
-#include "cuda/sdpa_tile.cuh"
+#include "cuda/sdpa_backward.cuh"
 #include "cuda/stream.h"
 #include "runtime/kernels/sdpa.h"
 
 namespace mase::cuda {
 namespace {
 
-using namespace sdpa_tile;
-
-struct BwdArgs {
-  HeadsView<float> dq, dk, dv;
-  HeadsView<const float> dout, out;
-  const float* stats;  // (B, NH, Tq, 2): (m, l) per query row
-  HeadsView<const float> q, k, v;
-  MaskView<float> mask;
-  int NH, Tq, Tk;
-  float scale;
-  DropoutMask drop;
-  float drop_scale;
-  float* D;  // (B, NH, Tq) workspace: dO_i·O_i
-};
+using namespace sdpa_bwd;
 
 // Kernel 1: D[bh·Tq + i] = Σ_d dout[b, h, i, d]·out[b, h, i, d], one warp per query row.
 __global__ void row_dots(BwdArgs a, int HS, int64_t rows) {
@@ -49,51 +36,6 @@ __global__ void row_dots(BwdArgs a, int HS, int64_t rows) {
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
   if (lane == 0) a.D[row] = s;
-}
-
-// m, l (the forward's statistics) and D of the thread's query rows i0 + ty·4 + i; rows past Tq
-// get l = 0, which makes their P and dS 0.
-__device__ inline void load_row_stats(float (&m)[4], float (&l)[4], float (&D)[4],
-                                      const BwdArgs& a, int64_t bh, int i0, int ty) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = i0 + ty * 4 + i;
-    const bool ok = r < a.Tq;
-    m[i] = ok ? a.stats[2 * (bh * a.Tq + r)] : 0.f;
-    l[i] = ok ? a.stats[2 * (bh * a.Tq + r) + 1] : 0.f;
-    D[i] = ok ? a.D[bh * a.Tq + r] : 0.f;
-  }
-}
-
-// dS (times `ds_scale`) and z ∘ P of the thread's 4 × 4 tile: rows r = i0 + ty·4 + i, keys
-// c = j0 + tx + 16·j, from s = Q·Kᵀ and dp = dO·Vᵀ (un-scaled products) and the rows' m, l, D.
-// On return s holds z ∘ P and dp holds ds_scale·dS; both are 0 outside the Tq × Tk range and
-// on rows with l = 0.
-__device__ inline void recompute_ds(float (&s)[4][4], float (&dp)[4][4], const BwdArgs& a,
-                                    int64_t bh, int64_t b, int64_t h, int i0, int j0, int ty,
-                                    int tx, const float (&m)[4], const float (&l)[4],
-                                    const float (&D)[4], float ds_scale) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = i0 + ty * 4 + i;
-    const bool row_ok = r < a.Tq && l[i] > 0.f;
-    const float inv_l = row_ok ? 1.f / l[i] : 0.f;
-    const uint64_t row_e = (uint64_t(bh) * a.Tq + r) * uint64_t(a.Tk);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int c = j0 + tx + 16 * j;
-      float p = 0.f, ds = 0.f;
-      if (row_ok && c < a.Tk) {
-        const float sv = s[i][j] * a.scale + mask_at(a.mask, b, h, r, c);
-        p = __expf(sv - m[i]) * inv_l;
-        const float z = a.drop.on ? dropout_factor(a.drop, a.drop_scale, row_e + c) : 1.f;
-        ds = p * (dp[i][j] * z - D[i]) * ds_scale;
-        p *= z;
-      }
-      s[i][j] = p;
-      dp[i][j] = ds;
-    }
-  }
 }
 
 // Kernel 2: one block per (b, h, tile of 64 keys). K_j, V_j stay in shared memory; for each
@@ -127,13 +69,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv(BwdArgs a) {
     mma_abt<HS>(s, Qs, Ks, ty, tx);    // Q_i·K_jᵀ
     mma_abt<HS>(dp, dOs, Vs, ty, tx);  // dO_i·V_jᵀ
     recompute_ds(s, dp, a, bh, b, h, i0, j0, ty, tx, m, l, D, a.scale);
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        Ps[(ty * 4 + i) * kLdP + tx + 16 * j] = s[i][j];
-        dSs[(ty * 4 + i) * kLdP + tx + 16 * j] = dp[i][j];
-      }
+    grid_store(Ps, s, ty, tx);
+    grid_store(dSs, dp, ty, tx);
     __syncthreads();  // the tiles of z ∘ P and scale·dS are complete
     mma_atb<HS>(dv, Ps, dOs, ty, tx);  // dV_j += (z ∘ P)ᵀ·dO_i
     mma_atb<HS>(dk, dSs, Qs, ty, tx);  // dK_j += scale·dSᵀ·Q_i
@@ -180,10 +117,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq(BwdArgs a) {
     mma_abt<HS>(s, Qs, Ks, ty, tx);
     mma_abt<HS>(dp, dOs, Vs, ty, tx);
     recompute_ds(s, dp, a, bh, b, h, i0, j0, ty, tx, m, l, D, a.scale);
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) dSs[(ty * 4 + i) * kLdP + tx + 16 * j] = dp[i][j];
+    grid_store(dSs, dp, ty, tx);
     __syncthreads();
     mma_ab<HS>(dq, dSs, Ks, ty, tx);  // dQ_i += scale·dS·K_j
   }
@@ -226,7 +160,7 @@ void sdpa_backward(HeadsView<float> dq, HeadsView<float> dk, HeadsView<float> dv
                    HeadsView<const float> dout, HeadsView<const float> out, const float* stats,
                    HeadsView<const float> q, HeadsView<const float> k, HeadsView<const float> v,
                    MaskView<float> mask, const SdpaSizes& n, float scale,
-                   const DropoutMask& drop, float* workspace) {
+                   const DropoutMask& drop, float* workspace, SdpaMath math) {
   MASE_CHECK(sdpa_supported(n), ShapeError, "[sdpa] the CUDA kernel takes HS = HSv in {32, 64, ",
              "128}, got HS ", n.HS, ", HSv ", n.HSv);
   MASE_CHECK(n.Tq < (int64_t(1) << 31) && n.Tk < (int64_t(1) << 31) && n.NH < (int64_t(1) << 31),
@@ -243,6 +177,8 @@ void sdpa_backward(HeadsView<float> dq, HeadsView<float> dk, HeadsView<float> dv
     row_dots<<<unsigned(blocks), kRowsPerBlock * 32, 0, stream()>>>(a, int(n.HS), rows);
     MASE_CUDA_CHECK(cudaGetLastError());
   }
+  if (math != SdpaMath::fp32)  // the tensor cores: cuda/sdpa_backward_tc.cu
+    return launch_backward_tc(a, BH, int(n.HS), math == SdpaMath::tf32x3);
   switch (n.HS) {
     case 32: launch<32>(a, BH); break;
     case 64: launch<64>(a, BH); break;

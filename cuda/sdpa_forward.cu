@@ -17,27 +17,17 @@
 // so the launcher opts in with cudaFuncSetAttribute, as FlashAttention does on every call).
 // Fully masked rows (every score −inf) follow the CPU: the running max stays −inf, exps are
 // taken against 0 instead (never −inf − (−inf)), l = 0, the output row is 0, stats (−inf, 0).
+// SdpaMath::tf32x3 and ::tf32 run the tensor-core twin, cuda/sdpa_forward_tc.cu.
 // Read next: cuda/sdpa_backward.cu; the tile helpers are cuda/sdpa_tile.cuh.
 #include "cuda/check.h"
-#include "cuda/sdpa_tile.cuh"
+#include "cuda/sdpa_forward.cuh"
 #include "cuda/stream.h"
 #include "runtime/kernels/sdpa.h"
 
 namespace mase::cuda {
 namespace {
 
-using namespace sdpa_tile;
-
-struct FwdArgs {
-  HeadsView<float> out;
-  float* stats;  // (B, NH, Tq, 2) packed: (m, l) per query row
-  HeadsView<const float> q, k, v;
-  MaskView<float> mask;
-  int NH, Tq, Tk;
-  float scale;
-  DropoutMask drop;
-  float drop_scale;  // drop.scale rounded to float, as the CPU's f32 kernel rounds it
-};
+using namespace sdpa_fwd;
 
 template <int HS>
 __global__ void __launch_bounds__(kThreads) flash_forward(FwdArgs a) {
@@ -52,13 +42,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(FwdArgs a) {
   load_rows<HS, kBr>(Qs, head_row(a.q, b, h, i0), a.q.st, a.Tq - i0);
 
   float m[4], l[4], o[4][kN];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    m[i] = -INFINITY;
-    l[i] = 0.f;
-#pragma unroll
-    for (int u = 0; u < kN; ++u) o[i][u] = 0.f;
-  }
+  start_rows<HS>(m, l, o);
 
   for (int j0 = 0; j0 < a.Tk; j0 += kBc) {
     __syncthreads();  // every thread is done with the previous Ks, Vs, Ps
@@ -66,60 +50,16 @@ __global__ void __launch_bounds__(kThreads) flash_forward(FwdArgs a) {
     load_rows<HS, kBc>(Vs, head_row(a.v, b, h, j0), a.v.st, a.Tk - j0);
     __syncthreads();  // the tiles (and, the first time, Qs) are in shared memory
 
-    float s[4][4] = {};
+    float s[4][4] = {}, corr[4];
     mma_abt<HS>(s, Qs, Ks, ty, tx);  // s = Q·K_jᵀ, rows ty·4 + i, keys tx + 16·j
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = i0 + ty * 4 + i;  // query row (≥ Tq: a zero row of the last tile)
-      float mx = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int c = j0 + tx + 16 * j;  // key
-        if (c >= a.Tk) s[i][j] = -INFINITY;  // past the last key: weight 0
-        else s[i][j] = s[i][j] * a.scale + (r < a.Tq ? mask_at(a.mask, b, h, r, c) : 0.f);
-        mx = fmaxf(mx, s[i][j]);
-      }
-      const float m_new = fmaxf(m[i], max16(mx));
-      const float shift = m_new == -INFINITY ? 0.f : m_new;  // all −inf so far: exps are 0
-      const float corr = __expf(m[i] - shift);               // m = −inf: 0
-      float rs = 0.f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        s[i][j] = __expf(s[i][j] - shift);  // P, un-dropped
-        rs += s[i][j];
-      }
-      l[i] = l[i] * corr + sum16(rs);
-      m[i] = m_new;
-#pragma unroll
-      for (int u = 0; u < kN; ++u) o[i][u] *= corr;
-      if (a.drop.on && r < a.Tq) {
-        const uint64_t row_e = (uint64_t(bh) * a.Tq + r) * uint64_t(a.Tk);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int c = j0 + tx + 16 * j;
-          if (c < a.Tk) s[i][j] *= dropout_factor(a.drop, a.drop_scale, row_e + c);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) Ps[(ty * 4 + i) * kLdP + tx + 16 * j] = s[i][j];
-    }
+    online_softmax_tile(s, m, l, corr, a, bh, b, h, i0, j0, ty, tx);  // s = z ∘ P
+    scale_rows<HS>(o, corr);
+    grid_store(Ps, s, ty, tx);
     __syncthreads();  // the P tile is complete
     mma_ab<HS>(o, Ps, Vs, ty, tx);  // O += (z ∘ P)·V_j
   }
 
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = i0 + ty * 4 + i;
-    if (r >= a.Tq) continue;
-    const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;  // l = 0: attends to nothing, output 0
-    float* orow = head_row(a.out, b, h, r);
-#pragma unroll
-    for (int u = 0; u < kN; ++u) orow[Cols<HS>::col(tx, u)] = o[i][u] * inv;
-    if (tx == 0) {
-      a.stats[2 * (bh * a.Tq + r)] = m[i];
-      a.stats[2 * (bh * a.Tq + r) + 1] = l[i];
-    }
-  }
+  write_output<HS>(o, m, l, a, bh, b, h, i0, ty, tx);
 }
 
 template <int HS>
@@ -137,7 +77,7 @@ void launch(const FwdArgs& a, int64_t BH) {
 
 void sdpa_forward(HeadsView<float> out, float* stats, HeadsView<const float> q,
                   HeadsView<const float> k, HeadsView<const float> v, MaskView<float> mask,
-                  const SdpaSizes& n, float scale, const DropoutMask& drop) {
+                  const SdpaSizes& n, float scale, const DropoutMask& drop, SdpaMath math) {
   MASE_CHECK(sdpa_supported(n), ShapeError, "[sdpa] the CUDA kernel takes HS = HSv in {32, 64, ",
              "128}, got HS ", n.HS, ", HSv ", n.HSv);
   MASE_CHECK(n.Tq < (int64_t(1) << 31) && n.Tk < (int64_t(1) << 31) && n.NH < (int64_t(1) << 31),
@@ -145,6 +85,8 @@ void sdpa_forward(HeadsView<float> out, float* stats, HeadsView<const float> q,
   if (n.B * n.NH * n.Tq == 0) return;
   const FwdArgs a{out, stats, q, k, v, mask, int(n.NH), int(n.Tq), int(n.Tk), scale, drop,
                   static_cast<float>(drop.scale)};
+  if (math != SdpaMath::fp32)  // the tensor cores: cuda/sdpa_forward_tc.cu
+    return launch_forward_tc(a, n.B * n.NH, int(n.HS), math == SdpaMath::tf32x3);
   switch (n.HS) {
     case 32: launch<32>(a, n.B * n.NH); break;
     case 64: launch<64>(a, n.B * n.NH); break;

@@ -92,6 +92,9 @@ __device__ inline void load_rows(float* dst, const float* src, int64_t st, int v
   }
 }
 
+// Four floats from a 16-byte aligned address in shared memory.
+__device__ inline float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
 // acc[i][j] += Σ_d A[ty·4 + i][d] · B[tx + 16·j][d]: the thread's 4 × 4 tile of A·Bᵀ, for
 // S = Q·Kᵀ and dP = dO·Vᵀ. A and B are (64, HS) tiles in shared memory, row stride kLd<HS>.
 // Per 4 columns d: 8 float4 loads (A's are broadcasts: one ty per quarter-warp) for 64 FMAs.
@@ -101,9 +104,9 @@ __device__ inline void mma_abt(float (&acc)[4][4], const float* A, const float* 
   for (int d = 0; d < HS; d += 4) {
     float4 a[4], b[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) a[i] = *reinterpret_cast<const float4*>(A + (ty * 4 + i) * kLd<HS> + d);
+    for (int i = 0; i < 4; ++i) a[i] = load4(A + (ty * 4 + i) * kLd<HS> + d);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) b[j] = *reinterpret_cast<const float4*>(B + (tx + 16 * j) * kLd<HS> + d);
+    for (int j = 0; j < 4; ++j) b[j] = load4(B + (tx + 16 * j) * kLd<HS> + d);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -126,7 +129,7 @@ __device__ inline void mma_ab(float (&o)[4][Cols<HS>::kN], const float* P, const
   for (int c = 0; c < kBc; c += 4) {
     float4 p[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) p[i] = *reinterpret_cast<const float4*>(P + (ty * 4 + i) * kLdP + c);
+    for (int i = 0; i < 4; ++i) p[i] = load4(P + (ty * 4 + i) * kLdP + c);
 #pragma unroll
     for (int cc = 0; cc < 4; ++cc) {
       float x[kN];
@@ -150,7 +153,7 @@ __device__ inline void mma_atb(float (&o)[4][Cols<HS>::kN], const float* P, cons
   constexpr int kN = Cols<HS>::kN;
 #pragma unroll 4
   for (int r = 0; r < kBr; ++r) {
-    const float4 p = *reinterpret_cast<const float4*>(P + r * kLdP + ty * 4);
+    const float4 p = load4(P + r * kLdP + ty * 4);
     float x[kN];
     Cols<HS>::load(x, X + r * kLd<HS>, tx);
     const float pi[4] = {p.x, p.y, p.z, p.w};
@@ -159,6 +162,21 @@ __device__ inline void mma_atb(float (&o)[4][Cols<HS>::kN], const float* P, cons
 #pragma unroll
       for (int u = 0; u < kN; ++u) o[i][u] = fmaf(pi[i], x[u], o[i][u]);
   }
+}
+
+// The thread's 4 × 4 scores (rows ty·4 + i, columns tx + 16·j) from or to a (64, 64) tile in
+// shared memory, row stride kLdP. The 32 lanes of a warp touch 32 different banks.
+__device__ inline void grid_load(float (&s)[4][4], const float* S, int ty, int tx) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s[i][j] = S[(ty * 4 + i) * kLdP + tx + 16 * j];
+}
+__device__ inline void grid_store(float* S, const float (&s)[4][4], int ty, int tx) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) S[(ty * 4 + i) * kLdP + tx + 16 * j] = s[i][j];
 }
 
 // Reductions over the 16 threads that share a ty (lanes l and l ^ 8, ^ 4, ^ 2, ^ 1 of a warp).

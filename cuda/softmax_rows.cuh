@@ -313,10 +313,11 @@ template <bool kLog, int kVec>
 void launch_block_forward(float* out, const float* inp, int64_t rows, int cols, bool cache) {
   const int threads = block_row_threads(cols / kVec);
   const size_t smem = cache ? size_t(cols) * sizeof(float) : 0;
+  const unsigned grid = row_grid(rows);
   if (cache)
-    block_row_forward<kLog, true, kVec><<<row_grid(rows), threads, smem, stream()>>>(out, inp, cols);
+    block_row_forward<kLog, true, kVec><<<grid, threads, smem, stream()>>>(out, inp, cols);
   else
-    block_row_forward<kLog, false, kVec><<<row_grid(rows), threads, 0, stream()>>>(out, inp, cols);
+    block_row_forward<kLog, false, kVec><<<grid, threads, 0, stream()>>>(out, inp, cols);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -325,10 +326,11 @@ void launch_block_backward(float* dinp, const float* dout, const float* out, int
                            int cols, bool cache) {
   const int threads = block_row_threads(cols / kVec);
   const size_t smem = cache ? 2 * size_t((cols + 3) / 4 * 4) * sizeof(float) : 0;
+  const unsigned grid = row_grid(rows);
   if (cache)
-    block_row_backward<kLog, true, kVec><<<row_grid(rows), threads, smem, stream()>>>(dinp, dout, out, cols);
+    block_row_backward<kLog, true, kVec><<<grid, threads, smem, stream()>>>(dinp, dout, out, cols);
   else
-    block_row_backward<kLog, false, kVec><<<row_grid(rows), threads, 0, stream()>>>(dinp, dout, out, cols);
+    block_row_backward<kLog, false, kVec><<<grid, threads, 0, stream()>>>(dinp, dout, out, cols);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -129,11 +129,12 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
   const Device dev = q.device();
   Tensor out = empty_heads_last(n.B, n.NH, n.Tq, n.HSv, q.dtype(), dev);
   Tensor stats = Tensor::empty({n.B, n.NH, n.Tq, 2}, q.dtype(), dev);  // per row: max, Σ exp
+  const SdpaMath math = sdpa_cuda_math();  // CUDA: FMA or tensor cores (runtime/kernels/sdpa.h)
   if (q.is_cuda()) {
     const MaskView<float> mv{m.defined() ? m.data<float>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
     cuda::sdpa_forward(heads<float>(out), stats.data<float>(), heads<float, const float>(qp),
                        heads<float, const float>(kp), heads<float, const float>(vp), mv, n,
-                       static_cast<float>(scale), drop);
+                       static_cast<float>(scale), drop, math);
   } else {
     dispatch_float(q.dtype(), "sdpa", [&]<class T>() {
       const MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
@@ -145,7 +146,7 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
 
   Attrs attrs{{"dropout_p", dropout_p}, {"training", training}};
   return record("sdpa", {q, k, v, mask}, out,
-                [qp, kp, vp, m, ms, n, scale, drop, stats, o = out.detach()](
+                [qp, kp, vp, m, ms, n, scale, drop, math, stats, o = out.detach()](
                     const Tensor& dout) -> Tensors {
     // dq, dk, dv from dout and P recomputed from stats (runtime/cpu/sdpa.cpp, backward)
     const Tensor g = last_dim_packed(dout);
@@ -161,7 +162,7 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
                           heads<float, const float>(g), heads<float, const float>(o),
                           stats.data<float>(), heads<float, const float>(qp),
                           heads<float, const float>(kp), heads<float, const float>(vp), mv, n,
-                          static_cast<float>(scale), drop, D.data<float>());
+                          static_cast<float>(scale), drop, D.data<float>(), math);
     } else {
       dispatch_float(g.dtype(), "sdpa", [&]<class T>() {
         const MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};

@@ -35,6 +35,22 @@ struct SdpaSizes {
   int64_t B = 0, NH = 0, Tq = 0, Tk = 0, HS = 0, HSv = 0;  // q, k: HS wide; v, out: HSv wide
 };
 
+// The arithmetic of the CUDA kernels' tile products (the CPU kernel always computes in its T):
+//   fp32    FMA on the CUDA cores, fp32 in and out (rung v2 of the ladder, docs/gpu-kernels.md);
+//   tf32x3  tensor cores, each fp32 operand split into a TF32 head and a TF32 tail, three
+//           products per pair (head·head + head·tail + tail·head): fp32-level accuracy, the
+//           scheme of PyTorch's fp32 memory-efficient attention (CUTLASS's FastF32);
+//   tf32    tensor cores, one TF32 product: 10-bit mantissas, relative errors ~1e-3 (what
+//           torch.backends.cuda.matmul.allow_tf32 = True trades for speed).
+enum class SdpaMath { fp32, tf32x3, tf32 };
+
+// The process-wide choice for CUDA tensors, read by the sdpa op on each call (fp32 unless
+// changed; mase-bench's gpu-sdpa suite times all three).
+inline SdpaMath& sdpa_cuda_math() {
+  static SdpaMath math = SdpaMath::fp32;
+  return math;
+}
+
 }  // namespace mase
 
 namespace mase::cpu {
@@ -71,11 +87,12 @@ inline bool sdpa_supported(const SdpaSizes& n) {
   return n.HS == n.HSv && (n.HS == 32 || n.HS == 64 || n.HS == 128);
 }
 
-// The same contract as cpu::sdpa_forward; every pointer on the GPU.
+// The same contract as cpu::sdpa_forward, every pointer on the GPU, the products computed
+// as `math` says.
 MASE_CUDA_FN(void, sdpa_forward, (HeadsView<float> out, float* stats, HeadsView<const float> q,
                                   HeadsView<const float> k, HeadsView<const float> v,
                                   MaskView<float> mask, const SdpaSizes& n, float scale,
-                                  const DropoutMask& drop))
+                                  const DropoutMask& drop, SdpaMath math))
 
 // The same contract as cpu::sdpa_backward, plus a workspace of B·NH·Tq floats (D_i = dO_i·O_i
 // of every query row), which the op allocates from the tensor allocator.
@@ -84,6 +101,6 @@ MASE_CUDA_FN(void, sdpa_backward, (HeadsView<float> dq, HeadsView<float> dk, Hea
                                    const float* stats, HeadsView<const float> q,
                                    HeadsView<const float> k, HeadsView<const float> v,
                                    MaskView<float> mask, const SdpaSizes& n, float scale,
-                                   const DropoutMask& drop, float* workspace))
+                                   const DropoutMask& drop, float* workspace, SdpaMath math))
 
 }  // namespace mase::cuda

@@ -3,8 +3,9 @@
 // every gradient, head sizes 32/64/128, odd T (1, 7, 129, 300: ragged 64-row tiles), Tq != Tk,
 // head-split (strided) views, padding masks with fully padded rows (finfo.min and −inf),
 // other mask shapes, dropout (both devices must drop the same entries), determinism, memory
-// that does not grow with T², and the head sizes that fall back to the reference. Every case
-// skips visibly without a GPU (test::have_gpu).
+// that does not grow with T², the tensor-core kernels (SdpaMath::tf32x3 and ::tf32), and the
+// head sizes that fall back to the reference. Every case skips visibly without a GPU
+// (test::have_gpu).
 //
 // Tolerances. Both sides are f32; they differ in exp (CPU polynomial vs CUDA __expf, whose
 // error grows as |x|·2⁻²², i.e. ≤ ~5e-6 relative on the probabilities that matter, those
@@ -20,6 +21,7 @@
 #include "autograd/ops.h"
 #include "helpers.h"
 #include "runtime/allocator.h"
+#include "runtime/kernels/sdpa.h"
 
 using namespace mase;
 using mase::test::check_close;
@@ -55,18 +57,29 @@ Result run_on(const Attention& f, const Tensors& inputs, Device device, uint64_t
   return r;
 }
 
-void check_results(const Result& got, const Result& want) {
-  check_close(got.out, want.out, kOutAtol, kOutRtol);
+struct Tolerances {
+  double out_atol = kOutAtol, out_rtol = kOutRtol, grad_atol = kGradAtol, grad_rtol = kGradRtol;
+};
+
+void check_results(const Result& got, const Result& want, const Tolerances& tol = {}) {
+  check_close(got.out, want.out, tol.out_atol, tol.out_rtol);
   for (size_t i = 0; i < want.grads.size(); ++i) {
     INFO("gradient of input " << i);
-    check_close(got.grads[i], want.grads[i], kGradAtol, kGradRtol);
+    check_close(got.grads[i], want.grads[i], tol.grad_atol, tol.grad_rtol);
   }
 }
 
 // f on the CPU and on the GPU: outputs and every input's gradient agree.
-void check_cpu_cuda(const Attention& f, const Tensors& inputs) {
-  check_results(run_on(f, inputs, Device::cuda()), run_on(f, inputs, Device::cpu()));
+void check_cpu_cuda(const Attention& f, const Tensors& inputs, const Tolerances& tol = {}) {
+  check_results(run_on(f, inputs, Device::cuda()), run_on(f, inputs, Device::cpu()), tol);
 }
+
+// Sets the process-wide CUDA attention arithmetic for the life of the object.
+struct UseMath {
+  SdpaMath was = sdpa_cuda_math();
+  explicit UseMath(SdpaMath m) { sdpa_cuda_math() = m; }
+  ~UseMath() { sdpa_cuda_math() = was; }
+};
 
 // (B, T, 3·C) -> q, k, v as (B, NH, T, HS) views with row stride 3·C (BERT's fused QKV).
 Tensors split_qkv(const Tensor& x, int64_t NH) {
@@ -211,6 +224,35 @@ TEST_CASE("sdpa CUDA: peak memory does not grow with T squared") {
   const size_t peak = allocator_stats(dev).peak_in_use_bytes - before;
   INFO("peak " << peak << " bytes");
   CHECK(peak < size_t(T) * T * 4 / 4);
+}
+
+TEST_CASE("sdpa CUDA: tensor cores - tf32x3 at fp32 accuracy and tf32 at its own") {
+  if (!test::have_gpu()) return;
+  // tf32x3 splits each operand into two TF32 parts (~21 bits): the fp32 tolerances hold.
+  // tf32 keeps 10 mantissa bits: each product q_d·k_d is off by up to ~2·2⁻¹¹ relative, so a
+  // score (64 products of |q·k| ≤ 2, random signs, times 1/8) by ~1e-3 and P by as much
+  // relatively; outputs (≤ 1) to 2e-3 + 1e-2 relative, gradients (sums over 129 rows) to
+  // 2e-2 + 5e-2 relative — loose, but an indexing or masking error is O(0.1 .. 1).
+  const Tolerances tf32{2e-3, 1e-2, 2e-2, 5e-2};
+  for (SdpaMath math : {SdpaMath::tf32x3, SdpaMath::tf32}) {
+    UseMath use(math);
+    const Tolerances tol = math == SdpaMath::tf32 ? tf32 : Tolerances{};
+    for (int64_t HS : {32, 64, 128}) {
+      INFO("math " << int(math) << ", HS " << HS);
+      const int64_t NH = 2, T = 129;
+      Tensor x = random_tensor({2, T, 3 * NH * HS}, 1, -2, 2, DType::f32);
+      Tensor mask = padding_mask({100, 0}, T, kLowest);
+      check_cpu_cuda([&](const Tensors& in, Generator& g) {
+        return attend(split_qkv(in[0], NH), mask, 0.1, g);
+      }, {x}, tol);
+      Tensor q = random_tensor({1, 2, 5, HS}, 2, -2, 2, DType::f32);  // Tq < Tk, −inf padding
+      Tensor k = random_tensor({1, 2, 131, HS}, 3, -2, 2, DType::f32);
+      Tensor v = random_tensor({1, 2, 131, HS}, 4, -1, 1, DType::f32);
+      Tensor m2 = padding_mask({100}, 131, -kInf);
+      check_cpu_cuda([&](const Tensors& in, Generator& g) { return attend(in, m2, 0.0, g); },
+                     {q, k, v}, tol);
+    }
+  }
 }
 
 TEST_CASE("sdpa CUDA: head sizes without a kernel take the reference on the GPU") {
