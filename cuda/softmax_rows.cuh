@@ -9,14 +9,14 @@
 //                 l, l + 32, l + 64, … of the row (kIters of them, kVec floats each: float4
 //                 loads when the row is 16-byte aligned). Max and sum are warp shuffles; no
 //                 shared memory, no __syncthreads. For rows up to 1024 floats (BERT's T ≤ 512).
-//   block_row_*   one block per row, for long rows. Each thread walks its vectors once, keeping
-//                 a running (max, sum) — the online softmax of Milakov & Gimelshein 2018:
+//   block_row_*   one block per row, for long rows. When the row fits in shared memory
+//                 (kCache) each thread copies its vectors there as it reads them, taking the
+//                 max; the sum of exps and the output are then computed from that copy (each
+//                 thread re-reads only what it wrote itself, so no barrier is needed between).
+//                 Rows too long to cache are read twice: the first sweep keeps a running
+//                 (max, sum) — the online softmax of Milakov & Gimelshein 2018:
 //                   m' = max(m, x)    s' = s·exp(m − m') + exp(x − m')
-//                 — and, when the row fits (kCache), a copy of what it read in shared memory;
-//                 the threads' (m, s) pairs are then merged over the block. The second sweep
-//                 writes the output from that copy (each thread re-reads only what it wrote
-//                 itself, so no barrier is needed between) or, for rows too long to cache,
-//                 from global memory again (2 reads instead of 1).
+//                 — merged over the block, and the second sweep reads x again to write y.
 //
 // Fully masked rows (every entry −inf): the max is −inf, and the kernels write softmax 0 and
 // log_softmax −inf without computing −inf − (−inf) = NaN; the backward formulas give 0 and dy
@@ -210,14 +210,37 @@ __global__ void block_row_forward(float* out, const float* inp, int cols) {
   float* y = out + int64_t(blockIdx.x) * cols;
   const int nvec = cols / kVec;
   float m = -INFINITY, s = 0.f;
-  for (int u = threadIdx.x; u < nvec; u += blockDim.x) {  // sweep 1: the only read of x
-    float v[kVec];
-    load_vec<kVec>(v, x + u * kVec);
-    if constexpr (kCache) store_vec<kVec>(cache + u * kVec, v);
+  if constexpr (kCache) {
+    // sweep 1, the only read of x: copy it to shared memory and take the max (no exp here,
+    // so nothing holds back the next loads); then Σ exp(x − m) from the copy
+#pragma unroll 4
+    for (int u = threadIdx.x; u < nvec; u += blockDim.x) {
+      float v[kVec];
+      load_vec<kVec>(v, x + u * kVec);
+      store_vec<kVec>(cache + u * kVec, v);
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) online_add(m, s, v[i]);
+      for (int i = 0; i < kVec; ++i) m = fmaxf(m, v[i]);
+    }
+    m = block_max(m);  // contains barriers: every thread reaches it
+    if (m != -INFINITY) {
+      for (int u = threadIdx.x; u < nvec; u += blockDim.x) {
+        float v[kVec];
+        load_vec<kVec>(v, cache + u * kVec);  // what this thread itself wrote: no barrier needed
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) s += expf(v[i] - m);
+      }
+    }
+    s = block_sum(s);
+  } else {
+    // sweep 1 of 2 reads: the running (max, sum), merged over the block
+    for (int u = threadIdx.x; u < nvec; u += blockDim.x) {
+      float v[kVec];
+      load_vec<kVec>(v, x + u * kVec);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) online_add(m, s, v[i]);
+    }
+    block_online(m, s);  // contains barriers: every thread reaches it
   }
-  block_online(m, s);  // contains barriers: every thread reaches it
   if (m == -INFINITY) {  // fully masked row (block-uniform)
     for (int u = threadIdx.x; u < nvec; u += blockDim.x) {
       float z[kVec];

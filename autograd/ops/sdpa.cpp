@@ -10,8 +10,9 @@
 //   dP = z ⊙ (dout·vᵀ)   dv = P'ᵀ·dout   dS = P ⊙ (dP − D)   dq = dS·k / √HS   dk = dSᵀ·q / √HS
 //
 // Two implementations of the same maths:
-//  * sdpa — the fused kernels, runtime/cpu/sdpa.cpp and (fp32, HS = HSv in {32, 64, 128})
-//    cuda/sdpa_forward.cu + cuda/sdpa_backward.cu: tiled over queries and keys with an online
+//  * sdpa — the fused kernels, runtime/cpu/sdpa.cpp and (f32, HS = HSv in {32, 64, 128})
+//    cuda/sdpa_forward.cu + cuda/sdpa_backward.cu (FMA; or their tensor-core twins *_tc.cu,
+//    as sdpa_cuda_math() says): tiled over queries and keys with an online
 //    softmax, backward recomputing P from the saved per-row max and sum (FlashAttention 2).
 //    Memory O(B·NH·T) instead of O(B·NH·T²). The output is written in (B, T, NH, HSv)
 //    layout and returned as its (B, NH, T, HSv) view: BERT's merge of the heads,
