@@ -35,6 +35,8 @@ void register_e2e();          // bench/bench_e2e.cpp
 void register_softmax();      // bench/bench_softmax.cpp
 void register_sdpa();         // bench/bench_sdpa.cpp
 void register_gpu_base();     // bench/bench_gpu_base.cpp
+void register_gpu_softmax();  // bench/bench_gpu_softmax.cpp
+void register_gpu_sdpa();     // bench/bench_gpu_sdpa.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -65,6 +67,10 @@ const Suite kSuites[] = {
     // each registers nothing, with one line on stderr, where no GPU is present
     {"gpu-base", "GPU: device-to-device copy bandwidth, cuBLAS sgemm 4096³ (the GPU's limits)",
      mase::bench::register_gpu_base},
+    {"gpu-softmax", "GPU: softmax fwd/bwd vs D2D copy and the naive composition; the kernel ladder",
+     mase::bench::register_gpu_softmax},
+    {"gpu-sdpa", "GPU: flash attention fwd, fwd+bwd vs the naive composition; peak memory",
+     mase::bench::register_gpu_sdpa},
 };
 
 std::string footer() {

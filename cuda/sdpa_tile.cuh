@@ -1,0 +1,228 @@
+// cuda/sdpa_tile.cuh — the building blocks of the CUDA flash attention (cuda/sdpa_forward.cu,
+// cuda/sdpa_backward.cu): tile sizes, how 256 threads split a 64 × 64 tile, copying a tile of
+// rows from global to shared memory, and the three small matrix products every kernel is made
+// of. Included by .cu files only. Read cuda/sdpa_forward.cu first.
+//
+// The thread layout. A block has 256 threads, seen as a 16 × 16 grid: tx = tid % 16,
+// ty = tid / 16. A warp is then two rows of that grid (ty = 2w, 2w + 1), and the 16 threads
+// that share a ty are 16 lanes of one warp, so a reduction over them is 4 register shuffles.
+//   * In a 64 × 64 tile of scores S (query rows × key columns) thread (ty, tx) owns rows
+//     ty·4 + i and columns tx + 16·j (i, j < 4): a 4 × 4 register tile, 16 products per pair
+//     of 4-wide shared-memory loads.
+//   * In a 64 × HS tile of an output (O, dQ, dK, dV) it owns rows ty·4 + i and HS / 16 columns
+//     (Cols below): a 4 × (HS/16) register tile.
+// Shared-memory rows are padded by 4 floats (kLd = HS + 4): the 16 threads of a ty reading rows
+// tx + 16·j at the same column then fall in different banks (row stride 4 banks apart), while
+// staying 16-byte aligned for float4 loads. Rows past the end of the sequence are filled
+// with 0, so every product can run over whole tiles; the kernels mask those scores instead.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/kernels/sdpa.h"
+#include "runtime/philox.h"
+
+namespace mase::cuda::sdpa_tile {
+
+constexpr int kThreads = 256;
+constexpr int kBr = 64;          // query rows per tile
+constexpr int kBc = 64;          // key rows per tile
+constexpr int kLdP = kBc + 4;    // row stride of a (kBr, kBc) tile in shared memory
+static_assert(kBr == 64 && kBc == 64 && kThreads == 256, "the 16 × 16 thread grid of 4 × 4 tiles");
+
+template <int HS>
+constexpr int kLd = HS + 4;      // row stride of a (rows, HS) tile in shared memory
+
+// The columns of a (rows, HS) tile that thread tx owns: kVec consecutive floats (float4, or
+// float2 for HS = 32) in each of kChunks chunks 16·kVec apart — so the 16 threads of a ty read
+// a row's HS floats as one contiguous sweep (no bank conflicts).
+template <int HS>
+struct Cols {
+  static_assert(HS == 32 || HS == 64 || HS == 128, "head sizes 32, 64, 128");
+  static constexpr int kVec = HS >= 64 ? 4 : 2;
+  static constexpr int kChunks = HS / (16 * kVec);
+  static constexpr int kN = kVec * kChunks;  // = HS / 16 columns per thread
+  __device__ static int col(int tx, int u) { return (u / kVec) * 16 * kVec + tx * kVec + u % kVec; }
+  // the thread's kN floats of a shared-memory row
+  __device__ static void load(float (&x)[kN], const float* row, int tx) {
+#pragma unroll
+    for (int ch = 0; ch < kChunks; ++ch) {
+      const float* p = row + ch * 16 * kVec + tx * kVec;
+      if constexpr (kVec == 4) {
+        const float4 t = *reinterpret_cast<const float4*>(p);
+        x[ch * 4] = t.x; x[ch * 4 + 1] = t.y; x[ch * 4 + 2] = t.z; x[ch * 4 + 3] = t.w;
+      } else {
+        const float2 t = *reinterpret_cast<const float2*>(p);
+        x[ch * 2] = t.x; x[ch * 2 + 1] = t.y;
+      }
+    }
+  }
+};
+
+// Which tile this block works on: block x covers rows t0 .. t0 + 63 (of queries or keys, T of
+// them) of head bh = b·NH + h; and this thread's place (tx, ty) in the 16 × 16 grid.
+struct BlockTile {
+  int64_t bh, b, h;
+  int t0, tx, ty;
+};
+__device__ inline BlockTile block_tile(int T, int NH) {
+  const int tiles = (T + 63) / 64;
+  const int64_t bh = blockIdx.x / tiles;
+  return {bh, bh / NH, bh % NH, int(blockIdx.x % tiles) * 64, int(threadIdx.x % 16),
+          int(threadIdx.x / 16)};
+}
+
+// Element (b, h, t, 0) of a HeadsView, in device code.
+template <class T>
+__device__ inline T* head_row(const HeadsView<T>& x, int64_t b, int64_t h, int64_t t) {
+  return x.data + b * x.sb + h * x.sh + t * x.st;
+}
+
+// dst (kRows, HS) in shared memory, row stride kLd<HS> = rows t0 .. t0 + kRows − 1 of one head
+// (`src` points at row t0, `st` is the row stride); rows at or past `valid` are set to 0.
+// Consecutive threads read consecutive floats of a row: coalesced. When every row starts on
+// 16 bytes (BERT's head-split views do: HS and C are multiples of 4) each thread moves
+// float4s, a quarter of the load and store instructions; else one float at a time.
+template <int HS, int kRows>
+__device__ inline void load_rows(float* dst, const float* src, int64_t st, int valid) {
+  if (reinterpret_cast<uintptr_t>(src) % 16 == 0 && st % 4 == 0) {  // the same for the block
+    constexpr int kVecs = HS / 4;  // float4s a row
+    for (int e = threadIdx.x; e < kRows * kVecs; e += kThreads) {
+      const int r = e / kVecs, d = 4 * (e % kVecs);
+      const float4 x = r < valid ? *reinterpret_cast<const float4*>(src + r * st + d)
+                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+      *reinterpret_cast<float4*>(dst + r * kLd<HS> + d) = x;
+    }
+    return;
+  }
+  for (int e = threadIdx.x; e < kRows * HS; e += kThreads) {
+    const int r = e / HS, d = e % HS;
+    dst[r * kLd<HS> + d] = r < valid ? src[r * st + d] : 0.f;
+  }
+}
+
+// Four floats from a 16-byte aligned address in shared memory.
+__device__ inline float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
+// acc[i][j] += Σ_d A[ty·4 + i][d] · B[tx + 16·j][d]: the thread's 4 × 4 tile of A·Bᵀ, for
+// S = Q·Kᵀ and dP = dO·Vᵀ. A and B are (64, HS) tiles in shared memory, row stride kLd<HS>.
+// Per 4 columns d: 8 float4 loads (A's are broadcasts: one ty per quarter-warp) for 64 FMAs.
+template <int HS>
+__device__ inline void mma_abt(float (&acc)[4][4], const float* A, const float* B, int ty, int tx) {
+#pragma unroll 4
+  for (int d = 0; d < HS; d += 4) {
+    float4 a[4], b[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = load4(A + (ty * 4 + i) * kLd<HS> + d);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) b[j] = load4(B + (tx + 16 * j) * kLd<HS> + d);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        acc[i][j] = fmaf(a[i].x, b[j].x, acc[i][j]);
+        acc[i][j] = fmaf(a[i].y, b[j].y, acc[i][j]);
+        acc[i][j] = fmaf(a[i].z, b[j].z, acc[i][j]);
+        acc[i][j] = fmaf(a[i].w, b[j].w, acc[i][j]);
+      }
+  }
+}
+
+// o[i][u] += Σ_c P[ty·4 + i][c] · X[c][col(u)]: the thread's rows of P·X, for O += P·V and
+// dQ += dS·K. P is (64, kBc) with row stride kLdP, X is (kBc, HS) with row stride kLd<HS>.
+template <int HS>
+__device__ inline void mma_ab(float (&o)[4][Cols<HS>::kN], const float* P, const float* X, int ty,
+                              int tx) {
+  constexpr int kN = Cols<HS>::kN;
+#pragma unroll 2
+  for (int c = 0; c < kBc; c += 4) {
+    float4 p[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) p[i] = load4(P + (ty * 4 + i) * kLdP + c);
+#pragma unroll
+    for (int cc = 0; cc < 4; ++cc) {
+      float x[kN];
+      Cols<HS>::load(x, X + (c + cc) * kLd<HS>, tx);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float pi = cc == 0 ? p[i].x : cc == 1 ? p[i].y : cc == 2 ? p[i].z : p[i].w;
+#pragma unroll
+        for (int u = 0; u < kN; ++u) o[i][u] = fmaf(pi, x[u], o[i][u]);
+      }
+    }
+  }
+}
+
+// o[i][u] += Σ_r P[r][ty·4 + i] · X[r][col(u)]: the thread's rows of Pᵀ·X, for dV += Pᵀ·dO and
+// dK += dSᵀ·Q (the key-side products of the backward). P is (kBr, kBc) with row stride kLdP,
+// X is (kBr, HS) with row stride kLd<HS>.
+template <int HS>
+__device__ inline void mma_atb(float (&o)[4][Cols<HS>::kN], const float* P, const float* X, int ty,
+                               int tx) {
+  constexpr int kN = Cols<HS>::kN;
+#pragma unroll 4
+  for (int r = 0; r < kBr; ++r) {
+    const float4 p = load4(P + r * kLdP + ty * 4);
+    float x[kN];
+    Cols<HS>::load(x, X + r * kLd<HS>, tx);
+    const float pi[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int u = 0; u < kN; ++u) o[i][u] = fmaf(pi[i], x[u], o[i][u]);
+  }
+}
+
+// The thread's 4 × 4 scores (rows ty·4 + i, columns tx + 16·j) from or to a (64, 64) tile in
+// shared memory, row stride kLdP. The 32 lanes of a warp touch 32 different banks.
+__device__ inline void grid_load(float (&s)[4][4], const float* S, int ty, int tx) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s[i][j] = S[(ty * 4 + i) * kLdP + tx + 16 * j];
+}
+__device__ inline void grid_store(float* S, const float (&s)[4][4], int ty, int tx) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) S[(ty * 4 + i) * kLdP + tx + 16 * j] = s[i][j];
+}
+
+// Reductions over the 16 threads that share a ty (lanes l and l ^ 8, ^ 4, ^ 2, ^ 1 of a warp).
+__device__ inline float max16(float v) {
+#pragma unroll
+  for (int o = 8; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ inline float sum16(float v) {
+#pragma unroll
+  for (int o = 8; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// The dropout factor of probability e = ((b·NH + h)·Tq + i)·Tk + j: drop.scale if Philox word e
+// of (drop.seed, drop.offset) passes dropout_keep, else 0 — the very word and test the CPU
+// uses (runtime/philox.h, runtime/kernels/dropout.h), so both devices drop the same entries.
+__device__ inline float dropout_factor(const DropoutMask& drop, float scale, uint64_t e) {
+  const std::array<uint32_t, 4> w = philox4x32(drop.offset + e / 4, drop.seed);
+  const uint32_t k = static_cast<uint32_t>(e % 4);
+  const uint32_t word = k == 0 ? w[0] : k == 1 ? w[1] : k == 2 ? w[2] : w[3];
+  return dropout_keep(word, drop.threshold) ? scale : 0.f;
+}
+
+// Mask value (b, h, i, j), or 0 without a mask.
+__device__ inline float mask_at(const MaskView<float>& m, int64_t b, int64_t h, int64_t i,
+                                int64_t j) {
+  return m.data ? m.data[b * m.sb + h * m.sh + i * m.si + j * m.sj] : 0.f;
+}
+
+// Shared memory bytes of `tiles` (64, HS) tiles and `ptiles` (64, 64) tiles.
+template <int HS>
+constexpr size_t smem_bytes(int tiles, int ptiles) {
+  return sizeof(float) * (size_t(tiles) * kBr * kLd<HS> + size_t(ptiles) * kBr * kLdP);
+}
+
+}  // namespace mase::cuda::sdpa_tile
