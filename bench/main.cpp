@@ -37,6 +37,7 @@ void register_sdpa();         // bench/bench_sdpa.cpp
 void register_gpu_base();     // bench/bench_gpu_base.cpp
 void register_gpu_softmax();  // bench/bench_gpu_softmax.cpp
 void register_gpu_sdpa();     // bench/bench_gpu_sdpa.cpp
+void register_gpu_quant();    // bench/bench_gpu_quant.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -71,6 +72,8 @@ const Suite kSuites[] = {
      mase::bench::register_gpu_softmax},
     {"gpu-sdpa", "GPU: flash attention fwd, fwd+bwd vs the naive composition; peak memory",
      mase::bench::register_gpu_sdpa},
+    {"gpu-quant", "GPU: every quantizer and MXINT8 pack/unpack vs the D2D copy, MXINT8 Linear vs cuBLAS, memory",
+     mase::bench::register_gpu_quant},
 };
 
 std::string footer() {

@@ -4,8 +4,9 @@
 
 #include <cstdio>
 
+#include "autograd/ops.h"
 #include "runtime/kernels/mxint8.h"
-#include "runtime/kernels/mxint8.h"
+#include "runtime/kernels/mxint8_linear.h"
 
 namespace mase::quant {
 
@@ -51,6 +52,52 @@ Tensor mxint8_unpack(const MxInt8Tensor& p, Dequant how) {
   else
     cpu::mxint8_dequantize(out.data<float>(), q.data<int8_t>(), s.data<uint8_t>(), rows, K);
   return out;
+}
+
+Tensor mxint8_linear(const Tensor& x, const MxInt8Tensor& w, const Tensor& bias) {
+  MASE_CHECK(x.defined() && x.dtype() == DType::f32, DTypeError,
+             "[mxint8_linear] expected an f32 input, got ", x.defined() ? name(x.dtype()) : "undefined");
+  MASE_CHECK(x.is_cuda(), DeviceError, "[mxint8_linear] expected a CUDA input, got ", x.device(),
+             " (on the CPU, MxInt8Linear dequantizes the weight and calls linear)");
+  MASE_CHECK(w.elements.defined() && w.elements.dtype() == DType::i8 && w.scales.defined() &&
+                 w.scales.dtype() == DType::u8,
+             DTypeError, "[mxint8_linear] expected i8 elements and u8 scales");
+  MASE_CHECK(w.elements.ndim() == 2, ShapeError, "[mxint8_linear] expected a packed weight (out, in), got ",
+             w.shape());
+  const int64_t N = w.elements.size(0), K = w.elements.size(1);
+  MASE_CHECK(x.ndim() >= 1 && x.size(-1) == K, ShapeError, "[mxint8_linear] inner dims differ: x is ",
+             x.shape(), ", weight is ", w.shape());
+  MASE_CHECK(w.scales.shape() == Shape({N, cpu::mx_blocks(K)}), ShapeError,
+             "[mxint8_linear] expected scales (", N, ", ", cpu::mx_blocks(K), "), got ", w.scales.shape());
+  MASE_CHECK(w.device() == x.device() && w.scales.device() == x.device(), DeviceError,
+             "[mxint8_linear] input on ", x.device(), " but the packed weight on ", w.device());
+  if (bias.defined())
+    MASE_CHECK(bias.dtype() == DType::f32 && bias.device() == x.device() && bias.shape() == Shape({N}),
+               ShapeError, "[mxint8_linear] expected an f32 bias (", N, ") on ", x.device(), ", got ",
+               bias.shape(), " on ", bias.device());
+  const Shape xshape = x.shape();
+  int64_t M = 1;
+  for (size_t d = 0; d + 1 < xshape.size(); ++d) M *= xshape[d];
+  Shape out_shape = xshape;
+  out_shape.back() = N;
+  const Tensor xc = x.detach().contiguous();
+  const MxInt8Tensor wc{w.elements.contiguous(), w.scales.contiguous()};
+  const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
+  Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
+  cuda::mxint8_linear_forward(y.data<float>(), xc.data<float>(), wc.elements.data<int8_t>(),
+                              wc.scales.data<uint8_t>(), bc.defined() ? bc.data<float>() : nullptr,
+                              M, N, K, /*kernel=*/0);
+  Tensors inputs{x};
+  if (bias.defined()) inputs.push_back(bias);
+  const bool gx = x.requires_grad(), gb = bias.defined() && bias.requires_grad();
+  return record("mxint8_linear", inputs, y, [wc, M, N, xshape, gx, gb,
+                                             has_bias = bias.defined()](const Tensor& dy) -> Tensors {
+    Tensor dy2 = reshape(contiguous(dy), {M, N});
+    Tensors grads(has_bias ? 2 : 1);
+    if (gx) grads[0] = reshape(matmul(dy2, mxint8_unpack(wc)), xshape);  // dx = dy·dequant(W)
+    if (gb) grads[1] = sum(dy2, {0});                                     // db = Σ dy
+    return grads;
+  });
 }
 
 void BytesReport::add(const Shape& shape) {

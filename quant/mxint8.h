@@ -36,6 +36,14 @@ MxInt8Tensor mxint8_pack(const Tensor& x);
 // An f32 tensor of the logical shape, on the same device (no autograd).
 Tensor mxint8_unpack(const MxInt8Tensor& p, Dequant how = Dequant::multiply);
 
+// y = x·dequant(W)ᵀ + b on a GPU with W kept packed: the GEMM decodes the weight tile by tile
+// as it stages it into shared memory (cuda/mxint8_linear.cu), so no fp32 copy of W is made.
+// x (..., in) f32 on CUDA; w packed (out, in) on the same device; bias (out) or undefined.
+// Equal to linear(x, mxint8_unpack(w), bias) within rounding (another GEMM's summation order).
+// Backward: dx = dy·dequant(W) (through a temporary dequantized W), db = Σ dy; the packed
+// weight is not trainable. MxInt8Linear (quant/mxint8_linear.h) calls it for CUDA inputs.
+Tensor mxint8_linear(const Tensor& x, const MxInt8Tensor& w, const Tensor& bias = Tensor());
+
 // Bytes of fp32 vs packed MXINT8 for one or more tensors.
 struct BytesReport {
   int64_t tensors = 0;

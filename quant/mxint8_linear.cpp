@@ -40,6 +40,8 @@ std::string MxInt8Linear::extra_repr() const {
 }
 
 Tensor MxInt8Linear::forward(const Tensor& x) {
+  // on a GPU the weight stays packed: the GEMM decodes it tile by tile (quant/mxint8.h)
+  if (x.is_cuda()) return mxint8_linear(x, packed(), bias);
   // the only fp32 weight is this temporary: (out, in), freed when forward returns
   Tensor w = mxint8_unpack(packed());
   return linear(x, w, bias);

@@ -1,4 +1,5 @@
-// quant/prune.cpp — prune specs and masks (see prune.h; kernels in runtime/cpu/prune.cpp).
+// quant/prune.cpp — prune specs and masks (see prune.h; kernels in runtime/cpu/prune.cpp and,
+// for activations on the GPU, cuda/prune.cu).
 #include "quant/prune.h"
 
 #include <cmath>
@@ -16,6 +17,34 @@ const char* scope_name(PruneScope s) { return s == PruneScope::global ? "global"
 Tensor host_f32(const Tensor& t) {
   Tensor h = t.is_cpu() ? t.detach() : t.detach().to(Device::cpu());
   return h.to(DType::f32).contiguous();
+}
+
+// The activation mask on the GPU (cuda/prune.cu): the same keys and the same selection as the
+// CPU's, so the same mask; no copy to the host, so a training step on the GPU does not stall.
+Tensor activation_keep_mask_cuda(const Tensor& x, const PruneSpec& spec, Generator& gen) {
+  MASE_CHECK(x.dtype() == DType::f32, DTypeError, "[prune] expected an f32 activation on ",
+             x.device(), ", got ", x.dtype(), " (the CUDA kernels are f32 only)");
+  Tensor keep = Tensor::empty(x.shape(), DType::u8, x.device());
+  const int64_t n = x.numel();
+  if (n == 0) return keep;
+  Tensor xc;  // the values, for l1-norm keys
+  quant::KeySource ks{nullptr, n, gen.seed, 0};
+  if (spec.method == PruneMethod::l1_norm) {
+    xc = x.detach().contiguous();
+    ks.values = xc.data<float>();
+  } else {
+    ks.offset = gen.advance(n);  // a fresh random set on every call, as on the CPU
+  }
+  if (spec.scope == PruneScope::global) {
+    Tensor work = Tensor::empty({select_smallest_workspace_bytes(n)}, DType::u8, x.device());
+    cuda::select_smallest(keep.data<uint8_t>(), ks, prune_count(spec.sparsity, n),
+                          work.data<uint8_t>());
+  } else {
+    const int64_t cols = x.ndim() == 0 ? 1 : x.size(-1);
+    cuda::select_smallest_rows(keep.data<uint8_t>(), ks, n / cols, cols,
+                               prune_count(spec.sparsity, cols));
+  }
+  return keep;
 }
 
 }  // namespace
@@ -122,8 +151,7 @@ Tensor activation_keep_mask(const Tensor& x, const PruneSpec& spec, Generator& g
   MASE_CHECK(x.defined() && is_floating(x.dtype()), DTypeError,
              "[prune] expected a floating activation, got ",
              x.defined() ? name(x.dtype()) : "undefined");
-  MASE_CHECK(x.is_cpu(), DeviceError, "[prune] activation pruning runs on the CPU, got ",
-             x.device());
+  if (x.is_cuda()) return activation_keep_mask_cuda(x, spec, gen);
   Tensor keep = Tensor::empty(x.shape(), DType::u8);
   const int64_t n = x.numel();
   if (n == 0) return keep;

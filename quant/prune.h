@@ -51,7 +51,8 @@ int64_t prune_count(double sparsity, int64_t n);
 // sequence in the given order.
 std::vector<Tensor> weight_keep_masks(const std::vector<Tensor>& weights, const PruneSpec& spec);
 
-// The keep mask of an activation x (..., features), f32 or f64 on the CPU: local = round(s·
+// The keep mask of an activation x (..., features), f32 or f64 on the CPU or f32 on a GPU (the
+// mask on x's device, equal to the CPU's): local = round(s·
 // features) pruned in each row, global = round(s·numel) over the whole tensor. "random" draws
 // from `gen` (advancing it by numel(x) values), so each call gives a fresh set.
 Tensor activation_keep_mask(const Tensor& x, const PruneSpec& spec, Generator& gen);

@@ -31,8 +31,8 @@ namespace mase::quant {
 
 // y = Q(x) with the format's STE. Stochastic formats draw from `gen` (advancing it).
 // binary_residual here is the activation form with the initial μ (constant, no gradient).
-// CPU tensors, f32 or f64; a CUDA tensor is a DeviceError (fake quantization is CPU-only for
-// now; MXINT8 packing has CUDA kernels, mxint8.h).
+// CPU tensors in f32 or f64, CUDA tensors in f32 (the same bits as the CPU: quant_elem.h).
+// "compat": "mase" minifloat/log formats are CPU-only (a DeviceError on CUDA).
 Tensor quantize(const Tensor& x, const Format& f, Generator& gen = default_generator());
 
 // out = Σ_l |μ_l|·sign(r_l), r_1 = x, r_{l+1} = r_l − |μ_l|·sign(r_l).  mu is (L).
@@ -53,8 +53,10 @@ class Quantizer {
  public:
   Quantizer() = default;  // no format: the identity
   // seed: the Philox stream of the stochastic formats (each call advances it, so a run is
-  // reproducible from the seed). dtype: of the trainable parameters (f64 for gradcheck).
-  Quantizer(const Format& f, Role role, uint64_t seed = 0, DType dtype = DType::f32);
+  // reproducible from the seed). dtype, device: of the trainable parameters (f64 for
+  // gradcheck; the device of the tensors it will quantize).
+  Quantizer(const Format& f, Role role, uint64_t seed = 0, DType dtype = DType::f32,
+            Device device = Device::cpu());
 
   Tensor operator()(const Tensor& x);
 
@@ -80,7 +82,7 @@ struct LinearQuantizers {
   std::vector<std::pair<std::string, Tensor>> parameters() const;
 };
 LinearQuantizers make_linear_quantizers(const LinearQuantConfig& config, uint64_t seed = 0,
-                                        DType dtype = DType::f32);
+                                        DType dtype = DType::f32, Device device = Device::cpu());
 
 // y = Q_out(Q_in(x) · Q_w(W)ᵀ + Q_b(b)), in fp32 (formats.md, "Quantized Linear wrapper").
 // x (..., in), weight (out, in), bias (out) or undefined. QuantizedLinear's forward is this.

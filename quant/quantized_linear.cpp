@@ -38,7 +38,7 @@ QuantizedLinear::QuantizedLinear(const nn::Linear& base, const nlohmann::json& c
 void QuantizedLinear::set_quant_config(const nlohmann::json& config, uint64_t seed,
                                        const std::string& layer) {
   LinearQuantConfig parsed = parse_linear_config(config, layer);  // throws before any change
-  q_ = make_linear_quantizers(parsed, seed, weight.dtype());
+  q_ = make_linear_quantizers(parsed, seed, weight.dtype(), weight.device());  // μ, γ beside W
   parsed_ = parsed;
   config_ = config;
   seed_ = seed;

@@ -1,4 +1,5 @@
-// runtime/cpu/quant_sign.cpp — binary, binary_scaling, ternary, residual sign (see sign.h).
+// runtime/cpu/quant_sign.cpp — binary, binary_scaling, ternary, residual sign (see quant_sign.h).
+// Element functions: quant_elem.h (shared with cuda/quant_sign.cu).
 #include "runtime/kernels/quant_sign.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "runtime/cpu/rowwise.h"
+#include "runtime/kernels/quant_elem.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 
@@ -23,7 +25,7 @@ void binary_span(T* out, const T* x, int64_t lo, int64_t hi, T alpha, bool bipol
   const T neg = bipolar ? -alpha : T(0);
   if (!stochastic) {
     for (int64_t i = lo; i < hi; ++i)
-      out[i] = std::isnan(x[i]) ? x[i] : (x[i] >= T(0) ? alpha : neg);
+      out[i] = quant::binary_one(x[i], alpha, neg);
     return;
   }
   // One Philox block gives the 4 words of elements 4k..4k+3 (the same numbers whatever the
@@ -32,9 +34,7 @@ void binary_span(T* out, const T* x, int64_t lo, int64_t hi, T alpha, bool bipol
   int64_t have = -1;
   for (int64_t i = lo; i < hi; ++i) {
     if (i / 4 != have) words = philox4x32(offset + uint64_t(i / 4), seed), have = i / 4;
-    const T p = std::min(std::max((x[i] + T(1)) / T(2), T(0)), T(1));
-    const T u = static_cast<T>(uint_to_unit(words[i % 4]));
-    out[i] = std::isnan(x[i]) ? x[i] : (u < p ? alpha : neg);
+    out[i] = quant::binary_stochastic_one(x[i], words[i % 4], alpha, neg);
   }
 }
 
@@ -102,11 +102,7 @@ void ternary_forward(T* out, const T* inp, int64_t rows, int64_t cols, bool scal
         alpha = count ? s / double(count) : 0.0;
       }
       const T a = static_cast<T>(alpha);
-      for (int64_t j = 0; j < cols; ++j) {  // two selects, no branch: vectorises
-        const double v = x[j];
-        const T pos = v > delta ? a : T(0);
-        y[j] = v < -delta ? -a : pos;
-      }
+      for (int64_t j = 0; j < cols; ++j) y[j] = quant::ternary_one(x[j], delta, a);
     }
   });
 }
@@ -128,7 +124,7 @@ void residual_sign_forward(T* out, const T* inp, const T* mu, int levels, int64_
       for (int l = 0; l < levels; ++l) {
         const T ml = m[l];
         for (int64_t i = 0; i < len; ++i) {
-          const T term = r[i] >= T(0) ? ml : -ml;  // |μ_l|·s_l
+          const T term = quant::residual_term(r[i], ml);  // |μ_l|·s_l
           acc[i] += term;
           r[i] -= term;
         }

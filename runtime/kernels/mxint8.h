@@ -48,5 +48,7 @@ MASE_CUDA_FN(void, mxint8_quantize, (int8_t* q, uint8_t* scales, const float* x,
 // bf16_trick: rebuild each value as a bf16 (see above) instead of multiplying
 MASE_CUDA_FN(void, mxint8_dequantize, (float* out, const int8_t* q, const uint8_t* scales,
                                        int64_t rows, int64_t K, bool bf16_trick))
+// Fake quantization, out = dequantize(quantize(x)) in one pass (no packed tensor in memory).
+MASE_CUDA_FN(void, mxint8_fake_quantize, (float* out, const float* x, int64_t rows, int64_t K))
 
 }  // namespace mase::cuda

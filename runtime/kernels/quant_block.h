@@ -13,10 +13,12 @@
 // A block of zeros stays zeros; a block holding NaN or ±inf becomes all NaN (MX: scale 0xFF).
 // The arithmetic is in f64 (every f32 input and every power of two involved is exact there),
 // so these kernels favour clarity over speed; the packed MXINT8 kernels (mxint8.h) are the
-// fast path for MXINT8.
+// fast path for MXINT8. One block is quant::block_quantize (quant_elem.h), which the CPU and
+// the CUDA kernel both call.
 #pragma once
 #include <cstdint>
 
+#include "runtime/kernels/backend.h"
 #include "runtime/kernels/quant_format.h"
 
 namespace mase::cpu {
@@ -34,3 +36,13 @@ void block_forward(T* out, const T* inp, int64_t rows, int64_t cols, const quant
 int block_shared_param(const float* x, int64_t n, const quant::FormatParams& f);
 
 }  // namespace mase::cpu
+
+// ---- the CUDA twin: cuda/quant_block.cu ----
+// One GPU thread per block runs quant::block_quantize, the CPU's own function: the same bits.
+// f32 device pointers. (mxint8 has a faster twin: cuda::mxint8_fake_quantize in mxint8.h.)
+namespace mase::cuda {
+
+MASE_CUDA_FN(void, block_forward, (float* out, const float* inp, int64_t rows, int64_t cols,
+                                   const quant::FormatParams& f))
+
+}  // namespace mase::cuda

@@ -7,9 +7,9 @@
 //   quant_block   block_fp, block_minifloat, block_log, mxint8 and mxfp* fake quantization
 //   mxint8        MXINT8 packed storage: quantize to int8 + E8M0, dequantize (two ways)
 //   prune         the selection of the weights or activations a mask drops
-// Only mxint8 has a CUDA twin so far; the others are CPU-only, and the quant ops refuse CUDA
-// tensors with a clear error until theirs land (they are declared in mase::cpu only).
-// The element functions below are inline so the array loops vectorise (8 floats per AVX2 op).
+// Every kernel has a CUDA twin (cuda/<stem>.cu, declared at the end of each contract); the
+// element math both run is one definition in quant_elem.h, so CPU == CUDA bit for bit.
+// The element functions are inline so the array loops vectorise (8 floats per AVX2 op).
 //
 // The rule every format follows (../shared/specs/formats.md): the output is the representable
 // value nearest to x, ties to the value whose code has an even last bit; beyond the largest
@@ -39,6 +39,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "runtime/kernels/backend.h"
+#include "runtime/kernels/quant_elem.h"
 #include "runtime/kernels/quant_format.h"
 
 namespace mase::cpu {
@@ -46,132 +48,34 @@ namespace mase::cpu {
 using quant::FormatParams;
 using quant::Kind;
 
-// Bit-level facts about f32 and f64 used by the kernels.
-template <class T> struct FloatBits;
-// Comparisons between bit patterns go through the signed type S: every pattern compared is
-// that of a non-negative float (< 2^31 or 2^63), where signed and unsigned order agree, and
-// AVX2 has signed integer compares only (an unsigned one costs extra instructions).
-template <> struct FloatBits<float> {
-  using U = uint32_t;
-  using S = int32_t;
-  static constexpr int kMant = 23, kBias = 127;
-  static constexpr U kSign = 0x80000000u, kInf = 0x7f800000u;
-};
-template <> struct FloatBits<double> {
-  using U = uint64_t;
-  using S = int64_t;
-  static constexpr int kMant = 52, kBias = 1023;
-  static constexpr U kSign = 0x8000000000000000ull, kInf = 0x7ff0000000000000ull;
-};
+// The element math lives in quant_elem.h, shared with the CUDA twins (cuda/quant_scalar.cu).
+using quant::FloatBits;
+using quant::integer_one;
+using quant::integer_params;
+using quant::IntegerParams;
+using quant::log_f32_ok;
+using quant::log_one;
+using quant::log_params;
+using quant::log_spec;
+using quant::LogParams;
+using quant::LogSpec;
+using quant::mase_integer_one;
+using quant::minifloat_f32_ok;
+using quant::minifloat_ieee_spec;
+using quant::minifloat_one;
+using quant::minifloat_params;
+using quant::minifloat_spec;
+using quant::MinifloatParams;
+using quant::MinifloatSpec;
+using quant::pow2;
 
-// 2^e as T, exact for every e T can hold (std::ldexp is not vectorised; this is only used
-// when building parameters).
-template <class T> T pow2(int64_t e) { return std::ldexp(T(1), static_cast<int>(std::clamp<int64_t>(e, -2000, 2000))); }
-
-// ---- integer / fixed ---------------------------------------------------------------------
-template <class T>
-struct IntegerParams {
-  T scale, inv_scale, lo, hi;  // 2^f, 2^−f, −2^(w−1), 2^(w−1)−1
-};
-template <class T>
-IntegerParams<T> integer_params(int width, int frac_width) {
-  return {pow2<T>(frac_width), pow2<T>(-frac_width), -pow2<T>(width - 1),
-          pow2<T>(width - 1) - T(1)};
-}
-template <class T>
-inline T integer_one(T x, const IntegerParams<T>& p) {
-  T k = std::nearbyint(x * p.scale);        // RNE in the default rounding mode
-  k = std::min(std::max(k, p.lo), p.hi);    // NaN passes through both (comparisons are false)
-  return (k + T(0)) * p.inv_scale;          // + 0 turns −0 into +0: two's complement has no −0
-}
-
-// ---- minifloat: F fraction bits, exponents emin..emax, subnormals below 2^emin ------------
 // minifloat_ieee(W, E, b):   F = W−E−1, emin = 1−b, emax = 2^E−1−b, max = (2−2^−F)·2^emax.
 // minifloat_denorm(W, E, b): the values m·2^(c−b−M) (m < 2^M, every code c) are exactly the
 //   numbers with at most M significant bits, so this is the same kind of grid with F = M−1,
 //   emin = −b−1 (the finest grid is the "subnormal" range), emax = 2^E−2−b.
 // MX float elements (E4M3, E5M2, E3M2, E2M3, E2M1): ieee with OCP's own max (448, 57344, ...).
-struct MinifloatSpec {
-  int F = 0;           // fraction bits after the leading one
-  int emin = 0, emax = 0;
-  double max = 0;      // largest magnitude (default (2 − 2^−F)·2^emax)
-  int tie_flip = 0;    // F == 0: the even code is the even exponent code c = e + b
-  bool tie_up = false; // denorm with M = 1: a tie between two grids goes to the coarser value
-};
-MinifloatSpec minifloat_spec(const quant::FormatParams& f);           // ieee, denorm or an MX element
-MinifloatSpec minifloat_ieee_spec(int W, int E, int b);  // also used per block (block_minifloat)
-
-template <class T>
-struct MinifloatParams {
-  using U = typename FloatBits<T>::U;
-  U d;          // mantissa bits dropped in the normal range: 23 − F (f32) or 52 − F (f64)
-  U half;       // 2^(d−1) − 1 (0 when d == 0): "just under half an ulp"
-  U keep;       // mask that clears the d dropped bits
-  U lsb_mask;   // 1 when d > 0: ties look at the lowest kept bit (to even)
-  U lsb_flip;   // XORed into that bit: F == 0 makes it the parity of the exponent code
-  U lsb_force;  // 1: ties always round up
-  U emin_bits;  // bit pattern of 2^emin: below it, the subnormal grid
-  T magic;      // 2^(emin − F + mantissa bits of T): (a + magic) − magic rounds to that grid
-  U max_bits;   // bit pattern of the largest magnitude
-};
-template <class T>
-MinifloatParams<T> minifloat_params(const MinifloatSpec& s);
-// The f32 bit tricks need 2^emin and the magic constant to be normal f32 numbers; other
-// biases take the f64 path (exact, slower). f64 always qualifies.
-bool minifloat_f32_ok(const MinifloatSpec& s);
-
-template <class T>
-inline T minifloat_one(T x, const MinifloatParams<T>& p) {
-  using B = FloatBits<T>;
-  using U = typename B::U;
-  const U u = std::bit_cast<U>(x);
-  const U sign = u & B::kSign, a = u & ~B::kSign;
-  // normal range: round the bit pattern to F fraction bits (carries move into the exponent)
-  const U lsb = (((a >> p.d) ^ p.lsb_flip) & p.lsb_mask) | p.lsb_force;
-  const U rn = (a + p.half + lsb) & p.keep;
-  // subnormal range: the FPU rounds a + magic to a multiple of 2^(emin−F), ties to even
-  const T af = std::bit_cast<T>(a);
-  const U rs = std::bit_cast<U>((af + p.magic) - p.magic);
-  using S = typename B::S;
-  U r = S(a) >= S(p.emin_bits) ? rn : rs;
-  r = S(r) > S(p.max_bits) ? p.max_bits : r;  // saturate (±inf included)
-  return S(a) > S(B::kInf) ? x : std::bit_cast<T>(r | sign);  // NaN: keep it
-}
-
-// ---- log: 0 and ±2^k for k = kmin..kmax ----------------------------------------------------
-struct LogSpec {
-  int64_t kmin = 0, kmax = 0;  // exponents of the smallest and largest powers
-};
-LogSpec log_spec(int width, int bias);  // k = c − b for c = 1..2^(W−1)−1, within f32's range
-
-template <class T>
-struct LogParams {
-  using U = typename FloatBits<T>::U;
-  U sqrt2_mant;  // mantissa bits of the smallest T above √2: m ≥ it ⇔ m > √2
-  U min_bits;    // 2^kmin
-  T half_min;    // 2^(kmin−1) (may round to 0 in f32: then only 0 rounds to 0)
-  U max_bits;    // 2^kmax
-};
-template <class T>
-LogParams<T> log_params(const LogSpec& s);
-bool log_f32_ok(const LogSpec& s);  // kmin ≥ −126: f32 subnormal inputs all round below 2^kmin
-
-template <class T>
-inline T log_one(T x, const LogParams<T>& p) {
-  using B = FloatBits<T>;
-  using U = typename B::U;
-  constexpr U mant_mask = (U(1) << B::kMant) - 1;
-  const U u = std::bit_cast<U>(x);
-  const U sign = u & B::kSign, a = u & ~B::kSign;
-  using S = typename B::S;
-  const U up = S(a & mant_mask) >= S(p.sqrt2_mant) ? 1 : 0;  // m > √2: round the exponent up
-  U r = ((a >> B::kMant) + up) << B::kMant;                  // 2^(e + up), as a bit pattern
-  r = S(r) > S(p.max_bits) ? p.max_bits : r;
-  const T af = std::bit_cast<T>(a);
-  const U small = af > p.half_min ? p.min_bits : U(0);  // below 2^kmin: nearer of 0 and 2^kmin
-  r = S(a) < S(p.min_bits) ? small : r;
-  return S(a) > S(B::kInf) ? x : std::bit_cast<T>(r | sign);  // NaN: keep it
-}
+// The f32 bit tricks need 2^emin and the magic constant to be normal f32 numbers
+// (minifloat_f32_ok); other biases take the f64 path (exact, slower). Log: kmin ≥ −126.
 
 // ---- "compat": "mase": MASE's formulas (src/chop/nn/quantizers/{integer,minifloat,log}.py) --
 // The same steps in the same arithmetic (T: what PyTorch computes a T tensor in), so a student
@@ -193,12 +97,6 @@ struct MaseMinifloatSpec {
 struct MaseLogSpec {
   int emin = 0, emax = 0;    // −b and 2^(W−1) − 1 − b
 };
-
-template <class T>
-inline T mase_integer_one(T x, const IntegerParams<T>& p) {
-  const T k = std::nearbyint(x * p.scale);       // torch.round: ties to even
-  return std::min(std::max(k, p.lo), p.hi) * p.inv_scale;  // clamp keeps NaN and −0
-}
 
 template <class T>
 inline T mase_sign(T v) { return v > 0 ? T(1) : v < 0 ? T(-1) : v == 0 ? T(0) : v; }  // torch.sign
@@ -238,3 +136,15 @@ template <class T>
 void scalar_forward(T* out, const T* inp, int64_t n, const quant::FormatParams& f);
 
 }  // namespace mase::cpu
+
+// ---- the CUDA twin: cuda/quant_scalar.cu ----
+// f32 device pointers, one thread per element running the element functions of quant_elem.h:
+// the same bits as the CPU. "compat": "mase" runs on the GPU for integer only: MASE's minifloat
+// and log formulas call log2/exp2, whose CUDA versions differ from the C library's in the last
+// ulp, so quant/quantize.cpp refuses those on a CUDA tensor (move it to the CPU).
+namespace mase::cuda {
+
+MASE_CUDA_FN(void, scalar_forward, (float* out, const float* inp, int64_t n,
+                                    const quant::FormatParams& f))
+
+}  // namespace mase::cuda

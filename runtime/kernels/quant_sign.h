@@ -19,6 +19,8 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/kernels/backend.h"
+
 namespace mase::cpu {
 
 template <class T>
@@ -53,3 +55,37 @@ template <class T>
 T binary_gamma_backward(T* dinp, const T* dout, const T* inp, T gamma, int64_t n);
 
 }  // namespace mase::cpu
+
+// ---- the CUDA twin: cuda/quant_sign.cu ----
+// f32 device pointers. Forward values equal the CPU's bit for bit: the element functions are
+// quant_elem.h's, and a row's Σ|x| is summed in f64 in row_sum8's order (runtime/cpu/rowwise.h:
+// 8 accumulators over i mod 8, then a fixed tree), one warp per row. μ and γ are read from
+// device memory (they are trainable tensors on the GPU; reading them on the host would stall).
+// The backward's sums over all elements (dμ, dγ) are reduced in a fixed order on the GPU too,
+// but a different one from the CPU's: equal within rounding, not bit for bit.
+namespace mase::cuda {
+
+MASE_CUDA_FN(void, binary_forward, (float* out, const float* inp, int64_t n, bool bipolar,
+                                    bool stochastic, uint64_t seed, uint64_t offset))
+MASE_CUDA_FN(void, binary_scaling_forward, (float* out, const float* inp, int64_t rows,
+                                            int64_t cols, bool bipolar, bool stochastic,
+                                            uint64_t seed, uint64_t offset))
+MASE_CUDA_FN(void, ternary_forward, (float* out, const float* inp, int64_t rows, int64_t cols,
+                                     bool scaling))
+// mu: `levels` values on the device, or nullptr for the initial levels (L, L−1, …, 1)/Σ
+MASE_CUDA_FN(void, residual_sign_forward, (float* out, const float* inp, const float* mu,
+                                           int levels, int64_t n))
+// dinp may be null; dmu has `levels` entries on the device
+MASE_CUDA_FN(void, residual_sign_backward, (float* dinp, float* dmu, const float* dout,
+                                            const float* inp, const float* mu, int levels,
+                                            int64_t n))
+MASE_CUDA_FN(void, clipped_ste_backward, (float* dinp, const float* dout, const float* inp,
+                                          int64_t n))
+// gamma: one value on the device
+MASE_CUDA_FN(void, binary_gamma_forward, (float* out, const float* inp, const float* gamma,
+                                          int64_t n))
+// dinp may be null; dgamma: one value on the device (written, not accumulated)
+MASE_CUDA_FN(void, binary_gamma_backward, (float* dinp, float* dgamma, const float* dout,
+                                           const float* inp, const float* gamma, int64_t n))
+
+}  // namespace mase::cuda
