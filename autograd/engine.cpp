@@ -1,10 +1,12 @@
 // autograd/engine.cpp — the tape and backward() (see engine.h).
 #include "autograd/engine.h"
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "autograd/ops.h"
+#include "runtime/profiler.h"
 
 namespace mase {
 
@@ -24,7 +26,16 @@ OpObserver* set_op_observer(OpObserver* observer) {
 Tensor record_composite(std::string_view op, const Tensors& inputs,
                         const std::function<Tensor()>& body, Attrs attrs) {
   OpObserver* observer = t_observer;
-  if (!observer) return body();
+  if (!observer) {
+    if (!profile::active()) return body();
+    Tensor out;
+    {
+      profile::Nested nested;  // the body's ops are this op's time (runtime/profiler.h)
+      out = body();
+    }
+    profile::op_done(op, /*backward=*/false);
+    return out;
+  }
   struct Restore {  // put the observer back even when the body throws
     OpObserver* o;
     ~Restore() { t_observer = o; }
@@ -33,8 +44,10 @@ Tensor record_composite(std::string_view op, const Tensors& inputs,
   {
     Restore restore{observer};
     t_observer = nullptr;
+    profile::Nested nested;
     out = body();
   }
+  profile::op_done(op, /*backward=*/false);
   observer->on_op(op, inputs, attrs, out);
   return out;
 }
@@ -49,6 +62,7 @@ bool any_requires_grad(const Tensors& inputs) {
 Tensor record(std::string_view op, const Tensors& inputs, Tensor out, BackwardFn backward,
               Attrs attrs) {
   if (t_observer) t_observer->on_op(op, inputs, attrs, out);
+  profile::op_done(op, /*backward=*/false);  // the step profiler's stamp (when one is on)
   if (!any_requires_grad(inputs)) return out;
   for (const Tensor& t : inputs)  // an op must return a new handle (a view is fine)
     MASE_CHECK(!out.is_same(t), AutogradError, "[", op, "] returned its input handle; use detach()");
@@ -134,6 +148,8 @@ void backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
     if (g == grads.end()) continue;  // no gradient reached this op
     Tensor d = std::move(g->second);
     grads.erase(g);
+    std::optional<profile::Nested> nested;  // the ops below are this node's backward time
+    if (profile::active()) nested.emplace();
     MASE_CHECK(node->backward != nullptr, AutogradError, "[backward] the graph through '",
                node->op, "' was already freed by an earlier backward (call backward once per "
                "forward, or pass retain_graph=true)");
@@ -152,6 +168,10 @@ void backward(const Tensor& root, const Tensor& seed, bool retain_graph) {
       } else {
         accumulate_leaf(e.leaf, dins[i]);
       }
+    }
+    if (nested) {
+      nested.reset();
+      profile::op_done(node->op, /*backward=*/true);
     }
     if (!retain_graph) {  // free saved tensors and the links to earlier ops
       node->backward = nullptr;

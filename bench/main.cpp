@@ -24,6 +24,7 @@
 #include "bench/report.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
+#include "runtime/kernels/matmul.h"
 #include "runtime/parallel.h"
 
 namespace mase::bench {
@@ -38,6 +39,7 @@ void register_gpu_base();     // bench/bench_gpu_base.cpp
 void register_gpu_softmax();  // bench/bench_gpu_softmax.cpp
 void register_gpu_sdpa();     // bench/bench_gpu_sdpa.cpp
 void register_gpu_quant();    // bench/bench_gpu_quant.cpp
+void register_gpu_step();     // bench/bench_gpu_step.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -74,6 +76,8 @@ const Suite kSuites[] = {
      mase::bench::register_gpu_sdpa},
     {"gpu-quant", "GPU: every quantizer and MXINT8 pack/unpack vs the D2D copy, MXINT8 Linear vs cuBLAS, memory",
      mase::bench::register_gpu_quant},
+    {"gpu-step", "GPU: a BERT training step, profiled per phase and op class, before/fp32/tf32",
+     mase::bench::register_gpu_step},
 };
 
 std::string footer() {
@@ -125,6 +129,11 @@ int main(int argc, char** argv) {
   app.add_option("--suite", suites, "run only these suites (repeat, or comma-separate)")
       ->delimiter(',')
       ->check(CLI::IsMember(names));
+  std::string precision = "fp32";
+  app.add_option("--precision", precision,
+                 "GPU GEMM arithmetic for every suite: fp32 (default) or tf32 (tensor cores; "
+                 "gpu-step sets its own per variant)")
+      ->check(CLI::IsMember({"fp32", "tf32"}));
   bool e2e = false;
   app.add_flag("--e2e", e2e, "the end-to-end suite only (same as --suite e2e)");
   app.footer(footer());
@@ -141,6 +150,8 @@ int main(int argc, char** argv) {
   if (e2e) suites.push_back("e2e");
   try {
     const int n = mase::set_num_threads(threads);
+    if (precision == "tf32" && mase::cuda_device_count() > 0)
+      mase::cuda::set_gemm_precision(mase::GemmPrecision::tf32);
     for (const Suite& s : kSuites) {
       bool on = suites.empty();
       for (const std::string& want : suites) on = on || want == s.name;
@@ -157,7 +168,10 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
     benchmark::AddCustomContext("openblas_core", mase::blas::corename());
     benchmark::AddCustomContext("cpu_isa", mase::isa_summary());
-    if (mase::cuda_device_count() > 0) benchmark::AddCustomContext("gpu", mase::bench::gpu_summary());
+    if (mase::cuda_device_count() > 0) {
+      benchmark::AddCustomContext("gpu", mase::bench::gpu_summary());
+      benchmark::AddCustomContext("gpu_precision", precision);
+    }
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,

@@ -11,6 +11,7 @@ step is paired with a torch sgemm 4096³ (torch.mm, MKL) timed right after it.
     python3 bench/torch_e2e.py --threads 2 --models bert-small --steps 5
     python3 bench/torch_e2e.py --precision bf16      # torch.autocast("cpu", torch.bfloat16)
     python3 bench/torch_e2e.py --compile             # torch.compile(model); first call timed apart
+    python3 bench/torch_e2e.py --device cuda --precision tf32 --train-only   # mase-bench gpu-step's twin
 
 Not a test and not part of the build: a comparison printed for docs/performance.md.
 """
@@ -26,6 +27,7 @@ PRESETS = {  # (layers, hidden, heads), intermediate = 4·hidden
     "bert-tiny": (2, 128, 2),
     "bert-mini": (4, 256, 4),
     "bert-small": (4, 512, 8),
+    "bert-base": (12, 768, 12),
 }
 B, T, V, N_SGEMM = 32, 256, 16000, 4096
 
@@ -39,16 +41,23 @@ def model_flops(model, cfg, training):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--models", nargs="+", default=list(PRESETS))
+    ap.add_argument("--models", nargs="+", default=["bert-tiny", "bert-mini", "bert-small"],
+                    choices=list(PRESETS))
     ap.add_argument("--steps", type=int, default=5, help="timed steps per figure (after 2 warm-up)")
-    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
-                    help="bf16: the steps run under torch.autocast('cpu', dtype=torch.bfloat16)")
+    ap.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32",
+                    help="bf16: the steps run under torch.autocast(device, dtype=torch.bfloat16); "
+                         "tf32: fp32 with TF32 tensor-core matmuls (torch.backends.cuda.matmul."
+                         "allow_tf32), mase-bench gpu-step's tf32 variant")
+    ap.add_argument("--train-only", action="store_true", help="skip the eval steps")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (default mode)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the GPU's steps and cuBLAS sgemm)")
     ap.add_argument("--attn", choices=["sdpa", "eager"], default="sdpa",
                     help="HF's attention implementation (sdpa is transformers' default)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    # fp32 means fp32: PyTorch's default for matmuls (allow_tf32 False), said explicitly
+    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     torch.manual_seed(0)
     dev = torch.device(args.device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -93,7 +102,8 @@ def main():
             with torch.no_grad(), autocast():
                 run(input_ids=ids, attention_mask=mask)
 
-        for kind, step in (("train", train_step), ("eval", eval_step)):
+        kinds = (("train", train_step),) if args.train_only else (("train", train_step), ("eval", eval_step))
+        for kind, step in kinds:
             t0 = time.perf_counter()
             step()
             first = time.perf_counter() - t0
@@ -111,7 +121,7 @@ def main():
             step_s /= args.steps
             sgemm_rate = 2 * N_SGEMM ** 3 / (sgemm_s / args.steps)
             rate = model_flops(model, cfg, kind == "train") / step_s
-            print(f"{name + '/' + kind:<18}{step_s * 1e3:9.0f}{B * T / step_s:11.0f}"
+            print(f"{name + '/' + kind:<18}{step_s * 1e3:9.2f}{B * T / step_s:11.0f}"
                   f"{rate / 1e9:9.1f}{sgemm_rate / 1e9:12.1f}{rate / sgemm_rate:10.3f}")
 
 

@@ -1,4 +1,5 @@
-// cuda/copy.cu — strided copy and fill on the GPU (twin of runtime/cpu/copy.cpp).
+// cuda/copy.cu — strided copy, fill, dtype conversion and iota on the GPU (twin of
+// runtime/cpu/copy.cpp).
 // One thread per element; the N-d index is unravelled from the flat index, as in
 // runtime/cpu/strided.h but without dimension merging (copies are rare on the GPU path).
 #include "cuda/check.h"
@@ -75,6 +76,60 @@ void fill(void* dst, DType dtype, double value, int64_t n, int device) {
     case DType::i8: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<int8_t*>(dst), int8_t(value), n); break;
     case DType::u8: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<uint8_t*>(dst), uint8_t(value), n); break;
   }
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+namespace {
+
+template <class To, class From>
+__global__ void convert_kernel(To* dst, const From* src, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = static_cast<To>(src[i]);
+}
+
+template <class T>
+__global__ void iota_kernel(T* dst, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = static_cast<T>(i);
+}
+
+// Calls f(T{}) with T the C++ type of `dtype`.
+template <class F>
+void with_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: f(float{}); break;
+    case DType::f64: f(double{}); break;
+    case DType::i32: f(int32_t{}); break;
+    case DType::i8: f(int8_t{}); break;
+    case DType::u8: f(uint8_t{}); break;
+  }
+}
+
+}  // namespace
+
+void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n, int device) {
+  if (n == 0) return;
+  MASE_CUDA_CHECK(cudaSetDevice(device));
+  const int threads = 256, blocks = blocks_for(n, threads);
+  with_type(dst_dtype, [&](auto to) {
+    with_type(src_dtype, [&](auto from) {
+      using To = decltype(to);
+      using From = decltype(from);
+      convert_kernel<<<blocks, threads, 0, stream()>>>(static_cast<To*>(dst),
+                                                       static_cast<const From*>(src), n);
+    });
+  });
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
+
+void iota(void* dst, DType dtype, int64_t n, int device) {
+  if (n == 0) return;
+  MASE_CUDA_CHECK(cudaSetDevice(device));
+  const int threads = 256, blocks = blocks_for(n, threads);
+  with_type(dtype, [&](auto t) {
+    using T = decltype(t);
+    iota_kernel<<<blocks, threads, 0, stream()>>>(static_cast<T*>(dst), n);
+  });
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

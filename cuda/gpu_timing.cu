@@ -3,7 +3,29 @@
 #include "cuda/stream.h"
 #include "runtime/kernels/gpu_timing.h"
 
+#include "cuda/memory.h"
+
 namespace mase::cuda {
+namespace {
+
+__device__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void hold_kernel(uint64_t ns) {
+  const uint64_t start = global_timer_ns();
+  while (global_timer_ns() - start < ns) __nanosleep(1000);
+}
+
+}  // namespace
+
+void gpu_hold(double ms) {
+  if (!(ms > 0)) return;
+  hold_kernel<<<1, 1, 0, stream()>>>(static_cast<uint64_t>(ms * 1e6));
+  MASE_CUDA_CHECK(cudaGetLastError());
+}
 
 void* event_create() {
   cudaEvent_t e = nullptr;
@@ -18,6 +40,7 @@ void event_record(void* event) {
 }
 
 float event_elapsed_ms(void* start, void* stop) {
+  count_host_sync();
   MASE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(stop)));
   float ms = 0.f;
   MASE_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start),

@@ -51,10 +51,11 @@ __global__ void fused_forward_kernel(float* out, float* hidden, uint8_t* keep, f
                                      int64_t cols, float eps, DropoutMask mask) {
   const int64_t base = blockIdx.x * cols;
   const float scale = static_cast<float>(mask.scale);
+  const uint64_t offset = mask.on ? dropout_offset(mask) : 0;  // + the captured step's base
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     float v = inp[base + c] + (xb ? xb[c] : 0.f);
     if (mask.on) {
-      const bool k = dropout_keep(philox_word(mask.seed, mask.offset, base + c), mask.threshold);
+      const bool k = dropout_keep(philox_word(mask.seed, offset, base + c), mask.threshold);
       keep[base + c] = k;
       v = k ? v * scale : 0.f;
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cuda/memory.h"
+#include "runtime/error.h"
 
 namespace mase {
 
@@ -29,7 +30,8 @@ class CachingAllocator {
   void* allocate(size_t nbytes) {
     size_t sz = size_class(nbytes);
     std::lock_guard lock(mu_);
-    auto& list = free_[sz];
+    // a pool in use (CUDA graph capture) serves from its own lists; see allocator.h
+    auto& list = active_pool_ != 0 ? pools_[active_pool_][sz] : free_[sz];
     void* p = nullptr;
     if (!list.empty()) {
       p = list.back();
@@ -41,6 +43,7 @@ class CachingAllocator {
         p = os_alloc(sz);
         if (!p) throw std::bad_alloc();
       }
+      if (active_pool_ != 0) owner_[p] = active_pool_;  // the pool's for good
       ++stats_.os_allocs;
       stats_.os_bytes += sz;
       if (stats_.os_bytes > stats_.peak_os_bytes) stats_.peak_os_bytes = stats_.os_bytes;
@@ -58,6 +61,17 @@ class CachingAllocator {
     std::lock_guard lock(mu_);
     stats_.in_use_bytes -= sz;
     try {
+      if (!owner_.empty()) {  // a pool's block goes back to its pool (see allocator.h)
+        auto it = owner_.find(p);
+        if (it != owner_.end()) {
+          auto pool = pools_.find(it->second);
+          if (pool != pools_.end()) {
+            pool->second[sz].push_back(p);
+            return;
+          }
+          owner_.erase(it);  // its pool was released: the block joins the shared cache
+        }
+      }
       free_[sz].push_back(p);
     } catch (...) {
       try {
@@ -83,6 +97,44 @@ class CachingAllocator {
     release_all_locked();
   }
 
+  // ---- private pools ----
+  uint64_t create_pool() {
+    std::lock_guard lock(mu_);
+    const uint64_t id = ++last_pool_;
+    pools_[id];
+    return id;
+  }
+  void use_pool(uint64_t id) {
+    std::lock_guard lock(mu_);
+    MASE_CHECK(id == 0 || pools_.count(id), Error, "[allocator] no pool ", id);
+    active_pool_ = id;
+  }
+  void release_pool(uint64_t id) noexcept {
+    std::lock_guard lock(mu_);
+    auto pool = pools_.find(id);
+    if (pool == pools_.end()) return;
+    for (auto& [sz, list] : pool->second)
+      for (void* p : list) {
+        owner_.erase(p);
+        try {
+          os_free(p);
+        } catch (...) {  // a dead context: the block is lost, not the process
+        }
+        ++stats_.os_frees;
+        stats_.os_bytes -= sz;
+      }
+    pools_.erase(pool);
+    if (active_pool_ == id) active_pool_ = 0;
+  }
+  size_t pool_cached_bytes(uint64_t id) {
+    std::lock_guard lock(mu_);
+    size_t n = 0;
+    auto pool = pools_.find(id);
+    if (pool != pools_.end())
+      for (auto& [sz, list] : pool->second) n += sz * list.size();
+    return n;
+  }
+
  private:
   void* os_alloc(size_t sz) {
     if (device_.is_cpu()) return std::aligned_alloc(64, sz);  // sz is a multiple of 64
@@ -105,7 +157,11 @@ class CachingAllocator {
 
   Device device_;
   std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> free_;  // size class -> cached blocks
+  using FreeLists = std::unordered_map<size_t, std::vector<void*>>;  // size class -> blocks
+  FreeLists free_;                               // the shared cache
+  std::unordered_map<uint64_t, FreeLists> pools_;  // private pools' free blocks
+  std::unordered_map<void*, uint64_t> owner_;    // every block a pool obtained -> its pool
+  uint64_t active_pool_ = 0, last_pool_ = 0;
   AllocatorStats stats_;
 };
 
@@ -135,5 +191,14 @@ void deallocate(Device d, void* p, size_t nbytes) noexcept {
 AllocatorStats allocator_stats(Device d) { return allocator_for(d).stats(); }
 void reset_peak_stats(Device d) { allocator_for(d).reset_peak(); }
 void empty_cache(Device d) { allocator_for(d).release_all(); }
+uint64_t create_pool(Device d) { return allocator_for(d).create_pool(); }
+void use_pool(Device d, uint64_t pool) { allocator_for(d).use_pool(pool); }
+void release_pool(Device d, uint64_t pool) noexcept {
+  try {
+    allocator_for(d).release_pool(pool);
+  } catch (...) {
+  }
+}
+size_t pool_cached_bytes(Device d, uint64_t pool) { return allocator_for(d).pool_cached_bytes(pool); }
 
 }  // namespace mase

@@ -31,4 +31,16 @@ void reset_peak_stats(Device device = Device::cpu());
 void empty_cache(Device device = Device::cpu());        // give every cached block back
 size_t size_class(size_t nbytes);                       // what a request is rounded up to
 
+// ---- private pools (for CUDA graphs: runtime/cuda_graph.h) --------------------------------------
+// While a pool is in use on a device, that device's allocations come from the pool's own free
+// lists (new blocks from the OS when they are empty). A block obtained in a pool belongs to it
+// for good: freed at any time, it returns to the pool, never to the shared cache — so a
+// captured graph's temporaries are not handed to other code between replays, and each replay
+// finds them where the capture did. release_pool gives the pool's free blocks back to the OS;
+// its blocks still in use go to the shared cache when freed. The counters above include pools.
+uint64_t create_pool(Device device);            // a new pool id (never 0)
+void use_pool(Device device, uint64_t pool);    // 0: back to the shared cache
+void release_pool(Device device, uint64_t pool) noexcept;
+size_t pool_cached_bytes(Device device, uint64_t pool);  // free blocks the pool holds (tests)
+
 }  // namespace mase

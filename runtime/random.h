@@ -20,6 +20,11 @@ namespace mase {
 struct Generator {
   uint64_t seed = 0;
   uint64_t offset = 0;  // in units of 4-value Philox blocks
+  // CUDA graphs (train/graph_step.h): while a step is captured, offsets are counted from 0 and
+  // the GPU kernels add the value at this device address, which each replay sets to the
+  // offset the step would have started from — so every replay draws fresh dropout masks, the
+  // very masks an uncaptured step would. Null otherwise (and always on the CPU).
+  const uint64_t* device_offset_base = nullptr;
   explicit Generator(uint64_t s = 0) : seed(s) {}
   // Reserve the counters for n values and return the first block's offset.
   uint64_t advance(int64_t n) {

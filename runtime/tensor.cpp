@@ -214,11 +214,13 @@ void copy_(const Tensor& dst, const Tensor& src) {
   // 1. convert dtype (into a packed tensor on the source's device)
   Tensor s = src.detach();  // a raw copy: values only
   if (s.dtype() != dst.dtype()) {
-    MASE_CHECK(s.is_cpu(), DeviceError, "[copy_] dtype conversion on ", s.device(),
-               " is not supported; move to cpu first");
     Tensor packed = s.contiguous();
     Tensor conv = Tensor::empty(s.shape(), dst.dtype(), s.device());
-    cpu::convert(conv.raw_data(), conv.dtype(), packed.raw_data(), packed.dtype(), s.numel());
+    if (s.is_cpu())
+      cpu::convert(conv.raw_data(), conv.dtype(), packed.raw_data(), packed.dtype(), s.numel());
+    else  // on the GPU itself: no round trip through the host
+      cuda::convert(conv.raw_data(), conv.dtype(), packed.raw_data(), packed.dtype(), s.numel(),
+                    s.device().index);
     s = conv;
   }
   // 2. move across devices: only packed buffers cross the bus

@@ -134,6 +134,13 @@ int main(int argc, char** argv) {
   app.add_option("--seed", c.seed, "seed of weights, dropout and data order")->capture_default_str();
   app.add_option("--threads", c.threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--device", c.device, "cpu or cuda[:N]")->capture_default_str();
+  app.add_option("--precision", c.precision,
+                 "GPU GEMM arithmetic: fp32, or tf32 (tensor cores, ~10-bit mantissa inputs)")
+      ->capture_default_str();
+  app.add_flag("--cuda-graphs", c.cuda_graphs,
+               "GPU: capture each batch shape's training step as a CUDA graph and replay it");
+  app.add_flag("--deterministic", c.deterministic,
+               "GPU: deterministic kernels only (bitwise-identical losses run to run)");
   app.add_option("--init", c.init, "start from a model: an HF folder or a mase-train run folder");
   app.add_option("--out", c.out, "run folder (default runs/<model>-<data>-<date>-<time>)");
   app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint");

@@ -15,6 +15,11 @@
 //   ... backward(loss); clip_grad_norm(...); opt.set_lr_factor(schedule.factor(step));
 //   opt.step(); opt.zero_grad();
 //
+// On the GPU, when every parameter is a packed f32 CUDA tensor, step() is a multi-tensor
+// update (runtime/kernels/multi_tensor.h): a few launches for the whole model instead of one
+// per parameter, with the per-tensor scalars (lr schedule, bias corrections) uploaded as one
+// small array. MASE_ADAMW=per-tensor selects the one-launch-per-parameter path (to compare).
+//
 // Read next: runtime/kernels/adamw.h (the kernel), train/sgd.h.
 #pragma once
 #include "runtime/kernels/adamw.h"  // AdamWScalars
@@ -43,11 +48,30 @@ class AdamW : public Optimizer {
   void step() override;
   const AdamWOptions& options() const { return options_; }
 
+  // A clip state (train/clip_grad_norm.h, make_clip_state) whose finite flag gates the GPU
+  // multi-tensor step on the device: where it reads 0 (a NaN/inf loss or gradient) the
+  // kernels leave every parameter and buffer as it was, with no host sync to find out. Only
+  // that path reads it (step_is_gated() says whether the next step() takes it); Tensor() clears.
+  void set_gate(Tensor clip_state) { gate_ = std::move(clip_state); }
+  bool step_is_gated() const;
+
+  // ---- CUDA graphs (train/graph_step.h) ----
+  // While the stream is captured, the multi-tensor step() only records its kernels: it counts
+  // no step and uploads no scalars (a copy from host memory cannot be captured; the kernels
+  // read the scalars from the device buffer an uncaptured step made). captured_updates() are
+  // the parameters it recorded; before each replay, prepare_replay(those) counts the step and
+  // uploads that step's scalars (learning rate, bias corrections).
+  const std::vector<std::string>& captured_updates() const { return captured_; }
+  void prepare_replay(const std::vector<std::string>& paths);
+
  protected:
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  private:
   AdamWOptions options_;
+  Tensor gate_;       // see set_gate
+  Tensor slots_;      // per-tensor scalars on the GPU (multi-tensor path), reused every step
+  std::vector<std::string> captured_;  // see captured_updates
 };
 
 // The per-tensor scalars of step t (≥ 1) for a group with this lr and weight decay.

@@ -54,6 +54,9 @@ void for_each_field(C& c, F&& f) {
   f("seed", c.seed);
   f("threads", c.threads);
   f("device", c.device);
+  f("precision", c.precision);
+  f("cuda_graphs", c.cuda_graphs);
+  f("deterministic", c.deterministic);
   f("quant", c.quant);
   f("prune", c.prune);
   f("compress", c.compress);
@@ -125,6 +128,14 @@ void TrainConfig::validate() const {
              "[train] expected --pooling cls or mean, got '", pooling.value_or(""), "'");
   MASE_CHECK(schedule == "linear" || schedule == "cosine" || schedule == "constant", ConfigError,
              "[train] expected --schedule linear, cosine or constant, got '", schedule, "'");
+  MASE_CHECK(precision == "fp32" || precision == "tf32", ConfigError,
+             "[train] expected --precision fp32 or tf32, got '", precision,
+             "' (bf16 mixed precision is not built yet)");
+  MASE_CHECK(precision == "fp32" || Device::parse(device).is_cuda(), ConfigError,
+             "[train] --precision ", precision, " is a GPU mode (tensor cores); use it with "
+             "--device cuda");
+  MASE_CHECK(!cuda_graphs || Device::parse(device).is_cuda(), ConfigError,
+             "[train] --cuda-graphs captures GPU work; use it with --device cuda");
   at_least("vocab-size", static_cast<double>(vocab_size), 8);
   at_least("layers", static_cast<double>(num_layers), 0);
   at_least("heads", static_cast<double>(num_heads), 0);

@@ -56,6 +56,9 @@ struct TrainConfig {
   uint64_t seed = 0;                // weights, dropout and data order
   int threads = 0;                  // 0 = all cores
   std::string device = "cpu";       // "cpu", "cuda" or "cuda:N"
+  std::string precision = "fp32";   // GPU GEMMs: fp32 or tf32 (runtime/gpu_math.h)
+  bool cuda_graphs = false;         // GPU: capture each batch shape's step, replay it (train/graph_step.h)
+  bool deterministic = false;       // GPU: deterministic kernels only (runtime/gpu_math.h)
 
   // ---- compression (Lab 1, quant/passes.h): applied to the model before training (QAT) or,
   // with --eval-only, before evaluating it (PTQ). Files are TOML or JSON.

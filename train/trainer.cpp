@@ -17,6 +17,7 @@
 #include "quant/passes.h"
 #include "runtime/allocator.h"
 #include "runtime/parallel.h"
+#include "runtime/gpu_math.h"
 #include "runtime/random.h"
 #include "train/clip_grad_norm.h"
 
@@ -177,6 +178,8 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
              "[train] the config's recipe is not resolved (call resolve_recipe)");
   MASE_CHECK(batches_.num_batches() > 0, ConfigError,
              "[train] expected training reviews, got an empty training split");
+  if (device_.is_cuda()) set_gpu_gemm_precision(config_.precision);  // runtime/gpu_math.h
+  set_deterministic(config_.deterministic);
   const int64_t nb = batches_.num_batches();
   total_steps_ = config_.max_steps > 0 ? config_.max_steps : *config_.epochs * nb;
   epochs_ = (total_steps_ + nb - 1) / nb;
@@ -192,6 +195,8 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
   ao.eps = config_.eps;
   ao.weight_decay = config_.weight_decay;
   optimizer_ = std::make_unique<AdamW>(params, ao);
+  if (config_.cuda_graphs && device_.is_cuda())
+    graph_step_ = std::make_unique<GraphStep>(model_, *optimizer_, device_, config_.clip);
   state_.data_seed = config_.seed;
   state_.generator_seed = default_generator().seed;
   state_.generator_offset = default_generator().offset;
@@ -282,18 +287,9 @@ fs::path Trainer::save_checkpoint() {
 // ---- one step ---------------------------------------------------------------------------------
 
 StepResult Trainer::train_step(const data::Batch& batch) {
-  data::Batch x = data::to_device(batch, device_);           // the batch on the model's device
   optimizer_->set_lr_factor(schedule_.factor(state_.step));  // this step's learning rate
-  Tensor loss = model_.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
-  StepResult s{.loss = loss.item(), .tokens = x.real_tokens};
-  if (!std::isfinite(s.loss)) return s;                      // diverged: weights untouched
-  backward(loss);                                            // every parameter's .grad
-  s.grad_norm = config_.clip > 0 ? clip_grad_norm(*optimizer_, config_.clip)
-                                 : grad_norm(model_.parameters());
-  if (!std::isfinite(s.grad_norm)) return s;                 // diverged: weights untouched
-  optimizer_->step();                                        // AdamW
-  optimizer_->zero_grad();                                   // ready for the next backward
-  return s;
+  if (graph_step_) return graph_step_->step(batch);          // --cuda-graphs: graph_step.h
+  return train::train_step(model_, *optimizer_, batch, device_, config_.clip, clip_state_);  // train_step.h
 }
 
 // ---- the loop ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // train/trainer.h — the training loop: steps, evaluations, checkpoints, stop and resume.
 //
-// One step — Trainer::train_step, a dozen lines in trainer.cpp (the llm.c loop, with BERT's
+// One step — Trainer::train_step, which runs train/train_step.h (the llm.c loop, with BERT's
 // fine-tuning pieces):
 //   batch   = batches of epoch e, in the order of (seed, e), moved to the device  data/batch.h
 //   lr      = lr_peak · schedule.factor(step)                         train/lr_schedule.h
@@ -44,6 +44,8 @@
 #include "train/progress.h"
 #include "train/run_dir.h"
 #include "train/train_config.h"
+#include "train/graph_step.h"
+#include "train/train_step.h"
 
 namespace mase::train {
 
@@ -75,14 +77,6 @@ struct TrainerState {
 
 enum class TrainStatus { completed, interrupted, diverged };
 
-// What one train_step did: its loss, the gradient norm before clipping (NaN when the loss
-// was not finite: nothing was computed) and the real (not padding) tokens it trained on.
-struct StepResult {
-  double loss = 0;
-  int64_t tokens = 0;
-  double grad_norm = NAN;
-};
-
 struct TrainResult {
   TrainStatus status = TrainStatus::completed;
   int64_t step = 0;
@@ -112,6 +106,7 @@ class Trainer {
   int64_t steps_per_epoch() const { return batches_.num_batches(); }
   int64_t total_steps() const { return total_steps_; }
   const AdamW& optimizer() const { return *optimizer_; }
+  const GraphStep* graph_step() const { return graph_step_.get(); }  // null without --cuda-graphs
   const TrainerState& state() const { return state_; }
 
   // Called after every step with (step, loss): tests use it to request a stop mid-run.
@@ -152,6 +147,8 @@ class Trainer {
     double train_seconds = 0;
     int64_t step = 0, tokens = 0;
   } fit_;
+  Tensor clip_state_;           // the GPU step's norm, clip coefficient, finite flag, loss
+  std::unique_ptr<GraphStep> graph_step_;  // --cuda-graphs (train/graph_step.h)
   std::vector<double> losses_;  // every step's loss, in this process
   fs::path last_ckpt_;
   int64_t last_ckpt_step_ = -1;  // a checkpoint of this very step needs no second save

@@ -12,8 +12,11 @@
 //
 // All rows ignored (count == 0): PyTorch returns 0/0 = NaN. mase returns loss 0 with a zero
 // gradient, so a batch that happens to have no masked-LM target cannot poison training.
-// Targets are validated on the host (for CUDA tensors that is a copy of N ints), so a bad
-// label is a ShapeError naming its row instead of an out-of-bounds read.
+// CPU targets are validated on the host, so a bad label is a ShapeError naming its row
+// instead of an out-of-bounds read. CUDA targets are counted and checked on the GPU
+// (cuda::cross_entropy_count): reading them on the host would stop the GPU's queue in the
+// middle of every training step. There a bad label makes the loss NaN (never an out-of-bounds
+// read); train/train_step.cpp checks the labels on the host before they go to the GPU.
 //
 // Reference: Goodfellow et al., Deep Learning §6.2.2.3; llm.c's crossentropy_softmax_backward.
 // Kernels: runtime/cpu/cross_entropy.cpp, cuda/cross_entropy.cu.
@@ -25,9 +28,8 @@
 namespace mase {
 namespace {
 
-// Checks the arguments; returns the number of rows that are not ignored.
-int64_t check_and_count(const char* op, const Tensor& logits, const Tensor& targets,
-                        int64_t ignore_index) {
+// Checks the arguments (not the targets' values).
+void check_args(const char* op, const Tensor& logits, const Tensor& targets) {
   ops::check_float(op, logits, "logits");
   ops::check_cuda_f32(op, logits);
   ops::check_dtype(op, targets, DType::i32, "targets");
@@ -36,10 +38,18 @@ int64_t check_and_count(const char* op, const Tensor& logits, const Tensor& targ
              targets.device(), " (move one with .to())");
   MASE_CHECK(logits.ndim() == 2, ShapeError, "[", op, "] expected logits of shape (N, C), got ",
              logits.shape(), " (reshape (B, T, V) logits to (B*T, V))");
-  const int64_t N = logits.size(0), C = logits.size(1);
+  const int64_t N = logits.size(0);
   MASE_CHECK(targets.ndim() == 1 && targets.size(0) == N, ShapeError, "[", op,
              "] expected targets of shape (", N, ") for logits ", logits.shape(), ", got ",
              targets.shape());
+}
+
+// Checks the arguments and the targets' values on the host; returns the number of rows that
+// are not ignored.
+int64_t check_and_count(const char* op, const Tensor& logits, const Tensor& targets,
+                        int64_t ignore_index) {
+  check_args(op, logits, targets);
+  const int64_t N = logits.size(0), C = logits.size(1);
   int64_t count = 0;
   std::vector<int32_t> t = targets.to_vector<int32_t>();
   for (int64_t r = 0; r < N; ++r) {
@@ -54,15 +64,22 @@ int64_t check_and_count(const char* op, const Tensor& logits, const Tensor& targ
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
-  const int64_t count = check_and_count("cross_entropy", logits, targets, ignore_index);
+  check_args("cross_entropy", logits, targets);
+  // CPU: counted (and checked) on the host; CUDA: on the device, into `dcount` (see the top)
+  const int64_t count =
+      logits.is_cuda() ? -1 : check_and_count("cross_entropy", logits, targets, ignore_index);
   const int64_t N = logits.size(0), C = logits.size(1);
   Tensor x = ops::packed(logits), t = ops::packed(targets);
   Tensor loss = Tensor::empty(Shape{}, x.dtype(), x.device());
   Tensor losses = Tensor::empty({N}, x.dtype(), x.device());  // per row, a scratch for the mean
   Tensor lse = Tensor::empty({N}, x.dtype(), x.device());     // saved for backward
+  Tensor dcount;                                              // CUDA: the count, on the device
   if (x.is_cuda()) {
+    dcount = Tensor::empty({1}, DType::i32, x.device());
+    cuda::cross_entropy_count(dcount.data<int32_t>(), t.data<int32_t>(), N, C, ignore_index);
     cuda::cross_entropy_forward(loss.data<float>(), losses.data<float>(), lse.data<float>(),
-                                x.data<float>(), t.data<int32_t>(), N, C, ignore_index, count);
+                                x.data<float>(), t.data<int32_t>(), N, C, ignore_index,
+                                dcount.data<int32_t>());
   } else {
     dispatch_float(x.dtype(), "cross_entropy", [&]<class T>() {
       cpu::cross_entropy_forward<T>(loss.data<T>(), losses.data<T>(), lse.data<T>(), x.data<T>(),
@@ -71,13 +88,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   }
 
   return record("cross_entropy", {logits, targets}, loss,
-                [x, t, lse, N, C, ignore_index, count](const Tensor& dout) -> Tensors {
+                [x, t, lse, dcount, N, C, ignore_index, count](const Tensor& dout) -> Tensors {
     // dlogits = (softmax(x) - onehot(t)) * dloss / count, 0 for ignored rows
     Tensor dloss = ops::packed(dout);
     Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
     if (dx.is_cuda()) {
       cuda::cross_entropy_backward(dx.data<float>(), dloss.data<float>(), x.data<float>(),
-                                   lse.data<float>(), t.data<int32_t>(), N, C, ignore_index, count);
+                                   lse.data<float>(), t.data<int32_t>(), N, C, ignore_index,
+                                   dcount.data<int32_t>());
     } else {
       dispatch_float(dx.dtype(), "cross_entropy", [&]<class T>() {
         cpu::cross_entropy_backward<T>(dx.data<T>(), dloss.data<T>(), x.data<T>(), lse.data<T>(),

@@ -21,12 +21,12 @@ namespace {
 
 // out = src · mask(seed, offset) · scale, packed, no autograd.
 Tensor dropout_raw(const Tensor& src, uint64_t seed, uint64_t offset, uint32_t threshold,
-                   double scale) {
+                   double scale, const uint64_t* offset_base) {
   Tensor sc = ops::packed(src);
   Tensor out = Tensor::empty(src.shape(), src.dtype(), src.device());
   if (src.is_cuda())
     cuda::dropout_forward(out.data<float>(), sc.data<float>(), src.numel(), seed, offset,
-                          threshold, static_cast<float>(scale));
+                          threshold, static_cast<float>(scale), offset_base);
   else
     dispatch_float(src.dtype(), "dropout", [&]<class T>() {
       cpu::dropout_forward<T>(out.data<T>(), sc.data<T>(), src.numel(), seed, offset, threshold,
@@ -51,11 +51,12 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   const uint64_t seed = gen.seed, offset = gen.advance(x.numel());
   const uint32_t threshold = dropout_threshold(p);
   const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;  // p = 1 keeps nothing: scale unused
-  Tensor y = dropout_raw(x, seed, offset, threshold, scale);
+  const uint64_t* base = x.is_cuda() ? gen.device_offset_base : nullptr;  // CUDA graphs
+  Tensor y = dropout_raw(x, seed, offset, threshold, scale, base);
   attrs.push_back({"seed", static_cast<int64_t>(seed)});
   attrs.push_back({"offset", static_cast<int64_t>(offset)});
-  return record("dropout", {x}, y, [seed, offset, threshold, scale](const Tensor& dy) -> Tensors {
-    return {dropout_raw(dy, seed, offset, threshold, scale)};  // dx = dy · m / (1 - p)
+  return record("dropout", {x}, y, [seed, offset, threshold, scale, base](const Tensor& dy) -> Tensors {
+    return {dropout_raw(dy, seed, offset, threshold, scale, base)};  // dx = dy · m / (1 - p)
   }, std::move(attrs));
 }
 

@@ -15,9 +15,12 @@
 namespace mase {
 namespace {
 
-// Every id must index a row of weight: a bad id would read outside the table. The kernels
-// trust the ids, so the op checks them here, on a host copy (ids are N ints, the output N·C
-// floats: the scan costs little next to the gather).
+// Every id must index a row of weight: a bad id would read outside the table. The CPU kernels
+// trust the ids, so the op checks CPU ids here (N ints: the scan costs little next to the
+// gather). CUDA ids are not copied back to be checked — that would make the host wait for the
+// GPU in every forward — the CUDA kernels guard themselves instead: a bad id gives a NaN row
+// (runtime/kernels/embedding.h), and train/train_step.cpp checks a batch's ids on the host
+// before they go to the GPU.
 void check_ids(const Tensor& ids, int64_t V, const Shape& weight_shape) {
   Tensor host = ids.detach().to(Device::cpu()).contiguous();
   const int32_t* p = host.data<int32_t>();
@@ -37,14 +40,14 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
   MASE_CHECK(weight.ndim() == 2, ShapeError, "[embedding] expected weight (V, C), got ",
              weight.shape());
   const int64_t V = weight.size(0), C = weight.size(1), N = ids.numel();
-  check_ids(ids, V, weight.shape());
+  if (!ids.is_cuda()) check_ids(ids, V, weight.shape());
 
   Tensor idsc = ops::packed(ids), wc = ops::packed(weight);  // ids (N), weight (V, C)
   Shape out_shape = ids.shape();
   out_shape.push_back(C);
   Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());  // out (N, C)
   if (weight.is_cuda())
-    cuda::embedding_forward(out.data<float>(), idsc.data<int32_t>(), wc.data<float>(), N, C);
+    cuda::embedding_forward(out.data<float>(), idsc.data<int32_t>(), wc.data<float>(), N, C, V);
   else
     dispatch_float(weight.dtype(), "embedding", [&]<class T>() {
       cpu::embedding_forward<T>(out.data<T>(), idsc.data<int32_t>(), wc.data<T>(), N, C);
@@ -56,7 +59,7 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
     Tensor dweight = Tensor::zeros({V, C}, dout.dtype(), dout.device());
     if (dout.is_cuda())
       cuda::embedding_backward(dweight.data<float>(), doutc.data<float>(), idsc.data<int32_t>(), N,
-                               C);
+                               C, V);
     else
       dispatch_float(dout.dtype(), "embedding", [&]<class T>() {
         cpu::embedding_backward<T>(dweight.data<T>(), doutc.data<T>(), idsc.data<int32_t>(), N, C);

@@ -11,11 +11,12 @@
 // the example batch's tensor in as a constant (wrong for the next batch). Recorded, they
 // become nodes (`ones_like` in the graph of BERT traced without attention_mask) and re-run on
 // each call. The values do not depend on x's values, so x gets no gradient.
-// Kernels: none (Tensor::full / a host iota, then a copy to x's device).
+// Kernels: Tensor::full's fill; arange_like a host iota, or cuda::iota on the GPU.
 #include <numeric>
 
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
+#include "runtime/kernels/copy.h"
 
 namespace mase {
 namespace {
@@ -42,9 +43,15 @@ Tensor zeros_like(const Tensor& x, DType dtype) {
 Tensor arange_like(const Tensor& x, int64_t dim, DType dtype) {
   ops::check_defined("arange_like", x);
   const int d = normalize_dim(dim, x.ndim(), "arange_like");
-  std::vector<double> values(static_cast<size_t>(x.size(d)));
-  std::iota(values.begin(), values.end(), 0.0);  // exact in every dtype up to 2^24 (f32)
-  Tensor y = Tensor::from(values, {x.size(d)}).to(dtype).to(x.device());
+  Tensor y;
+  if (x.is_cuda()) {  // on the device: a host iota would be a copy from pageable memory
+    y = Tensor::empty({x.size(d)}, dtype, x.device());
+    cuda::iota(y.raw_data(), dtype, x.size(d), x.device().index);
+  } else {
+    std::vector<double> values(static_cast<size_t>(x.size(d)));
+    std::iota(values.begin(), values.end(), 0.0);  // exact in every dtype up to 2^24 (f32)
+    y = Tensor::from(values, {x.size(d)}).to(dtype);
+  }
   return no_grad_record("arange_like", x, y, {{"dim", dim}, {"dtype", std::string(name(dtype))}});
 }
 

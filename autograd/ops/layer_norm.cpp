@@ -121,6 +121,7 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
     mask.on = true;
     mask.seed = gen.seed;
     mask.offset = gen.advance(x.numel());
+    if (x.is_cuda()) mask.offset_base = gen.device_offset_base;  // CUDA graphs (runtime/random.h)
     mask.threshold = dropout_threshold(p);
     mask.scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
   }

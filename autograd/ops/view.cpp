@@ -190,13 +190,8 @@ Tensor contiguous(const Tensor& x) {
 
 Tensor to_dtype(const Tensor& x, DType dtype) {
   ops::check_defined("to_dtype", x);
-  // copy_ converts dtypes on the host only: a CUDA tensor makes a round trip (used for small
-  // tensors such as a (B, T) attention mask; a conversion kernel would remove it)
-  auto convert = [&] {
-    Tensor v = x.detach();  // the values; the history is recorded below
-    return v.is_cpu() ? v.to(dtype) : v.to(Device::cpu()).to(dtype).to(v.device());
-  };
-  Tensor y = x.dtype() == dtype ? x.detach() : convert();
+  // copy_ converts on the tensor's own device (cuda::convert on the GPU: no host round trip)
+  Tensor y = x.dtype() == dtype ? x.detach() : x.detach().to(dtype);
   return record("to_dtype", {x}, y, [from = x.dtype()](const Tensor& dy) -> Tensors {
     return {dy.to(from)};
   }, {{"dtype", std::string(name(dtype))}});

@@ -1,4 +1,4 @@
-// runtime/kernels/copy.h — strided copies and dtype conversion.
+// runtime/kernels/copy.h — strided copies, dtype conversion, fills.
 //
 // The contract of the copy kernels: both backends' signatures side by side, implemented by
 // runtime/cpu/copy.cpp (mase::cpu, templates over float and double) and cuda/copy.cu
@@ -33,5 +33,11 @@ MASE_CUDA_FN(void, copy_strided, (void* dst, const Strides& dst_strides, const v
                                   const Strides& src_strides, const Shape& shape,
                                   size_t itemsize, int device))
 MASE_CUDA_FN(void, fill, (void* dst, DType dtype, double value, int64_t n, int device))
+// The twin of cpu::convert, on the device: no round trip through the host (a host sync).
+MASE_CUDA_FN(void, convert, (void* dst, DType dst_dtype, const void* src, DType src_dtype,
+                             int64_t n, int device))
+// dst[i] = i for n contiguous elements of `dtype` (arange_like on the GPU; the CPU's is a
+// plain std::iota in the op).
+MASE_CUDA_FN(void, iota, (void* dst, DType dtype, int64_t n, int device))
 
 }  // namespace mase::cuda

@@ -31,14 +31,21 @@ void cross_entropy_backward(T* dlogits, const T* dloss, const T* logits, const T
 }  // namespace mase::cpu
 
 // ---- the CUDA twin: cuda/cross_entropy.cu ----
+// One difference from the CPU: `count` lives on the device. Counting the targets on the host
+// would copy them back, a host sync in the middle of every training step (and a step with a
+// sync cannot be captured as a CUDA graph), so the GPU counts and checks them itself.
 namespace mase::cuda {
 
+// count[0] = the rows whose target is not ignore_index, or −1 when a target is outside
+// [0, C) (and not ignored): the loss is then NaN and the gradient 0. One block.
+MASE_CUDA_FN(void, cross_entropy_count, (int32_t* count, const int32_t* targets, int64_t N,
+                                         int64_t C, int64_t ignore_index))
 MASE_CUDA_FN(void, cross_entropy_forward, (float* loss, float* losses, float* lse,
                                            const float* logits, const int32_t* targets, int64_t N,
-                                           int64_t C, int64_t ignore_index, int64_t count))
+                                           int64_t C, int64_t ignore_index, const int32_t* count))
 MASE_CUDA_FN(void, cross_entropy_backward, (float* dlogits, const float* dloss,
                                             const float* logits, const float* lse,
                                             const int32_t* targets, int64_t N, int64_t C,
-                                            int64_t ignore_index, int64_t count))
+                                            int64_t ignore_index, const int32_t* count))
 
 }  // namespace mase::cuda

@@ -32,7 +32,15 @@ struct DropoutMask {
   uint64_t seed = 0, offset = 0;
   uint32_t threshold = 0;
   double scale = 1.0;
+  // GPU only: a device address whose value is added to `offset` (Generator::
+  // device_offset_base, runtime/random.h: a captured step's masks move on with each replay).
+  const uint64_t* offset_base = nullptr;
 };
+
+// The Philox offset a kernel uses: offset, plus *offset_base where one is given (on the GPU).
+MASE_HOST_DEVICE inline uint64_t dropout_offset(const DropoutMask& m) {
+  return m.offset + (m.offset_base ? *m.offset_base : 0);
+}
 
 }  // namespace mase
 
@@ -50,7 +58,10 @@ void dropout_forward(T* out, const T* inp, int64_t n, uint64_t seed, uint64_t of
 // ---- the CUDA twin: cuda/dropout.cu ----
 namespace mase::cuda {
 
+// The CUDA twin takes one more argument: offset_base, added to offset on the device when not
+// null (DropoutMask::offset_base above).
 MASE_CUDA_FN(void, dropout_forward, (float* out, const float* inp, int64_t n, uint64_t seed,
-                                     uint64_t offset, uint32_t threshold, float scale))
+                                     uint64_t offset, uint32_t threshold, float scale,
+                                     const uint64_t* offset_base))
 
 }  // namespace mase::cuda

@@ -24,11 +24,14 @@ void embedding_backward(T* dweight, const T* dout, const int32_t* ids, int64_t N
 }  // namespace mase::cpu
 
 // ---- the CUDA twin: cuda/embedding.cu ----
+// The ids are not checked on the host for CUDA tensors (that would copy them back: a host
+// sync in every forward), so the kernels guard themselves: an id outside [0, V) gives a NaN
+// row in forward and adds nothing in backward (V is the table's row count).
 namespace mase::cuda {
 
 MASE_CUDA_FN(void, embedding_forward, (float* out, const int32_t* ids, const float* weight,
-                                       int64_t N, int64_t C))
+                                       int64_t N, int64_t C, int64_t V))
 MASE_CUDA_FN(void, embedding_backward, (float* dweight, const float* dout, const int32_t* ids,
-                                        int64_t N, int64_t C))
+                                        int64_t N, int64_t C, int64_t V))
 
 }  // namespace mase::cuda

@@ -38,6 +38,10 @@ MASE_CUDA_FN(float, event_elapsed_ms, (void* start, void* stop))
 // Overwrites a scratch buffer twice the L2's size on the stream, evicting every cached line.
 MASE_CUDA_FN(void, flush_l2, ())
 MASE_CUDA_FN(GpuInfo, gpu_info, (int device))
+// Keeps the GPU busy for about `ms` milliseconds (one thread spinning on the GPU's global
+// timer), returning at once on the host: work issued next queues up behind it. The step
+// profiler's "hold" (runtime/profiler.h) uses it to measure busy time without host gaps.
+MASE_CUDA_FN(void, gpu_hold, (double ms))
 // Free and total device memory now (cudaMemGetInfo), in bytes.
 MASE_CUDA_FN(void, memory_info, (size_t* free_bytes, size_t* total_bytes))
 

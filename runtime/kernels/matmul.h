@@ -27,8 +27,77 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T
 
 }  // namespace mase::cpu
 
+// ---- batches of GEMMs: how their operands are laid out ---------------------------------------
+namespace mase {
+
+// The offsets of a batch of GEMMs (one array per operand, in elements) often follow a grid:
+//   off[i] = first + (i / inner)·outer_stride + (i % inner)·inner_stride
+// Attention heads are the usual case: q (B, T, NH, HS) viewed as (B, NH, T, HS) has matrix
+// (b, h) at b·T·C + h·HS, so inner = NH, outer stride T·C, inner stride HS. With inner ==
+// batch (one level) the batch is a single strided-batched GEMM; with two levels cuBLAS needs
+// a pointer per matrix (cuda/matmul.cu builds them on the device); anything else is split into
+// runs of evenly strided matrices.
+struct BatchGrid {
+  int64_t inner = 1;                 // matrices per outer step (== batch: one level)
+  int64_t first[3] = {0, 0, 0};      // a, b, c: the offset of matrix 0
+  int64_t outer_stride[3] = {0, 0, 0};
+  int64_t inner_stride[3] = {0, 0, 0};
+};
+
+// True (and *grid filled) when all three offset arrays follow one grid with a common `inner`.
+inline bool batch_grid(int64_t batch, const int64_t* a_off, const int64_t* b_off,
+                       const int64_t* c_off, BatchGrid* grid) {
+  if (batch < 1) return false;
+  const int64_t* off[3] = {a_off, b_off, c_off};
+  BatchGrid g;
+  // inner = the first index at which any operand's step changes (batch when none does)
+  g.inner = batch;
+  for (int64_t i = 2; i < batch && g.inner == batch; ++i)
+    for (int k = 0; k < 3; ++k)
+      if (off[k][i] - off[k][i - 1] != off[k][1] - off[k][0]) g.inner = i;
+  if (batch % g.inner != 0) return false;
+  for (int k = 0; k < 3; ++k) {
+    g.first[k] = off[k][0];
+    g.inner_stride[k] = g.inner > 1 ? off[k][1] - off[k][0] : 0;
+    g.outer_stride[k] = g.inner < batch ? off[k][g.inner] - off[k][0] : 0;
+    for (int64_t i = 0; i < batch; ++i)
+      if (off[k][i] != g.first[k] + (i / g.inner) * g.outer_stride[k] +
+                           (i % g.inner) * g.inner_stride[k])
+        return false;
+  }
+  *grid = g;
+  return true;
+}
+
+// The length of the run of evenly strided matrices starting at `start` (at least 1): matrices
+// start .. start + len - 1 have constant steps in all three offset arrays.
+inline int64_t strided_run(int64_t batch, int64_t start, const int64_t* a_off,
+                           const int64_t* b_off, const int64_t* c_off) {
+  if (start + 2 > batch) return batch - start;
+  const int64_t da = a_off[start + 1] - a_off[start], db = b_off[start + 1] - b_off[start],
+                dc = c_off[start + 1] - c_off[start];
+  int64_t end = start + 2;
+  while (end < batch && a_off[end] - a_off[end - 1] == da && b_off[end] - b_off[end - 1] == db &&
+         c_off[end] - c_off[end - 1] == dc)
+    ++end;
+  return end - start;
+}
+
+// The arithmetic of GEMMs on the GPU (cuBLAS math mode). fp32: exact IEEE fp32 products
+// (the default, and PyTorch's default for matmuls since 1.12). tf32: tensor cores with
+// inputs rounded to TF32 (10-bit mantissa, fp32 range) and fp32 accumulation — about 8x the
+// fp32 rate on an H100, at a relative error per product of ~2^-11 instead of 2^-24
+// (torch.backends.cuda.matmul.allow_tf32 = True).
+enum class GemmPrecision { fp32, tf32 };
+
+}  // namespace mase
+
 // ---- the CUDA twin: cuda/matmul.cu ----
 namespace mase::cuda {
+
+// Applies to every later cuda::gemm / gemm_batched (process-wide; set once at start-up).
+MASE_CUDA_FN(void, set_gemm_precision, (GemmPrecision p))
+MASE_CUDA_FN(GemmPrecision, gemm_precision, ())
 
 MASE_CUDA_FN(void, gemm, (bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                           const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
@@ -37,5 +106,9 @@ MASE_CUDA_FN(void, gemm_batched, (bool trans_a, bool trans_b, int64_t M, int64_t
                                   float alpha, const float* A, int64_t lda, const float* B,
                                   int64_t ldb, float beta, float* C, int64_t ldc, int64_t batch,
                                   const int64_t* a_off, const int64_t* b_off, const int64_t* c_off))
+// gemm_batched issues one cuBLAS call per grid (batch_grid above): strided-batched for one
+// level, pointer-array batched for two, runs of strided-batched otherwise. The environment
+// variable MASE_GEMM_BATCHED=loop selects the old way — one cublasSgemm per matrix — so one
+// run can time both (scripts/gpu/step.sh).
 
 }  // namespace mase::cuda

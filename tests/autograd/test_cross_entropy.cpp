@@ -111,9 +111,17 @@ TEST_CASE("cross_entropy: CPU == CUDA") {
   Tensor small = random_tensor({3, 1}, 6, -1, 1, DType::f32).set_requires_grad(true);
   test::check_cpu_cuda(ce, {small, ids({0, -100, 0})});
   test::check_cpu_cuda(ce, {small, ids({-100, -100, -100})});  // all ignored: 0 on both
-  // a bad target is caught before any kernel runs, on the GPU too
-  Tensor bad = ids(std::vector<int32_t>(64, 1000)).to(Device::cuda());
-  CHECK_THROWS_AS(cross_entropy(x.to(Device::cuda()), bad), ShapeError);
+  // on the GPU the targets are checked on the device (no host sync): a bad one makes the loss
+  // NaN and the gradient 0, never an out-of-bounds read
+  std::vector<int32_t> bv(64, 1);
+  bv[17] = 1000;
+  Tensor xg = x.detach().to(Device::cuda()).set_requires_grad(true);
+  Tensor bad_loss = cross_entropy(xg, ids(bv).to(Device::cuda()));
+  CHECK(std::isnan(bad_loss.item()));
+  backward(bad_loss);
+  for (float g : xg.grad().to_vector<float>()) CHECK(g == 0.f);
+  bv[17] = -3;  // negative and not ignore_index
+  CHECK(std::isnan(cross_entropy(x.detach().to(Device::cuda()), ids(bv).to(Device::cuda())).item()));
 }
 
 TEST_CASE("cross_entropy: errors") {
