@@ -63,7 +63,7 @@ core() {
   local tests=(test_runtime test_autograd test_models test_train test_quant test_graph)
   for t in "${tests[@]}"; do
     [ -x "$BIN/$t" ] || continue
-    r=$(step "$t-cuda" 120 "$BIN/$t" -tc='*CUDA*,*GPU*,*cuda*')
+    r=$(step "$t-cuda" 120 "$BIN/$t" -tc='*CUDA*,*GPU*,*cuda*,graph step*')
     row "$t, CPU == CUDA cases" "$r; $(grep -E '^\[doctest\] test cases' "$LOGS/$t-cuda.log" | tail -1); $(grep -c MASE_SKIPPED "$LOGS/$t-cuda.log") skipped"
   done
   r=$(step gpu-base 90 "$BIN/mase-bench" --suite gpu-base --benchmark_min_time=0.2s)
