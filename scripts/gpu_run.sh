@@ -66,7 +66,7 @@ core() {
     r=$(step "$t-cuda" 120 "$BIN/$t" -tc='*CUDA*,*GPU*,*cuda*,graph step*')
     row "$t, CPU == CUDA cases" "$r; $(grep -E '^\[doctest\] test cases' "$LOGS/$t-cuda.log" | tail -1); $(grep -c MASE_SKIPPED "$LOGS/$t-cuda.log") skipped"
   done
-  r=$(step gpu-base 90 "$BIN/mase-bench" --suite gpu-base --benchmark_min_time=0.2s)
+  r=$(step gpu-base 90 "$BIN/mase-bench" --suite gpu-base --benchmark_min_time=0.2)
   row "mase-bench --suite gpu-base" "$r"
   { echo; echo '```'; grep -E '^gpu-base|gpu' "$LOGS/gpu-base.log" | head -8; echo '```'; echo; } >> "$sum"
   r=$(step train-tiny 150 "$BIN/mase-train" --model bert-tiny --data imdb --data-dir "$DATA" \
