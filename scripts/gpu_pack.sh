@@ -21,7 +21,8 @@ if [ ! -f build-cuda/build.ninja ]; then
     -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
 fi
 ninja -C build-cuda "${bins[@]}"
-grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)  # .git is a file in a worktree
+mkdir -p "$(dirname "$exclude")"; grep -qx '/.dev/' "$exclude" 2>/dev/null || echo '/.dev/' >> "$exclude"
 rm -rf .dev && mkdir -p .dev/bin .dev/lib .dev/data/imdb
 for b in "${bins[@]}"; do cp "build-cuda/bin/$b" .dev/bin/ && strip .dev/bin/"$b"; done
 pwd > .dev/srcdir  # test fixtures are found by this absolute path, compiled in
