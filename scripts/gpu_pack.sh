@@ -31,7 +31,9 @@ git rev-parse --short HEAD > .dev/commit; git status --porcelain | grep -q . && 
 ldd .dev/bin/* | awk '/=> \// { print $3 }' | sort -u |
   grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so|libcu(blas|blasLt|dart|da)\.so' |
   while read -r lib; do cp -L "$lib" .dev/lib/; done
-for big in .dev/lib/libicudata.so*; do [ -f "$big" ] && xz -T2 -f "$big"; done  # 31 MB -> ~8
+# the device tool carries at most 64 MiB: every binary holds all our device code (~16 MB
+# stripped), so binaries and libraries travel xz-compressed (~4x; gpu_run.sh unpacks them)
+xz -T2 -f .dev/bin/* .dev/lib/*
 # a small IMDb in the official layout, for mase-train --device cuda
 python3 - "${MASE_DATA_DIR:-../shared/data}/imdb/aclImdb_v1.tar.gz" .dev/data/imdb/aclImdb_v1.tar.gz <<'PY'
 import sys, tarfile

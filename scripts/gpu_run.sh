@@ -32,7 +32,8 @@ fi
 # test fixtures are found by the absolute path compiled in (the checkout gpu_pack.sh built)
 src=$(cat .dev/srcdir 2>/dev/null || echo /work/main)
 [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
-for x in .dev/lib/*.xz; do [ -f "$x" ] && unxz -f "$x"; done
+for x in .dev/lib/*.xz .dev/bin/*.xz; do [ -f "$x" ] && unxz -f "$x"; done  # gpu_pack.sh packed them
+chmod +x .dev/bin/* 2>/dev/null
 cublas=$(ldconfig -p | awk '/libcublas\.so/ { print $NF; exit }')
 export LD_LIBRARY_PATH="$PWD/.dev/lib${cublas:+:$(dirname "$cublas")}:${LD_LIBRARY_PATH:-}"
 export PYTHONUNBUFFERED=1
