@@ -32,7 +32,11 @@ fi
 # test fixtures are found by the absolute path compiled in (the checkout gpu_pack.sh built)
 src=$(cat .dev/srcdir 2>/dev/null || echo /work/main)
 [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
-for x in .dev/lib/*.xz .dev/bin/*.xz; do [ -f "$x" ] && unxz -f "$x"; done  # gpu_pack.sh packed them
+unpack() {  # unxz, or Python's lzma where xz-utils is missing
+  if command -v unxz >/dev/null; then unxz -f "$1"
+  else python3 -c 'import lzma, os, sys; open(sys.argv[1][:-3], "wb").write(lzma.open(sys.argv[1]).read()); os.remove(sys.argv[1])' "$1"; fi
+}
+for x in .dev/lib/*.xz .dev/bin/*.xz; do [ -f "$x" ] && unpack "$x"; done  # gpu_pack.sh packed them
 chmod +x .dev/bin/* 2>/dev/null
 cublas=$(ldconfig -p | awk '/libcublas\.so/ { print $NF; exit }')
 export LD_LIBRARY_PATH="$PWD/.dev/lib${cublas:+:$(dirname "$cublas")}:${LD_LIBRARY_PATH:-}"
