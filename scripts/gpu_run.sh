@@ -86,7 +86,7 @@ memcheck() {
   local -A filter=([test_autograd]='sdpa CUDA*,softmax CUDA*,matmul batched*'
                    [test_quant]='*CUDA*' [test_train]='gpu step*')
   for t in test_autograd test_quant test_train; do
-    r=$(step "memcheck-$t" 120 "$cs" --tool memcheck --error-exitcode 99 "$BIN/$t" \
+    r=$(step "memcheck-$t" 70 "$cs" --tool memcheck --error-exitcode 99 "$BIN/$t" \
         -tc="${filter[$t]}" -tce='*peak memory*,*small BERT*')
     row "compute-sanitizer memcheck, $t: ${filter[$t]}" "$r; $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-$t.log" | tail -1)"
   done
