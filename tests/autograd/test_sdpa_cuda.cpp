@@ -45,14 +45,14 @@ struct Result {
 Result run_on(const Attention& f, const Tensors& inputs, Device device, uint64_t seed = 7) {
   Tensors in;
   for (const Tensor& x : inputs) {
-    Tensor t = x.to(device).detach().clone();
+    Tensor t = x.detach().to(device).clone();
     in.push_back(t.set_requires_grad(true));
   }
   Generator gen(seed);
   Result r;
   r.out = f(in, gen);
-  backward(r.out, random_tensor(r.out.shape(), 99, -1, 1, DType::f32).to(device));
-  for (const Tensor& x : in) r.grads.push_back(x.grad().to(Device::cpu()));
+  backward(r.out, random_tensor(r.out.shape(), 99, -1, 1, DType::f32).detach().to(device));
+  for (const Tensor& x : in) r.grads.push_back(x.grad().detach().to(Device::cpu()));
   r.out = r.out.detach().to(Device::cpu());
   return r;
 }
@@ -135,15 +135,15 @@ TEST_CASE("sdpa CUDA: head-split views and padding masks with fully padded rows"
     }
   }
   // −inf everywhere in batch 1: its output rows and its gradients are exactly 0, no NaN
-  Tensor x = random_tensor({3, 67, 3 * 64}, 2, -2, 2, DType::f32).to(Device::cuda());
+  Tensor x = random_tensor({3, 67, 3 * 64}, 2, -2, 2, DType::f32).detach().to(Device::cuda());
   x.set_requires_grad(true);
   Tensors qkv = split_qkv(x, 1);
-  Tensor out = sdpa(qkv[0], qkv[1], qkv[2], padding_mask({60, 0, 67}, 67, -kInf).to(Device::cuda()),
+  Tensor out = sdpa(qkv[0], qkv[1], qkv[2], padding_mask({60, 0, 67}, 67, -kInf).detach().to(Device::cuda()),
                     0.0, false);
   backward(sum(out));
   for (double g : x.grad().to_vector<double>()) REQUIRE(std::isfinite(g));
-  check_close(select(out, 0, 1).to(Device::cpu()), std::vector<double>(67 * 64, 0.0), 0, 0);
-  check_close(select(x.grad(), 0, 1).to(Device::cpu()), std::vector<double>(67 * 192, 0.0), 0, 0);
+  check_close(select(out, 0, 1).detach().to(Device::cpu()), std::vector<double>(67 * 64, 0.0), 0, 0);
+  check_close(select(x.grad(), 0, 1).detach().to(Device::cpu()), std::vector<double>(67 * 192, 0.0), 0, 0);
 }
 
 TEST_CASE("sdpa CUDA: other mask shapes broadcast as on the CPU") {
@@ -186,7 +186,7 @@ TEST_CASE("sdpa CUDA: the fused kernel equals CUDA sdpa_reference") {
     auto run = [&](bool fused) {
       return run_on([&](const Tensors& in, Generator& g) {
         Tensors qkv = split_qkv(in[0], NH);
-        Tensor m = mask.to(Device::cuda());
+        Tensor m = mask.detach().to(Device::cuda());
         return fused ? sdpa(qkv[0], qkv[1], qkv[2], m, p, true, g)
                      : sdpa_reference(qkv[0], qkv[1], qkv[2], m, p, true, g);
       }, {x}, Device::cuda());
@@ -212,9 +212,9 @@ TEST_CASE("sdpa CUDA: peak memory does not grow with T squared") {
   // One head, T = 2048: the (T, T) scores would be 16 MB; everything the fused forward and
   // backward allocate (out, stats, D, dq, dk, dv, the seed dout) is ~3 MB.
   const int64_t T = 2048, HS = 64;
-  Tensor q = random_tensor({1, 1, T, HS}, 1, -1, 1, DType::f32).to(Device::cuda());
-  Tensor k = random_tensor({1, 1, T, HS}, 2, -1, 1, DType::f32).to(Device::cuda());
-  Tensor v = random_tensor({1, 1, T, HS}, 3, -1, 1, DType::f32).to(Device::cuda());
+  Tensor q = random_tensor({1, 1, T, HS}, 1, -1, 1, DType::f32).detach().to(Device::cuda());
+  Tensor k = random_tensor({1, 1, T, HS}, 2, -1, 1, DType::f32).detach().to(Device::cuda());
+  Tensor v = random_tensor({1, 1, T, HS}, 3, -1, 1, DType::f32).detach().to(Device::cuda());
   q.set_requires_grad(true);
   const Device dev = Device::cuda();
   const size_t before = allocator_stats(dev).in_use_bytes;

@@ -59,11 +59,11 @@ void check_both_devices(const Tensor& x_cpu, const Tensor& x_gpu_packed, bool lo
   xg.set_requires_grad(true);
   Tensor yc = log ? log_softmax(xc) : softmax(xc);
   Tensor yg = log ? log_softmax(xg) : softmax(xg);
-  check_close_inf(yg.to(Device::cpu()), yc, log ? 2e-5 : 1e-6, 2e-5);
+  check_close_inf(yg.detach().to(Device::cpu()), yc, log ? 2e-5 : 1e-6, 2e-5);
   Tensor dy = random_tensor(x_cpu.shape(), 11, -1, 1, DType::f32);
   backward(yc, dy);
-  backward(yg, dy.to(Device::cuda()));
-  check_close_inf(xg.grad().to(Device::cpu()), xc.grad(), 1e-5, 2e-5);
+  backward(yg, dy.detach().to(Device::cuda()));
+  check_close_inf(xg.grad().detach().to(Device::cpu()), xc.grad(), 1e-5, 2e-5);
 }
 
 }  // namespace
@@ -80,7 +80,7 @@ TEST_CASE("softmax CUDA: CPU == CUDA over row lengths that pick each kernel") {
   uint64_t seed = 1;
   for (const auto& s : shapes) {
     Tensor x = masked_scores(s[0], s[1], seed++);
-    for (bool log : {false, true}) check_both_devices(x, x.to(Device::cuda()), log);
+    for (bool log : {false, true}) check_both_devices(x, x.detach().to(Device::cuda()), log);
   }
 }
 
@@ -92,7 +92,7 @@ TEST_CASE("softmax CUDA: rows that are not 16-byte aligned take the scalar loads
     const int64_t rows = 9;
     Tensor flat = random_tensor({1 + rows * cols}, 3, -5, 5, DType::f32);
     Tensor x = view(slice(flat, 0, 1, 1 + rows * cols), {rows, cols});
-    Tensor g = view(slice(flat.to(Device::cuda()), 0, 1, 1 + rows * cols), {rows, cols});
+    Tensor g = view(slice(flat.detach().to(Device::cuda()), 0, 1, 1 + rows * cols), {rows, cols});
     REQUIRE(g.is_contiguous());
     for (bool log : {false, true}) check_both_devices(x, g, log);
   }
@@ -102,7 +102,7 @@ TEST_CASE("softmax CUDA: a fully masked row is 0 (softmax) and -inf (log_softmax
   if (!test::have_gpu()) return;
   for (int64_t cols : {3, 1000, 5000, 20000}) {  // warp kernel, cached block, uncached block
     INFO("cols " << cols);
-    Tensor x = Tensor::full({2, cols}, -kInf, DType::f32).to(Device::cuda());
+    Tensor x = Tensor::full({2, cols}, -kInf, DType::f32).detach().to(Device::cuda());
     for (double y : softmax(x).to_vector<double>()) REQUIRE(y == 0.0);
     for (double y : log_softmax(x).to_vector<double>()) REQUIRE(y == -INFINITY);
   }
@@ -112,8 +112,8 @@ TEST_CASE("softmax CUDA: every version of the kernel ladder gives the production
   if (!test::have_gpu()) return;
   for (int64_t cols : {1, 257, 1024, 4096, 13001}) {
     const int64_t rows = 67;
-    Tensor x = masked_scores(rows, cols, 5).to(Device::cuda());
-    Tensor want = softmax(x).to(Device::cpu());
+    Tensor x = masked_scores(rows, cols, 5).detach().to(Device::cuda());
+    Tensor want = softmax(x).detach().to(Device::cpu());
     for (int v = 1; v <= cuda::kSoftmaxVersions; ++v) {
       INFO("version " << v << ", cols " << cols);
       if (!cuda::softmax_version_applies(v, cols)) {
@@ -123,7 +123,7 @@ TEST_CASE("softmax CUDA: every version of the kernel ladder gives the production
       }
       Tensor y = Tensor::empty({rows, cols}, DType::f32, Device::cuda());
       cuda::softmax_forward_version(v, y.data<float>(), x.data<float>(), rows, cols);
-      check_close_inf(y.to(Device::cpu()), want, 1e-6, 2e-5);
+      check_close_inf(y.detach().to(Device::cpu()), want, 1e-6, 2e-5);
     }
   }
 }
