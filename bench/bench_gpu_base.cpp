@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "bench/gpu_common.h"
+#include "runtime/kernels/gpu_timing.h"
 #include "runtime/kernels/matmul.h"
 
 namespace mase::bench {
@@ -21,7 +22,9 @@ void register_gpu_base() {
       const int64_t n = mb << 20;
       Tensor src = Tensor::full({n}, 3, DType::u8).to(Device::cuda());
       Tensor dst = Tensor::zeros({n}, DType::u8).to(Device::cuda());
-      gpu_time_paired(st, [&] { copy_(dst, src); }, {});
+      gpu_time_paired(st, [&] {
+        cuda::copy_bytes(dst.raw_data(), src.raw_data(), static_cast<size_t>(n));
+      }, {});
       set_bytes(st, 2.0 * static_cast<double>(n));
     }, Timing::manual);
   }

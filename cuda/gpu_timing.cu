@@ -76,6 +76,10 @@ GpuInfo gpu_info(int device) {
   return g;
 }
 
+void copy_bytes(void* dst, const void* src, size_t n) {
+  MASE_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream()));
+}
+
 void memory_info(size_t* free_bytes, size_t* total_bytes) {
   MASE_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }

@@ -33,7 +33,7 @@ ldd .dev/bin/* | awk '/=> \// { print $3 }' | sort -u |
   while read -r lib; do cp -L "$lib" .dev/lib/; done
 # the device tool carries at most 64 MiB: every binary holds all our device code (~16 MB
 # stripped), so binaries and libraries travel xz-compressed (~4x; gpu_run.sh unpacks them)
-xz -T2 -f .dev/bin/* .dev/lib/*
+xz -T2 "-${XZ_LEVEL:-3}" -f .dev/bin/* .dev/lib/*
 # a small IMDb in the official layout, for mase-train --device cuda
 python3 - "${MASE_DATA_DIR:-../shared/data}/imdb/aclImdb_v1.tar.gz" .dev/data/imdb/aclImdb_v1.tar.gz <<'PY'
 import sys, tarfile

@@ -42,6 +42,9 @@ MASE_CUDA_FN(GpuInfo, gpu_info, (int device))
 // timer), returning at once on the host: work issued next queues up behind it. The step
 // profiler's "hold" (runtime/profiler.h) uses it to measure busy time without host gaps.
 MASE_CUDA_FN(void, gpu_hold, (double ms))
+// The baseline of memory-bound kernels: cudaMemcpyAsync of n bytes device to device on the
+// stream (the driver's copy engine path, as PyTorch's tensor.copy_ of contiguous data).
+MASE_CUDA_FN(void, copy_bytes, (void* dst, const void* src, size_t n))
 // Free and total device memory now (cudaMemGetInfo), in bytes.
 MASE_CUDA_FN(void, memory_info, (size_t* free_bytes, size_t* total_bytes))
 
