@@ -15,7 +15,10 @@
 // tx + 16·j at the same column then fall in different banks (row stride 4 banks apart), while
 // staying 16-byte aligned for float4 loads. Rows past the end of the sequence are filled
 // with 0, so every product can run over whole tiles; the kernels mask those scores instead.
+// A kernel's walk over the other side's tiles (keys for a query tile, or the reverse) copies
+// them asynchronously, double buffered where shared memory allows (TileWalk below).
 #pragma once
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <array>
@@ -103,6 +106,72 @@ __device__ inline void load_rows(float* dst, const float* src, int64_t st, int v
     dst[r * kLd<HS> + d] = r < valid ? src[r * st + d] : 0.f;
   }
 }
+
+// load_rows with asynchronous copies (cp.async, sm_80 and later): each copy goes from global
+// memory straight into shared memory without passing through registers, and the thread moves
+// on at once. __pipeline_commit() closes the copies issued so far into a group;
+// __pipeline_wait_prior(n) returns when all but the n latest groups have landed (this thread's
+// copies: a __syncthreads() after it makes every thread's visible). Rows at or past `valid`
+// are zero-filled (zfill = the whole copy; nothing is read, but src stays a valid address).
+template <int HS, int kRows>
+__device__ inline void load_rows_async(float* dst, const float* src, int64_t st, int valid) {
+  if (reinterpret_cast<uintptr_t>(src) % 16 == 0 && st % 4 == 0) {
+    constexpr int kVecs = HS / 4;
+#pragma unroll 1
+    for (int e = threadIdx.x; e < kRows * kVecs; e += kThreads) {
+      const int r = e / kVecs, d = 4 * (e % kVecs);
+      const bool ok = r < valid;
+      __pipeline_memcpy_async(dst + r * kLd<HS> + d, src + (ok ? r * st + d : 0), 16, ok ? 0 : 16);
+    }
+    return;
+  }
+#pragma unroll 1
+  for (int e = threadIdx.x; e < kRows * HS; e += kThreads) {
+    const int r = e / HS, d = e % HS;
+    const bool ok = r < valid;
+    __pipeline_memcpy_async(dst + r * kLd<HS> + d, src + (ok ? r * st + d : 0), 4, ok ? 0 : 4);
+  }
+}
+
+// The walk over the tiles t = 0 .. n − 1 of a sequence of T rows, each tile two (64, HS) blocks
+// of rows (K and V, or Q and dO: `src_a`, `src_b` point at row 0, `st_a`, `st_b` are the row
+// strides), copied asynchronously into stage t % kStages of `stages` (stage s holds a's tile
+// at stages + 2·s·kTile and b's right after it). With two stages tile t + 1 is on its way while
+// tile t is used (double buffering); with one, tile t is copied at the top of its own step.
+// A kernel calls walk_start once, then walk_step(t) at the top of each step t.
+template <int HS>
+constexpr int kTile = 64 * kLd<HS>;  // floats of a (64, HS) tile in shared memory
+
+template <int HS, int kStages>
+struct TileWalk {
+  float* stages;
+  const float *src_a, *src_b;
+  int64_t st_a, st_b;
+  int T, n;
+
+  __device__ float* a(int t) const { return stages + 2 * (t % kStages) * kTile<HS>; }
+  __device__ float* b(int t) const { return a(t) + kTile<HS>; }
+  // The copies of tile t (none past the end), closed into one group.
+  __device__ void issue(int t) const {
+    if (t < n) {
+      const int t0 = t * 64;
+      load_rows_async<HS, 64>(a(t), src_a + t0 * st_a, st_a, T - t0);
+      load_rows_async<HS, 64>(b(t), src_b + t0 * st_b, st_b, T - t0);
+    }
+    __pipeline_commit();  // an empty group past the end keeps every thread's count the same
+  }
+  __device__ void start() const {
+    if constexpr (kStages == 2) issue(0);
+  }
+  // Barrier (everyone is done with the stage about to be refilled), the copies of tile
+  // t + kStages − 1, wait for tile t's own, barrier (everyone's have landed).
+  __device__ void step(int t) const {
+    __syncthreads();
+    issue(t + kStages - 1);
+    __pipeline_wait_prior(kStages - 1);
+    __syncthreads();
+  }
+};
 
 // Four floats from a 16-byte aligned address in shared memory.
 __device__ inline float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
@@ -223,6 +292,16 @@ __device__ inline float mask_at(const MaskView<float>& m, int64_t b, int64_t h, 
 template <int HS>
 constexpr size_t smem_bytes(int tiles, int ptiles) {
   return sizeof(float) * (size_t(tiles) * kBr * kLd<HS> + size_t(ptiles) * kBr * kLdP);
+}
+
+// The most dynamic shared memory a block may opt in to on sm_90 (227 KB).
+constexpr size_t kMaxSmem = 227 * 1024;
+
+// Stages of a TileWalk for a kernel that also keeps `fixed` (64, HS) tiles and `ptiles`
+// (64, 64) tiles: double buffering when the two stages (4 tiles) fit, else one.
+template <int HS>
+constexpr int walk_stages(int fixed, int ptiles) {
+  return smem_bytes<HS>(fixed + 4, ptiles) <= kMaxSmem ? 2 : 1;
 }
 
 }  // namespace mase::cuda::sdpa_tile
