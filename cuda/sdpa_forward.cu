@@ -14,7 +14,7 @@
 // Why these sizes: 64 × 64 tiles give each thread a 4 × 4 block of S and a 4 × HS/16 block
 // of O, so every float loaded from shared memory feeds 4 FMAs. The K and V tiles are double
 // buffered (TileWalk, cuda/sdpa_tile.cuh): the next pair is copied asynchronously while this
-// one is used. Shared memory: Q, 2 × (K, V), P = 104 KB at HS = 64, 182 KB at 128 — beyond the
+// one is used. Shared memory: Q, 2 × (K, V), P = 102 KiB at HS = 64, 182 KiB at 128 — beyond the
 // default 48 KB, so the launcher opts in with cudaFuncSetAttribute (as FlashAttention does on
 // every call; it is not a stream operation, so CUDA-graph capture is unaffected).
 // Fully masked rows (every score −inf) follow the CPU: the running max stays −inf, exps are
