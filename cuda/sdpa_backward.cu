@@ -53,6 +53,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv(BwdArgs a) {
   float* Ps = Vs + kT;                          // (kBr, kBc) z ∘ P
   float* dSs = Ps + kBr * kLdP;                 // (kBr, kBc) scale·dS
   float* QdO = dSs + kBr * kLdP;                // kS stages of (kBr, HS) Q and dO tiles
+  uint8_t* keep = keep_tile<HS>(Ks, 2 + 2 * kS, 2);  // (kBr, kBc) dropout decisions
   constexpr int kN = Cols<HS>::kN;
 
   const auto [bh, b, h, j0, tx, ty] = block_tile(a.Tk, a.NH);  // keys j0 .. j0 + 63
@@ -64,6 +65,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv(BwdArgs a) {
   float dk[4][kN] = {}, dv[4][kN] = {};
   walk.start();
   for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, t * kBr, j0);
     walk.step(t);  // Q_i, dO_i (and, the first time, Ks, Vs) are in shared memory
     const int i0 = t * kBr;
     const float *Qs = walk.a(t), *dOs = walk.b(t);
@@ -73,7 +75,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv(BwdArgs a) {
     float s[4][4] = {}, dp[4][4] = {};
     mma_abt<HS>(s, Qs, Ks, ty, tx);    // Q_i·K_jᵀ
     mma_abt<HS>(dp, dOs, Vs, ty, tx);  // dO_i·V_jᵀ
-    recompute_ds(s, dp, a, bh, b, h, i0, j0, ty, tx, m, l, D, a.scale);
+    recompute_ds(s, dp, a, keep, b, h, i0, j0, ty, tx, m, l, D, a.scale);
     grid_store(Ps, s, ty, tx);
     grid_store(dSs, dp, ty, tx);
     __syncthreads();  // the tiles of z ∘ P and scale·dS are complete
@@ -107,6 +109,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq(BwdArgs a) {
   float* dOs = Qs + kT;                         // (kBr, HS)
   float* dSs = dOs + kT;                        // (kBr, kBc) scale·dS
   float* KV = dSs + kBr * kLdP;                 // kS stages of (kBc, HS) K and V tiles
+  uint8_t* keep = keep_tile<HS>(Qs, 2 + 2 * kS, 1);  // (kBr, kBc) dropout decisions
   constexpr int kN = Cols<HS>::kN;
 
   const auto [bh, b, h, i0, tx, ty] = block_tile(a.Tq, a.NH);  // queries i0 .. i0 + 63
@@ -120,13 +123,14 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq(BwdArgs a) {
   float dq[4][kN] = {};
   walk.start();
   for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, i0, t * kBc);
     walk.step(t);  // K_j, V_j (and, the first time, Qs, dOs) are in shared memory
     const int j0 = t * kBc;
     const float *Ks = walk.a(t), *Vs = walk.b(t);
     float s[4][4] = {}, dp[4][4] = {};
     mma_abt<HS>(s, Qs, Ks, ty, tx);
     mma_abt<HS>(dp, dOs, Vs, ty, tx);
-    recompute_ds(s, dp, a, bh, b, h, i0, j0, ty, tx, m, l, D, a.scale);
+    recompute_ds(s, dp, a, keep, b, h, i0, j0, ty, tx, m, l, D, a.scale);
     grid_store(dSs, dp, ty, tx);
     __syncthreads();
     mma_ab<HS>(dq, dSs, Ks, ty, tx);  // dQ_i += scale·dS·K_j

@@ -25,8 +25,8 @@ using namespace sdpa_mma;
 template <int HS, bool k3>
 __device__ inline void scores_to_ds(float* Ss, float* dPs, const float* Qs, const float* Ks,
                                     const float* dOs, const float* Vs, const BwdArgs& a,
-                                    int64_t bh, int64_t b, int64_t h, int i0, int j0, int ty,
-                                    int tx, int wr, int wc) {
+                                    const uint8_t* keep, int64_t bh, int64_t b, int64_t h, int i0,
+                                    int j0, int ty, int tx, int wr, int wc) {
   {
     Acc s_acc[2], p_acc[2];
     zero(s_acc);
@@ -41,7 +41,7 @@ __device__ inline void scores_to_ds(float* Ss, float* dPs, const float* Qs, cons
   load_row_stats(m, l, D, a, bh, i0, ty);
   grid_load(s, Ss, ty, tx);
   grid_load(dp, dPs, ty, tx);
-  recompute_ds(s, dp, a, bh, b, h, i0, j0, ty, tx, m, l, D, a.scale);
+  recompute_ds(s, dp, a, keep, b, h, i0, j0, ty, tx, m, l, D, a.scale);
   grid_store(Ss, s, ty, tx);
   grid_store(dPs, dp, ty, tx);
 }
@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_tc(BwdArgs a) {
   float* Ss = Vs + kT;                          // (kBr, kBc) S, then z ∘ P
   float* dPs = Ss + kBr * kLdP;                 // (kBr, kBc) dP, then scale·dS
   float* QdO = dPs + kBr * kLdP;                // kS stages of (kBr, HS) Q and dO tiles
+  uint8_t* keep = keep_tile<HS>(Ks, 2 + 2 * kS, 2);  // (kBr, kBc) dropout decisions
 
   const auto [bh, b, h, j0, tx, ty] = block_tile(a.Tk, a.NH);  // keys j0 .. j0 + 63
   const int warp = threadIdx.x / 32, wr = warp % 4, wc = warp / 4;
@@ -88,10 +89,11 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_tc(BwdArgs a) {
   zero(dv);
   walk.start();
   for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, t * kBr, j0);
     walk.step(t);  // Q_i, dO_i (and, the first time, Ks, Vs) are in shared memory
     const int i0 = t * kBr;
     const float *Qs = walk.a(t), *dOs = walk.b(t);
-    scores_to_ds<HS, k3>(Ss, dPs, Qs, Ks, dOs, Vs, a, bh, b, h, i0, j0, ty, tx, wr, wc);
+    scores_to_ds<HS, k3>(Ss, dPs, Qs, Ks, dOs, Vs, a, keep, bh, b, h, i0, j0, ty, tx, wr, wc);
     __syncthreads();  // z ∘ P and scale·dS are complete
     warp_atb<HS, k3>(dv, Ss, dOs, wr, wc);  // dV_j += (z ∘ P)ᵀ·dO_i
     warp_atb<HS, k3>(dk, dPs, Qs, wr, wc);  // dK_j += (scale·dS)ᵀ·Q_i
@@ -113,6 +115,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_tc(BwdArgs a) {
   float* Ss = dOs + kT;                         // (kBr, kBc) S, then z ∘ P (unused)
   float* dPs = Ss + kBr * kLdP;                 // (kBr, kBc) dP, then scale·dS
   float* KV = dPs + kBr * kLdP;                 // kS stages of (kBc, HS) K and V tiles
+  uint8_t* keep = keep_tile<HS>(Qs, 2 + 2 * kS, 2);  // (kBr, kBc) dropout decisions
 
   const auto [bh, b, h, i0, tx, ty] = block_tile(a.Tq, a.NH);  // queries i0 .. i0 + 63
   const int warp = threadIdx.x / 32, wr = warp % 4, wc = warp / 4;
@@ -125,10 +128,11 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_tc(BwdArgs a) {
   zero(dq);
   walk.start();
   for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, i0, t * kBc);
     walk.step(t);  // K_j, V_j (and, the first time, Qs, dOs) are in shared memory
     const int j0 = t * kBc;
     const float *Ks = walk.a(t), *Vs = walk.b(t);
-    scores_to_ds<HS, k3>(Ss, dPs, Qs, Ks, dOs, Vs, a, bh, b, h, i0, j0, ty, tx, wr, wc);
+    scores_to_ds<HS, k3>(Ss, dPs, Qs, Ks, dOs, Vs, a, keep, bh, b, h, i0, j0, ty, tx, wr, wc);
     __syncthreads();  // scale·dS is complete
     warp_ab<HS, k3>(dq, dPs, Ks, wr, wc);  // dQ_i += (scale·dS)·K_j
   }

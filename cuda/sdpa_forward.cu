@@ -9,7 +9,8 @@
 //   O   = O·c + (z ∘ P)·V_j                        O in registers; P goes through shared memory
 // then O /= l, written straight into the (B, T, NH, HS) layout of the output, and (m, l) into
 // stats for the backward. The (B, NH, T, T) scores never exist: per block, one 64 × 64 tile.
-// z is the dropout mask, drawn per element from Philox with the CPU's counter layout.
+// z is the dropout mask: the tile's decisions, drawn from Philox with the CPU's counter layout
+// by the whole block into shared memory before the tile (fill_dropout_tile).
 //
 // Why these sizes: 64 × 64 tiles give each thread a 4 × 4 block of S and a 4 × HS/16 block
 // of O, so every float loaded from shared memory feeds 4 FMAs. The K and V tiles are double
@@ -37,6 +38,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(FwdArgs a) {
   float* Qs = reinterpret_cast<float*>(smem4);  // (kBr, HS)   this block's queries
   float* Ps = Qs + kBr * kLd<HS>;               // (kBr, kBc)  z ∘ P of the current tile
   float* KV = Ps + kBr * kLdP;                  // 2 stages of (kBc, HS) K and V tiles
+  uint8_t* keep = keep_tile<HS>(Qs, 5, 1);      // (kBr, kBc)  dropout decisions
   constexpr int kN = Cols<HS>::kN;
 
   const auto [bh, b, h, i0, tx, ty] = block_tile(a.Tq, a.NH);  // queries i0 .. i0 + 63
@@ -49,13 +51,14 @@ __global__ void __launch_bounds__(kThreads) flash_forward(FwdArgs a) {
 
   walk.start();
   for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, i0, t * kBc);
     walk.step(t);  // K_j, V_j (and, the first time, Qs) are in; K_j+1, V_j+1 on the way
     const int j0 = t * kBc;
     const float *Ks = walk.a(t), *Vs = walk.b(t);
 
     float s[4][4] = {}, corr[4];
     mma_abt<HS>(s, Qs, Ks, ty, tx);  // s = Q·K_jᵀ, rows ty·4 + i, keys tx + 16·j
-    online_softmax_tile(s, m, l, corr, a, bh, b, h, i0, j0, ty, tx);  // s = z ∘ P
+    online_softmax_tile(s, m, l, corr, a, keep, b, h, i0, j0, ty, tx);  // s = z ∘ P
     scale_rows<HS>(o, corr);
     grid_store(Ps, s, ty, tx);
     __syncthreads();  // the P tile is complete

@@ -25,6 +25,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_tc(FwdArgs a) {
   float* Qs = reinterpret_cast<float*>(smem4);  // (kBr, HS)   this block's queries
   float* Ss = Qs + kBr * kLd<HS>;               // (kBr, kBc)  S, then z ∘ P
   float* KV = Ss + kBr * kLdP;                  // 2 stages of (kBc, HS) K (then P·V) and V
+  uint8_t* keep = keep_tile<HS>(Qs, 5, 1);      // (kBr, kBc)  dropout decisions
   constexpr int kN = Cols<HS>::kN;
 
   const auto [bh, b, h, i0, tx, ty] = block_tile(a.Tq, a.NH);  // queries i0 .. i0 + 63
@@ -38,6 +39,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_tc(FwdArgs a) {
 
   walk.start();
   for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, i0, t * kBc);
     walk.step(t);  // K_j, V_j (and, the first time, Qs) are in; K_j+1, V_j+1 on the way
     const int j0 = t * kBc;
     float *Ks = walk.a(t), *Vs = walk.b(t);
@@ -50,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_tc(FwdArgs a) {
     __syncthreads();  // S is complete; nobody reads Ks any more
     float s[4][4], corr[4];
     grid_load(s, Ss, ty, tx);
-    online_softmax_tile(s, m, l, corr, a, bh, b, h, i0, j0, ty, tx);  // s = z ∘ P
+    online_softmax_tile(s, m, l, corr, a, keep, b, h, i0, j0, ty, tx);  // s = z ∘ P
     scale_rows<HS>(o, corr);
     grid_store(Ss, s, ty, tx);
     __syncthreads();  // z ∘ P is complete

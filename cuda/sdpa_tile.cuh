@@ -272,14 +272,38 @@ __device__ inline float sum16(float v) {
   return v;
 }
 
-// The dropout factor of probability e = ((b·NH + h)·Tq + i)·Tk + j: drop.scale if Philox word e
-// of (drop.seed, drop.offset) passes dropout_keep, else 0 — the very word and test the CPU
-// uses (runtime/philox.h, runtime/kernels/dropout.h), so both devices drop the same entries.
-__device__ inline float dropout_factor(const DropoutMask& drop, float scale, uint64_t e) {
-  const std::array<uint32_t, 4> w = philox4x32(drop.offset + e / 4, drop.seed);
-  const uint32_t k = static_cast<uint32_t>(e % 4);
-  const uint32_t word = k == 0 ? w[0] : k == 1 ? w[1] : k == 2 ? w[2] : w[3];
-  return dropout_keep(word, drop.threshold) ? scale : 0.f;
+// The dropout decisions of a 64 × 64 tile of probabilities, as bytes in shared memory:
+// keep[r·kLdZ + c] = 1 if probability (b, h, i0 + r, j0 + c) is kept. It is kept iff Philox
+// word e = ((b·NH + h)·Tq + i)·Tk + j of (drop.seed, drop.offset) passes dropout_keep — the
+// very word and test the CPU uses (runtime/philox.h, runtime/kernels/dropout.h), so both
+// devices drop the same entries. One Philox call (10 rounds) gives 4 consecutive words, so
+// the block shares the calls out: a row's 64 keys need 17 at most, where drawing each word in
+// the thread that uses it would take 64. Entries past Tq or Tk are left unset (never read).
+// Rows are kLdZ = 68 bytes apart: the two rows a warp reads fall in different banks.
+constexpr int kLdZ = 68;
+constexpr size_t kKeepBytes = 64 * kLdZ;
+
+__device__ inline void fill_dropout_tile(uint8_t* keep, const DropoutMask& drop, int64_t bh,
+                                         int Tq, int Tk, int i0, int j0) {
+  for (int w = threadIdx.x; w < 64 * 17; w += kThreads) {
+    const int r = w / 17, k = w % 17;  // row of the tile, Philox call of the row
+    if (i0 + r >= Tq) continue;
+    const uint64_t first = (uint64_t(bh) * Tq + i0 + r) * uint64_t(Tk) + j0;  // word of key j0
+    const uint64_t block = first / 4 + k;
+    const std::array<uint32_t, 4> words = philox4x32(drop.offset + block, drop.seed);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int64_t c = int64_t(block * 4 + q) - int64_t(first);  // key − j0 of word q
+      if (c >= 0 && c < 64 && j0 + c < Tk)
+        keep[r * kLdZ + c] = dropout_keep(words[q], drop.threshold) ? 1 : 0;
+    }
+  }
+}
+
+// The thread's dropout factor for row ty·4 + i, key tx + 16·j of the tile.
+__device__ inline float keep_factor(const uint8_t* keep, float scale, int ty, int i, int tx,
+                                    int j) {
+  return keep[(ty * 4 + i) * kLdZ + tx + 16 * j] ? scale : 0.f;
 }
 
 // Mask value (b, h, i, j), or 0 without a mask.
@@ -288,10 +312,18 @@ __device__ inline float mask_at(const MaskView<float>& m, int64_t b, int64_t h, 
   return m.data ? m.data[b * m.sb + h * m.sh + i * m.si + j * m.sj] : 0.f;
 }
 
-// Shared memory bytes of `tiles` (64, HS) tiles and `ptiles` (64, 64) tiles.
+// Shared memory bytes of `tiles` (64, HS) tiles and `ptiles` (64, 64) tiles, and after them
+// the dropout tile (fill_dropout_tile).
 template <int HS>
 constexpr size_t smem_bytes(int tiles, int ptiles) {
-  return sizeof(float) * (size_t(tiles) * kBr * kLd<HS> + size_t(ptiles) * kBr * kLdP);
+  return sizeof(float) * (size_t(tiles) * kBr * kLd<HS> + size_t(ptiles) * kBr * kLdP) +
+         kKeepBytes;
+}
+// Where the dropout tile starts in a kernel's shared memory that holds `tiles` and `ptiles`.
+template <int HS>
+__device__ inline uint8_t* keep_tile(float* smem, int tiles, int ptiles) {
+  return reinterpret_cast<uint8_t*>(smem + size_t(tiles) * kBr * kLd<HS> +
+                                    size_t(ptiles) * kBr * kLdP);
 }
 
 // The most dynamic shared memory a block may opt in to on sm_90 (227 KB).
