@@ -78,7 +78,12 @@ def softmax_rows(timer, iters):
             ("torch.compile(naive) fwd", 8 * n, lambda: compiled(x)),
         ]
         for name, nbytes, fn in rows:
-            ms = timer.ms(fn, iters)
+            try:
+                ms = timer.ms(fn, iters)
+            except Exception as e:  # e.g. torch.compile without a working Triton
+                print(f"| {name} | {shape[0]}x{shape[1]} | {what} | n/a | | "
+                      f"({str(e).splitlines()[0][:60]}) |")
+                continue
             bw = nbytes / ms / 1e6
             copy_bw = 8 * n / copy_ms / 1e6
             print(f"| {name} | {shape[0]}x{shape[1]} | {what} | {ms:.4f} | {bw:.0f} | "
@@ -127,7 +132,7 @@ def sdpa_rows(timer, iters):
                         fwd_bwd()
                         torch.cuda.synchronize()
                         peak = (torch.cuda.max_memory_allocated() - before) / 1e6
-                except (RuntimeError, AttributeError) as e:  # backend not available for fp32
+                except Exception as e:  # a backend that does not take fp32 (or this mask)
                     print(f"{label} n/a | | | | ({str(e).splitlines()[0][:60]}) |")
                     continue
                 print(f"{label} {f_ms:.3f} | {flops / f_ms / 1e9:.1f} | {b_ms:.3f} | "

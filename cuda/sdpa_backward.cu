@@ -42,33 +42,40 @@ __global__ void row_dots(BwdArgs a, int HS, int64_t rows) {
 // query tile i: recompute z ∘ P and dS for the 64 × 64 pairs, then dV_j += (z ∘ P)ᵀ·dO_i and
 // dK_j += scale·dSᵀ·Q_i, accumulated in registers (rows ty·4 + i of the key tile).
 template <int HS>
+constexpr int kDkdvStages = walk_stages<HS>(2, 2);  // K, V fixed; P, dS
+
+template <int HS>
 __global__ void __launch_bounds__(kThreads) flash_backward_dkdv(BwdArgs a) {
-  extern __shared__ float4 smem4[];
+  constexpr int kS = kDkdvStages<HS>, kT = kBr * kLd<HS>;  // stages; floats of a tile
+  extern __shared__ __align__(128) float4 smem4[];
   float* Ks = reinterpret_cast<float*>(smem4);  // (kBc, HS)
-  float* Vs = Ks + kBc * kLd<HS>;               // (kBc, HS)
-  float* Qs = Vs + kBc * kLd<HS>;               // (kBr, HS)  the current query tile
-  float* dOs = Qs + kBr * kLd<HS>;              // (kBr, HS)  its output gradients
-  float* Ps = dOs + kBr * kLd<HS>;              // (kBr, kBc) z ∘ P
+  float* Vs = Ks + kT;                          // (kBc, HS)
+  float* Ps = Vs + kT;                          // (kBr, kBc) z ∘ P
   float* dSs = Ps + kBr * kLdP;                 // (kBr, kBc) scale·dS
+  float* QdO = dSs + kBr * kLdP;                // kS stages of (kBr, HS) Q and dO tiles
+  uint8_t* keep = keep_tile<HS>(Ks, 2 + 2 * kS, 2);  // (kBr, kBc) dropout decisions
   constexpr int kN = Cols<HS>::kN;
 
   const auto [bh, b, h, j0, tx, ty] = block_tile(a.Tk, a.NH);  // keys j0 .. j0 + 63
   load_rows<HS, kBc>(Ks, head_row(a.k, b, h, j0), a.k.st, a.Tk - j0);
   load_rows<HS, kBc>(Vs, head_row(a.v, b, h, j0), a.v.st, a.Tk - j0);
+  const TileWalk<HS, kS> walk{QdO, head_row(a.q, b, h, 0), head_row(a.dout, b, h, 0), a.q.st,
+                              a.dout.st, a.Tq, (a.Tq + kBr - 1) / kBr};
 
   float dk[4][kN] = {}, dv[4][kN] = {};
-  for (int i0 = 0; i0 < a.Tq; i0 += kBr) {
-    __syncthreads();  // every thread is done with the previous Qs, dOs, Ps, dSs
-    load_rows<HS, kBr>(Qs, head_row(a.q, b, h, i0), a.q.st, a.Tq - i0);
-    load_rows<HS, kBr>(dOs, head_row(a.dout, b, h, i0), a.dout.st, a.Tq - i0);
-    __syncthreads();
+  walk.start();
+  for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, t * kBr, j0);
+    walk.step(t);  // Q_i, dO_i (and, the first time, Ks, Vs) are in shared memory
+    const int i0 = t * kBr;
+    const float *Qs = walk.a(t), *dOs = walk.b(t);
 
     float m[4], l[4], D[4];
     load_row_stats(m, l, D, a, bh, i0, ty);
     float s[4][4] = {}, dp[4][4] = {};
     mma_abt<HS>(s, Qs, Ks, ty, tx);    // Q_i·K_jᵀ
     mma_abt<HS>(dp, dOs, Vs, ty, tx);  // dO_i·V_jᵀ
-    recompute_ds(s, dp, a, bh, b, h, i0, j0, ty, tx, m, l, D, a.scale);
+    recompute_ds(s, dp, a, keep, b, h, i0, j0, ty, tx, m, l, D, a.scale);
     grid_store(Ps, s, ty, tx);
     grid_store(dSs, dp, ty, tx);
     __syncthreads();  // the tiles of z ∘ P and scale·dS are complete
@@ -92,13 +99,17 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv(BwdArgs a) {
 // Kernel 3: one block per (b, h, tile of 64 queries). Q_i, dO_i stay in shared memory; for
 // each key tile j: recompute dS, then dQ_i += scale·dS·K_j in registers.
 template <int HS>
+constexpr int kDqStages = walk_stages<HS>(2, 1);  // Q, dO fixed; dS
+
+template <int HS>
 __global__ void __launch_bounds__(kThreads) flash_backward_dq(BwdArgs a) {
-  extern __shared__ float4 smem4[];
+  constexpr int kS = kDqStages<HS>, kT = kBr * kLd<HS>;  // stages; floats of a tile
+  extern __shared__ __align__(128) float4 smem4[];
   float* Qs = reinterpret_cast<float*>(smem4);  // (kBr, HS)
-  float* dOs = Qs + kBr * kLd<HS>;              // (kBr, HS)
-  float* Ks = dOs + kBr * kLd<HS>;              // (kBc, HS)  the current key tile
-  float* Vs = Ks + kBc * kLd<HS>;               // (kBc, HS)
-  float* dSs = Vs + kBc * kLd<HS>;              // (kBr, kBc) scale·dS
+  float* dOs = Qs + kT;                         // (kBr, HS)
+  float* dSs = dOs + kT;                        // (kBr, kBc) scale·dS
+  float* KV = dSs + kBr * kLdP;                 // kS stages of (kBc, HS) K and V tiles
+  uint8_t* keep = keep_tile<HS>(Qs, 2 + 2 * kS, 1);  // (kBr, kBc) dropout decisions
   constexpr int kN = Cols<HS>::kN;
 
   const auto [bh, b, h, i0, tx, ty] = block_tile(a.Tq, a.NH);  // queries i0 .. i0 + 63
@@ -106,17 +117,20 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq(BwdArgs a) {
   load_rows<HS, kBr>(dOs, head_row(a.dout, b, h, i0), a.dout.st, a.Tq - i0);
   float m[4], l[4], D[4];
   load_row_stats(m, l, D, a, bh, i0, ty);
+  const TileWalk<HS, kS> walk{KV, head_row(a.k, b, h, 0), head_row(a.v, b, h, 0), a.k.st,
+                              a.v.st, a.Tk, (a.Tk + kBc - 1) / kBc};
 
   float dq[4][kN] = {};
-  for (int j0 = 0; j0 < a.Tk; j0 += kBc) {
-    __syncthreads();  // every thread is done with the previous Ks, Vs, dSs
-    load_rows<HS, kBc>(Ks, head_row(a.k, b, h, j0), a.k.st, a.Tk - j0);
-    load_rows<HS, kBc>(Vs, head_row(a.v, b, h, j0), a.v.st, a.Tk - j0);
-    __syncthreads();
+  walk.start();
+  for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, i0, t * kBc);
+    walk.step(t);  // K_j, V_j (and, the first time, Qs, dOs) are in shared memory
+    const int j0 = t * kBc;
+    const float *Ks = walk.a(t), *Vs = walk.b(t);
     float s[4][4] = {}, dp[4][4] = {};
     mma_abt<HS>(s, Qs, Ks, ty, tx);
     mma_abt<HS>(dp, dOs, Vs, ty, tx);
-    recompute_ds(s, dp, a, bh, b, h, i0, j0, ty, tx, m, l, D, a.scale);
+    recompute_ds(s, dp, a, keep, b, h, i0, j0, ty, tx, m, l, D, a.scale);
     grid_store(dSs, dp, ty, tx);
     __syncthreads();
     mma_ab<HS>(dq, dSs, Ks, ty, tx);  // dQ_i += scale·dS·K_j
@@ -139,14 +153,14 @@ void launch(const BwdArgs& a, int64_t BH) {
              "[sdpa] too many tiles: ", q_blocks, " query, ", k_blocks, " key");
   cudaStream_t s = stream();
   if (k_blocks > 0) {  // dK, dV (Tq = 0: no query tile, they are written as 0)
-    constexpr size_t smem = smem_bytes<HS>(4, 2);
+    constexpr size_t smem = smem_bytes<HS>(2 + 2 * kDkdvStages<HS>, 2);
     MASE_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_dkdv<HS>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     flash_backward_dkdv<HS><<<unsigned(k_blocks), kThreads, smem, s>>>(a);
     MASE_CUDA_CHECK(cudaGetLastError());
   }
   if (q_blocks > 0) {  // dQ (Tk = 0: no key tile, written as 0)
-    constexpr size_t smem = smem_bytes<HS>(4, 1);
+    constexpr size_t smem = smem_bytes<HS>(2 + 2 * kDqStages<HS>, 1);
     MASE_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_dq<HS>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     flash_backward_dq<HS><<<unsigned(q_blocks), kThreads, smem, s>>>(a);

@@ -41,15 +41,14 @@ __device__ inline void load_row_stats(float (&m)[4], float (&l)[4], float (&D)[4
 // On return s holds z ∘ P and dp holds ds_scale·dS; both are 0 outside the Tq × Tk range and
 // on rows with l = 0.
 __device__ inline void recompute_ds(float (&s)[4][4], float (&dp)[4][4], const BwdArgs& a,
-                                    int64_t bh, int64_t b, int64_t h, int i0, int j0, int ty,
-                                    int tx, const float (&m)[4], const float (&l)[4],
+                                    const uint8_t* keep, int64_t b, int64_t h, int i0, int j0,
+                                    int ty, int tx, const float (&m)[4], const float (&l)[4],
                                     const float (&D)[4], float ds_scale) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int r = i0 + ty * 4 + i;
     const bool row_ok = r < a.Tq && l[i] > 0.f;
     const float inv_l = row_ok ? 1.f / l[i] : 0.f;
-    const uint64_t row_e = (uint64_t(bh) * a.Tq + r) * uint64_t(a.Tk);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int c = j0 + tx + 16 * j;
@@ -57,7 +56,7 @@ __device__ inline void recompute_ds(float (&s)[4][4], float (&dp)[4][4], const B
       if (row_ok && c < a.Tk) {
         const float sv = s[i][j] * a.scale + mask_at(a.mask, b, h, r, c);
         p = __expf(sv - m[i]) * inv_l;
-        const float z = a.drop.on ? dropout_factor(a.drop, a.drop_scale, row_e + c) : 1.f;
+        const float z = a.drop.on ? keep_factor(keep, a.drop_scale, ty, i, tx, j) : 1.f;
         ds = p * (dp[i][j] * z - D[i]) * ds_scale;
         p *= z;
       }

@@ -25,8 +25,8 @@ using namespace sdpa_mma;
 template <int HS, bool k3>
 __device__ inline void scores_to_ds(float* Ss, float* dPs, const float* Qs, const float* Ks,
                                     const float* dOs, const float* Vs, const BwdArgs& a,
-                                    int64_t bh, int64_t b, int64_t h, int i0, int j0, int ty,
-                                    int tx, int wr, int wc) {
+                                    const uint8_t* keep, int64_t bh, int64_t b, int64_t h, int i0,
+                                    int j0, int ty, int tx, int wr, int wc) {
   {
     Acc s_acc[2], p_acc[2];
     zero(s_acc);
@@ -41,7 +41,7 @@ __device__ inline void scores_to_ds(float* Ss, float* dPs, const float* Qs, cons
   load_row_stats(m, l, D, a, bh, i0, ty);
   grid_load(s, Ss, ty, tx);
   grid_load(dp, dPs, ty, tx);
-  recompute_ds(s, dp, a, bh, b, h, i0, j0, ty, tx, m, l, D, a.scale);
+  recompute_ds(s, dp, a, keep, b, h, i0, j0, ty, tx, m, l, D, a.scale);
   grid_store(Ss, s, ty, tx);
   grid_store(dPs, dp, ty, tx);
 }
@@ -62,72 +62,84 @@ __device__ inline void write_rows(const HeadsView<float>& dst, const float* tile
   }
 }
 
+// Stages of the walks: double buffering where shared memory allows (not at HS = 128).
+template <int HS>
+constexpr int kStages = walk_stages<HS>(2, 2);  // 2 fixed tiles; S, dP
+
 template <int HS, bool k3>
 __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_tc(BwdArgs a) {
+  constexpr int kS = kStages<HS>, kT = kBr * kLd<HS>;  // stages; floats of a tile
   extern __shared__ __align__(128) float4 smem4[];
   float* Ks = reinterpret_cast<float*>(smem4);  // (kBc, HS)
-  float* Vs = Ks + kBc * kLd<HS>;               // (kBc, HS)
-  float* Qs = Vs + kBc * kLd<HS>;               // (kBr, HS)  the current query tile
-  float* dOs = Qs + kBr * kLd<HS>;              // (kBr, HS)  its output gradients
-  float* Ss = dOs + kBr * kLd<HS>;              // (kBr, kBc) S, then z ∘ P
+  float* Vs = Ks + kT;                          // (kBc, HS)
+  float* Ss = Vs + kT;                          // (kBr, kBc) S, then z ∘ P
   float* dPs = Ss + kBr * kLdP;                 // (kBr, kBc) dP, then scale·dS
+  float* QdO = dPs + kBr * kLdP;                // kS stages of (kBr, HS) Q and dO tiles
+  uint8_t* keep = keep_tile<HS>(Ks, 2 + 2 * kS, 2);  // (kBr, kBc) dropout decisions
 
   const auto [bh, b, h, j0, tx, ty] = block_tile(a.Tk, a.NH);  // keys j0 .. j0 + 63
   const int warp = threadIdx.x / 32, wr = warp % 4, wc = warp / 4;
   load_rows<HS, kBc>(Ks, head_row(a.k, b, h, j0), a.k.st, a.Tk - j0);
   load_rows<HS, kBc>(Vs, head_row(a.v, b, h, j0), a.v.st, a.Tk - j0);
+  const TileWalk<HS, kS> walk{QdO, head_row(a.q, b, h, 0), head_row(a.dout, b, h, 0), a.q.st,
+                              a.dout.st, a.Tq, (a.Tq + kBr - 1) / kBr};
 
   Acc dk[kOutFrags<HS>], dv[kOutFrags<HS>];
   zero(dk);
   zero(dv);
-  for (int i0 = 0; i0 < a.Tq; i0 += kBr) {
-    __syncthreads();  // every thread is done with the previous Qs, dOs, Ss, dPs
-    load_rows<HS, kBr>(Qs, head_row(a.q, b, h, i0), a.q.st, a.Tq - i0);
-    load_rows<HS, kBr>(dOs, head_row(a.dout, b, h, i0), a.dout.st, a.Tq - i0);
-    __syncthreads();
-    scores_to_ds<HS, k3>(Ss, dPs, Qs, Ks, dOs, Vs, a, bh, b, h, i0, j0, ty, tx, wr, wc);
+  walk.start();
+  for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, t * kBr, j0);
+    walk.step(t);  // Q_i, dO_i (and, the first time, Ks, Vs) are in shared memory
+    const int i0 = t * kBr;
+    const float *Qs = walk.a(t), *dOs = walk.b(t);
+    scores_to_ds<HS, k3>(Ss, dPs, Qs, Ks, dOs, Vs, a, keep, bh, b, h, i0, j0, ty, tx, wr, wc);
     __syncthreads();  // z ∘ P and scale·dS are complete
     warp_atb<HS, k3>(dv, Ss, dOs, wr, wc);  // dV_j += (z ∘ P)ᵀ·dO_i
     warp_atb<HS, k3>(dk, dPs, Qs, wr, wc);  // dK_j += (scale·dS)ᵀ·Q_i
   }
-  __syncthreads();  // Qs and dOs are free: stage dK and dV there
-  store_rows<HS>(Qs, dk, wr, wc);
-  store_rows<HS>(dOs, dv, wr, wc);
+  __syncthreads();  // the tiles are free: stage dK and dV in the first one's place
+  store_rows<HS>(QdO, dk, wr, wc);
+  store_rows<HS>(QdO + kT, dv, wr, wc);
   __syncthreads();
-  write_rows<HS>(a.dk, Qs, b, h, j0, a.Tk, ty, tx);
-  write_rows<HS>(a.dv, dOs, b, h, j0, a.Tk, ty, tx);
+  write_rows<HS>(a.dk, QdO, b, h, j0, a.Tk, ty, tx);
+  write_rows<HS>(a.dv, QdO + kT, b, h, j0, a.Tk, ty, tx);
 }
 
 template <int HS, bool k3>
 __global__ void __launch_bounds__(kThreads) flash_backward_dq_tc(BwdArgs a) {
+  constexpr int kS = kStages<HS>, kT = kBr * kLd<HS>;  // stages; floats of a tile
   extern __shared__ __align__(128) float4 smem4[];
   float* Qs = reinterpret_cast<float*>(smem4);  // (kBr, HS)
-  float* dOs = Qs + kBr * kLd<HS>;              // (kBr, HS)
-  float* Ks = dOs + kBr * kLd<HS>;              // (kBc, HS)  the current key tile
-  float* Vs = Ks + kBc * kLd<HS>;               // (kBc, HS)
-  float* Ss = Vs + kBc * kLd<HS>;               // (kBr, kBc) S, then z ∘ P (unused)
+  float* dOs = Qs + kT;                         // (kBr, HS)
+  float* Ss = dOs + kT;                         // (kBr, kBc) S, then z ∘ P (unused)
   float* dPs = Ss + kBr * kLdP;                 // (kBr, kBc) dP, then scale·dS
+  float* KV = dPs + kBr * kLdP;                 // kS stages of (kBc, HS) K and V tiles
+  uint8_t* keep = keep_tile<HS>(Qs, 2 + 2 * kS, 2);  // (kBr, kBc) dropout decisions
 
   const auto [bh, b, h, i0, tx, ty] = block_tile(a.Tq, a.NH);  // queries i0 .. i0 + 63
   const int warp = threadIdx.x / 32, wr = warp % 4, wc = warp / 4;
   load_rows<HS, kBr>(Qs, head_row(a.q, b, h, i0), a.q.st, a.Tq - i0);
   load_rows<HS, kBr>(dOs, head_row(a.dout, b, h, i0), a.dout.st, a.Tq - i0);
+  const TileWalk<HS, kS> walk{KV, head_row(a.k, b, h, 0), head_row(a.v, b, h, 0), a.k.st,
+                              a.v.st, a.Tk, (a.Tk + kBc - 1) / kBc};
 
   Acc dq[kOutFrags<HS>];
   zero(dq);
-  for (int j0 = 0; j0 < a.Tk; j0 += kBc) {
-    __syncthreads();  // every thread is done with the previous Ks, Vs, Ss, dPs
-    load_rows<HS, kBc>(Ks, head_row(a.k, b, h, j0), a.k.st, a.Tk - j0);
-    load_rows<HS, kBc>(Vs, head_row(a.v, b, h, j0), a.v.st, a.Tk - j0);
-    __syncthreads();
-    scores_to_ds<HS, k3>(Ss, dPs, Qs, Ks, dOs, Vs, a, bh, b, h, i0, j0, ty, tx, wr, wc);
+  walk.start();
+  for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, i0, t * kBc);
+    walk.step(t);  // K_j, V_j (and, the first time, Qs, dOs) are in shared memory
+    const int j0 = t * kBc;
+    const float *Ks = walk.a(t), *Vs = walk.b(t);
+    scores_to_ds<HS, k3>(Ss, dPs, Qs, Ks, dOs, Vs, a, keep, bh, b, h, i0, j0, ty, tx, wr, wc);
     __syncthreads();  // scale·dS is complete
     warp_ab<HS, k3>(dq, dPs, Ks, wr, wc);  // dQ_i += (scale·dS)·K_j
   }
-  __syncthreads();  // Ks is free: stage dQ there
-  store_rows<HS>(Ks, dq, wr, wc);
+  __syncthreads();  // Qs is free: stage dQ there
+  store_rows<HS>(Qs, dq, wr, wc);
   __syncthreads();
-  write_rows<HS>(a.dq, Ks, b, h, i0, a.Tq, ty, tx);
+  write_rows<HS>(a.dq, Qs, b, h, i0, a.Tq, ty, tx);
 }
 
 template <int HS, bool k3>
@@ -135,7 +147,7 @@ void launch(const BwdArgs& a, int64_t BH) {
   const int64_t q_blocks = BH * ((a.Tq + kBr - 1) / kBr), k_blocks = BH * ((a.Tk + kBc - 1) / kBc);
   MASE_CHECK(q_blocks < (int64_t(1) << 31) && k_blocks < (int64_t(1) << 31), ShapeError,
              "[sdpa] too many tiles: ", q_blocks, " query, ", k_blocks, " key");
-  constexpr size_t smem = smem_bytes<HS>(4, 2);
+  constexpr size_t smem = smem_bytes<HS>(2 + 2 * kStages<HS>, 2);
   if (k_blocks > 0) {  // Tq = 0: the walk is empty and dK, dV are written as 0
     MASE_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_dkdv_tc<HS, k3>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));

@@ -9,12 +9,15 @@
 //   O   = O·c + (z ∘ P)·V_j                        O in registers; P goes through shared memory
 // then O /= l, written straight into the (B, T, NH, HS) layout of the output, and (m, l) into
 // stats for the backward. The (B, NH, T, T) scores never exist: per block, one 64 × 64 tile.
-// z is the dropout mask, drawn per element from Philox with the CPU's counter layout.
+// z is the dropout mask: the tile's decisions, drawn from Philox with the CPU's counter layout
+// by the whole block into shared memory before the tile (fill_dropout_tile).
 //
 // Why these sizes: 64 × 64 tiles give each thread a 4 × 4 block of S and a 4 × HS/16 block
-// of O, so every float loaded from shared memory feeds 4 FMAs; the shared memory is
-// Q, K, V tiles + the P tile (70 KB at HS = 64, 119 KB at 128 — beyond the default 48 KB,
-// so the launcher opts in with cudaFuncSetAttribute, as FlashAttention does on every call).
+// of O, so every float loaded from shared memory feeds 4 FMAs. The K and V tiles are double
+// buffered (TileWalk, cuda/sdpa_tile.cuh): the next pair is copied asynchronously while this
+// one is used. Shared memory: Q, 2 × (K, V), P = 102 KiB at HS = 64, 182 KiB at 128 — beyond the
+// default 48 KB, so the launcher opts in with cudaFuncSetAttribute (as FlashAttention does on
+// every call; it is not a stream operation, so CUDA-graph capture is unaffected).
 // Fully masked rows (every score −inf) follow the CPU: the running max stays −inf, exps are
 // taken against 0 instead (never −inf − (−inf)), l = 0, the output row is 0, stats (−inf, 0).
 // SdpaMath::tf32x3 and ::tf32 run the tensor-core twin, cuda/sdpa_forward_tc.cu.
@@ -31,28 +34,31 @@ using namespace sdpa_fwd;
 
 template <int HS>
 __global__ void __launch_bounds__(kThreads) flash_forward(FwdArgs a) {
-  extern __shared__ float4 smem4[];
+  extern __shared__ __align__(128) float4 smem4[];
   float* Qs = reinterpret_cast<float*>(smem4);  // (kBr, HS)   this block's queries
-  float* Ks = Qs + kBr * kLd<HS>;               // (kBc, HS)   the current key tile
-  float* Vs = Ks + kBc * kLd<HS>;               // (kBc, HS)   its values
-  float* Ps = Vs + kBc * kLd<HS>;               // (kBr, kBc)  z ∘ P of the current tile
+  float* Ps = Qs + kBr * kLd<HS>;               // (kBr, kBc)  z ∘ P of the current tile
+  float* KV = Ps + kBr * kLdP;                  // 2 stages of (kBc, HS) K and V tiles
+  uint8_t* keep = keep_tile<HS>(Qs, 5, 1);      // (kBr, kBc)  dropout decisions
   constexpr int kN = Cols<HS>::kN;
 
   const auto [bh, b, h, i0, tx, ty] = block_tile(a.Tq, a.NH);  // queries i0 .. i0 + 63
   load_rows<HS, kBr>(Qs, head_row(a.q, b, h, i0), a.q.st, a.Tq - i0);
+  const TileWalk<HS, 2> walk{KV, head_row(a.k, b, h, 0), head_row(a.v, b, h, 0), a.k.st, a.v.st,
+                             a.Tk, (a.Tk + kBc - 1) / kBc};
 
   float m[4], l[4], o[4][kN];
   start_rows<HS>(m, l, o);
 
-  for (int j0 = 0; j0 < a.Tk; j0 += kBc) {
-    __syncthreads();  // every thread is done with the previous Ks, Vs, Ps
-    load_rows<HS, kBc>(Ks, head_row(a.k, b, h, j0), a.k.st, a.Tk - j0);
-    load_rows<HS, kBc>(Vs, head_row(a.v, b, h, j0), a.v.st, a.Tk - j0);
-    __syncthreads();  // the tiles (and, the first time, Qs) are in shared memory
+  walk.start();
+  for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, i0, t * kBc);
+    walk.step(t);  // K_j, V_j (and, the first time, Qs) are in; K_j+1, V_j+1 on the way
+    const int j0 = t * kBc;
+    const float *Ks = walk.a(t), *Vs = walk.b(t);
 
     float s[4][4] = {}, corr[4];
     mma_abt<HS>(s, Qs, Ks, ty, tx);  // s = Q·K_jᵀ, rows ty·4 + i, keys tx + 16·j
-    online_softmax_tile(s, m, l, corr, a, bh, b, h, i0, j0, ty, tx);  // s = z ∘ P
+    online_softmax_tile(s, m, l, corr, a, keep, b, h, i0, j0, ty, tx);  // s = z ∘ P
     scale_rows<HS>(o, corr);
     grid_store(Ps, s, ty, tx);
     __syncthreads();  // the P tile is complete
@@ -64,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(FwdArgs a) {
 
 template <int HS>
 void launch(const FwdArgs& a, int64_t BH) {
-  constexpr size_t smem = smem_bytes<HS>(3, 1);
+  constexpr size_t smem = smem_bytes<HS>(5, 1);  // Q, 2 stages of K and V; P
   MASE_CUDA_CHECK(cudaFuncSetAttribute(flash_forward<HS>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int64_t blocks = BH * ((a.Tq + kBr - 1) / kBr);

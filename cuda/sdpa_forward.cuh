@@ -44,12 +44,14 @@ __device__ inline void scale_rows(float (&o)[4][Cols<HS>::kN], const float (&cor
 // One key tile's step of the online softmax for the thread's scores s (rows r = i0 + ty·4 + i,
 // keys c = j0 + tx + 16·j; raw products q·k on entry):
 //   S = scale·s + mask (−inf past the last key)     m' = max(m, rowmax S)
-//   P = exp(S − m')     l = l·exp(m − m') + rowsum P     s = z ∘ P (z: the dropout factors)
+//   P = exp(S − m')     l = l·exp(m − m') + rowsum P     s = z ∘ P (z: the dropout factors,
+//                                                          from the tile's `keep` bytes)
 // corr[i] = exp(m − m') is what the row's accumulated O must be multiplied by. A row whose
 // scores are all −inf so far keeps m = −inf and takes its exps against 0 (never −inf − (−inf)).
 __device__ inline void online_softmax_tile(float (&s)[4][4], float (&m)[4], float (&l)[4],
-                                           float (&corr)[4], const FwdArgs& a, int64_t bh,
-                                           int64_t b, int64_t h, int i0, int j0, int ty, int tx) {
+                                           float (&corr)[4], const FwdArgs& a,
+                                           const uint8_t* keep, int64_t b, int64_t h, int i0,
+                                           int j0, int ty, int tx) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int r = i0 + ty * 4 + i;  // query row (≥ Tq: a zero row of the last tile)
@@ -73,12 +75,9 @@ __device__ inline void online_softmax_tile(float (&s)[4][4], float (&m)[4], floa
     l[i] = l[i] * corr[i] + sum16(rs);
     m[i] = m_new;
     if (a.drop.on && r < a.Tq) {
-      const uint64_t row_e = (uint64_t(bh) * a.Tq + r) * uint64_t(a.Tk);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int c = j0 + tx + 16 * j;
-        if (c < a.Tk) s[i][j] *= dropout_factor(a.drop, a.drop_scale, row_e + c);
-      }
+      for (int j = 0; j < 4; ++j)
+        if (j0 + tx + 16 * j < a.Tk) s[i][j] *= keep_factor(keep, a.drop_scale, ty, i, tx, j);
     }
   }
 }

@@ -23,23 +23,26 @@ template <int HS, bool k3>
 __global__ void __launch_bounds__(kThreads) flash_forward_tc(FwdArgs a) {
   extern __shared__ __align__(128) float4 smem4[];
   float* Qs = reinterpret_cast<float*>(smem4);  // (kBr, HS)   this block's queries
-  float* Ks = Qs + kBr * kLd<HS>;               // (kBc, HS)   the key tile, then P·V_j
-  float* Vs = Ks + kBc * kLd<HS>;               // (kBc, HS)   its values
-  float* Ss = Vs + kBc * kLd<HS>;               // (kBr, kBc)  S, then z ∘ P
+  float* Ss = Qs + kBr * kLd<HS>;               // (kBr, kBc)  S, then z ∘ P
+  float* KV = Ss + kBr * kLdP;                  // 2 stages of (kBc, HS) K (then P·V) and V
+  uint8_t* keep = keep_tile<HS>(Qs, 5, 1);      // (kBr, kBc)  dropout decisions
   constexpr int kN = Cols<HS>::kN;
 
   const auto [bh, b, h, i0, tx, ty] = block_tile(a.Tq, a.NH);  // queries i0 .. i0 + 63
   const int warp = threadIdx.x / 32, wr = warp % 4, wc = warp / 4;
   load_rows<HS, kBr>(Qs, head_row(a.q, b, h, i0), a.q.st, a.Tq - i0);
+  const TileWalk<HS, 2> walk{KV, head_row(a.k, b, h, 0), head_row(a.v, b, h, 0), a.k.st, a.v.st,
+                             a.Tk, (a.Tk + kBc - 1) / kBc};
 
   float m[4], l[4], o[4][kN];
   start_rows<HS>(m, l, o);
 
-  for (int j0 = 0; j0 < a.Tk; j0 += kBc) {
-    __syncthreads();  // every thread is done with the previous Ks (P·V), Vs, Ss
-    load_rows<HS, kBc>(Ks, head_row(a.k, b, h, j0), a.k.st, a.Tk - j0);
-    load_rows<HS, kBc>(Vs, head_row(a.v, b, h, j0), a.v.st, a.Tk - j0);
-    __syncthreads();
+  walk.start();
+  for (int t = 0; t < walk.n; ++t) {
+    if (a.drop.on) fill_dropout_tile(keep, a.drop, bh, a.Tq, a.Tk, i0, t * kBc);
+    walk.step(t);  // K_j, V_j (and, the first time, Qs) are in; K_j+1, V_j+1 on the way
+    const int j0 = t * kBc;
+    float *Ks = walk.a(t), *Vs = walk.b(t);
     {
       Acc acc[2];
       zero(acc);
@@ -49,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_tc(FwdArgs a) {
     __syncthreads();  // S is complete; nobody reads Ks any more
     float s[4][4], corr[4];
     grid_load(s, Ss, ty, tx);
-    online_softmax_tile(s, m, l, corr, a, bh, b, h, i0, j0, ty, tx);  // s = z ∘ P
+    online_softmax_tile(s, m, l, corr, a, keep, b, h, i0, j0, ty, tx);  // s = z ∘ P
     scale_rows<HS>(o, corr);
     grid_store(Ss, s, ty, tx);
     __syncthreads();  // z ∘ P is complete
@@ -74,7 +77,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_tc(FwdArgs a) {
 
 template <int HS, bool k3>
 void launch(const FwdArgs& a, int64_t BH) {
-  constexpr size_t smem = smem_bytes<HS>(3, 1);
+  constexpr size_t smem = smem_bytes<HS>(5, 1);  // Q, 2 stages of K and V; S
   MASE_CUDA_CHECK(cudaFuncSetAttribute(flash_forward_tc<HS, k3>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int64_t blocks = BH * ((a.Tq + kBr - 1) / kBr);

@@ -34,39 +34,33 @@ using FragAT = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, 
 using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
 using FragBT = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major>;
 
-// The fragment's fp32 values rounded to TF32 (hi), and what rounding lost, rounded again (lo).
-template <class Frag>
-__device__ inline void split_tf32(Frag& hi, Frag& lo, const Frag& x) {
+// An operand fragment as the tensor cores take it: its fp32 values rounded to TF32 (hi) and,
+// for tf32x3 (k3), what the rounding lost, rounded again (lo). Made once per loaded fragment
+// and used for every product it enters (the conversions cost issue slots, not tensor time).
+template <bool k3, class Frag>
+struct Tf32 {
+  Frag hi, lo;  // lo unused without k3
+};
+template <bool k3, class Frag>
+__device__ inline Tf32<k3, Frag> to_tf32(const Frag& x) {
+  Tf32<k3, Frag> t;
 #pragma unroll
-  for (int t = 0; t < x.num_elements; ++t) {
-    const float v = x.x[t], h = wmma::__float_to_tf32(v);  // v first: hi may be x itself
-    hi.x[t] = h;
-    lo.x[t] = wmma::__float_to_tf32(v - h);
+  for (int e = 0; e < x.num_elements; ++e) {
+    const float v = x.x[e], h = wmma::__float_to_tf32(v);
+    t.hi.x[e] = h;
+    if constexpr (k3) t.lo.x[e] = wmma::__float_to_tf32(v - h);
   }
-}
-template <class Frag>
-__device__ inline void round_tf32(Frag& x) {
-#pragma unroll
-  for (int t = 0; t < x.num_elements; ++t) x.x[t] = wmma::__float_to_tf32(x.x[t]);
+  return t;
 }
 
-// acc += a·b on the tensor cores, a and b as loaded (fp32 values): one TF32 product, or
-// (k3) the three of tf32x3.
+// acc += a·b on the tensor cores: one TF32 product, or (k3) the three of tf32x3.
 template <bool k3, class FA, class FB>
-__device__ inline void mma(Acc& acc, FA& a, FB& b) {
+__device__ inline void mma(Acc& acc, const Tf32<k3, FA>& a, const Tf32<k3, FB>& b) {
   if constexpr (k3) {
-    FA a_lo;
-    FB b_lo;
-    split_tf32(a, a_lo, a);  // a becomes a_hi
-    split_tf32(b, b_lo, b);
-    wmma::mma_sync(acc, a_lo, b, acc);
-    wmma::mma_sync(acc, a, b_lo, acc);
-    wmma::mma_sync(acc, a, b, acc);
-  } else {
-    round_tf32(a);
-    round_tf32(b);
-    wmma::mma_sync(acc, a, b, acc);
+    wmma::mma_sync(acc, a.lo, b.hi, acc);
+    wmma::mma_sync(acc, a.hi, b.lo, acc);
   }
+  wmma::mma_sync(acc, a.hi, b.hi, acc);
 }
 
 template <int N>
@@ -84,12 +78,12 @@ __device__ inline void warp_abt(Acc (&acc)[2], const float* A, const float* B, i
   for (int d = 0; d < HS; d += 8) {
     FragA a;
     wmma::load_matrix_sync(a, A + 16 * wr * kLd<HS> + d, kLd<HS>);
+    const auto a_t = to_tf32<k3>(a);
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
-      FragA a_n = a;  // mma() rounds its operands in place
       FragBT b;
       wmma::load_matrix_sync(b, B + (32 * wc + 16 * n) * kLd<HS> + d, kLd<HS>);
-      mma<k3>(acc[n], a_n, b);
+      mma<k3>(acc[n], a_t, to_tf32<k3>(b));
     }
   }
 }
@@ -107,12 +101,12 @@ __device__ inline void warp_ab(Acc (&acc)[kOutFrags<HS>], const float* P, const 
   for (int k = 0; k < kBc; k += 8) {
     FragA a;
     wmma::load_matrix_sync(a, P + 16 * wr * kLdP + k, kLdP);
+    const auto a_t = to_tf32<k3>(a);
 #pragma unroll
     for (int n = 0; n < kOutFrags<HS>; ++n) {
-      FragA a_n = a;
       FragB b;
       wmma::load_matrix_sync(b, X + k * kLd<HS> + wc * (HS / 2) + 16 * n, kLd<HS>);
-      mma<k3>(acc[n], a_n, b);
+      mma<k3>(acc[n], a_t, to_tf32<k3>(b));
     }
   }
 }
@@ -127,12 +121,12 @@ __device__ inline void warp_atb(Acc (&acc)[kOutFrags<HS>], const float* P, const
   for (int k = 0; k < kBr; k += 8) {
     FragAT a;
     wmma::load_matrix_sync(a, P + k * kLdP + 16 * wr, kLdP);
+    const auto a_t = to_tf32<k3>(a);
 #pragma unroll
     for (int n = 0; n < kOutFrags<HS>; ++n) {
-      FragAT a_n = a;
       FragB b;
       wmma::load_matrix_sync(b, X + k * kLd<HS> + wc * (HS / 2) + 16 * n, kLd<HS>);
-      mma<k3>(acc[n], a_n, b);
+      mma<k3>(acc[n], a_t, to_tf32<k3>(b));
     }
   }
 }

@@ -15,7 +15,10 @@
 // tx + 16·j at the same column then fall in different banks (row stride 4 banks apart), while
 // staying 16-byte aligned for float4 loads. Rows past the end of the sequence are filled
 // with 0, so every product can run over whole tiles; the kernels mask those scores instead.
+// A kernel's walk over the other side's tiles (keys for a query tile, or the reverse) copies
+// them asynchronously, double buffered where shared memory allows (TileWalk below).
 #pragma once
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <array>
@@ -103,6 +106,72 @@ __device__ inline void load_rows(float* dst, const float* src, int64_t st, int v
     dst[r * kLd<HS> + d] = r < valid ? src[r * st + d] : 0.f;
   }
 }
+
+// load_rows with asynchronous copies (cp.async, sm_80 and later): each copy goes from global
+// memory straight into shared memory without passing through registers, and the thread moves
+// on at once. __pipeline_commit() closes the copies issued so far into a group;
+// __pipeline_wait_prior(n) returns when all but the n latest groups have landed (this thread's
+// copies: a __syncthreads() after it makes every thread's visible). Rows at or past `valid`
+// are zero-filled (zfill = the whole copy; nothing is read, but src stays a valid address).
+template <int HS, int kRows>
+__device__ inline void load_rows_async(float* dst, const float* src, int64_t st, int valid) {
+  if (reinterpret_cast<uintptr_t>(src) % 16 == 0 && st % 4 == 0) {
+    constexpr int kVecs = HS / 4;
+#pragma unroll 1
+    for (int e = threadIdx.x; e < kRows * kVecs; e += kThreads) {
+      const int r = e / kVecs, d = 4 * (e % kVecs);
+      const bool ok = r < valid;
+      __pipeline_memcpy_async(dst + r * kLd<HS> + d, src + (ok ? r * st + d : 0), 16, ok ? 0 : 16);
+    }
+    return;
+  }
+#pragma unroll 1
+  for (int e = threadIdx.x; e < kRows * HS; e += kThreads) {
+    const int r = e / HS, d = e % HS;
+    const bool ok = r < valid;
+    __pipeline_memcpy_async(dst + r * kLd<HS> + d, src + (ok ? r * st + d : 0), 4, ok ? 0 : 4);
+  }
+}
+
+// The walk over the tiles t = 0 .. n − 1 of a sequence of T rows, each tile two (64, HS) blocks
+// of rows (K and V, or Q and dO: `src_a`, `src_b` point at row 0, `st_a`, `st_b` are the row
+// strides), copied asynchronously into stage t % kStages of `stages` (stage s holds a's tile
+// at stages + 2·s·kTile and b's right after it). With two stages tile t + 1 is on its way while
+// tile t is used (double buffering); with one, tile t is copied at the top of its own step.
+// A kernel calls walk_start once, then walk_step(t) at the top of each step t.
+template <int HS>
+constexpr int kTile = 64 * kLd<HS>;  // floats of a (64, HS) tile in shared memory
+
+template <int HS, int kStages>
+struct TileWalk {
+  float* stages;
+  const float *src_a, *src_b;
+  int64_t st_a, st_b;
+  int T, n;
+
+  __device__ float* a(int t) const { return stages + 2 * (t % kStages) * kTile<HS>; }
+  __device__ float* b(int t) const { return a(t) + kTile<HS>; }
+  // The copies of tile t (none past the end), closed into one group.
+  __device__ void issue(int t) const {
+    if (t < n) {
+      const int t0 = t * 64;
+      load_rows_async<HS, 64>(a(t), src_a + t0 * st_a, st_a, T - t0);
+      load_rows_async<HS, 64>(b(t), src_b + t0 * st_b, st_b, T - t0);
+    }
+    __pipeline_commit();  // an empty group past the end keeps every thread's count the same
+  }
+  __device__ void start() const {
+    if constexpr (kStages == 2) issue(0);
+  }
+  // Barrier (everyone is done with the stage about to be refilled), the copies of tile
+  // t + kStages − 1, wait for tile t's own, barrier (everyone's have landed).
+  __device__ void step(int t) const {
+    __syncthreads();
+    issue(t + kStages - 1);
+    __pipeline_wait_prior(kStages - 1);
+    __syncthreads();
+  }
+};
 
 // Four floats from a 16-byte aligned address in shared memory.
 __device__ inline float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
@@ -203,14 +272,38 @@ __device__ inline float sum16(float v) {
   return v;
 }
 
-// The dropout factor of probability e = ((b·NH + h)·Tq + i)·Tk + j: drop.scale if Philox word e
-// of (drop.seed, drop.offset) passes dropout_keep, else 0 — the very word and test the CPU
-// uses (runtime/philox.h, runtime/kernels/dropout.h), so both devices drop the same entries.
-__device__ inline float dropout_factor(const DropoutMask& drop, float scale, uint64_t e) {
-  const std::array<uint32_t, 4> w = philox4x32(drop.offset + e / 4, drop.seed);
-  const uint32_t k = static_cast<uint32_t>(e % 4);
-  const uint32_t word = k == 0 ? w[0] : k == 1 ? w[1] : k == 2 ? w[2] : w[3];
-  return dropout_keep(word, drop.threshold) ? scale : 0.f;
+// The dropout decisions of a 64 × 64 tile of probabilities, as bytes in shared memory:
+// keep[r·kLdZ + c] = 1 if probability (b, h, i0 + r, j0 + c) is kept. It is kept iff Philox
+// word e = ((b·NH + h)·Tq + i)·Tk + j of (drop.seed, drop.offset) passes dropout_keep — the
+// very word and test the CPU uses (runtime/philox.h, runtime/kernels/dropout.h), so both
+// devices drop the same entries. One Philox call (10 rounds) gives 4 consecutive words, so
+// the block shares the calls out: a row's 64 keys need 17 at most, where drawing each word in
+// the thread that uses it would take 64. Entries past Tq or Tk are left unset (never read).
+// Rows are kLdZ = 68 bytes apart: the two rows a warp reads fall in different banks.
+constexpr int kLdZ = 68;
+constexpr size_t kKeepBytes = 64 * kLdZ;
+
+__device__ inline void fill_dropout_tile(uint8_t* keep, const DropoutMask& drop, int64_t bh,
+                                         int Tq, int Tk, int i0, int j0) {
+  for (int w = threadIdx.x; w < 64 * 17; w += kThreads) {
+    const int r = w / 17, k = w % 17;  // row of the tile, Philox call of the row
+    if (i0 + r >= Tq) continue;
+    const uint64_t first = (uint64_t(bh) * Tq + i0 + r) * uint64_t(Tk) + j0;  // word of key j0
+    const uint64_t block = first / 4 + k;
+    const std::array<uint32_t, 4> words = philox4x32(drop.offset + block, drop.seed);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int64_t c = int64_t(block * 4 + q) - int64_t(first);  // key − j0 of word q
+      if (c >= 0 && c < 64 && j0 + c < Tk)
+        keep[r * kLdZ + c] = dropout_keep(words[q], drop.threshold) ? 1 : 0;
+    }
+  }
+}
+
+// The thread's dropout factor for row ty·4 + i, key tx + 16·j of the tile.
+__device__ inline float keep_factor(const uint8_t* keep, float scale, int ty, int i, int tx,
+                                    int j) {
+  return keep[(ty * 4 + i) * kLdZ + tx + 16 * j] ? scale : 0.f;
 }
 
 // Mask value (b, h, i, j), or 0 without a mask.
@@ -219,10 +312,28 @@ __device__ inline float mask_at(const MaskView<float>& m, int64_t b, int64_t h, 
   return m.data ? m.data[b * m.sb + h * m.sh + i * m.si + j * m.sj] : 0.f;
 }
 
-// Shared memory bytes of `tiles` (64, HS) tiles and `ptiles` (64, 64) tiles.
+// Shared memory bytes of `tiles` (64, HS) tiles and `ptiles` (64, 64) tiles, and after them
+// the dropout tile (fill_dropout_tile).
 template <int HS>
 constexpr size_t smem_bytes(int tiles, int ptiles) {
-  return sizeof(float) * (size_t(tiles) * kBr * kLd<HS> + size_t(ptiles) * kBr * kLdP);
+  return sizeof(float) * (size_t(tiles) * kBr * kLd<HS> + size_t(ptiles) * kBr * kLdP) +
+         kKeepBytes;
+}
+// Where the dropout tile starts in a kernel's shared memory that holds `tiles` and `ptiles`.
+template <int HS>
+__device__ inline uint8_t* keep_tile(float* smem, int tiles, int ptiles) {
+  return reinterpret_cast<uint8_t*>(smem + size_t(tiles) * kBr * kLd<HS> +
+                                    size_t(ptiles) * kBr * kLdP);
+}
+
+// The most dynamic shared memory a block may opt in to on sm_90 (227 KB).
+constexpr size_t kMaxSmem = 227 * 1024;
+
+// Stages of a TileWalk for a kernel that also keeps `fixed` (64, HS) tiles and `ptiles`
+// (64, 64) tiles: double buffering when the two stages (4 tiles) fit, else one.
+template <int HS>
+constexpr int walk_stages(int fixed, int ptiles) {
+  return smem_bytes<HS>(fixed + 4, ptiles) <= kMaxSmem ? 2 : 1;
 }
 
 }  // namespace mase::cuda::sdpa_tile

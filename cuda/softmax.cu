@@ -9,13 +9,13 @@
 //     shuffles each: no shared memory, no __syncthreads, and 4 rows per 128-thread block
 //     keep the SMs full even when rows are short. float4 loads when the rows are 16-byte
 //     aligned (cols % 4 == 0): a quarter of the load instructions.
-//   1024 < cols ≤ 12288: one BLOCK per row, the row copied into shared memory as it is read
+//   1024 < cols ≤ 12032: one BLOCK per row, the row copied into shared memory as it is read
 //     (48 KB, the most a block gets without opting in), so the write sweep reads it from
 //     there: still one read of global memory.
 //   longer rows: one block per row, online (max, sum) in the first sweep, a second read of
 //     the row to write it (2 reads + 1 write: the price of not holding the row anywhere).
 // Backward the same way: dx needs Σ dy·y (or Σ dy) over the row, then one elementwise pass;
-// the warp kernel holds dy and y in registers, the block kernel caches them (≤ 6144 cols).
+// the warp kernel holds dy and y in registers, the block kernel caches them (≤ 6016 cols).
 //
 // The kernel ladder that led here (three sweeps → online → cached → warp per row), each
 // version timed by `mase-bench --suite gpu-ladder`, is cuda/softmax_ladder.cu; the lesson is in

@@ -11,7 +11,7 @@
 //       + 1 write. Works for rows of any length.
 //   v3  one block per row, the row COPIED TO SHARED MEMORY as it is read (taking its max on
 //       the way, no exp, so the loads stream); the sum of exps and the write sweep then read
-//       the copy, not HBM: 1 read + 1 write. Rows up to 12288 floats (48 KB).
+//       the copy, not HBM: 1 read + 1 write. Rows up to 12032 floats (47 KB).
 //   v4  one WARP per row, the row in registers, float4 loads: 1 read + 1 write, and no shared
 //       memory and no __syncthreads at all (a warp's reductions are register shuffles). Rows
 //       up to 1024 floats — every attention row of BERT.

@@ -36,7 +36,10 @@ namespace mase::cuda::softmax_rows {
 constexpr int kRowsPerBlock = 4;                  // warp_row_*: 4 warps, 4 rows per block
 constexpr int kWarpRowThreads = kRowsPerBlock * kWarp;
 constexpr int64_t kMaxWarpCols = 1024;            // 32 lanes × 32 registers
-constexpr int64_t kCacheBytes = 48 * 1024;        // dynamic shared memory without opt-in
+// Dynamic shared memory a launch may ask for without opting in is 48 KB *including* the
+// kernel's static shared memory (the block reductions' few hundred bytes): asking for the whole
+// 48 KB made the 12,288-float rows' launch fail with "invalid argument" on an H100. 1 KB is kept.
+constexpr int64_t kCacheBytes = 47 * 1024;
 
 // ---- small device helpers -------------------------------------------------------------------
 

@@ -55,6 +55,12 @@ inline SdpaMath& sdpa_cuda_math() {
 
 namespace mase::cpu {
 
+// The argument structs are shared by both backends (namespace mase); these keep the names
+// cpu::HeadsView etc. that code written before the CUDA kernels may use.
+using mase::HeadsView;
+using mase::MaskView;
+using mase::SdpaSizes;
+
 // Attention-probability dropout (`drop`, runtime/kernels/dropout.h): probability (b, h, i, j) is
 // kept iff word e = ((b·NH + h)·Tq + i)·Tk + j of the Philox stream (drop.seed, drop.offset)
 // passes dropout_keep — the counter layout of dropout() on the packed (B, NH, Tq, Tk)

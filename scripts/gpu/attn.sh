@@ -43,7 +43,7 @@ t0=$SECONDS
 suites=$("$BIN/mase-bench" --help 2>/dev/null |
   awk '$1 ~ /^gpu-(base|softmax|sdpa)$/ { print $1 }' | paste -sd, -)
 txt="$LOGS/attn_bench.txt"
-timeout 240 "$BIN/mase-bench" --suite "${suites:-gpu-base}" --benchmark_min_time=0.05 \
+timeout 240 stdbuf -oL "$BIN/mase-bench" --suite "${suites:-gpu-base}" --benchmark_min_time=0.05 \
   --benchmark_out="$LOGS/attn_bench.json" --benchmark_out_format=json > "$txt" \
   2> "$LOGS/attn_bench.err"
 rc=$?
@@ -54,7 +54,7 @@ $((SECONDS - t0)) s"
 
 # 3. PyTorch at the same shapes
 t0=$SECONDS
-timeout 180 python3 bench/torch_gpu.py > "$LOGS/torch_gpu.txt" 2>&1
+timeout 180 python3 -u bench/torch_gpu.py > "$LOGS/torch_gpu.txt" 2>&1
 rc=$?
 row "attn: PyTorch softmax / SDPA backends / torch.compile (bench/torch_gpu.py)" \
   "exit $rc; $((SECONDS - t0)) s"

@@ -71,12 +71,12 @@ void check_both_devices(const Tensor& x_cpu, const Tensor& x_gpu_packed, bool lo
 TEST_CASE("softmax CUDA: CPU == CUDA over row lengths that pick each kernel") {
   if (!test::have_gpu()) return;
   // (rows, cols): 1 .. 1024 cols run one warp per row (float4 where cols % 4 == 0, registers
-  // for 1, 2, 4, 8, … vectors a lane); 1025 .. 12288 one block per row with the row cached in
-  // shared memory (backward caches dy and y: up to 6144); beyond, two reads of the row. Row
+  // for 1, 2, 4, 8, … vectors a lane); 1025 .. 12032 one block per row with the row cached in
+  // shared memory (backward caches dy and y: up to 6016); beyond, two reads of the row. Row
   // counts that are not multiples of the 4 rows of a warp kernel's block.
   const int64_t shapes[][2] = {{5000, 1}, {4999, 31}, {1001, 128}, {37, 257}, {3, 33},
                                {129, 1024}, {7, 1025}, {5, 4096}, {3, 5000}, {3, 6145},
-                               {2, 13001}, {1, 12288}};
+                               {2, 13001}, {1, 12288}, {3, 12032}, {2, 6016}, {2, 6020}};
   uint64_t seed = 1;
   for (const auto& s : shapes) {
     Tensor x = masked_scores(s[0], s[1], seed++);
