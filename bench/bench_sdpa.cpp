@@ -22,8 +22,8 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "bench/attention_check.h"
 #include "bench/common.h"
-#include "runtime/allocator.h"
 
 namespace mase::bench {
 namespace {
@@ -73,62 +73,13 @@ Tensor run(const Problem& p, const Inputs& in, bool fused, uint64_t seed = 1) {
   return out;
 }
 
-// Attention of query row (b, h, i) in double, straight from the definition (no dropout).
-std::vector<double> attention_row(const Inputs& in, int64_t b, int64_t h, int64_t i, int64_t T) {
-  auto at = [&](const Tensor& x, int64_t t, int64_t d) {
-    return double(x.data<float>()[(b * T + t) * x.size(2) + h * kHeadSize + d]);
-  };
-  std::vector<double> s(T), out(kHeadSize, 0.0);
-  double m = -INFINITY, sum = 0;
-  for (int64_t j = 0; j < T; ++j) {
-    for (int64_t d = 0; d < kHeadSize; ++d) s[j] += at(in.qx, i, d) * at(in.kx, j, d);
-    s[j] /= std::sqrt(double(kHeadSize));
-    m = std::max(m, s[j]);
-  }
-  for (int64_t j = 0; j < T; ++j) sum += (s[j] = std::exp(s[j] - m));
-  for (int64_t j = 0; j < T; ++j)
-    for (int64_t d = 0; d < kHeadSize; ++d) out[d] += s[j] / sum * at(in.vx, j, d);
-  return out;
-}
-
 std::string check_forward(const Problem& p, const Inputs& in) {
-  NoGradGuard no_grad;
-  for (bool fused : {true, false}) {
-    const Tensor out = run(p, in, fused);  // (B, NH, T, HS)
-    for (uint64_t s = 0; s < 32; ++s) {
-      const int64_t b = philox_word(42, s, 0) % p.B, h = philox_word(42, s, 1) % kHeads;
-      const int64_t i = philox_word(42, s, 2) % p.T;
-      const std::string err = compare(select(select(select(out, 0, b), 0, h), 0, i),
-                                      attention_row(in, b, h, i, p.T), 1e-5, 1e-4);
-      if (!err.empty())
-        return cat(fused ? "fused" : "naive", " row (", b, ", ", h, ", ", i, "): ", err);
-    }
-  }
-  return "";
+  return check_sdpa_forward([&](bool fused) { return run(p, in, fused); }, in.qx, in.kx, in.vx,
+                            kHeads);
 }
 
-// The fused gradients (dropout included) against the naive ones.
 std::string check_backward(const Problem& p, const Inputs& in) {
-  std::vector<Tensor> grads[2];
-  for (int fused = 0; fused < 2; ++fused) {
-    for (const Tensor* x : {&in.qx, &in.kx, &in.vx}) x->set_grad(Tensor());
-    run(p, in, fused == 1);
-    for (const Tensor* x : {&in.qx, &in.kx, &in.vx}) grads[fused].push_back(x->grad());
-  }
-  for (int i = 0; i < 3; ++i) {
-    const std::string err = compare(grads[1][i], grads[0][i].to_vector<double>(), 1e-4, 1e-3);
-    if (!err.empty()) return cat("gradient of ", "qkv"[i], ": ", err);
-  }
-  return "";
-}
-
-// MB allocated at the peak of one call beyond what was in use before it (activations saved
-// for backward, workspaces, the gradients): the (B, NH, T, T) tensors of the naive version.
-double peak_mb(const Problem& p, const Inputs& in, bool fused) {
-  const size_t before = allocator_stats().in_use_bytes;
-  reset_peak_stats();
-  run(p, in, fused);
-  return double(allocator_stats().peak_in_use_bytes - before) / 1e6;
+  return check_sdpa_backward([&](bool fused) { run(p, in, fused); }, {in.qx, in.kx, in.vx});
 }
 
 void add_problem(const std::string& name, const Problem& p) {
@@ -138,8 +89,8 @@ void add_problem(const std::string& name, const Problem& p) {
           return p.backward ? check_backward(p, in) : check_forward(p, in);
         }))
       return;
-    st.counters["peak_MB"] = peak_mb(p, in, true);
-    st.counters["naive_peak_MB"] = peak_mb(p, in, false);
+    st.counters["peak_MB"] = peak_alloc_mb(Device::cpu(), [&] { run(p, in, true); });
+    st.counters["naive_peak_MB"] = peak_alloc_mb(Device::cpu(), [&] { run(p, in, false); });
     const double naive_s = time_paired(st, [&] { run(p, in, true); },
                                        [&] { run(p, in, false); }, "vs_naive");
     set_flops(st, p.flops());

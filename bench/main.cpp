@@ -41,8 +41,10 @@ void set_e2e_compiled(bool on);  // bench/bench_e2e.cpp: --compile
 void register_softmax();      // bench/bench_softmax.cpp
 void register_sdpa();         // bench/bench_sdpa.cpp
 void register_gpu_base();     // bench/bench_gpu_base.cpp
-void register_gpu_step();     // bench/bench_gpu_step.cpp
+void register_gpu_softmax();  // bench/bench_gpu_softmax.cpp
+void register_gpu_sdpa();     // bench/bench_gpu_sdpa.cpp
 void register_gpu_quant();    // bench/bench_gpu_quant.cpp
+void register_gpu_step();     // bench/bench_gpu_step.cpp
 }  // namespace mase::bench
 
 namespace {
@@ -77,11 +79,15 @@ const Suite kSuites[] = {
     // each registers nothing, with one line on stderr, where no GPU is present
     {"gpu-base", "GPU: device-to-device copy bandwidth, cuBLAS sgemm 4096³ (the GPU's limits)",
      mase::bench::register_gpu_base},
+    {"gpu-softmax", "GPU: softmax fwd/bwd vs D2D copy and the naive composition; the kernel ladder",
+     mase::bench::register_gpu_softmax},
+    {"gpu-sdpa", "GPU: flash attention fwd, fwd+bwd vs the naive composition; peak memory",
+     mase::bench::register_gpu_sdpa},
+    {"gpu-quant", "GPU: every quantizer and MXINT8 pack/unpack vs the D2D copy, MXINT8 Linear vs cuBLAS, memory",
+     mase::bench::register_gpu_quant},
     {"gpu-step",
      "GPU: a BERT training step profiled per phase and op class: before, fp32, tf32, bf16, graphs",
      mase::bench::register_gpu_step},
-    {"gpu-quant", "GPU: every quantizer and MXINT8 pack/unpack vs the D2D copy, MXINT8 Linear vs cuBLAS, memory",
-     mase::bench::register_gpu_quant},
 };
 
 std::string footer() {

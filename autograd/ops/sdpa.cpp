@@ -10,16 +10,18 @@
 //   dP = z ⊙ (dout·vᵀ)   dv = P'ᵀ·dout   dS = P ⊙ (dP − D)   dq = dS·k / √HS   dk = dSᵀ·q / √HS
 //
 // Two implementations of the same maths:
-//  * sdpa — the fused CPU kernel (runtime/cpu/sdpa.cpp): tiled over queries and keys with an
-//    online softmax, backward recomputing P from the saved per-row max and sum (FlashAttention
-//    2). Memory O(B·NH·T) instead of O(B·NH·T²). The output is written in (B, T, NH, HSv)
+//  * sdpa — the fused kernels, runtime/cpu/sdpa.cpp and (f32, HS = HSv in {32, 64, 128})
+//    cuda/sdpa_forward.cu + cuda/sdpa_backward.cu (FMA; or their tensor-core twins *_tc.cu,
+//    as sdpa_cuda_math() says): tiled over queries and keys with an online
+//    softmax, backward recomputing P from the saved per-row max and sum (FlashAttention 2).
+//    Memory O(B·NH·T) instead of O(B·NH·T²). The output is written in (B, T, NH, HSv)
 //    layout and returned as its (B, NH, T, HSv) view: BERT's merge of the heads,
 //    reshape(transpose(out, 1, 2), (B, T, C)), is then a free view instead of a copy; dq, dk,
 //    dv likewise, so the gradients reach the Q/K/V projections packed.
 //  * sdpa_reference — the composition of primitive ops (matmul, mul, add, softmax, dropout),
 //    whose backward comes from those ops. The oracle of the tests, the baseline of the bench,
-//    and what sdpa runs for CUDA tensors (a fused CUDA kernel is future work) and for a mask
-//    that requires grad (the fused kernel never forms dS for the whole batch to sum into it).
+//    and what sdpa runs for a mask that requires grad (the fused kernels never form dS for the
+//    whole batch to sum into it) and for CUDA tensors of other head sizes.
 //
 // Dropout: both draw the same mask from the same generator state — probability (b, h, i, j)
 // uses Philox word ((b·NH + h)·Tq + i)·Tk + j of gen's stream after gen.advance(B·NH·Tq·Tk),
@@ -80,7 +82,7 @@ namespace {
 
 // A (B, NH, T, D) tensor as the kernels read it; its last dim must be packed.
 template <class T, class U = T>
-cpu::HeadsView<U> heads(const Tensor& t) {
+HeadsView<U> heads(const Tensor& t) {
   return {t.data<T>(), t.strides()[0], t.strides()[1], t.strides()[2]};
 }
 
@@ -88,8 +90,8 @@ cpu::HeadsView<U> heads(const Tensor& t) {
 Tensor last_dim_packed(const Tensor& t) { return t.strides()[3] == 1 ? t : ops::packed(t); }
 
 // A new (B, NH, T, D) tensor laid out as (B, T, NH, D): the layout of BERT's (B, T, C).
-Tensor empty_heads_last(int64_t B, int64_t NH, int64_t T, int64_t D, DType dtype) {
-  Tensor packed = Tensor::empty({B, T, NH, D}, dtype);
+Tensor empty_heads_last(int64_t B, int64_t NH, int64_t T, int64_t D, DType dtype, Device device) {
+  Tensor packed = Tensor::empty({B, T, NH, D}, dtype, device);
   return packed.as_strided({B, NH, T, D}, {T * NH * D, D, NH * D, 1}, 0);
 }
 
@@ -98,15 +100,16 @@ Tensor empty_heads_last(int64_t B, int64_t NH, int64_t T, int64_t D, DType dtype
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
             double dropout_p, bool training, Generator& gen) {
   check_sdpa_args("sdpa", q, k, v, mask, dropout_p);
-  // CUDA (until its fused kernel lands) and a mask that needs a gradient take the reference
+  ops::check_cuda_f32("sdpa", q);
+  const SdpaSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
+  // A mask that needs a gradient, and CUDA head sizes without a kernel, take the reference
   // composition, reported as one "sdpa" op so a traced graph shows one attention node (as
   // torch.fx shows F.scaled_dot_product_attention), not its parts.
-  if (q.is_cuda() || (mask.defined() && mask.requires_grad()))
+  if ((q.is_cuda() && !cuda::sdpa_supported(n)) || (mask.defined() && mask.requires_grad()))
     return record_composite("sdpa", {q, k, v, mask}, [&] {
       return sdpa_reference(q, k, v, mask, dropout_p, training, gen);
     }, {{"dropout_p", dropout_p}, {"training", training}});
 
-  const cpu::SdpaSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
   const double scale = 1.0 / std::sqrt(static_cast<double>(n.HS));
   DropoutMask drop;
   if (training && dropout_p > 0.0) {  // the counters dropout() would take on P (see above)
@@ -124,31 +127,52 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
     ms = broadcast_strides(m.shape(), m.strides(), scores);
   }
   const Tensor qp = last_dim_packed(q), kp = last_dim_packed(k), vp = last_dim_packed(v);
-  Tensor out = empty_heads_last(n.B, n.NH, n.Tq, n.HSv, q.dtype());
-  Tensor stats = Tensor::empty({n.B, n.NH, n.Tq, 2}, q.dtype());  // per row: max, Σ exp
-  dispatch_float(q.dtype(), "sdpa", [&]<class T>() {
-    const cpu::MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
-    cpu::sdpa_forward<T>(heads<T>(out), stats.data<T>(), heads<T, const T>(qp),
-                         heads<T, const T>(kp), heads<T, const T>(vp), mv, n,
-                         static_cast<T>(scale), drop);
-  });
+  const Device dev = q.device();
+  Tensor out = empty_heads_last(n.B, n.NH, n.Tq, n.HSv, q.dtype(), dev);
+  Tensor stats = Tensor::empty({n.B, n.NH, n.Tq, 2}, q.dtype(), dev);  // per row: max, Σ exp
+  const SdpaMath math = sdpa_cuda_math();  // CUDA: FMA or tensor cores (runtime/kernels/sdpa.h)
+  if (q.is_cuda()) {
+    const MaskView<float> mv{m.defined() ? m.data<float>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
+    cuda::sdpa_forward(heads<float>(out), stats.data<float>(), heads<float, const float>(qp),
+                       heads<float, const float>(kp), heads<float, const float>(vp), mv, n,
+                       static_cast<float>(scale), drop, math);
+  } else {
+    dispatch_float(q.dtype(), "sdpa", [&]<class T>() {
+      const MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
+      cpu::sdpa_forward<T>(heads<T>(out), stats.data<T>(), heads<T, const T>(qp),
+                           heads<T, const T>(kp), heads<T, const T>(vp), mv, n,
+                           static_cast<T>(scale), drop);
+    });
+  }
 
   Attrs attrs{{"dropout_p", dropout_p}, {"training", training}};
   return record("sdpa", {q, k, v, mask}, out,
-                [qp, kp, vp, m, ms, n, scale, drop, stats, o = out.detach()](
+                [qp, kp, vp, m, ms, n, scale, drop, math, stats, o = out.detach()](
                     const Tensor& dout) -> Tensors {
     // dq, dk, dv from dout and P recomputed from stats (runtime/cpu/sdpa.cpp, backward)
     const Tensor g = last_dim_packed(dout);
-    Tensor dq = empty_heads_last(n.B, n.NH, n.Tq, n.HS, g.dtype());
-    Tensor dk = empty_heads_last(n.B, n.NH, n.Tk, n.HS, g.dtype());
-    Tensor dv = empty_heads_last(n.B, n.NH, n.Tk, n.HSv, g.dtype());
-    dispatch_float(g.dtype(), "sdpa", [&]<class T>() {
-      const cpu::MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
-      cpu::sdpa_backward<T>(heads<T>(dq), heads<T>(dk), heads<T>(dv), heads<T, const T>(g),
-                            heads<T, const T>(o), stats.data<T>(), heads<T, const T>(qp),
-                            heads<T, const T>(kp), heads<T, const T>(vp), mv, n,
-                            static_cast<T>(scale), drop);
-    });
+    const Device dev = g.device();
+    Tensor dq = empty_heads_last(n.B, n.NH, n.Tq, n.HS, g.dtype(), dev);
+    Tensor dk = empty_heads_last(n.B, n.NH, n.Tk, n.HS, g.dtype(), dev);
+    Tensor dv = empty_heads_last(n.B, n.NH, n.Tk, n.HSv, g.dtype(), dev);
+    if (g.is_cuda()) {
+      Tensor D = Tensor::empty({n.B, n.NH, n.Tq}, DType::f32, dev);  // dO_i·O_i per row
+      const MaskView<float> mv{m.defined() ? m.data<float>() : nullptr, ms[0], ms[1], ms[2],
+                               ms[3]};
+      cuda::sdpa_backward(heads<float>(dq), heads<float>(dk), heads<float>(dv),
+                          heads<float, const float>(g), heads<float, const float>(o),
+                          stats.data<float>(), heads<float, const float>(qp),
+                          heads<float, const float>(kp), heads<float, const float>(vp), mv, n,
+                          static_cast<float>(scale), drop, D.data<float>(), math);
+    } else {
+      dispatch_float(g.dtype(), "sdpa", [&]<class T>() {
+        const MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
+        cpu::sdpa_backward<T>(heads<T>(dq), heads<T>(dk), heads<T>(dv), heads<T, const T>(g),
+                              heads<T, const T>(o), stats.data<T>(), heads<T, const T>(qp),
+                              heads<T, const T>(kp), heads<T, const T>(vp), mv, n,
+                              static_cast<T>(scale), drop);
+      });
+    }
     return {dq, dk, dv, Tensor()};
   }, std::move(attrs));
 }

@@ -1,8 +1,7 @@
 // runtime/kernels/sdpa.h — fused scaled dot-product attention, forward and backward
 // (flash-attention style: tiled, online softmax, recomputation in backward). The math and the
-// op are in autograd/ops/sdpa.cpp; the CPU algorithm and its choices are in runtime/cpu/sdpa.cpp.
-// CPU only so far: no cuda/sdpa.cu yet, so the op runs the reference composition (cuBLAS
-// batched GEMMs + the CUDA softmax and dropout kernels) for CUDA tensors.
+// op are in autograd/ops/sdpa.cpp; the CPU algorithm and its choices are in runtime/cpu/sdpa.cpp,
+// the CUDA one (fp32, head sizes 32/64/128) in cuda/sdpa_forward.cu and cuda/sdpa_backward.cu.
 //
 // Every (B, NH, T, D) tensor here is a HeadsView: its last dim packed, the other three strided,
 // so head-split views of (B, T, C) projections are read in place and the output can be written
@@ -10,9 +9,10 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/kernels/backend.h"
 #include "runtime/kernels/dropout.h"  // DropoutMask
 
-namespace mase::cpu {
+namespace mase {
 
 // Element (b, h, t, d) of a (B, NH, T, D) tensor is data[b·sb + h·sh + t·st + d].
 template <class T>
@@ -34,6 +34,32 @@ struct MaskView {
 struct SdpaSizes {
   int64_t B = 0, NH = 0, Tq = 0, Tk = 0, HS = 0, HSv = 0;  // q, k: HS wide; v, out: HSv wide
 };
+
+// The arithmetic of the CUDA kernels' tile products (the CPU kernel always computes in its T):
+//   fp32    FMA on the CUDA cores, fp32 in and out (rung v2 of the ladder, docs/gpu-kernels.md);
+//   tf32x3  tensor cores, each fp32 operand split into a TF32 head and a TF32 tail, three
+//           products per pair (head·head + head·tail + tail·head): fp32-level accuracy, the
+//           scheme of PyTorch's fp32 memory-efficient attention (CUTLASS's FastF32);
+//   tf32    tensor cores, one TF32 product: 10-bit mantissas, relative errors ~1e-3 (what
+//           torch.backends.cuda.matmul.allow_tf32 = True trades for speed).
+enum class SdpaMath { fp32, tf32x3, tf32 };
+
+// The process-wide choice for CUDA tensors, read by the sdpa op on each call (fp32 unless
+// changed; mase-bench's gpu-sdpa suite times all three).
+inline SdpaMath& sdpa_cuda_math() {
+  static SdpaMath math = SdpaMath::fp32;
+  return math;
+}
+
+}  // namespace mase
+
+namespace mase::cpu {
+
+// The argument structs are shared by both backends (namespace mase); these keep the names
+// cpu::HeadsView etc. that code written before the CUDA kernels may use.
+using mase::HeadsView;
+using mase::MaskView;
+using mase::SdpaSizes;
 
 // Attention-probability dropout (`drop`, runtime/kernels/dropout.h): probability (b, h, i, j) is
 // kept iff word e = ((b·NH + h)·Tq + i)·Tk + j of the Philox stream (drop.seed, drop.offset)
@@ -57,3 +83,30 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
                    const SdpaSizes& n, T scale, const DropoutMask& drop);
 
 }  // namespace mase::cpu
+
+// ---- the CUDA twin: cuda/sdpa_forward.cu, cuda/sdpa_backward.cu (float only) ----
+namespace mase::cuda {
+
+// The CUDA kernels are templates over the head size, compiled for these: q, k, v and out all
+// HS wide (HSv == HS). Other shapes take the reference composition (autograd/ops/sdpa.cpp).
+inline bool sdpa_supported(const SdpaSizes& n) {
+  return n.HS == n.HSv && (n.HS == 32 || n.HS == 64 || n.HS == 128);
+}
+
+// The same contract as cpu::sdpa_forward, every pointer on the GPU, the products computed
+// as `math` says.
+MASE_CUDA_FN(void, sdpa_forward, (HeadsView<float> out, float* stats, HeadsView<const float> q,
+                                  HeadsView<const float> k, HeadsView<const float> v,
+                                  MaskView<float> mask, const SdpaSizes& n, float scale,
+                                  const DropoutMask& drop, SdpaMath math))
+
+// The same contract as cpu::sdpa_backward, plus a workspace of B·NH·Tq floats (D_i = dO_i·O_i
+// of every query row), which the op allocates from the tensor allocator.
+MASE_CUDA_FN(void, sdpa_backward, (HeadsView<float> dq, HeadsView<float> dk, HeadsView<float> dv,
+                                   HeadsView<const float> dout, HeadsView<const float> out,
+                                   const float* stats, HeadsView<const float> q,
+                                   HeadsView<const float> k, HeadsView<const float> v,
+                                   MaskView<float> mask, const SdpaSizes& n, float scale,
+                                   const DropoutMask& drop, float* workspace, SdpaMath math))
+
+}  // namespace mase::cuda

@@ -15,20 +15,20 @@ inline void check_cpu_cuda(const std::function<Tensor(const Tensors&)>& f, const
   Tensors gpu;
   for (const Tensor& x : inputs) {
     x.set_grad(Tensor());
-    Tensor g = x.to(Device::cuda()).detach();
+    Tensor g = x.detach().to(Device::cuda());
     g.set_requires_grad(x.requires_grad());
     gpu.push_back(g);
   }
   Tensor y = f(inputs), yg = f(gpu);
-  check_close(yg.to(Device::cpu()), y, atol, rtol);
+  check_close(yg.detach().to(Device::cpu()), y, atol, rtol);
   if (!y.requires_grad()) return;
   Tensor seed = random_tensor(y.shape(), 99, -1, 1, y.dtype());
   backward(y, seed);
-  backward(yg, seed.to(Device::cuda()));
+  backward(yg, seed.detach().to(Device::cuda()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].requires_grad()) continue;
     INFO("gradient of input " << i);
-    check_close(gpu[i].grad().to(Device::cpu()), inputs[i].grad(), atol, rtol);
+    check_close(gpu[i].grad().detach().to(Device::cpu()), inputs[i].grad(), atol, rtol);
   }
 }
 

@@ -78,11 +78,11 @@ TEST_CASE("embedding: CPU == CUDA") {
   Tensor ids = ids_of({3, 49, 0, 3, 3, 17, 49, 8}, {2, 4});
   Tensor wg = w.detach().to(Device::cuda()).set_requires_grad(true);
   Tensor dout = rand({2, 4, 16});
-  Tensor y = embedding(ids, w), yg = embedding(ids.to(Device::cuda()), wg);
-  check_close(yg.to(Device::cpu()), y, 0, 0);  // a gather is exact
+  Tensor y = embedding(ids, w), yg = embedding(ids.detach().to(Device::cuda()), wg);
+  check_close(yg.detach().to(Device::cpu()), y, 0, 0);  // a gather is exact
   backward(y, dout);
-  backward(yg, dout.to(Device::cuda()));
-  check_close(wg.grad().to(Device::cpu()), w.grad(), 0, 0);  // the CPU's order of adds, exactly
+  backward(yg, dout.detach().to(Device::cuda()));
+  check_close(wg.grad().detach().to(Device::cpu()), w.grad(), 0, 0);  // the CPU's order of adds, exactly
   // a large batch over a small table: every range of the vocabulary has many rows to add
   std::vector<int32_t> many(8192);
   for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int32_t>((i * 7919) % 50);
@@ -91,10 +91,10 @@ TEST_CASE("embedding: CPU == CUDA") {
   w.set_grad(Tensor());
   wg.set_grad(Tensor());
   backward(embedding(big, w), dbig);
-  backward(embedding(big.to(Device::cuda()), wg), dbig.to(Device::cuda()));
-  check_close(wg.grad().to(Device::cpu()), w.grad(), 0, 0);
+  backward(embedding(big.detach().to(Device::cuda()), wg), dbig.detach().to(Device::cuda()));
+  check_close(wg.grad().detach().to(Device::cpu()), w.grad(), 0, 0);
   // CUDA ids are checked on the device: a bad one gives a NaN row, never a read outside
-  Tensor bad = embedding(ids_of({1, 50, -2}, {3}).to(Device::cuda()), wg.detach());
+  Tensor bad = embedding(ids_of({1, 50, -2}, {3}).detach().to(Device::cuda()), wg.detach());
   std::vector<float> v = bad.to_vector<float>();
   CHECK(v[0] == w.detach().to_vector<float>()[16]);
   CHECK(std::isnan(v[16]));

@@ -78,7 +78,7 @@ TEST_CASE("factory: record_composite shows one op and restores the observer") {
 TEST_CASE("factory: CPU == CUDA") {
   if (!test::have_gpu()) return;
   Tensor ids = Tensor::from(std::vector<int32_t>{3, 4, 5, 6}, {2, 2});
-  Tensor g = ids.to(Device::cuda());
+  Tensor g = ids.detach().to(Device::cuda());
   CHECK(ones_like(g, DType::f32).device() == g.device());
   CHECK(ones_like(g, DType::f32).to_vector<float>() == std::vector<float>(4, 1.f));
   CHECK(zeros_like(g, DType::i32).to_vector<int32_t>() == std::vector<int32_t>(4, 0));

@@ -58,10 +58,13 @@ TEST_CASE("matmul batched: TF32 on CUDA == CPU within TF32's rounding") {
   // a product of inputs in [-1, 1] by at most ~2^-10, and a dot product of K terms by
   // K·2^-10·max|a·b| <= 8·2^-10 ≈ 7.8e-3 (K <= 8 here; the backward's K is T or B·NH·T rows
   // summed over, up to 60, where random signs keep the error near √60·2^-10 ≈ 7.6e-3).
-  cuda::set_gemm_precision(GemmPrecision::tf32);
+  // restored however the case ends: a TF32 mode left behind would loosen every later case
+  struct Tf32 {
+    Tf32() { cuda::set_gemm_precision(GemmPrecision::tf32); }
+    ~Tf32() { cuda::set_gemm_precision(GemmPrecision::fp32); }
+  } tf32;
   CHECK(cuda::gemm_precision() == GemmPrecision::tf32);
   check_all_layouts(2e-2, 1e-2);
-  cuda::set_gemm_precision(GemmPrecision::fp32);
 }
 
 TEST_CASE("matmul batched: bf16 GEMMs on CUDA == CPU within bf16's rounding") {

@@ -56,16 +56,16 @@ TEST_CASE("where: CPU == CUDA") {
   Tensor a = rand({3, 1}).set_requires_grad(true), b = rand({2, 3, 4}).set_requires_grad(true);
   Tensor ag = a.detach().to(Device::cuda()).set_requires_grad(true);
   Tensor bg = b.detach().to(Device::cuda()).set_requires_grad(true);
-  Tensor y = where(cond, a, b), yg = where(cond.to(Device::cuda()), ag, bg);
-  check_close(yg.to(Device::cpu()), y, 0, 0);
+  Tensor y = where(cond, a, b), yg = where(cond.detach().to(Device::cuda()), ag, bg);
+  check_close(yg.detach().to(Device::cpu()), y, 0, 0);
   backward(sum(y));
   backward(sum(yg));
-  check_close(ag.grad().to(Device::cpu()), a.grad(), 1e-6);
-  check_close(bg.grad().to(Device::cpu()), b.grad(), 1e-6);
+  check_close(ag.grad().detach().to(Device::cpu()), a.grad(), 1e-6);
+  check_close(bg.grad().detach().to(Device::cpu()), b.grad(), 1e-6);
   Tensor x = rand({2, 5});
   check_close(
-      masked_fill(x.to(Device::cuda()), mask_of({1, 0, 0, 1, 0}, {5}).to(Device::cuda()), -3.0)
-          .to(Device::cpu()),
+      masked_fill(x.detach().to(Device::cuda()), mask_of({1, 0, 0, 1, 0}, {5}).detach().to(Device::cuda()), -3.0)
+          .detach().to(Device::cpu()),
       masked_fill(x, mask_of({1, 0, 0, 1, 0}, {5}), -3.0), 0, 0);
 }
 

@@ -87,7 +87,7 @@ void check_format(const Format& f, const std::vector<float>& x, int64_t rows) {
   Tensor xc = Tensor::from(x, {rows, kCols});
   Generator g1(11), g2(11);
   const std::vector<float> cpu = quantize(xc, f, g1).to_vector<float>();
-  const std::vector<float> gpu = quantize(xc.to(Device::cuda()), f, g2).to_vector<float>();
+  const std::vector<float> gpu = quantize(xc.detach().to(Device::cuda()), f, g2).to_vector<float>();
   std::string first;
   const int64_t bad = count_differences(cpu, gpu, &first);
   INFO(f.str(), ": ", first);
@@ -219,7 +219,7 @@ TEST_CASE("quant CUDA: mxint8 packing on the fast and general paths equals the C
     p[5 * K + 7] = NAN;
     p[9 * K + 40] = -INFINITY;
     // the second input is a view one float into the buffer: its rows are not 16-byte aligned
-    Tensor xg = x.to(Device::cuda());
+    Tensor xg = x.detach().to(Device::cuda());
     const std::pair<Tensor, Tensor> inputs[] = {
         {x, xg}, {x.as_strided({rows - 1, K}, {K, 1}, 1), xg.as_strided({rows - 1, K}, {K, 1}, 1)}};
     for (const auto& [in, gin] : inputs) {
@@ -251,8 +251,8 @@ TEST_CASE("quant CUDA: residual_sign and binary_gamma: forward equal, backward w
     Tensor dyd = dy.to(d);
     backward(sum(add(mul(y1, dyd), mul(y2, dyd))));
     return std::vector<Tensor>{y1.detach().to(Device::cpu()), y2.detach().to(Device::cpu()),
-                               xi.grad().to(Device::cpu()), mu.grad().to(Device::cpu()),
-                               gamma.grad().to(Device::cpu())};
+                               xi.grad().detach().to(Device::cpu()), mu.grad().detach().to(Device::cpu()),
+                               gamma.grad().detach().to(Device::cpu())};
   };
   std::vector<Tensor> c = run(Device::cpu());
   if (!test::have_gpu()) return;
@@ -286,7 +286,7 @@ TEST_CASE("prune CUDA: activation masks equal the CPU's (local and global, l1-no
         cpu.emplace_back(spec, activation_keep_mask(x, spec, a));
       }
   if (!test::have_gpu()) return;
-  const Tensor xg = x.to(Device::cuda());
+  const Tensor xg = x.detach().to(Device::cuda());
   for (const auto& [spec, mc] : cpu) {
     Generator b(5);
     b.offset = 12;
@@ -327,11 +327,11 @@ TEST_CASE("quant CUDA: a QAT forward and backward equals the CPU's within roundi
       xi.set_requires_grad(true);
       Tensor y = layer->forward(xi);
       backward(sum(mul(y, y)));
-      std::vector<Tensor> out{y.detach().to(Device::cpu()), xi.grad().to(Device::cpu()),
-                              layer->weight.grad().to(Device::cpu()), layer->bias.grad().to(Device::cpu())};
+      std::vector<Tensor> out{y.detach().to(Device::cpu()), xi.grad().detach().to(Device::cpu()),
+                              layer->weight.grad().detach().to(Device::cpu()), layer->bias.grad().detach().to(Device::cpu())};
       for (auto& [n, t] : layer->named_parameters())
         if (n.find("mu") != std::string::npos || n.find("gamma") != std::string::npos)
-          out.push_back(t.grad().to(Device::cpu()));
+          out.push_back(t.grad().detach().to(Device::cpu()));
       return out;
     };
     steps.emplace_back(name, step);
@@ -347,10 +347,10 @@ TEST_CASE("quant CUDA: a QAT forward and backward equals the CPU's within roundi
   }
   // a pass run on a model already on the GPU (mase-search's PassEvaluator does): the
   // quantizers' own parameters (μ, γ) are made on the weight's device
-  Tensor w = test::random_tensor({8, 32}, 40, -1, 1, DType::f32).to(Device::cuda());
+  Tensor w = test::random_tensor({8, 32}, 40, -1, 1, DType::f32).detach().to(Device::cuda());
   QuantizedLinear q(nn::Linear(w, Tensor()), {{"name", "binary_residual"}}, 0, "layer");
   for (auto& [n, t] : q.named_parameters()) CHECK(t.is_cuda());
-  CHECK(q.forward(test::random_tensor({4, 32}, 41, -1, 1, DType::f32).to(Device::cuda())).is_cuda());
+  CHECK(q.forward(test::random_tensor({4, 32}, 41, -1, 1, DType::f32).detach().to(Device::cuda())).is_cuda());
 }
 
 TEST_CASE("MxInt8Linear on CUDA (packed-weight GEMM) equals the CPU's within rounding") {
@@ -376,8 +376,8 @@ TEST_CASE("MxInt8Linear on CUDA (packed-weight GEMM) equals the CPU's within rou
       xi.set_requires_grad(true);
       Tensor y = mx(xi);
       backward(sum(mul(y, dy.to(d))));
-      std::vector<Tensor> out{y.detach().to(Device::cpu()), xi.grad().to(Device::cpu())};
-      if (c.bias) out.push_back(mx.bias.grad().to(Device::cpu()));
+      std::vector<Tensor> out{y.detach().to(Device::cpu()), xi.grad().detach().to(Device::cpu())};
+      if (c.bias) out.push_back(mx.bias.grad().detach().to(Device::cpu()));
       return out;
     };
     const std::vector<Tensor> cpu = run(Device::cpu());
@@ -391,5 +391,5 @@ TEST_CASE("MxInt8Linear on CUDA (packed-weight GEMM) equals the CPU's within rou
   MxInt8Linear mx(nn::Linear(64, 8));
   mx.to(Device::cuda());
   CHECK_THROWS_AS(mxint8_linear(Tensor::zeros({2, 64}), mx.packed()), DeviceError);
-  CHECK_THROWS_AS(mxint8_linear(Tensor::zeros({2, 63}).to(Device::cuda()), mx.packed()), ShapeError);
+  CHECK_THROWS_AS(mxint8_linear(Tensor::zeros({2, 63}).detach().to(Device::cuda()), mx.packed()), ShapeError);
 }

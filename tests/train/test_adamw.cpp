@@ -156,18 +156,18 @@ TEST_CASE("AdamW: zero_grad sets gradients to none by default or fills zeros") {
 TEST_CASE("AdamW: CPU == CUDA") {
   if (!test::have_gpu()) return;
   Tensor p = test::random_param({1000, 37}, 1);
-  Tensor pg = test::clone_param(p.to(Device::cuda()));
+  Tensor pg = test::clone_param(p.detach().to(Device::cuda()));
   AdamW cpu({{"w", p}}, {.lr = 1e-2, .weight_decay = 0.1});
   AdamW gpu({{"w", pg}}, {.lr = 1e-2, .weight_decay = 0.1});
   for (int step = 0; step < 3; ++step) {
     Tensor grad = randn({1000, 37});
     p.set_grad(grad);
-    pg.set_grad(grad.to(Device::cuda()));
+    pg.set_grad(grad.detach().to(Device::cuda()));
     cpu.step();
     gpu.step();
   }
-  check_close(pg.to(Device::cpu()), p, 1e-6, 1e-6);
-  check_close(gpu.state_dict().at("w.exp_avg_sq").to(Device::cpu()),
+  check_close(pg.detach().to(Device::cpu()), p, 1e-6, 1e-6);
+  check_close(gpu.state_dict().at("w.exp_avg_sq").detach().to(Device::cpu()),
               cpu.state_dict().at("w.exp_avg_sq"), 1e-9, 1e-6);
 }
 

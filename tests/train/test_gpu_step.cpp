@@ -34,7 +34,7 @@ nn::NamedTensors assorted_params(Device device) {
   for (int i = 0; i < 40; ++i) {
     const int64_t n = i == 3 ? kMultiTensorChunk + 1234 : 7 + 13 * i;
     Tensor p = test::random_param({n}, 100 + i);
-    Tensor q = p.to(device).detach();
+    Tensor q = p.detach().to(device);
     q.set_requires_grad(true);
     ps.push_back({cat("layer.", i, i % 3 == 0 ? ".bias" : ".weight"), q});
   }
@@ -95,10 +95,10 @@ TEST_CASE("gpu step: multi-tensor AdamW == per-tensor CPU AdamW over 3 steps") {
   const auto sa = a.state_dict(), sb = b.state_dict();
   for (size_t i = 0; i < cpu.size(); ++i) {
     INFO(cpu[i].first);
-    check_close(gpu[i].second.to(Device::cpu()), cpu[i].second, 1e-6, 1e-6);
-    check_close(sb.at(cpu[i].first + ".exp_avg").to(Device::cpu()), sa.at(cpu[i].first + ".exp_avg"),
+    check_close(gpu[i].second.detach().to(Device::cpu()), cpu[i].second, 1e-6, 1e-6);
+    check_close(sb.at(cpu[i].first + ".exp_avg").detach().to(Device::cpu()), sa.at(cpu[i].first + ".exp_avg"),
                 1e-7, 1e-6);
-    check_close(sb.at(cpu[i].first + ".exp_avg_sq").to(Device::cpu()),
+    check_close(sb.at(cpu[i].first + ".exp_avg_sq").detach().to(Device::cpu()),
                 sa.at(cpu[i].first + ".exp_avg_sq"), 1e-9, 1e-6);
   }
 }
@@ -110,7 +110,7 @@ TEST_CASE("gpu step: a clip state whose finite flag is 0 gates AdamW off on the 
   give_grads(ps, 5);
   Tensor before = ps[3].second.detach().clone();
   Tensor state = make_clip_state(Device::cuda());
-  Tensor nan_loss = Tensor::full({}, NAN).to(Device::cuda());
+  Tensor nan_loss = Tensor::full({}, NAN).detach().to(Device::cuda());
   clip_grad_norm_device(parameters_of(opt), 1.0, state, nan_loss);
   const ClipReadout r = read_clip_state(state);
   CHECK(std::isfinite(r.norm));
@@ -119,7 +119,7 @@ TEST_CASE("gpu step: a clip state whose finite flag is 0 gates AdamW off on the 
   opt.set_gate(state);
   CHECK(opt.step_is_gated());
   opt.step();
-  check_close(ps[3].second.to(Device::cpu()), before.to(Device::cpu()), 0, 0);  // bit for bit
+  check_close(ps[3].second.detach().to(Device::cpu()), before.detach().to(Device::cpu()), 0, 0);  // bit for bit
   {
     EnvScope per_tensor("MASE_ADAMW", "per-tensor");
     CHECK_FALSE(opt.step_is_gated());  // the per-tensor path does not read the flag
@@ -138,19 +138,19 @@ TEST_CASE("gpu step: the device clip == the CPU clip (norm, coefficient, scaled 
   CHECK_FALSE(can_clip_on_device(pc));
   const double norm = clip_grad_norm(pc, 2.0);
   Tensor state = make_clip_state(Device::cuda());
-  Tensor loss = Tensor::full({}, 0.5).to(Device::cuda());
+  Tensor loss = Tensor::full({}, 0.5).detach().to(Device::cuda());
   clip_grad_norm_device(pg, 2.0, state, loss);
   const std::vector<double> s = state.to_vector<double>();
   CHECK(s[kClipNorm] == doctest::Approx(norm).epsilon(1e-12));  // both in double
   CHECK(s[kClipCoef] == doctest::Approx(2.0 / (norm + 1e-6)).epsilon(1e-12));
   CHECK(s[kClipFinite] == 1.0);
   CHECK(s[kClipLoss] == 0.5);
-  for (size_t i = 0; i < pc.size(); ++i) check_close(pg[i].grad().to(Device::cpu()), pc[i].grad(), 1e-7, 1e-6);
+  for (size_t i = 0; i < pc.size(); ++i) check_close(pg[i].grad().detach().to(Device::cpu()), pc[i].grad(), 1e-7, 1e-6);
   // measure only (max_norm <= 0): nothing scaled, coefficient 1
   Tensor g3 = pg[3].grad().detach().clone();
   clip_grad_norm_device(pg, 0.0, state);
   CHECK(read_clip_state(state).norm == doctest::Approx(2.0).epsilon(1e-5));
-  check_close(pg[3].grad().to(Device::cpu()), g3.to(Device::cpu()), 0, 0);
+  check_close(pg[3].grad().detach().to(Device::cpu()), g3.detach().to(Device::cpu()), 0, 0);
 }
 
 TEST_CASE("gpu step: a small BERT's CUDA steps == its CPU steps (3 steps, dropout on)") {
@@ -170,7 +170,7 @@ TEST_CASE("gpu step: a small BERT's CUDA steps == its CPU steps (3 steps, dropou
   const auto pa = cpu.model->named_parameters(), pb = gpu.model->named_parameters();
   for (size_t i = 0; i < pa.size(); ++i) {
     INFO(pa[i].first);
-    check_close(pb[i].second.to(Device::cpu()), pa[i].second, 1e-4, 1e-3);
+    check_close(pb[i].second.detach().to(Device::cpu()), pa[i].second, 1e-4, 1e-3);
   }
 }
 
