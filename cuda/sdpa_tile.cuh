@@ -274,7 +274,7 @@ __device__ inline float sum16(float v) {
 
 // The dropout decisions of a 64 × 64 tile of probabilities, as bytes in shared memory:
 // keep[r·kLdZ + c] = 1 if probability (b, h, i0 + r, j0 + c) is kept. It is kept iff Philox
-// word e = ((b·NH + h)·Tq + i)·Tk + j of (drop.seed, drop.offset) passes dropout_keep — the
+// word e = ((b·NH + h)·Tq + i)·Tk + j of (drop.seed, dropout_offset(drop)) passes dropout_keep — the
 // very word and test the CPU uses (runtime/philox.h, runtime/kernels/dropout.h), so both
 // devices drop the same entries. One Philox call (10 rounds) gives 4 consecutive words, so
 // the block shares the calls out: a row's 64 keys need 17 at most, where drawing each word in
@@ -285,12 +285,15 @@ constexpr size_t kKeepBytes = 64 * kLdZ;
 
 __device__ inline void fill_dropout_tile(uint8_t* keep, const DropoutMask& drop, int64_t bh,
                                          int Tq, int Tk, int i0, int j0) {
+  // drop.offset, plus the base a captured training step keeps on the device and moves on at
+  // each replay (DropoutMask::offset_base, runtime/random.h); null outside CUDA graphs
+  const uint64_t offset = dropout_offset(drop);
   for (int w = threadIdx.x; w < 64 * 17; w += kThreads) {
     const int r = w / 17, k = w % 17;  // row of the tile, Philox call of the row
     if (i0 + r >= Tq) continue;
     const uint64_t first = (uint64_t(bh) * Tq + i0 + r) * uint64_t(Tk) + j0;  // word of key j0
     const uint64_t block = first / 4 + k;
-    const std::array<uint32_t, 4> words = philox4x32(drop.offset + block, drop.seed);
+    const std::array<uint32_t, 4> words = philox4x32(offset + block, drop.seed);
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int64_t c = int64_t(block * 4 + q) - int64_t(first);  // key − j0 of word q

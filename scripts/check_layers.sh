@@ -9,7 +9,7 @@
 #   1. Folders form a stack: tools → search → graph → train → quant → models → data → autograd
 #      → runtime → cuda. A file includes only its own folder and the ones below it.
 #   2. Inside runtime/ (and cuda/), from the bottom up:
-#        base      runtime/{error,dtype,shape,device,philox}.h — plain definitions
+#        base      runtime/{error,dtype,shape,device,philox,gemm_precision}.h — plain definitions
 #        kernels   runtime/kernels/<stem>.h — one contract per kernel stem: both backends'
 #                  signatures; includes base and other contracts only
 #        backends  runtime/cpu/ and cuda/ — peers: each includes the contracts, base and its own
@@ -63,13 +63,13 @@ while IFS= read -r file; do
     [ "$(rank "$to_dir")" = 99 ] && continue  # not a project folder (a system or local header)
     case "$file" in
       runtime/kernels/*)
-        case "$inc" in runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h) ;;
+        case "$inc" in runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h|runtime/gemm_precision.h) ;;
           *) report "$file" "$inc" "a contract includes only base headers and contracts" ;; esac ;;
       runtime/cpu/*)
-        case "$inc" in runtime/cpu/*|runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h|runtime/parallel.h|runtime/random.h|runtime/allocator.h|runtime/cpu_features.h) ;;
+        case "$inc" in runtime/cpu/*|runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h|runtime/gemm_precision.h|runtime/parallel.h|runtime/random.h|runtime/allocator.h|runtime/cpu_features.h) ;;
           *) report "$file" "$inc" "the CPU backend includes contracts, base headers and runtime/cpu/" ;; esac ;;
       cuda/*)
-        case "$inc" in cuda/*|runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h) ;;
+        case "$inc" in cuda/*|runtime/kernels/*|runtime/error.h|runtime/dtype.h|runtime/shape.h|runtime/device.h|runtime/philox.h|runtime/gemm_precision.h) ;;
           *) report "$file" "$inc" "the CUDA backend includes contracts, base headers and cuda/" ;; esac ;;
       runtime/*)
         case "$inc" in runtime/cpu/*|runtime/*|cuda/memory.h) ;;

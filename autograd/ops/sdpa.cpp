@@ -118,6 +118,10 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
     drop.offset = gen.advance(n.B * n.NH * n.Tq * n.Tk);
     drop.threshold = dropout_threshold(dropout_p);
     drop.scale = 1.0 / (1.0 - dropout_p);
+    // a captured CUDA step adds a per-replay base on the device (runtime/random.h): without
+    // it every replay would drop the same entries (test_train "graph step: replays ==
+    // uncaptured" caught that on the H100)
+    if (q.is_cuda()) drop.offset_base = gen.device_offset_base;
   }
   // the mask's strides as seen from (B, NH, Tq, Tk): 0 on every broadcast dim
   Tensor m = mask;

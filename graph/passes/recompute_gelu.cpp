@@ -21,12 +21,20 @@ Tensor leaf(const Tensor& t) { return t.defined() ? t.detach().set_requires_grad
 }  // namespace
 
 Tensor bias_gelu_linear(const Tensor& h, const Tensor& b, const Tensor& w, const Tensor& b2) {
+  Tensor hs = h.detach(), bs = b.detach(), ws = w.detach(), b2s = b2.defined() ? b2.detach() : b2;
   Tensor z;
   {
-    NoGradGuard ng;  // y lives only inside this scope
-    z = linear(bias_gelu(h, b), w, b2);
+    Tensor y;
+    {
+      NoGradGuard ng;
+      y = bias_gelu(h, b);
+    }
+    // grad mode stays on for the GEMM, on inputs that need no gradient (nothing is recorded, y
+    // dies with this scope): eager's training forward calls linear with grad on, and under
+    // NoGradGuard linear may take another kernel (the packed inference GEMM,
+    // autograd/ops/matmul.cpp), whose sums round differently
+    z = linear(y, ws, b2s);
   }
-  Tensor hs = h.detach(), bs = b.detach(), ws = w.detach(), b2s = b2.defined() ? b2.detach() : b2;
   Tensors inputs{h, b, w};
   if (b2.defined()) inputs.push_back(b2);  // as linear records: defined inputs only
   return record("bias_gelu_linear", inputs, z, [hs, bs, ws, b2s](const Tensor& dz) -> Tensors {

@@ -38,7 +38,7 @@ TEST_CASE("mase-train --compile: bert-tiny takes the eager run's losses bit for 
   TrainFixture fx;
   std::vector<std::shared_ptr<graph::Compiled>> compiled;
   const TrainResult eager = train_new(tiny_run(fx, "eager"), fx.null);
-  const TrainResult comp = train_new(tiny_run(fx, "compiled"), fx.null, {}, compiling(compiled));
+  const TrainResult comp = train_new(tiny_run(fx, "compiled"), fx.null, {}, nullptr, compiling(compiled));
   REQUIRE(eager.status == TrainStatus::completed);
   REQUIRE(comp.status == TrainStatus::completed);
   REQUIRE(eager.losses.size() == 6);

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# scripts/gpu/nccl.sh — issue 24's GPU check (docs/scaling.md, "NCCL"), ON the device machine
+# from the repo root (run by scripts/gpu_run.sh, or by hand with BIN, OUT, LOGS, DATA as
+# scripts/gpu/env.sh sets them). Never run yet (written without a GPU); timeouts add up to
+# 300 s at worst, expected well under a minute:
+#   1. test_train's data-parallel cases with the GPU present (NCCL at world size 1)
+#   2. mase-train bert-tiny --device cuda, 30 steps, --dist none and --dist nccl: the losses
+#      must be identical (an average over one rank is the value itself), and the all-reduce
+#      seconds of the nccl run
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+cases() { grep -E '^\[doctest\] test cases' "$1" | tail -1 | sed -e 's/^\[doctest\] //' -e 's/ *| */, /g'; }
+libdir=$(dirname "$(ldconfig -p 2>/dev/null | awk '/libcublas\.so/ { print $NF; exit }')")
+row "libnccl.so next to cuBLAS ($libdir)" "$(ls "$libdir"/libnccl.so* 2>/dev/null | head -1 || echo missing)"
+timeout 60 "$BIN/test_train" -tc='data parallel*' > "$LOGS/nccl_tests.log" 2>&1
+row "test_train data parallel cases (NCCL at world size 1)" "exit $?; $(cases "$LOGS/nccl_tests.log"); $(grep -c MASE_SKIPPED "$LOGS/nccl_tests.log") skipped"
+for d in none nccl; do
+  rm -rf "/tmp/nccl-$d"
+  timeout 120 "$BIN/mase-train" --model bert-tiny --data imdb --data-dir "$DATA" --device cuda \
+    --dist "$d" --cache-dir /tmp/mase-cache --max-steps 30 --log-every 1 --out "/tmp/nccl-$d" \
+    > "$LOGS/nccl-train-$d.log" 2>&1
+  row "mase-train bert-tiny --device cuda --dist $d, 30 steps" "exit $?; $(grep -E '^done' "$LOGS/nccl-train-$d.log" | head -1)"
+done
+if diff <(grep -o '"loss":[^,]*' /tmp/nccl-none/train_log.jsonl) \
+        <(grep -o '"loss":[^,]*' /tmp/nccl-nccl/train_log.jsonl) > /dev/null 2>&1; then
+  row "--dist nccl (world 1) vs none: 30 losses" "identical"
+else
+  row "--dist nccl (world 1) vs none: 30 losses" "DIFFER (or a run failed: see logs)"
+fi
+row "all-reduce seconds over 30 steps (final.json)" "$(grep -o '"allreduce_s":[^,}]*' /tmp/nccl-nccl/final.json 2>/dev/null || echo n/a)"
