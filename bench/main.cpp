@@ -26,6 +26,7 @@
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
 #include "runtime/gpu_math.h"
+#include "runtime/kernels/matmul.h"
 #include "runtime/kernels/sgemm_packed.h"
 #include "runtime/parallel.h"
 
@@ -152,6 +153,11 @@ int main(int argc, char** argv) {
   app.add_flag("--compile", compiled,
                "e2e: also each step through graph::compile, right after its eager twin "
                "(e2e/<model>/<train|eval>/compiled; docs/lab4.md)");
+  std::string onednn = mase::cpu::onednn_enabled() ? "on" : "off";
+  app.add_option("--onednn", onednn,
+                 "large fp32 GEMMs on oneDNN's matmul where this build has it (on), or all on "
+                 "OpenBLAS (off): A/B of runtime/cpu/onednn_gemm.h")
+      ->check(CLI::IsMember({"on", "off"}));
   std::string packed = "on";
   app.add_option("--packed-gemm", packed,
                  "inference Linears on our packed GEMM where it beats OpenBLAS (on), or always "
@@ -174,6 +180,7 @@ int main(int argc, char** argv) {
     const int n = mase::set_num_threads(threads);
     mase::set_gpu_gemm_precision(precision);  // runtime/gpu_math.h: nothing without a GPU
     mase::cpu::set_sgemm_packed_enabled(packed == "on");
+    mase::cpu::set_onednn_enabled(onednn == "on");
     // the CPU has no tf32: its GEMMs stay fp32 under --precision tf32 (a GPU mode)
     mase::set_cpu_gemm_precision(precision == "bf16" ? mase::GemmPrecision::bf16
                                                      : mase::GemmPrecision::fp32);
@@ -198,6 +205,7 @@ int main(int argc, char** argv) {
       benchmark::AddCustomContext("gpu_precision", precision);
     }
     benchmark::AddCustomContext("packed_gemm", packed);
+    benchmark::AddCustomContext("gemm_library", mase::gemm_library());
     benchmark::AddCustomContext("precision", precision);
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";

@@ -10,6 +10,7 @@
 #include <tbb/global_control.h>
 
 #include "runtime/cpu/blas.h"
+#include "runtime/cpu/onednn_gemm.h"
 #include "runtime/error.h"
 
 namespace mase {
@@ -38,6 +39,7 @@ int set_num_threads(int n) {
   g_control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                     static_cast<size_t>(n));
   blas::set_num_threads(n);
+  cpu::onednn_set_num_threads(n);
   g_threads = n;
   return n;
 }
@@ -47,6 +49,10 @@ int num_threads() {
   return g_threads;
 }
 
-std::string gemm_library() { return "OpenBLAS (" + blas::corename() + " kernels)"; }
+std::string gemm_library() {
+  const std::string blas = "OpenBLAS (" + blas::corename() + " kernels)";
+  const std::string dnnl = cpu::onednn_version();  // runtime/cpu/onednn_gemm.h
+  return dnnl.empty() || !cpu::onednn_enabled() ? blas : dnnl + " matmul for the large ones, " + blas + " for the rest";
+}
 
 }  // namespace mase

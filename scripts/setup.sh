@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libopenblas-dev libtbb-dev            # GEMM, thread pool
+  libdnnl-dev                           # oneDNN: the large fp32 GEMMs (runtime/cpu/onednn_gemm.h)
   libsentencepiece-dev libutf8proc-dev  # tokenizers (utf8proc: Unicode tables for WordPiece)
   doctest-dev libbenchmark-dev          # tests, benchmarks
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev   # CLI flags, JSON, TOML configs

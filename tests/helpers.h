@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,15 @@ inline Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1, d
 }
 
 // Inputs for gradcheck: a random_tensor in f64 that requires grad.
+// n floats uniform in [-1, 1) from std::mt19937(seed): raw buffers for kernel-level tests.
+inline std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
 inline Tensor random_f64(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1) {
   return random_tensor(shape, seed, lo, hi, DType::f64).set_requires_grad(true);
 }

@@ -56,6 +56,9 @@ void gemm_any(const Tensor& like, bool ta, bool tb, int64_t M, int64_t N, int64_
 // spends much of each call packing A and B; ours packs only W (here, per call: N·K copies
 // against M·N·K FMAs, <1% at M = 8192) and wins; from 512 × 512 up OpenBLAS's larger tiles win.
 bool packed_linear_wins(int64_t rows, int64_t out, int64_t in) {
+  // oneDNN's matmul, where it runs, beats both on these shapes (runtime/cpu/onednn_gemm.h)
+  if (cpu::onednn_enabled() && double(rows) * double(out) * double(in) >= cpu::kOnednnMinWork)
+    return false;
   return rows >= 64 && std::min(out, in) <= 128 && std::max(out, in) <= 512;
 }
 

@@ -8,12 +8,23 @@
 // keeps libm: Φ(x) = ½·erfc(−x/√2), which unlike ½(1 + erf(x/√2)) keeps the tail for x ≪ 0.
 // The fused backward adds dbias = Σ_rows dinp while the row is in cache (rowwise.h), where
 // the unfused graph reads the whole (rows, cols) gradient again in a separate sum.
+//
+// GELU is compute-bound (two exps and a division per element: ~0.25 of the memcpy bandwidth
+// on AVX2), so the f32 loops exist twice: as the build's x86-64-v3 compiles them (AVX2, 8
+// floats an instruction) and inside functions marked __attribute__((target("avx512..."))),
+// which the compiler vectorises 16 wide, called only where cpu_features() found AVX-512.
+// Only the marked functions are compiled for AVX-512 — fast_math.h's functions are
+// always_inline and are inlined into them — so no shared out-of-line code can carry AVX-512
+// instructions to an AVX2 machine (the hazard runtime/cpu/int8_tile.h describes). Both compute
+// each element with the same IEEE operations in the same order (explicit fma, no fast-math),
+// so they give the same bits (tests/runtime/test_gelu_isa.cpp).
 #include "runtime/kernels/gelu.h"
 
 #include <cmath>
 #include <type_traits>
 
 #include "runtime/cpu/fast_math.h"
+#include "runtime/cpu_features.h"
 #include "runtime/cpu/rowwise.h"
 
 namespace mase::cpu {
@@ -39,19 +50,79 @@ MASE_VEC_INLINE T gelu_grad_of(T x) {  // Φ(x) + x·φ(x)
   }
 }
 
+// ---- the f32 loops, for the build's ISA and for AVX-512 ----
+// y[i] = gelu(x[i] + b[i]) (b null: no bias), and dx[i] = dy[i]·gelu'(x[i] + b[i]) with
+// acc[i] += dx[i] (acc null: no sum)
+MASE_VEC_INLINE void gelu_loop(float* __restrict y, const float* __restrict x,
+                               const float* __restrict b, int64_t n) {
+  if (b) {
+    for (int64_t i = 0; i < n; ++i) y[i] = gelu_f32(x[i] + b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = gelu_f32(x[i]);
+  }
+}
+MASE_VEC_INLINE void gelu_grad_loop(float* __restrict dx, double* __restrict acc,
+                                    const float* __restrict dy, const float* __restrict x,
+                                    const float* __restrict b, int64_t n) {
+  if (acc) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float d = dy[i] * gelu_grad_f32(x[i] + b[i]);
+      dx[i] = d;
+      acc[i] += double(d);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_grad_f32(x[i]);
+  }
+}
+
+#define MASE_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512")))
+MASE_AVX512 void gelu_loop_avx512(float* y, const float* x, const float* b, int64_t n) {
+  gelu_loop(y, x, b, n);
+}
+MASE_AVX512 void gelu_grad_loop_avx512(float* dx, double* acc, const float* dy, const float* x,
+                                       const float* b, int64_t n) {
+  gelu_grad_loop(dx, acc, dy, x, b, n);
+}
+#undef MASE_AVX512
+void gelu_loop_base(float* y, const float* x, const float* b, int64_t n) { gelu_loop(y, x, b, n); }
+void gelu_grad_loop_base(float* dx, double* acc, const float* dy, const float* x,
+                         const float* b, int64_t n) {
+  gelu_grad_loop(dx, acc, dy, x, b, n);
+}
+
+bool use_avx512() {
+  static const bool on = cpu_features().avx512();
+  return on;
+}
+void gelu_f32_span(float* y, const float* x, const float* b, int64_t n) {
+  (use_avx512() ? gelu_loop_avx512 : gelu_loop_base)(y, x, b, n);
+}
+void gelu_grad_f32_span(float* dx, double* acc, const float* dy, const float* x, const float* b,
+                        int64_t n) {
+  (use_avx512() ? gelu_grad_loop_avx512 : gelu_grad_loop_base)(dx, acc, dy, x, b, n);
+}
+
 }  // namespace
 
 template <class T>
 void gelu_forward(T* out, const T* x, int64_t n) {
   parallel_for(0, n, kGrainElems, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) out[i] = gelu_of(x[i]);
+    if constexpr (std::is_same_v<T, float>) {
+      gelu_f32_span(out + lo, x + lo, nullptr, hi - lo);
+    } else {
+      for (int64_t i = lo; i < hi; ++i) out[i] = gelu_of(x[i]);
+    }
   });
 }
 
 template <class T>
 void gelu_backward(T* dx, const T* dy, const T* x, int64_t n) {
   parallel_for(0, n, kGrainElems, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * gelu_grad_of(x[i]);
+    if constexpr (std::is_same_v<T, float>) {
+      gelu_grad_f32_span(dx + lo, nullptr, dy + lo, x + lo, nullptr, hi - lo);
+    } else {
+      for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * gelu_grad_of(x[i]);
+    }
   });
 }
 
@@ -60,7 +131,11 @@ void bias_gelu_forward(T* out, const T* inp, const T* bias, int64_t rows, int64_
   for_each_row(rows, cols, [&](int64_t r) {
     const T* __restrict x = inp + r * cols;
     T* __restrict y = out + r * cols;
-    for (int64_t c = 0; c < cols; ++c) y[c] = gelu_of(x[c] + bias[c]);
+    if constexpr (std::is_same_v<T, float>) {
+      gelu_f32_span(y, x, bias, cols);
+    } else {
+      for (int64_t c = 0; c < cols; ++c) y[c] = gelu_of(x[c] + bias[c]);
+    }
   });
 }
 
@@ -73,6 +148,10 @@ void bias_gelu_backward(T* dinp, T* dbias, const T* dout, const T* inp, const T*
         const T* __restrict x = inp + r * cols;
         const T* __restrict dy = dout + r * cols;
         T* __restrict dx = dinp + r * cols;
+        if constexpr (std::is_same_v<T, float>) {
+          gelu_grad_f32_span(dx, acc, dy, x, bias, cols);
+          return;
+        }
         for (int64_t c = 0; c < cols; ++c) {
           const T d = dy[c] * gelu_grad_of(x[c] + bias[c]);  // dinp = dout·gelu'(inp + bias)
           dx[c] = d;

@@ -27,6 +27,13 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T
                   int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc, int64_t batch,
                   const int64_t* a_off, const int64_t* b_off, const int64_t* c_off);
 
+// Whether gemm<float> hands problems of at least kOnednnMinWork multiply-adds to oneDNN's
+// matmul (a build with libdnnl-dev; MASE_SGEMM=openblas starts it off; runtime/cpu/
+// onednn_gemm.h says why and what was measured). Switchable for A/B (mase-bench --onednn).
+constexpr double kOnednnMinWork = 8.0 * 1024 * 1024;  // M·N·K
+bool onednn_enabled();
+void set_onednn_enabled(bool on);
+
 }  // namespace mase::cpu
 
 // ---- batches of GEMMs: how their operands are laid out ---------------------------------------

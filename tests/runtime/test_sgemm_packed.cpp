@@ -14,15 +14,9 @@
 using namespace mase;
 using namespace mase::cpu;
 
-namespace {
+using test::random_floats;
 
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = d(gen);
-  return v;
-}
+namespace {
 
 // C[i][j] = fma chain over k in order, then + bias: the microkernels' exact arithmetic.
 std::vector<float> reference(const std::vector<float>& A, int64_t lda, const std::vector<float>& B,

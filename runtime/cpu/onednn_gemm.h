@@ -1,0 +1,36 @@
+// runtime/cpu/onednn_gemm.h — large fp32 GEMMs on oneDNN's matmul, where oneDNN is installed
+// (Debian: libdnnl-dev) — the choice issue 21 asked to make by measurement.
+//
+// Why: measured on a quiet 2-core Xeon (AVX-512, 2026-11-26, docs/performance.md "The CPU's
+// own matrix units"), oneDNN's matmul on the weights as they are (no reorder, nothing cached
+// per weight) runs BERT's Linear shapes 1.2–2.1× faster than OpenBLAS's sgemm (most on
+// bert-tiny's 128-wide ones) and ~0.9–1.0× at 4096³; PyTorch's CPU path calls it, and that
+// was most of PyTorch's lead in eval. oneDNN's own dnnl_sgemm (the BLAS-style entry) was no
+// faster than OpenBLAS: the gain is the matmul primitive's JIT kernels, built per shape.
+//
+// How: a matmul primitive per GEMM signature (sizes, transposes, leading dimensions, alpha,
+// beta), created on first use and cached (creating one JITs its kernel: ~1 ms); the
+// operands are bound at each call, so weights updated in place by training are read fresh.
+// alpha is an output scale, beta·C a "sum" post-op.
+//
+// Who: cpu::gemm<float> (runtime/cpu/matmul.cpp) tries this first for GEMMs of at least
+// kOnednnMinWork multiply-adds, from outside oneTBB's tasks only: oneDNN is built on OpenMP
+// here, and a call from inside a TBB task (sdpa's tile products) would start a second team
+// of threads on cores the first already uses. Everything else stays on OpenBLAS. MASE_SGEMM=
+// openblas turns it off (A/B); mase-bench and mase-train print which library runs.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "runtime/kernels/matmul.h"  // kOnednnMinWork, onednn_enabled, set_onednn_enabled
+
+namespace mase::cpu {
+// C = alpha·op(A)·op(B) + beta·C, row-major, as BLAS; false when oneDNN did not run it (not
+// built, turned off, or it refused the problem): the caller computes it another way.
+bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// oneDNN's OpenMP threads: set with mase::set_num_threads.
+void onednn_set_num_threads(int n);
+std::string onednn_version();  // "oneDNN 2.6.3" in a build with it, else ""
+
+}  // namespace mase::cpu
