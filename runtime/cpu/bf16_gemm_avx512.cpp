@@ -21,8 +21,16 @@ inline int32_t load32(const uint16_t* p) {
   return v;
 }
 
+// clang 16 (the sanitizer build's compiler, scripts/sanitize.sh) segfaults optimising this loop
+// of vdpbf16ps; it compiles it unoptimised. GCC, which builds the product, optimises it.
+#if defined(__clang__) && __clang_major__ < 17
+#define MASE_CLANG16_OPTNONE __attribute__((optnone))
+#else
+#define MASE_CLANG16_OPTNONE
+#endif
+
 template <int MR>
-void tile(const Bf16Tile& t) {
+MASE_CLANG16_OPTNONE void tile(const Bf16Tile& t) {
   const int nv0 = t.nv < 16 ? t.nv : 16, nv1 = t.nv > 16 ? t.nv - 16 : 0;
   const __mmask16 m0 = nv0 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv0) - 1);
   const __mmask16 m1 = nv1 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv1) - 1);
