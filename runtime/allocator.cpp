@@ -9,6 +9,7 @@
 #include <new>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cuda/memory.h"
@@ -270,15 +271,22 @@ class CachingAllocator {
 
   void free_arena_locked(ArenaState* a) noexcept {
     if (!a->base) return;  // an empty arena holds nothing
-    arenas_.erase(a->base);
+    char* const base = std::exchange(a->base, nullptr);
+    const size_t bytes = a->bytes;
+    // the map may hold the last reference to *a: keep it alive until we are done with it
+    // (ASan caught the read of a->base after the erase had freed the state)
+    std::shared_ptr<ArenaState> keep;
+    if (auto it = arenas_.find(base); it != arenas_.end()) {
+      keep = std::move(it->second);
+      arenas_.erase(it);
+    }
     try {
-      os_free(a->base);
+      os_free(base);
     } catch (...) {
     }
     ++stats_.os_frees;
-    stats_.os_bytes -= a->bytes;
-    stats_.in_use_bytes -= a->bytes;
-    a->base = nullptr;
+    stats_.os_bytes -= bytes;
+    stats_.in_use_bytes -= bytes;
   }
 
   void* os_alloc(size_t sz) {
