@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"on", "off"}));
   std::string packed = "on";
   app.add_option("--packed-gemm", packed,
-                 "inference Linears on our packed GEMM where it beats OpenBLAS (on), or always "
+                 "inference Linears on our packed GEMM where it beats OpenBLAS and oneDNN is off or "
+                 "absent (on), or always "
                  "OpenBLAS (off): A/B of runtime/kernels/sgemm_packed.h")
       ->check(CLI::IsMember({"on", "off"}));
   app.footer(footer());
