@@ -3,13 +3,13 @@
 //
 // Why: measured on a quiet 2-core Xeon (AVX-512, 2026-11-26, docs/performance.md "The CPU's
 // own matrix units"), oneDNN's matmul on the weights as they are (no reorder, nothing cached
-// per weight) runs BERT's Linear shapes 1.2–2.1× faster than OpenBLAS's sgemm (most on
-// bert-tiny's 128-wide ones) and ~0.9–1.0× at 4096³; PyTorch's CPU path calls it, and that
-// was most of PyTorch's lead in eval. oneDNN's own dnnl_sgemm (the BLAS-style entry) was no
-// faster than OpenBLAS: the gain is the matmul primitive's JIT kernels, built per shape.
+// per weight) runs BERT's Linear shapes 1.04–2.1× faster than OpenBLAS's sgemm (most on
+// bert-tiny's 128-wide ones) and 0.86× at 4096³; PyTorch's CPU path calls it. Whole steps
+// gained 1.00–1.10×. oneDNN's own dnnl_sgemm (the BLAS-style entry) was no faster than
+// OpenBLAS: the gain is the matmul primitive's JIT kernels, built per shape.
 //
 // How: a matmul primitive per GEMM signature (sizes, transposes, leading dimensions, alpha,
-// beta), created on first use and cached (creating one JITs its kernel: ~1 ms); the
+// beta), created on first use and cached (creating one generates its kernel); the
 // operands are bound at each call, so weights updated in place by training are read fresh.
 // alpha is an output scale, beta·C a "sum" post-op.
 //
