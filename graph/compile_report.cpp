@@ -25,7 +25,9 @@ using Model = nn::BertForSequenceClassification;
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (!a.defined() || !b.defined() || a.shape() != b.shape() || a.dtype() != b.dtype())
     return false;
-  Tensor ca = a.detach().contiguous(), cb = b.detach().contiguous();
+  // compared on the host: a CUDA tensor's bytes are not addressable here
+  const Tensor ca = a.detach().to(Device::cpu()).contiguous();
+  const Tensor cb = b.detach().to(Device::cpu()).contiguous();
   return std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
 }
 
@@ -108,11 +110,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-size_t peak_of(const std::function<void()>& f) {
-  const size_t base = allocator_stats().in_use_bytes;
-  reset_peak_stats();
+// the bytes in use at f's peak above those before it, on `device` (each device has its allocator)
+size_t peak_of(Device device, const std::function<void()>& f) {
+  const size_t base = allocator_stats(device).in_use_bytes;
+  reset_peak_stats(device);
   f();
-  const size_t peak = allocator_stats().peak_in_use_bytes;
+  const size_t peak = allocator_stats(device).peak_in_use_bytes;
   return peak > base ? peak - base : 0;
 }
 
@@ -130,6 +133,9 @@ CompileReport compile_report(const CompileReportOptions& o) {
              o.batch, ", ", o.seq);
   CompileReport r;
   r.options = o;
+  auto progress = [&](const auto&... what) {
+    if (o.progress) std::fprintf(stderr, "compile: %s\n", cat(what...).c_str());
+  };
   if (o.threads > 0) set_num_threads(o.threads);
   r.threads = num_threads();
   manual_seed(o.seed);
@@ -147,6 +153,7 @@ CompileReport compile_report(const CompileReportOptions& o) {
   const uint64_t seed = o.seed + 11;
 
   // compile first: the trace must see the unfused model
+  progress(o.model, " on ", device.str(), ": trace, passes and the first (compiled) run");
   Compiled compiled = compile_bert(model, {o.disabled});
   std::vector<Tensor> got = results(*model, step(*model, o.train, seed, [&] {
     return compiled(inputs);
@@ -174,6 +181,7 @@ CompileReport compile_report(const CompileReportOptions& o) {
     return [&, fused] { fused ? (void)nn::fuse_kernels(*model) : nn::unfuse_kernels(*model); };
   };
   auto nothing = [] {};
+  progress("first call done; the eager run to compare with");
   set_fused(true)();
   std::vector<Tensor> want = results(*model, eager_step(), o.train);
   r.max_abs_diff = max_abs_diff(got, want);
@@ -218,8 +226,10 @@ CompileReport compile_report(const CompileReportOptions& o) {
     return seconds_of([&] { v.run(); });
   };
   // warm-up: each ablation's compile, then the replay that records its allocations
+  progress("warm-up of ", variants.size(), " variants (each ablation compiles once)");
   for (int k = 0; k < 2; ++k)
     for (const Variant& v : variants) timed(v);
+  progress("timing ", variants.size(), " variants round-robin, ", o.repeat, " steps each");
   std::vector<std::vector<double>> wall(variants.size()), cpu(variants.size());
   for (int k = 0; k < o.repeat; ++k)
     for (size_t v = 0; v < variants.size(); ++v) {
@@ -229,16 +239,17 @@ CompileReport compile_report(const CompileReportOptions& o) {
     }
   for (size_t v = 0; v < variants.size(); ++v)
     r.times.push_back({variants[v].name, median(wall[v]), median(cpu[v]), spread(cpu[v])});
+  progress("peak memory, eager and compiled");
   for (size_t v : {1, 2}) {  // eager fused, compiled; the gradients exist (zeroed) already
     variants[v].prepare();
-    (v == 1 ? r.eager_peak_bytes : r.compiled_peak_bytes) = peak_of([&] { variants[v].run(); });
+    (v == 1 ? r.eager_peak_bytes : r.compiled_peak_bytes) = peak_of(device, [&] { variants[v].run(); });
   }
   if (o.train) {  // what the forward leaves in use for backward: the activations autograd keeps
     auto kept = [&](const std::function<TensorMap()>& fwd) {
       manual_seed(seed);
-      const size_t before = allocator_stats().in_use_bytes;
+      const size_t before = allocator_stats(device).in_use_bytes;
       TensorMap out = fwd();
-      return allocator_stats().in_use_bytes - before;  // out (and its graph) still alive
+      return allocator_stats(device).in_use_bytes - before;  // out (and its graph) still alive
     };
     set_fused(true)();
     r.eager_kept_bytes = kept([&] {

@@ -38,6 +38,7 @@ struct CompileReportOptions {
   int repeat = 5;
   int threads = 0;  // 0: leave the runtime's thread count as it is
   uint64_t seed = 0;
+  bool progress = false;  // one line on stderr per stage (mase-graph compile: long on a big model)
 };
 
 struct TimedVariant {

@@ -216,7 +216,10 @@ class CachingAllocator {
     std::lock_guard lock(mu_);
     a.active = true;
     a.next = 0;
-    a.diverged = !a.live.empty();  // blocks of an earlier run still alive: serve nothing
+    // Blocks of an earlier run may still be alive (a CUDA graph's outputs are kept between
+    // its launches, planned busy at every step): serve_locked checks each request's range
+    // against them, so the run diverges only where it would really overlap one.
+    a.diverged = false;
   }
   void end_run(ArenaState& a) noexcept {
     std::lock_guard lock(mu_);

@@ -85,7 +85,8 @@ struct ArenaState;  // allocator.cpp
 // While an Arena::Run lives, this thread's requests on the device are matched against the
 // plan in order. The run stays on the plan only while it makes the recorded requests: a
 // request beyond the plan, of another size, or whose range would overlap a block still alive
-// (a lifetime that differs from the recording's) makes it DIVERGE: that request and every
+// (a lifetime that differs from the recording's, or a block kept from an earlier run where
+// the plan did not keep its range free) makes it DIVERGE: that request and every
 // later one of the run go to the caching allocator, and nothing is ever overwritten.
 // Freeing a block served from the arena is a no-op. Statistics: the arena's bytes count as
 // held from the OS and as in use (reserved: no other request can have them) while it exists.

@@ -5,11 +5,18 @@
 //   return mase::cli::run("mase-foo", [&] { ...; return 0; });
 //
 // Exit status: 0 after --help; 2 for bad flags or a ConfigError (the user can fix the command);
-// 1 for any other error (a file, a device, something unexpected).
+// 1 for any other error (a file, a device, something unexpected). A crash (a bug: segfault,
+// abort) prints the tool's name, the signal and a raw backtrace on stderr before dying: the
+// addresses are offsets into the binary (`addr2line -e bin/mase-foo -f -C 0x…` names them).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -19,6 +26,34 @@ namespace mase::cli {
 
 constexpr int kExitError = 1, kExitUsage = 2;
 
+namespace detail {
+inline const char* crash_tool = "mase";
+// Async-signal-safe only (write, open, read, backtrace_symbols_fd): the heap may be broken.
+inline void on_crash(int sig) {
+  auto say = [](const char* s) { (void)!write(2, s, std::strlen(s)); };
+  say(crash_tool);
+  say(": crashed (");
+  say(sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
+      : sig == SIGILL ? "SIGILL" : "SIGABRT");
+  say("): a bug in mase-cpp; the backtrace, and where the binary is loaded:\n");
+  void* frames[48];
+  backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+  if (int fd = open("/proc/self/maps", O_RDONLY); fd >= 0) {  // the first line: the binary's base
+    char line[256];
+    const ssize_t n = read(fd, line, sizeof line - 1);
+    if (n > 0) {
+      line[n] = 0;
+      if (char* nl = std::strchr(line, '\n')) nl[0] = 0;
+      say(line);
+      say("\n");
+    }
+    close(fd);
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+}  // namespace detail
+
 // Parses `app` (CLI11: argv, or a vector of arguments in reverse order). nullopt: go on;
 // otherwise the status to exit with.
 template <class... Args>
@@ -26,6 +61,8 @@ std::optional<int> parse(CLI::App& app, const char* tool, Args&&... args) {
   // Progress lines appear as they are printed, also when redirected to a file or a pipe
   // (stdout is block-buffered there by default; a log read with tail -f would lag minutes).
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  detail::crash_tool = tool;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, detail::on_crash);
   try {
     app.parse(std::forward<Args>(args)...);
   } catch (const CLI::CallForHelp&) {

@@ -290,6 +290,7 @@ int main(int argc, char** argv) {
   if (comp->parsed())
     return cli::run("mase-graph", [&] {
       co.train = mode == "train";
+      co.progress = true;
       const graph::CompileReport r = graph::compile_report(co);
       std::cout << r.str();
       return r.outputs_equal ? 0 : 1;

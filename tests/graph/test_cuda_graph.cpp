@@ -6,6 +6,7 @@
 // CPU plan never tries it.
 #include "compile_helpers.h"
 #include "graph/compile.h"
+#include "graph/compile_report.h"
 #include "runtime/cuda_graph.h"
 
 using namespace mase;
@@ -87,4 +88,24 @@ TEST_CASE("cuda_graph: a training step on a GPU is not captured (autograd) and e
   nn::fuse_kernels(*model);
   auto want = loss_and_grads(*model, [&] { return eager_outputs(*model, b, true).at("loss"); });
   CHECK(max_abs_diff(got.at("loss"), want.at("loss")) <= 1e-5);
+}
+
+// mase-graph compile --device cuda (graph/compile_report.cpp): the report compares the compiled
+// and eager outputs bit for bit on the host and measures each step's peak on the GPU's own
+// allocator (the first GPU run crashed in the comparison and read the CPU's peak: 0 MB).
+TEST_CASE("cuda_graph: compile_report on a GPU compares on the host and measures the GPU's peak") {
+  if (!have_gpu()) return;
+  for (bool train : {false, true}) {
+    CAPTURE(train);
+    CompileReportOptions o;
+    o.device = "cuda";
+    o.train = train;
+    o.repeat = 2;
+    o.batch = 4;
+    o.seq = 32;
+    const CompileReport r = compile_report(o);
+    CHECK(r.outputs_equal);
+    CHECK(r.eager_peak_bytes > 0);
+    if (!train) CHECK(r.cuda_graph.find("captured as") != std::string::npos);
+  }
 }

@@ -110,11 +110,15 @@ TEST_CASE("arena: a run that differs from its recording falls back and overwrite
     CHECK(kept == base);
     CHECK(arena.live_blocks() == 1);
     {
-      Arena::Run run(arena);  // b is still alive: nothing is served from the arena
+      Arena::Run run(arena);  // b is still alive at [0, 1024)
       void* a = allocate(cpu, 100);
-      CHECK((a < base || a >= base + 1152));
+      CHECK(a == base + 1024);  // a's range is free: served
+      CHECK_FALSE(run.diverged());
+      void* b = allocate(cpu, 1000);  // planned at 0, over the kept b: from the caching allocator
+      CHECK((b < base || b >= base + 1152));
       CHECK(run.diverged());
       deallocate(cpu, a, 100);
+      deallocate(cpu, b, 1000);
     }
     deallocate(cpu, kept, 1000);
     CHECK(arena.live_blocks() == 0);
