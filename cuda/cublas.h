@@ -23,7 +23,12 @@ inline cublasOperation_t cublas_op(bool transposed) { return transposed ? CUBLAS
 // freed: a captured graph keeps using the address it saw, and stream order makes one buffer per
 // use safe to reuse (each GEMM reads it before the next one's preparation overwrites it).
 // Growth is allowed while a stream is captured (cudaMalloc in relaxed capture mode).
-enum ScratchSlot : int { kScratchPointers = 0, kScratchBf16A = 1, kScratchBf16B = 2 };
+enum ScratchSlot : int {
+  kScratchPointers = 0,
+  kScratchBf16A = 1,
+  kScratchBf16B = 2,
+  kScratchColumnSums = 3,  // cuda/column_sums.cuh: the per-chunk partial sums
+};
 void* device_scratch(int slot, size_t bytes);
 
 // The pointer arrays of a pointer-batched GEMM (cublas*gemmBatched*), written on the device by a

@@ -1,9 +1,9 @@
 // cuda/layer_norm.cu — layer norm on the GPU (twin of runtime/cpu/layer_norm.cpp).
 //
 // forward and dinp: one block per row, block reductions for the row means (block_reduce.cuh).
-// dweight/dbias are column sums over all rows: each block owns 32 adjacent columns (so a
-// warp reads 32 consecutive floats of a row: coalesced) and kRowGroups threads per column
-// walk every kRowGroups-th row; the groups' partial sums are then added in a fixed order.
+// dweight/dbias are column sums over all rows, both taken in one pass by
+// cuda/column_sums.cuh (chunks of rows over many blocks, then the chunks added per column, in
+// a fixed order).
 // The fused dropout_add_layer_norm builds hidden = dropout(inp + inp_bias) + residual in the
 // same block that normalises the row (the mask from runtime/philox.h, as the CPU draws it,
 // stored as one byte an element); its backward is the plain backward on hidden, then
@@ -11,14 +11,13 @@
 // cuda/reduce.cu's column sum.
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
+#include "cuda/column_sums.cuh"
 #include "cuda/stream.h"
 #include "runtime/kernels/layer_norm.h"
 #include "runtime/kernels/reduce.h"
 
 namespace mase::cuda {
 namespace {
-
-constexpr int kColTile = 32, kRowGroups = 16;
 
 // mean = Σx/C, var = Σ(x − mean)²/C (two passes), y = (x − mean)·rstd·w + b: row blockIdx.x
 __device__ void normalize_row(float* out, float* mean, float* rstd, const float* inp,
@@ -92,31 +91,17 @@ __global__ void backward_dx_kernel(float* dinp, const float* dout, const float* 
     dx[c] = s * (dy[c] * w[c] - g_mean - (x[c] - m) * s * gx_mean);
 }
 
-// dweight = Σ_rows dy·x̂, dbias = Σ_rows dy; block (kColTile, kRowGroups), grid over columns
-__global__ void backward_dwdb_kernel(float* dweight, float* dbias, const float* dout,
-                                     const float* inp, const float* mean, const float* rstd,
-                                     int64_t rows, int64_t cols) {
-  __shared__ float part_w[kRowGroups][kColTile], part_b[kRowGroups][kColTile];
-  const int64_t c = blockIdx.x * int64_t(kColTile) + threadIdx.x;
-  float w = 0.f, b = 0.f;
-  if (c < cols) {
-    for (int64_t r = threadIdx.y; r < rows; r += kRowGroups) {
-      const float dy = dout[r * cols + c];
-      w += dy * (inp[r * cols + c] - mean[r]) * rstd[r];
-      b += dy;
-    }
+// row r's terms of dweight[c] = Σ_rows dy·x̂ and dbias[c] = Σ_rows dy (float sums)
+struct DwDbTerms {
+  static constexpr int K = 2;
+  const float *dout, *inp, *mean, *rstd;
+  int64_t cols;
+  __device__ void operator()(int64_t, int64_t r, int64_t c, float* s) const {
+    const float dy = dout[r * cols + c];
+    s[0] += dy * (inp[r * cols + c] - mean[r]) * rstd[r];
+    s[1] += dy;
   }
-  part_w[threadIdx.y][threadIdx.x] = w;
-  part_b[threadIdx.y][threadIdx.x] = b;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= cols) return;
-  for (int k = 1; k < kRowGroups; ++k) {
-    w += part_w[k][threadIdx.x];
-    b += part_b[k][threadIdx.x];
-  }
-  dweight[c] = w;
-  dbias[c] = b;
-}
+};
 
 }  // namespace
 
@@ -138,10 +123,7 @@ void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float*
                                                                     rstd, cols);
     MASE_CUDA_CHECK(cudaGetLastError());
   }
-  const unsigned col_blocks = static_cast<unsigned>((cols + kColTile - 1) / kColTile);
-  backward_dwdb_kernel<<<col_blocks, dim3(kColTile, kRowGroups), 0, stream()>>>(dweight, dbias, dout, inp, mean,
-                                                                   rstd, rows, cols);
-  MASE_CUDA_CHECK(cudaGetLastError());
+  column_sums<float>(dweight, dbias, 1, rows, cols, DwDbTerms{dout, inp, mean, rstd, cols});
 }
 
 void dropout_add_layer_norm_forward(float* out, float* hidden, uint8_t* keep, float* mean,

@@ -3,12 +3,14 @@
 //
 // Like the CPU kernel, every output is summed in double in a fixed order, so results do not
 // depend on the launch shape or on timing (no atomics):
-//  * inner > 1 (column sums, e.g. a bias gradient): one thread per output (o, i) walks the
-//    `reduce` rows; adjacent threads read adjacent columns, so every step is coalesced.
+//  * inner > 1 (column sums, e.g. a bias gradient): cuda/column_sums.cuh — the rows cut into
+//    chunks summed by many blocks, then the chunks' sums added per column, both in a fixed
+//    order (a grid of more than 65,535 outer slices: one thread per output walks the rows).
 //  * inner == 1 (row sums, e.g. the sum of a whole tensor): one block per row, each thread a
 //    strided share of the row, then a tree reduction in shared memory.
 // Simple rather than fast: a single long row uses one block. A later issue can split it.
 #include "cuda/check.h"
+#include "cuda/column_sums.cuh"
 #include "cuda/stream.h"
 #include "runtime/kernels/reduce.h"
 
@@ -27,6 +29,16 @@ __global__ void sum_columns_kernel(float* out, const float* inp, int64_t outer, 
   for (int64_t r = 0; r < reduce; ++r) s += p[r * inner];
   out[j] = static_cast<float>(s);
 }
+
+// term of column sum (o, i), row r: inp[o][r][i], summed in double
+struct SumTerms {
+  static constexpr int K = 1;
+  const float* inp;
+  int64_t reduce, inner;
+  __device__ void operator()(int64_t o, int64_t r, int64_t i, double* s) const {
+    s[0] += inp[(o * reduce + r) * inner + i];
+  }
+};
 
 __global__ void sum_rows_kernel(float* out, const float* inp, int64_t reduce) {
   __shared__ double part[kThreads];
@@ -90,6 +102,8 @@ void sum_forward(float* out, const float* inp, int64_t outer, int64_t reduce, in
   if (outer * inner == 0) return;
   if (inner == 1)
     sum_rows_kernel<<<outer, kThreads, 0, stream()>>>(out, inp, reduce);
+  else if (outer <= 65535)
+    column_sums<double>(out, nullptr, outer, reduce, inner, SumTerms{inp, reduce, inner});
   else
     sum_columns_kernel<<<(outer * inner + kThreads - 1) / kThreads, kThreads, 0, stream()>>>(out, inp, outer,
                                                                               reduce, inner);

@@ -93,6 +93,18 @@ TEST_CASE("embedding: CPU == CUDA") {
   backward(embedding(big, w), dbig);
   backward(embedding(big.detach().to(Device::cuda()), wg), dbig.detach().to(Device::cuda()));
   check_close(wg.grad().detach().to(Device::cpu()), w.grad(), 0, 0);
+  // token types: one id for every row (a single thread's run of 8,192 adds, in order), and
+  // runs of repeated ids that cross the groups and tiles of the kernel
+  for (int pattern = 0; pattern < 2; ++pattern) {
+    for (size_t i = 0; i < many.size(); ++i)
+      many[i] = pattern == 0 ? 1 : static_cast<int32_t>((i / 37) % 3);
+    Tensor same = ids_of(many, {32, 256});
+    w.set_grad(Tensor());
+    wg.set_grad(Tensor());
+    backward(embedding(same, w), dbig);
+    backward(embedding(same.detach().to(Device::cuda()), wg), dbig.detach().to(Device::cuda()));
+    check_close(wg.grad().detach().to(Device::cpu()), w.grad(), 0, 0);
+  }
   // CUDA ids are checked on the device: a bad one gives a NaN row, never a read outside
   Tensor bad = embedding(ids_of({1, 50, -2}, {3}).detach().to(Device::cuda()), wg.detach());
   std::vector<float> v = bad.to_vector<float>();

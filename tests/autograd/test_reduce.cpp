@@ -89,6 +89,22 @@ TEST_CASE("sum and mean: CPU == CUDA") {
   check_close(bg.grad().detach().to(Device::cpu()), b.grad(), 1e-4);
 }
 
+// cuda/column_sums.cuh cuts the rows into chunks of 128 summed by separate blocks: tall
+// matrices with a partial last chunk, one chunk, one row, and several outer slices.
+TEST_CASE("sum: column sums of tall matrices, CPU == CUDA") {
+  if (!test::have_gpu()) return;
+  for (const Shape& s : {Shape{8197, 130}, Shape{128, 33}, Shape{129, 2}, Shape{1, 40},
+                         Shape{3, 700, 65}}) {
+    CAPTURE(s);
+    Tensor x = rand(s);
+    Tensor xg = x.detach().to(Device::cuda());
+    const int64_t dim = s.size() == 3 ? 1 : 0;
+    check_close(sum(xg, {dim}).detach().to(Device::cpu()), sum(x, {dim}), 1e-5, 1e-6);
+    const Tensor twice = sum(xg, {dim}).detach().to(Device::cpu());  // a fixed order: same bits
+    check_close(sum(xg, {dim}).detach().to(Device::cpu()), twice, 0, 0);
+  }
+}
+
 TEST_CASE("sum and mean: errors") {
   Tensor x = Tensor::zeros({2, 3});
   CHECK(test::error_message([&] { sum(x, {2}); }) ==
