@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
 command -v nvcc >/dev/null || { echo "gpu_pack: no nvcc (the CUDA toolkit is needed here)"; exit 2; }
 bins=(test_runtime test_autograd test_models test_train test_quant test_graph mase-train mase-bench
-      mase-graph)
+      mase-graph mase-search)
 # more binaries a scripts/gpu/*.sh part needs: GPU_PACK_EXTRA="test_search"
 read -r -a extra <<< "${GPU_PACK_EXTRA:-}"
 bins+=("${extra[@]}")
