@@ -147,13 +147,17 @@ __global__ void __launch_bounds__(kThreads, kFusedMinBlocks<HS>)
   }
 }
 
-// dq(b, h, i, ·) += Σ_{g = 1}^{G−1} slice_g(b, h, i, ·), in that order: one thread per element.
+// dq(b, h, i, ·) += Σ_{g = 1}^{G−1} slice_g(b, h, i, ·), in that order. A block of 256 threads
+// covers 256 / HS query rows (rows = B·NH·Tq < 2³¹, so 32-bit index arithmetic: 64-bit
+// divisions cost ~100 instructions each, more than the element's memory traffic).
+template <int HS>
 __global__ void add_partials(HeadsView<float> dq, const float* partials, int64_t slice,
-                             int groups, int NH, int Tq, int HS, int64_t n) {
-  const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= n) return;
-  const int64_t row = e / HS, bh = row / Tq;
-  float* p = head_row(dq, bh / NH, bh % NH, row % Tq) + e % HS;
+                             int groups, int NH, int Tq, int rows) {
+  const int row = blockIdx.x * (kThreads / HS) + threadIdx.x / HS, d = threadIdx.x % HS;
+  if (row >= rows) return;
+  const int bh = row / Tq;
+  float* p = head_row(dq, bh / NH, bh % NH, row % Tq) + d;
+  const int64_t e = int64_t(row) * HS + d;  // the element in a packed slice
   float sum = *p;
   for (int g = 1; g < groups; ++g) sum += partials[(g - 1) * slice + e];
   *p = sum;
@@ -192,12 +196,11 @@ void launch(const BwdArgs& a, int64_t BH, int groups, float* partials) {
       <<<unsigned(blocks), kThreads, kFusedSmem<HS>, stream()>>>(a, partials, slice, groups);
   MASE_CUDA_CHECK(cudaGetLastError());
   if (!kAtomic && groups > 1) {
-    const int64_t n = slice;
-    constexpr int kAddThreads = 256;
-    MASE_CHECK((n + kAddThreads - 1) / kAddThreads < (int64_t(1) << 31), ShapeError,
-               "[sdpa] too many dq elements: ", n);
-    add_partials<<<unsigned((n + kAddThreads - 1) / kAddThreads), kAddThreads, 0, stream()>>>(
-        a.dq, partials, slice, groups, a.NH, a.Tq, HS, n);
+    const int64_t rows = BH * a.Tq;
+    MASE_CHECK(rows < (int64_t(1) << 31), ShapeError, "[sdpa] too many query rows: ", rows);
+    constexpr int kRows = kThreads / HS;  // rows a block
+    add_partials<HS><<<unsigned((rows + kRows - 1) / kRows), kThreads, 0, stream()>>>(
+        a.dq, partials, slice, groups, a.NH, a.Tq, int(rows));
     MASE_CUDA_CHECK(cudaGetLastError());
   }
 }
