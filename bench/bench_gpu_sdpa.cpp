@@ -5,6 +5,11 @@
 //
 //   gpu-sdpa/fwd/NH<nh>/T<t>       out = sdpa(q, k, v, mask)              4·B·NH·T²·HS flops
 //   gpu-sdpa/fwd_bwd/NH<nh>/T<t>   the same, then backward(out, dout)    12·B·NH·T²·HS flops
+//   gpu-sdpa/two_kernel|atomic/fwd_bwd/NH<nh>/T<t>   the same with the fp32 backward's other
+//                                  algorithms (SdpaBackward, runtime/kernels/sdpa.h): the first
+//                                  version's two kernels, and FlashAttention-2's atomic dQ;
+//                                  plain fwd_bwd runs the default, the deterministic one-pass
+//                                  kernel (cuda/sdpa_backward_fused.cu)
 //   gpu-sdpa/fwd_bwd_dropout/NH12/T256   with attention dropout p = 0.1 (BERT's training)
 //   gpu-sdpa/tf32x3|tf32/fwd|fwd_bwd/NH12/T<t>   the tensor-core kernels (SdpaMath, rung v3 of
 //                                  the ladder): fp32-accurate tf32x3, and plain TF32
@@ -34,12 +39,16 @@ constexpr int kIters = 20;
 const char* math_name(SdpaMath m) {
   return m == SdpaMath::fp32 ? "fp32" : m == SdpaMath::tf32x3 ? "tf32x3" : "tf32";
 }
+const char* backward_name(SdpaBackward b) {
+  return b == SdpaBackward::fused ? "fused" : b == SdpaBackward::atomic ? "atomic" : "two_kernel";
+}
 
 struct Problem {
   int64_t B = kBatch, NH = 12, T = 256;
   bool backward = false;
   double dropout = 0.0;
   SdpaMath math = SdpaMath::fp32;  // of the fused version
+  SdpaBackward alg = SdpaBackward::fused;  // its backward (fp32 only)
   int64_t C() const { return NH * kHeadSize; }
   double flops() const { return (backward ? 12.0 : 4.0) * B * NH * double(T) * T * kHeadSize; }
 };
@@ -74,6 +83,7 @@ Tensor heads(const Tensor& x, int64_t NH) {
 Tensor run(const Problem& p, const Inputs& in, bool fused, uint64_t seed = 1) {
   Generator gen(seed);
   sdpa_cuda_math() = p.math;
+  sdpa_cuda_backward() = p.alg;
   const Tensor q = heads(in.qx, p.NH), k = heads(in.kx, p.NH), v = heads(in.vx, p.NH);
   const bool train = p.dropout > 0;
   Tensor out = fused ? sdpa(q, k, v, in.mask, p.dropout, train, gen)
@@ -112,9 +122,12 @@ void add_problem(const std::string& name, const Problem& p) {
                                            {{[&] { run(p, in, false); }, "vs_naive"}})[0];
     set_flops(st, p.flops());
     st.counters["naive_flops"] = naive_s > 0 ? p.flops() * double(st.iterations()) / naive_s : 0;
+    const bool fp32_bwd = p.backward && p.math == SdpaMath::fp32;
     st.SetLabel(cat("B=", p.B, " NH=", p.NH, " T=", p.T, " HS=", kHeadSize,
-                    p.dropout > 0 ? cat(" p=", p.dropout) : std::string(), " ", math_name(p.math)));
+                    p.dropout > 0 ? cat(" p=", p.dropout) : std::string(), " ", math_name(p.math),
+                    fp32_bwd ? cat(" bwd=", backward_name(p.alg)) : std::string()));
     sdpa_cuda_math() = SdpaMath::fp32;
+    sdpa_cuda_backward() = SdpaBackward::fused;
   }, Timing::manual)->Iterations(kIters);
 }
 
@@ -130,6 +143,15 @@ void register_gpu_sdpa() {
       }
     }
   }
+  // the fp32 backward's other algorithms (SdpaBackward), beside the default (fused) above:
+  // two_kernel is the first version, atomic FlashAttention-2's non-deterministic dQ
+  for (SdpaBackward alg : {SdpaBackward::two_kernel, SdpaBackward::atomic})
+    for (int64_t NH : {kBertConfigs[2].heads, kBertBase.heads})
+      for (int64_t T : {128, 256, 512}) {
+        Problem p{kBatch, NH, T, true, 0.0};
+        p.alg = alg;
+        add_problem(cat("gpu-sdpa/", backward_name(alg), "/fwd_bwd/NH", NH, "/T", T), p);
+      }
   add_problem("gpu-sdpa/fwd_bwd_dropout/NH12/T256", Problem{kBatch, 12, 256, true, 0.1});
   // the tensor-core rung (v3): fp32-accurate tf32x3, and plain tf32, at bert-base's heads
   for (SdpaMath math : {SdpaMath::tf32x3, SdpaMath::tf32})

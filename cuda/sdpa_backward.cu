@@ -9,10 +9,14 @@
 //   dV_j += (z ∘ P)ᵀ·dO_i    dK_j += scale·dSᵀ·Q_i     (kernel 2: one block per key tile)
 //   dQ_i += scale·dS·K_j                               (kernel 3: one block per query tile)
 // FlashAttention-2 computes dQ in kernel 2 too, adding each key tile's share with atomicAdd.
-// Here a third kernel walks the key tiles for its query tile instead and recomputes S and dP
-// (3 more tile products of the 7), so that every gradient element is summed by one thread in
-// a fixed order: the same bits on every run, like the CPU kernel, and no atomics to reason
-// about. Memory: the D workspace (B·NH·Tq floats) and nothing of size T².
+// This file's first version (SdpaBackward::two_kernel, rung v2 of the ladder) uses a third kernel
+// that walks the key tiles for its query tile instead and recomputes S and dP (3 more tile
+// products of the 7), so that every gradient element is summed by one thread in a fixed order:
+// the same bits on every run, like the CPU kernel, and no atomics to reason about. Memory: the D
+// workspace (B·NH·Tq floats) and nothing of size T². On an H100 it ran the backward at ~0.6×
+// PyTorch's speed; the one-pass kernel that replaced it as the default, deterministic too, is
+// cuda/sdpa_backward_fused.cu (read it next). This file keeps kernel 1 for both, and the
+// dispatch.
 // Rows that attended to nothing (l = 0: every score −inf) get P = 0, dS = 0, as on the CPU.
 #include "cuda/check.h"
 #include "cuda/sdpa_backward.cuh"
@@ -24,8 +28,9 @@ namespace {
 
 using namespace sdpa_bwd;
 
-// Kernel 1: D[bh·Tq + i] = Σ_d dout[b, h, i, d]·out[b, h, i, d], one warp per query row.
-__global__ void row_dots(BwdArgs a, int HS, int64_t rows) {
+// Kernel 1: D[bh·Tq + i] = Σ_d dout[b, h, i, d]·out[b, h, i, d], one warp per query row; with
+// zero_dq, the warp also sets the row of dq to 0 (for a backward that adds into it).
+__global__ void row_dots(BwdArgs a, int HS, int64_t rows, bool zero_dq) {
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % 32;
@@ -36,6 +41,10 @@ __global__ void row_dots(BwdArgs a, int HS, int64_t rows) {
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
   if (lane == 0) a.D[row] = s;
+  if (zero_dq) {
+    float* dq = head_row(a.dq, b, h, i);
+    for (int d = lane; d < HS; d += 32) dq[d] = 0.f;
+  }
 }
 
 // Kernel 2: one block per (b, h, tile of 64 keys). K_j, V_j stay in shared memory; for each
@@ -70,30 +79,12 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv(BwdArgs a) {
     const int i0 = t * kBr;
     const float *Qs = walk.a(t), *dOs = walk.b(t);
 
-    float m[4], l[4], D[4];
-    load_row_stats(m, l, D, a, bh, i0, ty);
-    float s[4][4] = {}, dp[4][4] = {};
-    mma_abt<HS>(s, Qs, Ks, ty, tx);    // Q_i·K_jᵀ
-    mma_abt<HS>(dp, dOs, Vs, ty, tx);  // dO_i·V_jᵀ
-    recompute_ds(s, dp, a, keep, b, h, i0, j0, ty, tx, m, l, D, a.scale);
-    grid_store(Ps, s, ty, tx);
-    grid_store(dSs, dp, ty, tx);
+    pair_p_ds<HS>(Ps, dSs, Qs, Ks, dOs, Vs, a, keep, bh, b, h, i0, j0, ty, tx);
     __syncthreads();  // the tiles of z ∘ P and scale·dS are complete
     mma_atb<HS>(dv, Ps, dOs, ty, tx);  // dV_j += (z ∘ P)ᵀ·dO_i
     mma_atb<HS>(dk, dSs, Qs, ty, tx);  // dK_j += scale·dSᵀ·Q_i
   }
-
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int c = j0 + ty * 4 + i;
-    if (c >= a.Tk) continue;
-    float *dkrow = head_row(a.dk, b, h, c), *dvrow = head_row(a.dv, b, h, c);
-#pragma unroll
-    for (int u = 0; u < kN; ++u) {
-      dkrow[Cols<HS>::col(tx, u)] = dk[i][u];
-      dvrow[Cols<HS>::col(tx, u)] = dv[i][u];
-    }
-  }
+  write_dk_dv<HS>(a, dk, dv, b, h, j0, ty, tx);
 }
 
 // Kernel 3: one block per (b, h, tile of 64 queries). Q_i, dO_i stay in shared memory; for
@@ -170,11 +161,19 @@ void launch(const BwdArgs& a, int64_t BH) {
 
 }  // namespace
 
+int64_t sdpa_backward_workspace(const SdpaSizes& n, SdpaMath math, SdpaBackward alg) {
+  const int64_t D = n.B * n.NH * n.Tq;
+  if (math != SdpaMath::fp32 || alg != SdpaBackward::fused || !sdpa_supported(n) || n.Tq == 0 ||
+      n.Tk == 0)
+    return D;
+  return D + int64_t(fused_groups(n) - 1) * D * n.HS;
+}
+
 void sdpa_backward(HeadsView<float> dq, HeadsView<float> dk, HeadsView<float> dv,
                    HeadsView<const float> dout, HeadsView<const float> out, const float* stats,
                    HeadsView<const float> q, HeadsView<const float> k, HeadsView<const float> v,
                    MaskView<float> mask, const SdpaSizes& n, float scale,
-                   const DropoutMask& drop, float* workspace, SdpaMath math) {
+                   const DropoutMask& drop, float* workspace, SdpaMath math, SdpaBackward alg) {
   MASE_CHECK(sdpa_supported(n), ShapeError, "[sdpa] the CUDA kernel takes HS = HSv in {32, 64, ",
              "128}, got HS ", n.HS, ", HSv ", n.HSv);
   MASE_CHECK(n.Tq < (int64_t(1) << 31) && n.Tk < (int64_t(1) << 31) && n.NH < (int64_t(1) << 31),
@@ -183,16 +182,24 @@ void sdpa_backward(HeadsView<float> dq, HeadsView<float> dk, HeadsView<float> dv
   if (BH == 0) return;
   const BwdArgs a{dq, dk, dv, dout, out, stats, q, k, v, mask, int(n.NH), int(n.Tq), int(n.Tk),
                   scale, drop, static_cast<float>(drop.scale), workspace};
+  // the one-pass kernels (cuda/sdpa_backward_fused.cu) need a query and a key; without one,
+  // the two kernels write the zero gradients
+  const bool one_pass = math == SdpaMath::fp32 && alg != SdpaBackward::two_kernel && n.Tq > 0 &&
+                        n.Tk > 0;
+  const bool atomic = one_pass && alg == SdpaBackward::atomic;
   const int64_t rows = BH * n.Tq;
   if (rows > 0) {
     constexpr int kRowsPerBlock = 8;  // 8 warps, one query row each
     const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
     MASE_CHECK(blocks < (int64_t(1) << 31), ShapeError, "[sdpa] too many rows: ", rows);
-    row_dots<<<unsigned(blocks), kRowsPerBlock * 32, 0, stream()>>>(a, int(n.HS), rows);
+    row_dots<<<unsigned(blocks), kRowsPerBlock * 32, 0, stream()>>>(a, int(n.HS), rows, atomic);
     MASE_CUDA_CHECK(cudaGetLastError());
   }
   if (math != SdpaMath::fp32)  // the tensor cores: cuda/sdpa_backward_tc.cu
     return launch_backward_tc(a, BH, int(n.HS), math == SdpaMath::tf32x3);
+  if (one_pass)  // the partial dQ sums follow D in the workspace
+    return launch_backward_fused(a, BH, int(n.HS), atomic, workspace + rows,
+                                 atomic ? 1 : fused_groups(n));
   switch (n.HS) {
     case 32: launch<32>(a, BH); break;
     case 64: launch<64>(a, BH); break;

@@ -11,9 +11,10 @@
 //
 // Two implementations of the same maths:
 //  * sdpa — the fused kernels, runtime/cpu/sdpa.cpp and (f32, HS = HSv in {32, 64, 128})
-//    cuda/sdpa_forward.cu + cuda/sdpa_backward.cu (FMA; or their tensor-core twins *_tc.cu,
-//    as sdpa_cuda_math() says): tiled over queries and keys with an online
-//    softmax, backward recomputing P from the saved per-row max and sum (FlashAttention 2).
+//    cuda/sdpa_forward.cu + cuda/sdpa_backward*.cu (FMA; or their tensor-core twins *_tc.cu,
+//    as sdpa_cuda_math() says; the backward's dQ as sdpa_cuda_backward() says): tiled over
+//    queries and keys with an online softmax, backward recomputing P from the saved per-row
+//    max and sum (FlashAttention 2).
 //    Memory O(B·NH·T) instead of O(B·NH·T²). The output is written in (B, T, NH, HSv)
 //    layout and returned as its (B, NH, T, HSv) view: BERT's merge of the heads,
 //    reshape(transpose(out, 1, 2), (B, T, C)), is then a free view instead of a copy; dq, dk,
@@ -135,6 +136,7 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
   Tensor out = empty_heads_last(n.B, n.NH, n.Tq, n.HSv, q.dtype(), dev);
   Tensor stats = Tensor::empty({n.B, n.NH, n.Tq, 2}, q.dtype(), dev);  // per row: max, Σ exp
   const SdpaMath math = sdpa_cuda_math();  // CUDA: FMA or tensor cores (runtime/kernels/sdpa.h)
+  const SdpaBackward alg = sdpa_cuda_backward();  // CUDA: how the backward sums dQ (same file)
   if (q.is_cuda()) {
     const MaskView<float> mv{m.defined() ? m.data<float>() : nullptr, ms[0], ms[1], ms[2], ms[3]};
     cuda::sdpa_forward(heads<float>(out), stats.data<float>(), heads<float, const float>(qp),
@@ -151,7 +153,7 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
 
   Attrs attrs{{"dropout_p", dropout_p}, {"training", training}};
   return record("sdpa", {q, k, v, mask}, out,
-                [qp, kp, vp, m, ms, n, scale, drop, math, stats, o = out.detach()](
+                [qp, kp, vp, m, ms, n, scale, drop, math, alg, stats, o = out.detach()](
                     const Tensor& dout) -> Tensors {
     // dq, dk, dv from dout and P recomputed from stats (runtime/cpu/sdpa.cpp, backward)
     const Tensor g = last_dim_packed(dout);
@@ -160,14 +162,15 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
     Tensor dk = empty_heads_last(n.B, n.NH, n.Tk, n.HS, g.dtype(), dev);
     Tensor dv = empty_heads_last(n.B, n.NH, n.Tk, n.HSv, g.dtype(), dev);
     if (g.is_cuda()) {
-      Tensor D = Tensor::empty({n.B, n.NH, n.Tq}, DType::f32, dev);  // dO_i·O_i per row
+      // dO_i·O_i per row, and the one-pass kernel's partial dQ sums (sdpa_backward_workspace)
+      Tensor ws = Tensor::empty({cuda::sdpa_backward_workspace(n, math, alg)}, DType::f32, dev);
       const MaskView<float> mv{m.defined() ? m.data<float>() : nullptr, ms[0], ms[1], ms[2],
                                ms[3]};
       cuda::sdpa_backward(heads<float>(dq), heads<float>(dk), heads<float>(dv),
                           heads<float, const float>(g), heads<float, const float>(o),
                           stats.data<float>(), heads<float, const float>(qp),
                           heads<float, const float>(kp), heads<float, const float>(vp), mv, n,
-                          static_cast<float>(scale), drop, D.data<float>(), math);
+                          static_cast<float>(scale), drop, ws.data<float>(), math, alg);
     } else {
       dispatch_float(g.dtype(), "sdpa", [&]<class T>() {
         const MaskView<T> mv{m.defined() ? m.data<T>() : nullptr, ms[0], ms[1], ms[2], ms[3]};

@@ -1,7 +1,8 @@
 // runtime/kernels/sdpa.h — fused scaled dot-product attention, forward and backward
 // (flash-attention style: tiled, online softmax, recomputation in backward). The math and the
 // op are in autograd/ops/sdpa.cpp; the CPU algorithm and its choices are in runtime/cpu/sdpa.cpp,
-// the CUDA one (fp32, head sizes 32/64/128) in cuda/sdpa_forward.cu and cuda/sdpa_backward.cu.
+// the CUDA one (fp32, head sizes 32/64/128) in cuda/sdpa_forward.cu, cuda/sdpa_backward.cu and
+// cuda/sdpa_backward_fused.cu.
 //
 // Every (B, NH, T, D) tensor here is a HeadsView: its last dim packed, the other three strided,
 // so head-split views of (B, T, C) projections are read in place and the output can be written
@@ -51,6 +52,26 @@ inline SdpaMath& sdpa_cuda_math() {
   return math;
 }
 
+// How the CUDA backward with SdpaMath::fp32 sums its gradients (cuda/sdpa_backward_fused.cu):
+//   fused       one pass over the (query tile, key tile) pairs computes dK, dV and dQ from the
+//               same recomputed P and dS (5 tile products a pair); a block walks a group of
+//               key tiles of one head, so it alone adds into its dQ partial sums, and the
+//               groups' sums are added in a fixed order: the same bits on every run. The default.
+//   atomic      the same pass with FlashAttention-2's dQ: one block per key tile, each adding
+//               its share of dQ with atomicAdd. Not deterministic (the last bits of dq change
+//               from run to run with the order the blocks arrive in); select it explicitly.
+//   two_kernel  the first version (cuda/sdpa_backward.cu): a dK/dV kernel and a dQ kernel,
+//               each recomputing S and dP (7 tile products a pair); deterministic.
+// The tensor-core maths (tf32x3, tf32) always run their two kernels (cuda/sdpa_backward_tc.cu).
+enum class SdpaBackward { fused, atomic, two_kernel };
+
+// The process-wide choice, read by the sdpa op at each forward (its backward uses the choice
+// of its forward). mase-bench's gpu-sdpa suite times all three.
+inline SdpaBackward& sdpa_cuda_backward() {
+  static SdpaBackward alg = SdpaBackward::fused;
+  return alg;
+}
+
 }  // namespace mase
 
 namespace mase::cpu {
@@ -84,7 +105,7 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
 
 }  // namespace mase::cpu
 
-// ---- the CUDA twin: cuda/sdpa_forward.cu, cuda/sdpa_backward.cu (float only) ----
+// ---- the CUDA twin: cuda/sdpa_forward.cu, cuda/sdpa_backward*.cu (float only) ----
 namespace mase::cuda {
 
 // The CUDA kernels are templates over the head size, compiled for these: q, k, v and out all
@@ -100,13 +121,20 @@ MASE_CUDA_FN(void, sdpa_forward, (HeadsView<float> out, float* stats, HeadsView<
                                   MaskView<float> mask, const SdpaSizes& n, float scale,
                                   const DropoutMask& drop, SdpaMath math))
 
-// The same contract as cpu::sdpa_backward, plus a workspace of B·NH·Tq floats (D_i = dO_i·O_i
-// of every query row), which the op allocates from the tensor allocator.
+// Floats of workspace sdpa_backward needs for these sizes and choices: B·NH·Tq (D_i = dO_i·O_i
+// of every query row), plus, for SdpaBackward::fused, (G − 1)·B·NH·Tq·HS for the partial dQ
+// sums of G ≤ 4 groups of key tiles (G depends on the GPU's size: ask, don't compute).
+MASE_CUDA_FN(int64_t, sdpa_backward_workspace, (const SdpaSizes& n, SdpaMath math,
+                                                SdpaBackward alg))
+
+// The same contract as cpu::sdpa_backward, plus the workspace above (sdpa_backward_workspace
+// floats), which the op allocates from the tensor allocator; `alg` as SdpaBackward says.
 MASE_CUDA_FN(void, sdpa_backward, (HeadsView<float> dq, HeadsView<float> dk, HeadsView<float> dv,
                                    HeadsView<const float> dout, HeadsView<const float> out,
                                    const float* stats, HeadsView<const float> q,
                                    HeadsView<const float> k, HeadsView<const float> v,
                                    MaskView<float> mask, const SdpaSizes& n, float scale,
-                                   const DropoutMask& drop, float* workspace, SdpaMath math))
+                                   const DropoutMask& drop, float* workspace, SdpaMath math,
+                                   SdpaBackward alg))
 
 }  // namespace mase::cuda

@@ -7,6 +7,10 @@
 //            (finfo.min and −inf, fully padded rows), dropout, Tq = 0 and Tk = 0, strided
 //            (head-split) views, misaligned rows
 //   tc       the tensor-core kernels: tf32x3 at the fp32 tolerances, tf32 at 50× looser
+//   bwd      the three fp32 backwards (SdpaBackward: fused, atomic, two_kernel) on shapes that
+//            make the fused kernel split a head's key tiles into G = 1, 2, 3 groups (the
+//            emulated GPU holds 6 blocks), with masks and dropout; the fused one run twice
+//            must give the same bits
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -15,6 +19,7 @@
 #include "emu.h"
 // the kernels themselves, as prep.py rewrote them
 #include "cuda/sdpa_backward.cu"
+#include "cuda/sdpa_backward_fused.cu"
 #include "cuda/sdpa_backward_tc.cu"
 #include "cuda/sdpa_forward.cu"
 #include "cuda/sdpa_forward_tc.cu"
@@ -95,11 +100,17 @@ struct Attn {
   double p;                  // dropout
   SdpaMath math = SdpaMath::fp32;
   int misalign = 0;  // floats added to the views' bases: rows not 16-byte aligned
+  SdpaBackward alg = SdpaBackward::fused;
+};
+
+// dq, dk, dv of one backward, kept to compare two runs bit for bit
+struct Grads {
+  std::vector<float> dq, dk, dv;
 };
 
 // Forward and backward of the CUDA kernels against attention in double: out, stats, dq, dk, dv.
 // q is a head-split view of a (B, Tq, 2, NH, HS) buffer, k and v of one (B, Tk, 2, NH, HS).
-void check_sdpa(const Attn& A) {
+Grads check_sdpa(const Attn& A) {
   const int B = A.B, NH = A.NH, Tq = A.Tq, Tk = A.Tk, HS = A.HS, C = NH * HS;
   std::mt19937 rng(B * 1000 + Tq * 7 + Tk + HS);
   std::uniform_real_distribution<float> U(-2, 2), V(-1, 1);
@@ -120,19 +131,25 @@ void check_sdpa(const Attn& A) {
   DropoutMask drop;
   if (A.p > 0) drop = {true, 1234, 77, dropout_threshold(A.p), 1.0 / (1.0 - A.p)};
   const float scale = 1.f / std::sqrt(float(HS));
-  std::vector<float> ob(B * Tq * C, 555.f), stats(B * NH * Tq * 2, 555.f), D(B * NH * Tq);
+  const SdpaSizes n{B, NH, Tq, Tk, HS, HS};
+  // NaN: a partial dQ sum read before the kernel wrote it would poison the gradients
+  std::vector<float> ob(B * Tq * C, 555.f), stats(B * NH * Tq * 2, 555.f),
+      ws(cuda::sdpa_backward_workspace(n, A.math, A.alg), NAN);
   std::vector<float> dqb(B * Tq * C, 555.f), dkb(B * Tk * C, 555.f), dvb(B * Tk * C, 555.f);
   auto packed = [&](float* p, int T) { return HeadsView<float>{p, int64_t(T) * C, HS, C}; };
-  const SdpaSizes n{B, NH, Tq, Tk, HS, HS};
   cuda::sdpa_forward(packed(ob.data(), Tq), stats.data(), q, k, v, mask, n, scale, drop, A.math);
   const HeadsView<const float> out{ob.data(), int64_t(Tq) * C, HS, C};
   const HeadsView<const float> dout{dob.data(), int64_t(Tq) * C, HS, C};
   cuda::sdpa_backward(packed(dqb.data(), Tq), packed(dkb.data(), Tk), packed(dvb.data(), Tk), dout,
-                      out, stats.data(), q, k, v, mask, n, scale, drop, D.data(), A.math);
+                      out, stats.data(), q, k, v, mask, n, scale, drop, ws.data(), A.math, A.alg);
 
   char name[160];
-  std::snprintf(name, sizeof name, "sdpa math %d B%d NH%d Tq%d Tk%d HS%d mask %g p %g%s",
-                int(A.math), B, NH, Tq, Tk, HS, A.mask_on ? A.hidden : 0.0, A.p,
+  const char* algs[] = {"fused", "atomic", "two_kernel"};
+  const bool fused = A.math == SdpaMath::fp32 && A.alg == SdpaBackward::fused && Tq && Tk;
+  std::snprintf(name, sizeof name, "sdpa math %d %s%s B%d NH%d Tq%d Tk%d HS%d mask %g p %g%s",
+                int(A.math), algs[int(A.alg)],
+                fused ? ("(G" + std::to_string(cuda::sdpa_bwd::fused_groups(n)) + ")").c_str() : "",
+                B, NH, Tq, Tk, HS, A.mask_on ? A.hidden : 0.0, A.p,
                 A.misalign ? " misaligned" : "");
   const std::string what = name;
   const double tol = A.math == SdpaMath::tf32 ? 50.0 : 1.0;  // tf32: ~2⁻¹¹ a product
@@ -185,7 +202,17 @@ void check_sdpa(const Attn& A) {
     expect_close(what + " dk", dkb[i], rdk[i], 1e-4 * tol, 1e-3 * tol, i);
   for (size_t i = 0; i < rdv.size(); ++i)
     expect_close(what + " dv", dvb[i], rdv[i], 1e-4 * tol, 1e-3 * tol, i);
-  std::printf("%-64s mismatches so far: %d\n", what.c_str(), failures);
+  std::printf("%-72s mismatches so far: %d\n", what.c_str(), failures);
+  return {dqb, dkb, dvb};
+}
+
+// Two runs of the same backward give the same bits.
+void check_same_bits(const Attn& A) {
+  const Grads a = check_sdpa(A), b = check_sdpa(A);
+  if (a.dq != b.dq || a.dk != b.dk || a.dv != b.dv) {
+    std::printf("FAIL two runs of the same backward differ\n");
+    ++failures;
+  }
 }
 
 constexpr double kLowest = std::numeric_limits<float>::lowest();
@@ -224,8 +251,36 @@ int main(int argc, char** argv) {
     check_sdpa({1, 1, 0, 5, 64, false, 0, {}, 0.0, SdpaMath::tf32x3});
     check_sdpa({1, 1, 5, 0, 64, false, 0, {}, 0.0, SdpaMath::tf32x3});
     check_sdpa({1, 2, 70, 70, 64, false, 0, {}, 0.0, SdpaMath::tf32x3, 1});
+  } else if (part == "bwd") {
+    for (SdpaBackward alg : {SdpaBackward::fused, SdpaBackward::atomic, SdpaBackward::two_kernel}) {
+      Attn a{1, 1, 70, 70, 64, true, kLowest, {60}, 0.0};  // G = 2
+      a.alg = alg;
+      check_sdpa(a);
+      a = {2, 1, 131, 150, 64, true, -INFINITY, {100, 0}, 0.3};  // G = 3, a fully padded batch
+      a.alg = alg;
+      check_sdpa(a);
+      a = {3, 2, 40, 100, 32, false, 0, {}, 0.0};  // G = 1
+      a.alg = alg;
+      check_sdpa(a);
+      a = {3, 2, 100, 70, 64, true, kLowest, {60, 70, 0}, 0.2};  // G = 1: 2 key tiles a block
+      a.alg = alg;
+      check_sdpa(a);
+      a = {1, 1, 300, 130, 128, true, kLowest, {129}, 0.1};  // G = 3 over 3 key tiles
+      a.alg = alg;
+      check_sdpa(a);
+      a = {1, 2, 70, 70, 64, false, 0, {}, 0.0, SdpaMath::fp32, 1};  // misaligned rows
+      a.alg = alg;
+      check_sdpa(a);
+      a = {1, 1, 0, 5, 64, false, 0, {}, 0.0};  // no query; no key
+      a.alg = alg;
+      check_sdpa(a);
+      a = {1, 1, 5, 0, 64, false, 0, {}, 0.0};
+      a.alg = alg;
+      check_sdpa(a);
+    }
+    check_same_bits({1, 1, 300, 300, 64, true, kLowest, {250}, 0.1});  // fused, G = 3
   } else {
-    std::printf("attn_check: unknown part '%s' (softmax, sdpa, tc)\n", part.c_str());
+    std::printf("attn_check: unknown part '%s' (softmax, sdpa, tc, bwd)\n", part.c_str());
     return 2;
   }
   std::printf("%s: %d mismatches\n", part.c_str(), failures);

@@ -16,6 +16,9 @@
 //                were rounded to TF32
 //   cp.async     copies are queued per thread and land only when __pipeline_wait_prior
 //                releases their group: a kernel that reads before waiting reads stale data
+//   atomicAdd    under one global lock
+//   the device   3 SMs of 2 blocks each, as cudaDeviceGetAttribute and the occupancy query
+//                report it (emu::sm_count, emu::blocks_per_sm)
 // Not emulated: timing, occupancy, bank conflicts, the memory model beyond barriers.
 #pragma once
 #include <algorithm>
@@ -26,6 +29,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -45,6 +49,19 @@ constexpr int cudaFuncAttributeMaxDynamicSharedMemorySize = 8;
 template <class F>
 inline int cudaFuncSetAttribute(F, int, int) { return 0; }
 inline int cudaGetLastError() { return 0; }
+// The device's size, as the kernels' launchers ask for it: a small GPU (emu::sm_count SMs,
+// each holding emu::blocks_per_sm blocks), so that launchers which size their grids to the
+// GPU take their multi-group paths on the emulation's small problems.
+namespace emu {
+inline int sm_count = 3, blocks_per_sm = 2;
+}  // namespace emu
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+inline int cudaGetDevice(int* d) { return *d = 0, 0; }
+inline int cudaDeviceGetAttribute(int* v, cudaDeviceAttr, int) { return *v = emu::sm_count, 0; }
+template <class F>
+inline int cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, F, int, size_t) {
+  return *n = emu::blocks_per_sm, 0;
+}
 inline const char* cudaGetErrorString(int) { return "emu"; }
 #define __global__
 #define __device__
@@ -100,6 +117,18 @@ inline void launch(dim3 grid, dim3 block, size_t smem, const std::function<void(
   }
 }
 }  // namespace emu
+
+// atomicAdd: one lock for every address (correct, not fast). The order in which threads take
+// it is the OS scheduler's, as the order of a GPU's atomics is the hardware's.
+namespace emu {
+inline std::mutex atomic_lock;
+}  // namespace emu
+inline float atomicAdd(float* p, float v) {
+  std::lock_guard<std::mutex> g(emu::atomic_lock);
+  const float old = *p;
+  *p = old + v;
+  return old;
+}
 
 #define threadIdx (emu::tIdx)
 #define blockIdx (emu::bIdx)

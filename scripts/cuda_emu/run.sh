@@ -6,7 +6,8 @@
 # waits, unaligned fragment loads, and wrong math; it says nothing about speed, and it is not
 # a substitute for the CPU == CUDA tests on a real GPU (scripts/gpu/attn.sh).
 #
-#   bash scripts/cuda_emu/run.sh            # softmax, sdpa (fp32 FMA), tc (tensor cores)
+#   bash scripts/cuda_emu/run.sh            # softmax, sdpa (fp32 FMA), tc (tensor cores),
+#                                           # bwd (the backward variants, determinism)
 #   bash scripts/cuda_emu/run.sh sdpa       # one part; about 20 s each on 2 cores
 # Needs g++ with C++20 (std::barrier); no CUDA toolkit. Exit status: 0 when every check passes.
 set -euo pipefail
@@ -16,8 +17,9 @@ trap 'rm -rf "$work"' EXIT
 python3 "$repo/scripts/cuda_emu/prep.py" "$repo" "$work/src" cuda/block_reduce.cuh \
   cuda/softmax_rows.cuh cuda/softmax.cu cuda/softmax_ladder.cu cuda/sdpa_tile.cuh \
   cuda/sdpa_mma.cuh cuda/sdpa_forward.cuh cuda/sdpa_forward.cu cuda/sdpa_forward_tc.cu \
-  cuda/sdpa_backward.cuh cuda/sdpa_backward.cu cuda/sdpa_backward_tc.cu
+  cuda/sdpa_backward.cuh cuda/sdpa_backward.cu cuda/sdpa_backward_fused.cu \
+  cuda/sdpa_backward_tc.cu
 g++ -std=c++20 -O1 -pthread -DMASE_HAS_CUDA -I"$repo/scripts/cuda_emu" -I"$work/src" -I"$repo" \
   -x c++ "$repo/scripts/cuda_emu/attn_check.cpp" -o "$work/attn_check"
-if [ $# -eq 0 ]; then set -- softmax sdpa tc; fi
+if [ $# -eq 0 ]; then set -- softmax sdpa tc bwd; fi
 for part in "$@"; do "$work/attn_check" "$part"; done

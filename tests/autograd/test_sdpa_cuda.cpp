@@ -1,10 +1,11 @@
 // tests/autograd/test_sdpa_cuda.cpp — the CUDA flash attention (cuda/sdpa_forward.cu,
-// cuda/sdpa_backward.cu) against the CPU kernel and against CUDA sdpa_reference: values and
+// cuda/sdpa_backward*.cu) against the CPU kernel and against CUDA sdpa_reference: values and
 // every gradient, head sizes 32/64/128, odd T (1, 7, 129, 300: ragged 64-row tiles), Tq != Tk,
 // head-split (strided) views, padding masks with fully padded rows (finfo.min and −inf),
-// other mask shapes, dropout (both devices must drop the same entries), determinism, memory
-// that does not grow with T², the tensor-core kernels (SdpaMath::tf32x3 and ::tf32), and the
-// head sizes that fall back to the reference. Every case skips visibly without a GPU
+// other mask shapes, dropout (both devices must drop the same entries), the three fp32
+// backwards (SdpaBackward: fused, atomic, two_kernel), determinism (fused and two_kernel),
+// memory that does not grow with T², the tensor-core kernels (SdpaMath::tf32x3 and ::tf32),
+// and the head sizes that fall back to the reference. Every case skips visibly without a GPU
 // (test::have_gpu).
 //
 // Tolerances. Both sides are f32; they differ in exp (CPU polynomial vs CUDA __expf, whose
@@ -80,6 +81,27 @@ struct UseMath {
   explicit UseMath(SdpaMath m) { sdpa_cuda_math() = m; }
   ~UseMath() { sdpa_cuda_math() = was; }
 };
+
+// The same for the backward's algorithm (SdpaBackward: fused, atomic, two_kernel).
+struct UseBackward {
+  SdpaBackward was = sdpa_cuda_backward();
+  explicit UseBackward(SdpaBackward b) { sdpa_cuda_backward() = b; }
+  ~UseBackward() { sdpa_cuda_backward() = was; }
+};
+
+const char* backward_name(SdpaBackward b) {
+  return b == SdpaBackward::fused ? "fused" : b == SdpaBackward::atomic ? "atomic" : "two_kernel";
+}
+constexpr SdpaBackward kBackwards[] = {SdpaBackward::fused, SdpaBackward::atomic,
+                                       SdpaBackward::two_kernel};
+
+// G, the groups of key tiles the fused backward splits each head into on this GPU (from the
+// size of its workspace: B·NH·Tq + (G − 1)·B·NH·Tq·HS floats).
+int64_t fused_groups(const SdpaSizes& n) {
+  const int64_t D = n.B * n.NH * n.Tq;
+  return (cuda::sdpa_backward_workspace(n, SdpaMath::fp32, SdpaBackward::fused) - D) /
+             (D * n.HS) + 1;
+}
 
 // (B, T, 3·C) -> q, k, v as (B, NH, T, HS) views with row stride 3·C (BERT's fused QKV).
 Tensors split_qkv(const Tensor& x, int64_t NH) {
@@ -195,35 +217,80 @@ TEST_CASE("sdpa CUDA: the fused kernel equals CUDA sdpa_reference") {
   }
 }
 
-TEST_CASE("sdpa CUDA: gradients are the same bits on every run") {
+TEST_CASE("sdpa CUDA: every backward variant equals the CPU - odd T and padding and dropout") {
   if (!test::have_gpu()) return;
-  // every gradient element is summed by one thread in a fixed order (no atomics)
+  // fused (the default), atomic and two_kernel compute the same maths in different orders.
+  // The shapes give the fused kernel both one group of key tiles a head (B·NH = 264 heads
+  // fill an H100's 132 SMs × 2 blocks: G = 1, each block walks every key tile) and several
+  // (a few heads: G up to 4, partial dQ sums added at the end).
+  struct Case { int64_t B, NH, Tq, Tk; };
+  const Case cases[] = {{1, 1, 1, 1}, {2, 3, 7, 7}, {2, 1, 300, 300}, {1, 2, 70, 131},
+                        {66, 4, 129, 129}};
+  for (SdpaBackward alg : kBackwards) {
+    UseBackward use(alg);
+    for (int64_t HS : {32, 64, 128}) {
+      for (const Case& c : cases) {
+        if (c.B * c.NH > 8 && HS != 64) continue;  // the many-heads case once
+        const SdpaSizes n{c.B, c.NH, c.Tq, c.Tk, HS, HS};
+        INFO(backward_name(alg) << " (fused G " << fused_groups(n) << "), HS " << HS << ", B "
+                                << c.B << ", NH " << c.NH << ", Tq " << c.Tq << ", Tk " << c.Tk);
+        Tensor q = random_tensor({c.B, c.NH, c.Tq, HS}, 1, -2, 2, DType::f32);
+        Tensor k = random_tensor({c.B, c.NH, c.Tk, HS}, 2, -2, 2, DType::f32);
+        Tensor v = random_tensor({c.B, c.NH, c.Tk, HS}, 3, -1, 1, DType::f32);
+        std::vector<int64_t> lengths(c.B, c.Tk);
+        lengths[0] = c.Tk / 2;  // batch 0 padded (fully, when Tk = 1)
+        Tensor mask = padding_mask(lengths, c.Tk, c.B > 1 ? -kInf : kLowest);
+        check_cpu_cuda([&](const Tensors& x, Generator& g) { return attend(x, mask, 0.1, g); },
+                       {q, k, v});
+      }
+    }
+  }
+}
+
+TEST_CASE("sdpa CUDA: gradients are the same bits on every run (fused and two_kernel)") {
+  if (!test::have_gpu()) return;
+  // fused: each dQ partial sum belongs to one block, the groups' sums are added in a fixed
+  // order; two_kernel: every gradient element is summed by one thread. No atomics in either.
+  // atomic: only close (its dq's last bits may differ from run to run).
   Tensor q = random_tensor({2, 2, 200, 64}, 1, -2, 2, DType::f32);
   Tensor k = random_tensor({2, 2, 200, 64}, 2, -2, 2, DType::f32);
   Tensor v = random_tensor({2, 2, 200, 64}, 3, -1, 1, DType::f32);
   Attention f = [](const Tensors& x, Generator& g) { return attend(x, Tensor(), 0.1, g); };
-  Result a = run_on(f, {q, k, v}, Device::cuda()), b = run_on(f, {q, k, v}, Device::cuda());
-  check_close(a.out, b.out, 0, 0);
-  for (size_t i = 0; i < 3; ++i) check_close(a.grads[i], b.grads[i], 0, 0);
+  for (SdpaBackward alg : kBackwards) {
+    INFO(backward_name(alg));
+    UseBackward use(alg);
+    Result a = run_on(f, {q, k, v}, Device::cuda()), b = run_on(f, {q, k, v}, Device::cuda());
+    check_close(a.out, b.out, 0, 0);
+    const double tol = alg == SdpaBackward::atomic ? 1e-5 : 0.0;
+    for (size_t i = 0; i < 3; ++i) check_close(a.grads[i], b.grads[i], tol, tol);
+  }
 }
 
 TEST_CASE("sdpa CUDA: peak memory does not grow with T squared") {
   if (!test::have_gpu()) return;
-  // One head, T = 2048: the (T, T) scores would be 16 MB; everything the fused forward and
-  // backward allocate (out, stats, D, dq, dk, dv, the seed dout) is ~3 MB.
-  const int64_t T = 2048, HS = 64;
-  Tensor q = random_tensor({1, 1, T, HS}, 1, -1, 1, DType::f32).detach().to(Device::cuda());
-  Tensor k = random_tensor({1, 1, T, HS}, 2, -1, 1, DType::f32).detach().to(Device::cuda());
-  Tensor v = random_tensor({1, 1, T, HS}, 3, -1, 1, DType::f32).detach().to(Device::cuda());
-  q.set_requires_grad(true);
+  // One head: the (T, T) scores would be 16 MB at T = 2048; everything the fused forward and
+  // backward allocate (out, stats, D, dq, dk, dv, the seed dout, and the fused backward's
+  // partial dQ sums: up to 3 more (T, HS)) is ~4.5 MB, and doubles when T doubles.
+  const int64_t HS = 64;
   const Device dev = Device::cuda();
-  const size_t before = allocator_stats(dev).in_use_bytes;
-  reset_peak_stats(dev);
-  Tensor out = sdpa(q, k, v, Tensor(), 0.1, true);
-  backward(out, Tensor::ones(out.shape(), DType::f32, dev));
-  const size_t peak = allocator_stats(dev).peak_in_use_bytes - before;
-  INFO("peak " << peak << " bytes");
-  CHECK(peak < size_t(T) * T * 4 / 4);
+  auto peak_at = [&](int64_t T) {
+    Tensor q = random_tensor({1, 1, T, HS}, 1, -1, 1, DType::f32).detach().to(dev);
+    Tensor k = random_tensor({1, 1, T, HS}, 2, -1, 1, DType::f32).detach().to(dev);
+    Tensor v = random_tensor({1, 1, T, HS}, 3, -1, 1, DType::f32).detach().to(dev);
+    q.set_requires_grad(true);
+    const size_t before = allocator_stats(dev).in_use_bytes;
+    reset_peak_stats(dev);
+    Tensor out = sdpa(q, k, v, Tensor(), 0.1, true);
+    backward(out, Tensor::ones(out.shape(), DType::f32, dev));
+    return allocator_stats(dev).peak_in_use_bytes - before;
+  };
+  for (SdpaBackward alg : kBackwards) {
+    UseBackward use(alg);
+    const size_t p1 = peak_at(1024), p2 = peak_at(2048);
+    INFO(backward_name(alg) << ": peak " << p1 << " bytes at T 1024, " << p2 << " at T 2048");
+    CHECK(p2 < size_t(2048) * 2048 * 4 / 2);  // half the scores
+    CHECK(p2 < 3 * p1);                       // 2× for memory in T, 4× for T²
+  }
 }
 
 TEST_CASE("sdpa CUDA: tensor cores - tf32x3 at fp32 accuracy and tf32 at its own") {
