@@ -88,8 +88,9 @@ void column_sums(float* out0, float* out1, int64_t outer, int64_t rows, int64_t 
       kScratchColumnSums, static_cast<size_t>(Terms::K * outer * chunks * cols) * sizeof(Acc)));
   const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile),
                   static_cast<unsigned>(chunks), static_cast<unsigned>(outer));
-  column_chunk_kernel<Acc, Terms><<<grid, dim3(kColumnTile, kRowThreads), 0, stream()>>>(
-      partial, rows, chunk_rows, cols, terms);
+  const dim3 block(kColumnTile, kRowThreads);
+  column_chunk_kernel<Acc, Terms><<<grid, block, 0, stream()>>>(partial, rows, chunk_rows, cols,
+                                                                 terms);
   MASE_CUDA_CHECK(cudaGetLastError());
   const int64_t n = outer * cols;
   column_finish_kernel<Acc, Terms::K><<<static_cast<unsigned>((n + 255) / 256), 256, 0,

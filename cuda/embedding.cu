@@ -94,8 +94,8 @@ void embedding_backward(float* dweight, const float* dout, const int32_t* ids, i
   // about 4 blocks per SM of an H100 in all; each range of the vocabulary at least 1 row
   const int64_t tiles = (C + kColumns - 1) / kColumns;
   const int64_t P = std::max<int64_t>(1, std::min<int64_t>(V, (528 + tiles - 1) / tiles));
-  backward_kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(P)), kColumns, 0,
-                    stream()>>>(dweight, dout, ids, N, C, V);
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(P));
+  backward_kernel<<<grid, kColumns, 0, stream()>>>(dweight, dout, ids, N, C, V);
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 

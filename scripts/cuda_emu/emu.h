@@ -4,7 +4,8 @@
 // shuffles, fragments and asynchronous copies, which is where kernels written without a GPU
 // go wrong. Read scripts/cuda_emu/run.sh first.
 //
-//   blocks       one at a time; each CUDA thread of the block is a std::thread
+//   blocks       one at a time (1-, 2- or 3-d grids and blocks); each CUDA thread of the block
+//                is a std::thread
 //   __syncthreads  a std::barrier of the block's threads; a thread that returns drops out
 //   __shfl_xor_sync  the 32 lanes of a warp exchange through a slot array between two warp
 //                barriers (so every lane must reach it, as on the GPU with a full mask)
@@ -89,13 +90,15 @@ inline float shfl_xor(float v, int off) {
   warp_bars[warp_id]->arrive_and_wait();
   return r;
 }
-// Runs body() as every thread of every block of the grid (x dimensions only).
+// Runs body() as every thread of every block of the grid (blocks in x, y, z order; a thread's
+// linear index t = x + bx·(y + by·z), warps of 32 consecutive t, as on the GPU).
 inline void launch(dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
   bDim = block;
   gDim = grid;
   const unsigned n = block.x * block.y * block.z;
   if (n % 32 != 0) throw std::runtime_error("emu: block not a multiple of 32 threads");
-  for (unsigned b = 0; b < grid.x; ++b) {
+  for (unsigned bl = 0; bl < grid.x * grid.y * grid.z; ++bl) {
+    const dim3 b(bl % grid.x, bl / grid.x % grid.y, bl / (grid.x * grid.y));
     dyn_smem.assign(smem + 64, 0xFF);
     std::barrier<> bar(n);
     block_bar = &bar;
@@ -105,8 +108,8 @@ inline void launch(dim3 grid, dim3 block, size_t smem, const std::function<void(
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < n; ++t)
       threads.emplace_back([&, t, b] {
-        tIdx = dim3(t);
-        bIdx = dim3(b);
+        tIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
+        bIdx = b;
         lane_id = t % 32;
         warp_id = t / 32;
         body();

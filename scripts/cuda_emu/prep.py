@@ -10,7 +10,8 @@ import os
 import re
 import sys
 
-HEADERS = ['<cuda_runtime.h>', '<mma.h>', '<cuda_pipeline.h>', '"cuda/check.h"', '"cuda/stream.h"']
+HEADERS = ['<cuda_runtime.h>', '<mma.h>', '<cuda_pipeline.h>', '"cuda/check.h"', '"cuda/stream.h"',
+           '"cuda/cublas.h"']  # a check that includes a user of cublas.h stubs device_scratch
 SHARED = re.compile(r'extern __shared__ (?:__align__\(\d+\) )?(\w+) (\w+)\[\];')
 LAUNCH = re.compile(r'([\w:]+(?:<[^;{}()]*?>)?)\s*<<<(.*?)>>>\((.*?)\);', re.S)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/cuda_emu/run.sh — runs the CUDA softmax and flash-attention kernels ON THE CPU, through
+# scripts/cuda_emu/run.sh — runs the CUDA softmax, flash-attention and column-sum kernels ON THE CPU, through
 # a host emulation of the CUDA features they use (emu.h), against references computed in
 # double (attn_check.cpp). For sessions without a GPU: it is how these kernels were checked
 # before they ever ran on one. It catches index arithmetic, masking, missing barriers or
@@ -7,7 +7,8 @@
 # a substitute for the CPU == CUDA tests on a real GPU (scripts/gpu/attn.sh).
 #
 #   bash scripts/cuda_emu/run.sh            # softmax, sdpa (fp32 FMA), tc (tensor cores),
-#                                           # bwd (the backward variants, determinism)
+#                                           # bwd (the backward variants, determinism),
+#                                           # cols (column sums, embedding backward)
 #   bash scripts/cuda_emu/run.sh sdpa       # one part; about 20 s each on 2 cores
 # Needs g++ with C++20 (std::barrier); no CUDA toolkit. Exit status: 0 when every check passes.
 set -euo pipefail
@@ -18,8 +19,13 @@ python3 "$repo/scripts/cuda_emu/prep.py" "$repo" "$work/src" cuda/block_reduce.c
   cuda/softmax_rows.cuh cuda/softmax.cu cuda/softmax_ladder.cu cuda/sdpa_tile.cuh \
   cuda/sdpa_mma.cuh cuda/sdpa_forward.cuh cuda/sdpa_forward.cu cuda/sdpa_forward_tc.cu \
   cuda/sdpa_backward.cuh cuda/sdpa_backward.cu cuda/sdpa_backward_fused.cu \
-  cuda/sdpa_backward_tc.cu
-g++ -std=c++20 -O1 -pthread -DMASE_HAS_CUDA -I"$repo/scripts/cuda_emu" -I"$work/src" -I"$repo" \
-  -x c++ "$repo/scripts/cuda_emu/attn_check.cpp" -o "$work/attn_check"
-if [ $# -eq 0 ]; then set -- softmax sdpa tc bwd; fi
-for part in "$@"; do "$work/attn_check" "$part"; done
+  cuda/sdpa_backward_tc.cu cuda/column_sums.cuh cuda/reduce.cu cuda/layer_norm.cu \
+  cuda/embedding.cu
+for check in attn_check cols_check; do
+  g++ -std=c++20 -O1 -pthread -DMASE_HAS_CUDA -I"$repo/scripts/cuda_emu" -I"$work/src" -I"$repo" \
+    -x c++ "$repo/scripts/cuda_emu/$check.cpp" -o "$work/$check"
+done
+if [ $# -eq 0 ]; then set -- softmax sdpa tc bwd cols; fi
+for part in "$@"; do
+  if [ "$part" = cols ]; then "$work/cols_check" cols; else "$work/attn_check" "$part"; fi
+done
