@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/gpu/compile.sh — graph::compile on the GPU (issue 20, docs/lab4.md "CUDA graphs"), run
 # ON the device machine from the repo root by scripts/gpu_run.sh (or by hand: BIN, OUT, LOGS as
-# scripts/gpu/env.sh sets them). Never run yet (written without a GPU); the timeouts add up to
+# scripts/gpu/env.sh sets them). Run on an H100 on 2026-11-26: at 5d40734 the capture case
+# failed and mase-graph segfaulted (both fixed in 1e98b0d); rerun with the fixes, all passed
+# (figures in docs/lab4.md; its duration is not in the run's summary). The timeouts add up to
 # 570 s at worst:
 #   1. test_graph's CUDA-graph and compile cases with the GPU present
 #   2. mase-graph compile --device cuda, bert-small eval at B 1 and B 8 (T 128): eager, compiled
