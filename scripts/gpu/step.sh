@@ -57,6 +57,12 @@ PY
 }
 bench small 'gpu-step/bert-(tiny|small)/' 120
 bench base 'gpu-step/bert-base/(fp32|tf32|bf16|bf16-graphs)/' 90
+# the bf16 experiment (cuda/matmul_bf16.cu): cuBLAS rounds the fp32 inputs itself, no
+# conversion kernels; its test first, then the same bf16 steps
+MASE_BF16_GEMM=fast timeout 60 "$BIN/test_autograd" -tc='matmul batched: bf16*' > "$LOGS/step-bf16-fast.log" 2>&1
+row "MASE_BF16_GEMM=fast: bf16 GEMMs on CUDA == CPU (test_autograd)" "exit $?; $(grep -E '^\[doctest\] test cases' "$LOGS/step-bf16-fast.log" | tail -1 | tr '|' '/')"
+row "MASE_BF16_GEMM=fast: the next rows" "bf16 steps with cuBLAS's own rounding (CUBLAS_COMPUTE_32F_FAST_16BF)"
+MASE_BF16_GEMM=fast bench bf16-fast 'gpu-step/bert-(small|base)/bf16/' 60
 
 # 3. PyTorch's same steps on the same GPU (HF BertForSequenceClassification, B 32, T 256)
 for p in fp32 tf32 bf16; do  # bf16: torch.autocast(cuda, bfloat16)
