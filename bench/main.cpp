@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
     }
     benchmark::AddCustomContext("packed_gemm", packed);
     benchmark::AddCustomContext("gemm_library", mase::gemm_library());
+    if (precision == "bf16") benchmark::AddCustomContext("bf16_gemm", mase::cpu_bf16_gemm_path());
     benchmark::AddCustomContext("precision", precision);
     const std::string interleave = flag(rest, "enable_random_interleaving", "false");
     const bool interleaved = interleave == "true" || interleave == "1";

@@ -11,6 +11,7 @@
 
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/onednn_gemm.h"
+#include "runtime/cpu_features.h"
 #include "runtime/error.h"
 
 namespace mase {
@@ -53,6 +54,16 @@ std::string gemm_library() {
   const std::string blas = "OpenBLAS (" + blas::corename() + " kernels)";
   const std::string dnnl = cpu::onednn_version();  // runtime/cpu/onednn_gemm.h
   return dnnl.empty() || !cpu::onednn_enabled() ? blas : dnnl + " matmul for the large ones, " + blas + " for the rest";
+}
+
+std::string cpu_bf16_gemm_path() {
+  const CpuFeatures& f = cpu_features();
+  const bool vdpbf16 = f.avx512() && f.avx512_bf16;
+  if (cpu::onednn_bf16_active())
+    return cat("oneDNN on ", f.amx_bf16 ? "AMX-BF16" : vdpbf16 ? "AVX512-BF16" : "its emulation",
+               " for the large ones, ", vdpbf16 ? "AVX512-BF16 for x·Wᵀ, " : "",
+               "emulated elsewhere");
+  return vdpbf16 ? "AVX512-BF16 for x·Wᵀ, emulated elsewhere" : "emulated: no AVX512-BF16 here";
 }
 
 }  // namespace mase

@@ -23,6 +23,9 @@ int set_num_threads(int n);
 int num_threads();
 // Which GEMM library and kernels the CPU backend runs: "OpenBLAS 0.3.21 (Haswell kernels)".
 std::string gemm_library();
+// What --precision bf16 runs its CPU GEMMs on, as one phrase: "oneDNN on AMX-BF16 for the
+// large ones, …", "AVX512-BF16 for x·Wᵀ, emulated elsewhere" or "emulated: no AVX512-BF16 here".
+std::string cpu_bf16_gemm_path();
 
 // The precision of every CPU fp32 GEMM (mase-train --precision; runtime/cpu/matmul.cpp): fp32,
 // or bf16 — both operands rounded to bfloat16 (round to nearest even, runtime/kernels/bf16.h),

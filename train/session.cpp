@@ -192,14 +192,12 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
                (long long)c.batch_size, (long long)t.total_steps(),
                (long long)t.steps_per_epoch(), c.weight_decay, c.clip,
                mc.hidden_dropout_prob);
-  const bool vdpbf16 = cpu_features().avx512() && cpu_features().avx512_bf16;
   const bool on_gpu = Device::parse(c.device).is_cuda();
   const std::string precision =
       c.precision == "fp32" ? "fp32"
       : c.precision == "tf32" ? "tf32 GEMMs (tensor cores, fp32 accumulation)"
       : on_gpu ? "bf16 GEMMs with fp32 accumulation (bf16 tensor cores)"
-      : cat("bf16 GEMMs with fp32 accumulation (",
-            vdpbf16 ? "AVX512-BF16 for x·Wᵀ, emulated elsewhere" : "emulated: no AVX512-BF16 here", ")");
+      : cat("bf16 GEMMs with fp32 accumulation (", cpu_bf16_gemm_path(), ")");
   std::fprintf(out, "device    %s, %d threads, precision %s\n", c.device.c_str(), num_threads(),
                precision.c_str());
   if (dp)

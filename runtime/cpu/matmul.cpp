@@ -38,6 +38,10 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   if (cpu_gemm_precision() == GemmPrecision::bf16 && K > 0) {
+    // large ones on oneDNN's bf16 matmul (AMX, AVX512-BF16 or its emulation: onednn_gemm.h)
+    if (double(M) * double(N) * double(K) >= kOnednnMinWork &&
+        onednn_bf16_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+      return;
     thread_local std::vector<float> ra, rb;
     if (!ta && tb && alpha == 1.0f && beta == 0.0f && bf16_isa_best() == Bf16Isa::avx512_bf16) {
       thread_local std::vector<uint16_t> a16, b16;  // y = x·Wᵀ on the bf16 dot-product unit

@@ -29,6 +29,21 @@ namespace mase::cpu {
 // built, turned off, or it refused the problem): the caller computes it another way.
 bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// The same with bf16 operands (--precision bf16): A and B rounded to bf16 (to nearest even,
+// runtime/kernels/bf16.h; the same bits as every other bf16 path), products and sums in fp32,
+// C fp32. oneDNN picks its kernel at run time: AMX-BF16 tiles (Sapphire Rapids) or vdpbf16ps
+// (AVX512-BF16) — the CPUs it is used on (onednn_bf16_active()). Elsewhere oneDNN would emulate
+// bf16, measured 2× slower than rounding copies into an fp32 GEMM (2-core Cascade Lake,
+// 2026-11-26, bert-mini train and eval), so it declines there unless forced (the tests force
+// it to check its numbers on any CPU). It covers every transpose, alpha and beta: the
+// backward's GEMMs too, which our AVX512-BF16 kernel does not (x·Wᵀ only).
+bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                      float* C, int64_t ldc);
+// (onednn_bf16_active, set_onednn_bf16_forced: runtime/kernels/matmul.h)
+// The implementation oneDNN chose for the last bf16 GEMM it ran ("brg:avx512_core_amx", "gemm:jit",
+// ...), or "" before any: what mase-bench prints for --precision bf16.
+std::string onednn_bf16_impl();
 // oneDNN's OpenMP threads: set with mase::set_num_threads.
 void onednn_set_num_threads(int n);
 std::string onednn_version();  // "oneDNN 2.6.3" in a build with it, else ""

@@ -33,6 +33,11 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T
 constexpr double kOnednnMinWork = 8.0 * 1024 * 1024;  // M·N·K
 bool onednn_enabled();
 void set_onednn_enabled(bool on);
+// --precision bf16's large GEMMs on oneDNN's bf16 matmul: only on CPUs with AMX-BF16 or
+// AVX512-BF16 (elsewhere oneDNN emulates bf16, slower than our rounding + fp32 GEMM), or when
+// forced (tests check its numbers on any CPU). runtime/cpu/onednn_gemm.h.
+bool onednn_bf16_active();
+void set_onednn_bf16_forced(bool on);
 
 }  // namespace mase::cpu
 

@@ -5,14 +5,45 @@
 // (OpenBLAS) within fp32 reassociation. *Skipped* in a build without libdnnl-dev.
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "helpers.h"
 #include "runtime/cpu/onednn_gemm.h"
+#include "runtime/kernels/bf16.h"
+#include "runtime/parallel.h"
 
 using namespace mase;
 
 using test::random_floats;
+
+namespace {
+
+// One GEMM problem as BLAS stores it: A is M×K (K×M when transposed), B is K×N (N×K), each
+// with 3 spare columns, and C's spare columns must stay untouched.
+struct Problem {
+  bool ta, tb;
+  int64_t M, N, K, lda, ldb, ldc;
+  std::vector<float> A, B, C0;
+  Problem(bool ta_, bool tb_, int64_t M_, int64_t N_, int64_t K_, uint64_t seed)
+      : ta(ta_), tb(tb_), M(M_), N(N_), K(K_) {
+    const int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    lda = ac + 3, ldb = bc + 3, ldc = N + 3;
+    A = random_floats(ar * lda, seed), B = random_floats(br * ldb, seed + 1);
+    C0 = random_floats(M * ldc, seed + 2);
+  }
+  float a(int64_t i, int64_t k) const { return ta ? A[k * lda + i] : A[i * lda + k]; }
+  float b(int64_t k, int64_t j) const { return tb ? B[j * ldb + k] : B[k * ldb + j]; }
+  // alpha·Σ_k f(a)·f(b) + beta·C0, in double
+  template <class F>
+  double ref(int64_t i, int64_t j, float alpha, float beta, F f) const {
+    double s = 0;
+    for (int64_t k = 0; k < K; ++k) s += double(f(a(i, k))) * double(f(b(k, j)));
+    return alpha * s + beta * double(C0[i * ldc + j]);
+  }
+};
+
+}  // namespace
 
 TEST_CASE("oneDNN sgemm: every transpose form, leading dims, alpha and beta vs double") {
   if (cpu::onednn_version().empty()) return test::skip("this build has no oneDNN (libdnnl-dev)");
@@ -27,11 +58,9 @@ TEST_CASE("oneDNN sgemm: every transpose form, leading dims, alpha and beta vs d
         CAPTURE(tb);
         CAPTURE(alpha);
         CAPTURE(beta);
-        // stored shapes: A is M×K (K×M when transposed), B is K×N (N×K); 3 spare columns each
-        const int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-        const int64_t lda = ac + 3, ldb = bc + 3, ldc = N + 3;
-        const std::vector<float> A = random_floats(ar * lda, 1), B = random_floats(br * ldb, 2);
-        const std::vector<float> C0 = random_floats(M * ldc, 3);
+        const Problem p(ta, tb, M, N, K, 1);
+        const auto& [A, B, C0] = std::tie(p.A, p.B, p.C0);
+        const int64_t lda = p.lda, ldb = p.ldb, ldc = p.ldc;
         std::vector<float> C = C0, Cb = C0;
         REQUIRE(cpu::onednn_sgemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta,
                                   C.data(), ldc));
@@ -41,11 +70,7 @@ TEST_CASE("oneDNN sgemm: every transpose form, leading dims, alpha and beta vs d
         double worst = 0, worst_blas = 0;
         for (int64_t i = 0; i < M; ++i)
           for (int64_t j = 0; j < N; ++j) {
-            double ref = 0;
-            for (int64_t k = 0; k < K; ++k)
-              ref += double(ta ? A[k * lda + i] : A[i * lda + k]) *
-                     double(tb ? B[j * ldb + k] : B[k * ldb + j]);
-            ref = alpha * ref + beta * double(C0[i * ldc + j]);
+            const double ref = p.ref(i, j, alpha, beta, [](float x) { return x; });
             worst = std::max(worst, std::abs(C[i * ldc + j] - ref));
             worst_blas = std::max(worst_blas, std::abs(double(C[i * ldc + j]) - Cb[i * ldc + j]));
           }
@@ -64,5 +89,44 @@ TEST_CASE("oneDNN sgemm: switched off, or a small problem, it is not used") {
   std::vector<float> A(64 * 64, 1.0f), B(64 * 64, 1.0f), C(64 * 64, 0.0f);
   CHECK_FALSE(cpu::onednn_sgemm(false, false, 64, 64, 64, 1.0f, A.data(), 64, B.data(), 64, 0.0f,
                                 C.data(), 64));
+  cpu::set_onednn_enabled(was);
+}
+
+// --precision bf16 on oneDNN's bf16 matmul (forced here: on a CPU without AMX-BF16 or
+// AVX512-BF16 it would decline, slower than our emulation): the operands rounded to bf16 by
+// our rounding, products exact in fp32, fp32 sums — so against a double loop over the ROUNDED
+// operands it is within fp32 reassociation, in every transpose form with alpha and beta.
+TEST_CASE("oneDNN bf16 gemm (--precision bf16): rounded operands, fp32 sums, vs double") {
+  if (cpu::onednn_version().empty()) return test::skip("this build has no oneDNN (libdnnl-dev)");
+  const bool was = cpu::onednn_enabled();
+  cpu::set_onednn_enabled(true);
+  cpu::set_onednn_bf16_forced(true);
+  REQUIRE(cpu::onednn_bf16_active());
+  set_cpu_gemm_precision(GemmPrecision::bf16);
+  const int64_t M = 301, N = 129, K = 257;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, 1.0f}}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(alpha);
+        const Problem p(ta, tb, M, N, K, 4);
+        std::vector<float> C = p.C0;
+        cpu::gemm<float>(ta, tb, M, N, K, alpha, p.A.data(), p.lda, p.B.data(), p.ldb, beta,
+                         C.data(), p.ldc);
+        double worst = 0, worst_unrounded = 0;
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            const double got = C[i * p.ldc + j];
+            const auto bf16 = [](float x) { return cpu::bf16_round(x); };
+            worst = std::max(worst, std::abs(got - p.ref(i, j, alpha, beta, bf16)));
+            worst_unrounded = std::max(
+                worst_unrounded, std::abs(got - p.ref(i, j, alpha, beta, [](float x) { return x; })));
+          }
+        CHECK(worst < 1e-4);           // the rounded operands' products, summed in fp32
+        CHECK(worst_unrounded > 1e-3);  // and not the fp32 product: bf16 rounding happened
+      }
+  set_cpu_gemm_precision(GemmPrecision::fp32);
+  cpu::set_onednn_bf16_forced(false);
   cpu::set_onednn_enabled(was);
 }
