@@ -22,6 +22,7 @@
 #include "runtime/cpu/int8_tile.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
+#include "runtime/cpu/onednn_gemm.h"
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
@@ -30,6 +31,7 @@ const char* int8_isa_name(Int8Isa isa) {
   switch (isa) {
     case Int8Isa::avx512_vnni: return "avx512-vnni";
     case Int8Isa::avx2: return "avx2";
+    case Int8Isa::onednn: return "onednn";
     default: return "reference";
   }
 }
@@ -39,11 +41,13 @@ bool int8_isa_supported(Int8Isa isa) {
   switch (isa) {
     case Int8Isa::avx512_vnni: return f.avx512() && f.avx512_vnni;
     case Int8Isa::avx2: return f.avx2;
+    case Int8Isa::onednn: return onednn_int8_available();
     default: return true;
   }
 }
 
 Int8Isa int8_isa_best() {
+  if (int8_isa_supported(Int8Isa::onednn)) return Int8Isa::onednn;
   if (int8_isa_supported(Int8Isa::avx512_vnni)) return Int8Isa::avx512_vnni;
   if (int8_isa_supported(Int8Isa::avx2)) return Int8Isa::avx2;
   return Int8Isa::reference;
@@ -126,6 +130,24 @@ Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64
   MASE_CHECK(int8_isa_supported(isa), ConfigError, "[int8_pack_b] this CPU cannot run the ",
              int8_isa_name(isa), " kernel");
   const KLayout l = k_layout(K, block);
+  if (isa == Int8Isa::onednn) {
+    // one scale per row only (scales inside K are beyond oneDNN's int8 matmul): B in the
+    // reference layout (the fallback) and in oneDNN's; else the best of our own kernels
+    std::vector<float> row_scale(size_t(N), 1.0f);
+    if (scales && l.nblocks == 1)
+      for (int64_t j = 0; j < N; ++j) row_scale[size_t(j)] = scales[j];
+    auto w = l.nblocks == 1 ? onednn_int8_pack(B, ldb, row_scale.data(), N, K) : nullptr;
+    if (!w) {
+      const Int8Isa own = int8_isa_supported(Int8Isa::avx512_vnni) ? Int8Isa::avx512_vnni
+                          : int8_isa_supported(Int8Isa::avx2)      ? Int8Isa::avx2
+                                                                   : Int8Isa::reference;
+      return int8_pack_b(B, ldb, scales, N, K, block, own);
+    }
+    Int8PackedB p = int8_pack_b(B, ldb, scales, N, K, block, Int8Isa::reference);
+    p.isa = Int8Isa::onednn;
+    p.onednn = std::move(w);
+    return p;
+  }
   Int8PackedB p;
   p.N = N;
   p.K = K;
@@ -187,6 +209,27 @@ Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64
 
 namespace {
 
+// oneDNN's int8 matmul scales per output column only: it runs the scaled product when A has
+// one scale for all its rows (integer formats: 2^−f), rows with a NaN scale aside (their
+// outputs are NaN, as in the reference). False: the caller runs the reference loops.
+bool run_onednn(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa, int64_t M,
+                const Int8PackedB& B, const float* bias) {
+  const int64_t nb = B.nblocks;  // 1 for onednn
+  float s0 = NAN;
+  for (int64_t i = 0; i < M; ++i) {
+    const float s = sa[i * nb];
+    if (std::isnan(s)) continue;
+    if (std::isnan(s0)) s0 = s;
+    else if (s != s0) return false;
+  }
+  if (std::isnan(s0)) return false;  // every row NaN: the reference says so
+  onednn_int8_gemm(C, ldc, A, lda, M, *B.onednn, s0, bias);
+  for (int64_t i = 0; i < M; ++i)
+    if (std::isnan(sa[i * nb]))
+      for (int64_t j = 0; j < B.N; ++j) C[i * ldc + j] = NAN;
+  return true;
+}
+
 // Either output: Ci (int32 mode, sa == nullptr) or C (scaled mode).
 void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const float* sa,
          int64_t M, const Int8PackedB& B, const float* bias) {
@@ -200,7 +243,8 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
       }
     return;
   }
-  if (B.isa == Int8Isa::reference) {
+  if (B.isa == Int8Isa::onednn && !Ci && run_onednn(C, ldc, A, lda, sa, M, B, bias)) return;
+  if (B.isa == Int8Isa::reference || B.isa == Int8Isa::onednn) {  // onednn: B.data is B itself
     if (Ci) int8_gemm_reference(Ci, ldc, A, lda, B.data.data(), K, M, N, K);
     else
       int8_gemm_scaled_reference(C, ldc, A, lda, sa, B.data.data(), K, B.scales.data(), M, N, K,

@@ -154,6 +154,101 @@ bool onednn_bf16_active() {
 }
 void set_onednn_bf16_forced(bool on) { g_bf16_forced = on; }
 
+// ---- int8 ----
+
+struct OnednnInt8Weights {
+  int64_t N = 0, K = 0;
+  std::vector<float> b_scale;  // (N)
+  std::vector<float> zeros;    // (N): the bias when there is none (see onednn_int8_gemm)
+  dnnl::memory w;              // B in the layout of the kernel oneDNN chose
+  mutable std::mutex mu;
+  // per (M, lda, ldc, a_scale): the primitive, its scales baked in
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, float>, dnnl::matmul> prims;
+};
+
+namespace {
+
+// the matmul (M, K) s8 × (K, N) s8 → (M, N) f32, output scales per column, the bias as a
+// binary add after them; weights in `wd` (format any: oneDNN chooses)
+dnnl::matmul::primitive_desc int8_pd(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc,
+                                     const dnnl::memory::desc& wd, const std::vector<float>& scales) {
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(1 << 1, scales);
+  dnnl::post_ops po;
+  po.append_binary(dnnl::algorithm::binary_add,
+                   dnnl::memory::desc({1, N}, dt::f32, dnnl::memory::dims{N, 1}));
+  attr.set_post_ops(po);
+  const dnnl::memory::desc ad({M, K}, dt::s8, dnnl::memory::dims{lda, 1});
+  const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, wd, cd), attr, cache().engine);
+}
+
+}  // namespace
+
+bool onednn_int8_available() {
+  const CpuFeatures& f = cpu_features();
+  return onednn_enabled() && ((f.avx512() && f.avx512_vnni) || f.amx_int8);
+}
+
+std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64_t ldb,
+                                                          const float* b_scale, int64_t N,
+                                                          int64_t K) {
+  if (!onednn_int8_available() || N == 0 || K == 0) return nullptr;
+  auto W = std::make_shared<OnednnInt8Weights>();
+  W->N = N;
+  W->K = K;
+  W->b_scale.assign(b_scale, b_scale + N);
+  W->zeros.assign(size_t(N), 0.0f);
+  try {
+    // the layout the kernel for a large batch wants; smaller M reuse it (tested)
+    const dnnl::memory::desc any({K, N}, dt::s8, dnnl::memory::format_tag::any);
+    const auto pd = int8_pd(4096, N, K, K, N, any, W->b_scale);
+    const dnnl::memory::desc plain({K, N}, dt::s8, dnnl::memory::dims{1, ldb});
+    Cache& c = cache();
+    W->w = dnnl::memory(pd.weights_desc(), c.engine);
+    dnnl::memory src(plain, c.engine, const_cast<int8_t*>(B));
+    dnnl::stream stream(c.engine);
+    dnnl::reorder(src, W->w).execute(stream, src, W->w);
+    stream.wait();
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  return W;
+}
+
+void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
+                      const OnednnInt8Weights& W, float a_scale, const float* bias) {
+  const int64_t N = W.N, K = W.K;
+  dnnl::matmul prim;
+  {
+    std::lock_guard lock(W.mu);
+    const auto key = std::make_tuple(M, lda, ldc, a_scale);
+    auto it = W.prims.find(key);
+    if (it == W.prims.end()) {
+      if (W.prims.size() > 64) W.prims.clear();  // many batch shapes: start over
+      std::vector<float> scales(static_cast<size_t>(N));
+      for (int64_t j = 0; j < N; ++j) scales[size_t(j)] = a_scale * W.b_scale[size_t(j)];
+      it = W.prims.emplace(key, dnnl::matmul(int8_pd(M, N, K, lda, ldc, W.w.get_desc(), scales)))
+               .first;
+    }
+    prim = it->second;
+  }
+  Cache& c = cache();
+  thread_local dnnl::stream stream(c.engine);
+  const dnnl::memory::desc ad({M, K}, dt::s8, dnnl::memory::dims{lda, 1});
+  const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
+  dnnl::memory a(ad, c.engine, const_cast<int8_t*>(A)), out(cd, c.engine, C);
+  // a bias of zeros when there is none: x·0 = −0 for a negative sum, and the reference's
+  // fma(s, scale, +0) gives +0 — the add keeps the bits the same (and costs nothing: fused)
+  const float* b = bias ? bias : W.zeros.data();
+  dnnl::memory bm({{1, N}, dt::f32, dnnl::memory::dims{N, 1}}, c.engine, const_cast<float*>(b));
+  prim.execute(stream, {{DNNL_ARG_SRC, a},
+                        {DNNL_ARG_WEIGHTS, W.w},
+                        {DNNL_ARG_DST, out},
+                        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bm}});
+  stream.wait();
+}
+
 std::string onednn_bf16_impl() {
   std::lock_guard lock(cache().mu);
   return cache().bf16_impl;
@@ -186,6 +281,14 @@ bool onednn_bf16_gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*
 }
 std::string onednn_bf16_impl() { return ""; }
 bool onednn_bf16_active() { return false; }
+struct OnednnInt8Weights {};
+bool onednn_int8_available() { return false; }
+std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t*, int64_t, const float*,
+                                                          int64_t, int64_t) {
+  return nullptr;
+}
+void onednn_int8_gemm(float*, int64_t, const int8_t*, int64_t, int64_t, const OnednnInt8Weights&,
+                      float, const float*) {}
 void set_onednn_bf16_forced(bool) {}
 void onednn_set_num_threads(int) {}
 std::string onednn_version() { return ""; }

@@ -20,6 +20,7 @@
 // openblas turns it off (A/B); mase-bench and mase-train print which library runs.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "runtime/kernels/matmul.h"  // kOnednnMinWork, onednn_enabled, set_onednn_enabled
@@ -41,6 +42,21 @@ bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
                       const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                       float* C, int64_t ldc);
 // (onednn_bf16_active, set_onednn_bf16_forced: runtime/kernels/matmul.h)
+
+// int8 × int8 with int32 sums, scaled after the sum: C[i][j] = float(Σ_k A[i][k]·B[j][k])·
+// (a_scale·b_scale[j]) (+ bias[j]) — the integer Linear when its activations have one scale per
+// tensor (runtime/kernels/int8_gemm.h, Int8Isa::onednn), the same two roundings as
+// int8_gemm_scaled_reference. B (N, K) int8 codes with one scale per row, reordered once into
+// the layout oneDNN's kernel wants (null when oneDNN cannot: not built, off, or it refuses).
+// The scales are constants of the primitive (oneDNN's brgemm kernels need that: runtime
+// scales fall back to a slower gemm), so each weight caches a primitive per (M, a_scale).
+struct OnednnInt8Weights;
+bool onednn_int8_available();  // built, on, and the CPU has AVX512-VNNI or AMX-INT8
+std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64_t ldb,
+                                                          const float* b_scale, int64_t N,
+                                                          int64_t K);
+void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
+                      const OnednnInt8Weights& W, float a_scale, const float* bias);
 // The implementation oneDNN chose for the last bf16 GEMM it ran ("brg:avx512_core_amx", "gemm:jit",
 // ...), or "" before any: what mase-bench prints for --precision bf16.
 std::string onednn_bf16_impl();

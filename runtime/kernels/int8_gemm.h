@@ -22,31 +22,42 @@
 //                runtime/cpu/int8_gemm_vnni.cpp
 //   avx2         vpmaddubsw (u8·s8 pairs → int16) + vpmaddwd (pairs → int32).
 //                runtime/cpu/int8_gemm_avx2.cpp
+//   onednn       oneDNN's int8 matmul (its brgemm kernels: VNNI here, AMX-INT8 tiles on Sapphire
+//                Rapids), for B with one block per row (integer formats: block = K) on CPUs
+//                with AVX512-VNNI or AMX-INT8 where oneDNN is built in: 2-4x our VNNI kernel
+//                on BERT's shapes (docs/performance.md, "int8"). B is also kept in the
+//                reference layout, the fallback when the activation scales are not one per
+//                tensor. MXINT8's blocks of 32 (scales inside K) are beyond oneDNN 2.6's int8
+//                matmul: packing them for onednn packs them for avx512_vnni instead.
+//                runtime/cpu/onednn_gemm.cpp
 //   reference    three nested loops, the test oracle.
 // Both SIMD instructions multiply an *unsigned* byte by a signed one, and our codes are signed
 // on both sides; the two kernels solve that differently (the u8 offset trick for VNNI, the sign
 // trick for AVX2) — explained in their files. The AVX2 trick needs B ≠ −128 (true for MXINT8,
 // which is symmetric, and for integer widths ≤ 7); packing for AVX2 a B that holds −128 gives
 // a reference-packed B instead (correct, slow; Int8PackedB::isa says which).
-// Not built: AMX-INT8 tiles (Sapphire Rapids; no machine here to test them) and AVX-VNNI
-// (the 256-bit VEX form of vpdpbusd on client CPUs).
+// Not hand-written: AMX-INT8 tiles (oneDNN's run there) and AVX-VNNI (the 256-bit VEX form of
+// vpdpbusd on client CPUs).
 //
 // Read next: runtime/cpu/int8_gemm.cpp (packing and the loops around the microkernels),
 // then quant/integer_linear.h (the Linear that quantizes x on the fly and calls this).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace mase::cpu {
 
-enum class Int8Isa : uint8_t { reference, avx2, avx512_vnni };
-const char* int8_isa_name(Int8Isa isa);  // "reference", "avx2", "avx512-vnni"
+enum class Int8Isa : uint8_t { reference, avx2, avx512_vnni, onednn };
+const char* int8_isa_name(Int8Isa isa);  // "reference", "avx2", "avx512-vnni", "onednn"
 bool int8_isa_supported(Int8Isa isa);    // can this CPU run it (runtime/cpu_features.h)
 Int8Isa int8_isa_best();                 // the fastest one it can
 
 // Blocks longer than this could overflow the int32 sums of the VNNI kernel (255·128 per term).
 constexpr int64_t kInt8MaxBlock = 65536;
+
+struct OnednnInt8Weights;  // runtime/cpu/onednn_gemm.h: B in oneDNN's own blocked layout
 
 // B packed once for one microkernel. Panels of `nr` columns; within a panel, every block of K
 // is padded with zeros to a multiple of 4 and stored as groups of 4 k-values per column:
@@ -63,6 +74,7 @@ struct Int8PackedB {
   std::vector<int8_t> data;
   std::vector<float> scales;  // reference: (N, nblocks); panels: [panel][block][nr]
   std::vector<int32_t> comp;  // VNNI only: 128·Σ_{k∈block} B[j][k], [panel][block][nr]
+  std::shared_ptr<const OnednnInt8Weights> onednn;  // onednn only (data: the reference layout)
   int64_t panels() const { return nr ? (N + nr - 1) / nr : 0; }
   size_t nbytes() const {
     return data.size() + 4 * scales.size() + 4 * comp.size();

@@ -163,6 +163,51 @@ TEST_CASE("int8 gemm: block-scaled avx2 bit-exact against the reference") {
   if (runs(Int8Isa::avx2)) check_scaled(Int8Isa::avx2);
 }
 
+// Int8Isa::onednn (runtime/cpu/onednn_gemm.h): one scale for all rows of A (as the integer
+// formats give), a NaN row, power-of-two row scales of B, one of them 0, bias or not: the
+// same bits as the reference (its two roundings: the exact scaled sum, then + bias). Rows
+// with different scales, and blocks of 32, fall back to our own paths — still exact.
+TEST_CASE("int8 gemm: onednn bit-exact against the reference; its fallbacks too") {
+  if (!runs(Int8Isa::onednn)) return;
+  for (int64_t M : {1, 37, 300})
+    for (int64_t K : {3, 64, 259})
+      for (bool with_bias : {false, true}) {
+        const int64_t N = 131;
+        const auto A = random_codes(M * K, uint32_t(M + K)), B = random_codes(N * K, uint32_t(K));
+        std::vector<float> sa(static_cast<size_t>(M), 0.0625f), sb(static_cast<size_t>(N)),
+            bias(static_cast<size_t>(N));
+        for (int64_t j = 0; j < N; ++j) {
+          sb[size_t(j)] = std::ldexp(1.0f, -int(j % 9));
+          bias[size_t(j)] = float(j % 11) / 7.0f - 0.5f;
+        }
+        sb[3] = 0.0f;
+        if (M > 1) sa[1] = NAN;
+        const float* bp = with_bias ? bias.data() : nullptr;
+        std::vector<float> want(static_cast<size_t>(M * N)), got(static_cast<size_t>(M * N), -1.0f);
+        int8_gemm_scaled_reference(want.data(), N, A.data(), K, sa.data(), B.data(), K, sb.data(),
+                                   M, N, K, K, bp);
+        const Int8PackedB p = int8_pack_b(B.data(), K, sb.data(), N, K, K, Int8Isa::onednn);
+        REQUIRE(p.isa == Int8Isa::onednn);
+        int8_gemm_scaled(got.data(), N, A.data(), K, sa.data(), M, p, bp);
+        INFO("M=", M, " K=", K, " bias=", with_bias);
+        CHECK(same_bits(got, want));
+        if (M > 2) {  // two activation scales: the reference loops, exactly
+          sa[2] = 0.125f;
+          int8_gemm_scaled_reference(want.data(), N, A.data(), K, sa.data(), B.data(), K,
+                                     sb.data(), M, N, K, K, bp);
+          int8_gemm_scaled(got.data(), N, A.data(), K, sa.data(), M, p, bp);
+          CHECK(same_bits(got, want));
+        }
+        std::vector<int32_t> ci(static_cast<size_t>(M * N)), ri(static_cast<size_t>(M * N));
+        int8_gemm(ci.data(), N, A.data(), K, M, p);  // int32 mode: the reference loops
+        int8_gemm_reference(ri.data(), N, A.data(), K, B.data(), K, M, N, K);
+        CHECK(ci == ri);
+      }
+  // MXINT8's blocks of 32: packed for our own kernel instead
+  const auto B = random_codes(5 * 64, 9);
+  CHECK(int8_pack_b(B.data(), 64, nullptr, 5, 64, 32, Int8Isa::onednn).isa != Int8Isa::onednn);
+}
+
 TEST_CASE("int8 gemm: the result does not depend on the thread count") {
   const Int8Isa isa = int8_isa_best();
   const int64_t M = 301, N = 70, K = 96;
