@@ -61,10 +61,11 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                 b, tb ? as_int(K) : as_int(N), beta, C, as_int(ldc));
     return;
   }
-  // large problems on oneDNN's matmul where it is installed (runtime/cpu/onednn_gemm.h); the
-  // size bound also keeps sdpa's tile products, called inside TBB tasks, on OpenBLAS
-  if (double(M) * double(N) * double(K) >= kOnednnMinWork &&
-      onednn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+  // large problems that are not too wide or too deep on oneDNN's matmul where it is installed
+  // (runtime/cpu/onednn_gemm.h, kOnednnMaxNK says why); the size bound also keeps sdpa's tile
+  // products, called inside TBB tasks, on OpenBLAS
+  if (double(M) * double(N) * double(K) >= kOnednnMinWork && N <= kOnednnMaxNK &&
+      K <= kOnednnMaxNK && onednn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
     return;
   blas::sgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, A, as_int(lda), B, as_int(ldb),
               beta, C, as_int(ldc));

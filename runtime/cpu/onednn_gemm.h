@@ -5,7 +5,8 @@
 // own matrix units"), oneDNN's matmul on the weights as they are (no reorder, nothing cached
 // per weight) runs BERT's Linear shapes 1.04–2.1× faster than OpenBLAS's sgemm (most on
 // bert-tiny's 128-wide ones) and 0.86× at 4096³; PyTorch's CPU path calls it. Whole steps
-// gained 1.00–1.10×. oneDNN's own dnnl_sgemm (the BLAS-style entry) was no faster than
+// gained 1.00–1.10×. (Re-measured that evening, quiet: 0.40× at 4096³, and under 1 on every
+// weight gradient and bert-base's 3072-wide products — hence kOnednnMaxNK.) oneDNN's own dnnl_sgemm (the BLAS-style entry) was no faster than
 // OpenBLAS: the gain is the matmul primitive's JIT kernels, built per shape.
 //
 // How: a matmul primitive per GEMM signature (sizes, transposes, leading dimensions, alpha,
@@ -14,7 +15,9 @@
 // alpha is an output scale, beta·C a "sum" post-op.
 //
 // Who: cpu::gemm<float> (runtime/cpu/matmul.cpp) tries this first for GEMMs of at least
-// kOnednnMinWork multiply-adds, from outside oneTBB's tasks only: oneDNN is built on OpenMP
+// kOnednnMinWork multiply-adds whose N and K are at most kOnednnMaxNK (wider or deeper ones
+// ran up to 2.5× slower than OpenBLAS: the evening's re-measurement, runtime/kernels/matmul.h),
+// from outside oneTBB's tasks only: oneDNN is built on OpenMP
 // here, and a call from inside a TBB task (sdpa's tile products) would start a second team
 // of threads on cores the first already uses. Everything else stays on OpenBLAS. MASE_SGEMM=
 // openblas turns it off (A/B); mase-bench and mase-train print which library runs.

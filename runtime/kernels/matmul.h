@@ -31,6 +31,12 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T
 // matmul (a build with libdnnl-dev; MASE_SGEMM=openblas starts it off; runtime/cpu/
 // onednn_gemm.h says why and what was measured). Switchable for A/B (mase-bench --onednn).
 constexpr double kOnednnMinWork = 8.0 * 1024 * 1024;  // M·N·K
+// ... and whose N and K are at most this: oneDNN's matmul on plain (not reordered) operands lost
+// to OpenBLAS by up to 2.5× when N or K is large — 4096³ at 0.40×, bert-base's 3072-wide
+// gradients at 0.49×, every weight gradient (K = B·T = 8192 rows) at 0.50–0.96× — and won
+// up to 1.33× on the rest of BERT's shapes (quiet 2-core Cascade Lake, 2026-11-26 evening,
+// `mase-bench --suite gemm --onednn on|off`, docs/performance.md).
+constexpr int64_t kOnednnMaxNK = 2048;
 bool onednn_enabled();
 void set_onednn_enabled(bool on);
 // --precision bf16's large GEMMs on oneDNN's bf16 matmul: only on CPUs with AMX-BF16 or
