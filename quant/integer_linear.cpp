@@ -148,8 +148,10 @@ Tensor Int8Linear::forward(const Tensor& x) {
 // ---- the pass --------------------------------------------------------------------------------
 
 std::string IntegerInferenceReport::str() const {
+  const cpu::Int8Isa best = cpu::int8_isa_best();
   std::string s = cat("integer inference: ", converted.size(), " Linear layer(s) now Int8Linear (",
-                      cpu::int8_isa_name(cpu::int8_isa_best()), " kernels)");
+                      cpu::int8_isa_name(best), " kernels",
+                      best == cpu::Int8Isa::onednn ? "; MXINT8's blocks on avx512-vnni" : "", ")");
   if (!kept.empty()) s += cat(", ", kept.size(), " quantized layer(s) kept on the fp32 path");
   s += "\n";
   if (!converted.empty()) {

@@ -46,6 +46,10 @@ bool int8_isa_supported(Int8Isa isa) {
   }
 }
 
+size_t Int8PackedB::nbytes() const {
+  return data.size() + 4 * scales.size() + 4 * comp.size() + (onednn ? onednn_int8_bytes(*onednn) : 0);
+}
+
 Int8Isa int8_isa_best() {
   if (int8_isa_supported(Int8Isa::onednn)) return Int8Isa::onednn;
   if (int8_isa_supported(Int8Isa::avx512_vnni)) return Int8Isa::avx512_vnni;
@@ -136,16 +140,26 @@ Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64
     std::vector<float> row_scale(size_t(N), 1.0f);
     if (scales && l.nblocks == 1)
       for (int64_t j = 0; j < N; ++j) row_scale[size_t(j)] = scales[j];
-    auto w = l.nblocks == 1 ? onednn_int8_pack(B, ldb, row_scale.data(), N, K) : nullptr;
+    // (tiny matrices stay on our kernels: oneDNN pads its layout to blocks of 64, which there
+    // would take more bytes than the fp32 weights, and gains nothing)
+    const bool fits = l.nblocks == 1 && N >= kOnednnMinNK && K >= kOnednnMinNK;
+    auto w = fits ? onednn_int8_pack(B, ldb, row_scale.data(), N, K) : nullptr;
     if (!w) {
       const Int8Isa own = int8_isa_supported(Int8Isa::avx512_vnni) ? Int8Isa::avx512_vnni
                           : int8_isa_supported(Int8Isa::avx2)      ? Int8Isa::avx2
                                                                    : Int8Isa::reference;
       return int8_pack_b(B, ldb, scales, N, K, block, own);
     }
-    Int8PackedB p = int8_pack_b(B, ldb, scales, N, K, block, Int8Isa::reference);
+    Int8PackedB p;  // B lives in oneDNN's copy only
     p.isa = Int8Isa::onednn;
+    p.N = N;
+    p.K = K;
+    p.block = l.block;
+    p.nblocks = 1;
+    p.kp = K;
     p.onednn = std::move(w);
+    for (int64_t j = 0; j < N && !p.has_min; ++j)
+      for (int64_t k = 0; k < K && !p.has_min; ++k) p.has_min = B[j * ldb + k] == -128;
     return p;
   }
   Int8PackedB p;
@@ -209,25 +223,22 @@ Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64
 
 namespace {
 
-// oneDNN's int8 matmul scales per output column only: it runs the scaled product when A has
-// one scale for all its rows (integer formats: 2^−f), rows with a NaN scale aside (their
-// outputs are NaN, as in the reference). False: the caller runs the reference loops.
-bool run_onednn(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa, int64_t M,
+// oneDNN's int8 matmul scales per output column only, so rows of A are sent in runs that share
+// one scale: one call for the integer formats (every row 2^−f); a row whose scale is NaN gets
+// NaN outputs, as in the reference.
+void run_onednn(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa, int64_t M,
                 const Int8PackedB& B, const float* bias) {
-  const int64_t nb = B.nblocks;  // 1 for onednn
-  float s0 = NAN;
-  for (int64_t i = 0; i < M; ++i) {
-    const float s = sa[i * nb];
-    if (std::isnan(s)) continue;
-    if (std::isnan(s0)) s0 = s;
-    else if (s != s0) return false;
+  for (int64_t i0 = 0; i0 < M;) {
+    const float s = sa[i0];  // one block per row
+    int64_t i1 = i0 + 1;
+    if (std::isnan(s)) {
+      for (int64_t j = 0; j < B.N; ++j) C[i0 * ldc + j] = NAN;
+    } else {
+      while (i1 < M && sa[i1] == s) ++i1;
+      onednn_int8_gemm(C + i0 * ldc, ldc, A + i0 * lda, lda, i1 - i0, *B.onednn, s, bias);
+    }
+    i0 = i1;
   }
-  if (std::isnan(s0)) return false;  // every row NaN: the reference says so
-  onednn_int8_gemm(C, ldc, A, lda, M, *B.onednn, s0, bias);
-  for (int64_t i = 0; i < M; ++i)
-    if (std::isnan(sa[i * nb]))
-      for (int64_t j = 0; j < B.N; ++j) C[i * ldc + j] = NAN;
-  return true;
 }
 
 // Either output: Ci (int32 mode, sa == nullptr) or C (scaled mode).
@@ -243,8 +254,13 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
       }
     return;
   }
-  if (B.isa == Int8Isa::onednn && !Ci && run_onednn(C, ldc, A, lda, sa, M, B, bias)) return;
-  if (B.isa == Int8Isa::reference || B.isa == Int8Isa::onednn) {  // onednn: B.data is B itself
+  if (B.isa == Int8Isa::onednn) {
+    MASE_CHECK(!Ci, ConfigError, "[int8_gemm] the int32 product is not available for B packed ",
+               "for onednn (its sums are scaled inside oneDNN): pack B for avx512-vnni");
+    run_onednn(C, ldc, A, lda, sa, M, B, bias);
+    return;
+  }
+  if (B.isa == Int8Isa::reference) {
     if (Ci) int8_gemm_reference(Ci, ldc, A, lda, B.data.data(), K, M, N, K);
     else
       int8_gemm_scaled_reference(C, ldc, A, lda, sa, B.data.data(), K, B.scales.data(), M, N, K,

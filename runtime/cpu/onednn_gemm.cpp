@@ -249,6 +249,10 @@ void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64
   stream.wait();
 }
 
+size_t onednn_int8_bytes(const OnednnInt8Weights& W) {
+  return W.w.get_desc().get_size() + 4 * (W.b_scale.size() + W.zeros.size());
+}
+
 std::string onednn_bf16_impl() {
   std::lock_guard lock(cache().mu);
   return cache().bf16_impl;
@@ -289,6 +293,7 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t*, int64_t
 }
 void onednn_int8_gemm(float*, int64_t, const int8_t*, int64_t, int64_t, const OnednnInt8Weights&,
                       float, const float*) {}
+size_t onednn_int8_bytes(const OnednnInt8Weights&) { return 0; }
 void set_onednn_bf16_forced(bool) {}
 void onednn_set_num_threads(int) {}
 std::string onednn_version() { return ""; }

@@ -54,12 +54,14 @@ bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
 // The scales are constants of the primitive (oneDNN's brgemm kernels need that: runtime
 // scales fall back to a slower gemm), so each weight caches a primitive per (M, a_scale).
 struct OnednnInt8Weights;
+constexpr int64_t kOnednnMinNK = 64;  // smaller N or K stay on our kernels (int8_gemm.cpp)
 bool onednn_int8_available();  // built, on, and the CPU has AVX512-VNNI or AMX-INT8
 std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64_t ldb,
                                                           const float* b_scale, int64_t N,
                                                           int64_t K);
 void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
                       const OnednnInt8Weights& W, float a_scale, const float* bias);
+size_t onednn_int8_bytes(const OnednnInt8Weights& W);  // its copy of B and its scales
 // The implementation oneDNN chose for the last bf16 GEMM it ran ("brg:avx512_core_amx", "gemm:jit",
 // ...), or "" before any: what mase-bench prints for --precision bf16.
 std::string onednn_bf16_impl();

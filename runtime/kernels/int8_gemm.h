@@ -25,10 +25,11 @@
 //   onednn       oneDNN's int8 matmul (its brgemm kernels: VNNI here, AMX-INT8 tiles on Sapphire
 //                Rapids), for B with one block per row (integer formats: block = K) on CPUs
 //                with AVX512-VNNI or AMX-INT8 where oneDNN is built in: 2-4x our VNNI kernel
-//                on BERT's shapes (docs/performance.md, "int8"). B is also kept in the
-//                reference layout, the fallback when the activation scales are not one per
-//                tensor. MXINT8's blocks of 32 (scales inside K) are beyond oneDNN 2.6's int8
-//                matmul: packing them for onednn packs them for avx512_vnni instead.
+//                on BERT's shapes (docs/performance.md, "int8"). B lives in oneDNN's copy only;
+//                rows of A go in runs that share a scale (one run for the integer formats);
+//                scaled mode only. MXINT8's blocks of 32 (scales inside K) are beyond oneDNN
+//                2.6's int8 matmul, and N or K under 64 gain nothing: packing those for onednn
+//                packs them for our own best kernel instead.
 //                runtime/cpu/onednn_gemm.cpp
 //   reference    three nested loops, the test oracle.
 // Both SIMD instructions multiply an *unsigned* byte by a signed one, and our codes are signed
@@ -74,11 +75,10 @@ struct Int8PackedB {
   std::vector<int8_t> data;
   std::vector<float> scales;  // reference: (N, nblocks); panels: [panel][block][nr]
   std::vector<int32_t> comp;  // VNNI only: 128·Σ_{k∈block} B[j][k], [panel][block][nr]
-  std::shared_ptr<const OnednnInt8Weights> onednn;  // onednn only (data: the reference layout)
+  std::shared_ptr<const OnednnInt8Weights> onednn;  // onednn only (then data is empty)
   int64_t panels() const { return nr ? (N + nr - 1) / nr : 0; }
-  size_t nbytes() const {
-    return data.size() + 4 * scales.size() + 4 * comp.size();
-  }
+  // the bytes it holds (onednn: oneDNN's copy of B as well as the reference layout)
+  size_t nbytes() const;
 };
 
 // B (N, K) codes with row stride ldb, scales (N, nblocks) (nullptr: all 1). block ≥ K means one
