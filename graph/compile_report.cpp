@@ -242,7 +242,8 @@ CompileReport compile_report(const CompileReportOptions& o) {
   progress("peak memory, eager and compiled");
   for (size_t v : {1, 2}) {  // eager fused, compiled; the gradients exist (zeroed) already
     variants[v].prepare();
-    (v == 1 ? r.eager_peak_bytes : r.compiled_peak_bytes) = peak_of(device, [&] { variants[v].run(); });
+    size_t& peak = v == 1 ? r.eager_peak_bytes : r.compiled_peak_bytes;
+    peak = peak_of(device, [&] { variants[v].run(); });
   }
   if (o.train) {  // what the forward leaves in use for backward: the activations autograd keeps
     auto kept = [&](const std::function<TensorMap()>& fwd) {

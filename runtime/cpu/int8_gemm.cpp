@@ -158,8 +158,6 @@ Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64
     p.nblocks = 1;
     p.kp = K;
     p.onednn = std::move(w);
-    for (int64_t j = 0; j < N && !p.has_min; ++j)
-      for (int64_t k = 0; k < K && !p.has_min; ++k) p.has_min = B[j * ldb + k] == -128;
     return p;
   }
   Int8PackedB p;

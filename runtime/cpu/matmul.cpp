@@ -38,7 +38,7 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   if (cpu_gemm_precision() == GemmPrecision::bf16 && K > 0) {
-    // large ones on oneDNN's bf16 matmul (AMX, AVX512-BF16 or its emulation: onednn_gemm.h)
+    // large ones on oneDNN's bf16 matmul where the CPU has AMX-BF16 or AVX512-BF16 (onednn_gemm.h)
     if (double(M) * double(N) * double(K) >= kOnednnMinWork &&
         onednn_bf16_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
       return;

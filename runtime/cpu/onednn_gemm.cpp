@@ -1,6 +1,7 @@
-// runtime/cpu/onednn_gemm.cpp — fp32 GEMMs through oneDNN's matmul primitive (see
-// onednn_gemm.h). Compiled with MASE_HAS_DNNL when CMake found libdnnl; otherwise every entry
-// says "not here" and OpenBLAS runs everything.
+// runtime/cpu/onednn_gemm.cpp — GEMMs through oneDNN's matmul primitive (see onednn_gemm.h):
+// fp32, bf16 operands on CPUs with bf16 units, and int8 weights of the integer Linear.
+// Compiled with MASE_HAS_DNNL when CMake found libdnnl; otherwise every entry says "not here"
+// and our own kernels and OpenBLAS run everything.
 #include "runtime/cpu/onednn_gemm.h"
 
 #include <cstdlib>
@@ -41,7 +42,6 @@ struct Cache {
   std::mutex mu;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::map<Key, dnnl::matmul> prims;
-  std::string bf16_impl;  // what oneDNN chose for the last bf16 primitive made
 };
 Cache& cache() {
   static Cache* c = new Cache();  // never destroyed: GEMMs may run during static destruction
@@ -59,7 +59,7 @@ dnnl::memory::desc matrix(int64_t rows, int64_t cols, bool trans, int64_t ld, dt
 // The cached primitive for this problem, made on first use (nullopt: oneDNN refuses it).
 std::optional<dnnl::matmul> primitive(const Key& key, const dnnl::memory::desc& ad,
                                       const dnnl::memory::desc& bd, const dnnl::memory::desc& cd,
-                                      float alpha, float beta, bool bf16) {
+                                      float alpha, float beta) {
   Cache& c = cache();
   try {
     std::lock_guard lock(c.mu);
@@ -74,7 +74,6 @@ std::optional<dnnl::matmul> primitive(const Key& key, const dnnl::memory::desc& 
         attr.set_post_ops(po);
       }
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, c.engine);
-      if (bf16) c.bf16_impl = pd.impl_info_str();
       it = c.prims.emplace(key, dnnl::matmul(pd)).first;
     }
     return it->second;
@@ -122,8 +121,8 @@ bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
   if (!onednn_enabled() || K == 0) return false;
   const dnnl::memory::desc ad = matrix(M, K, ta, lda), bd = matrix(K, N, tb, ldb),
                            cd = matrix(M, N, false, ldc);
-  const auto prim = primitive({M, N, K, ta, tb, lda, ldb, ldc, alpha, beta, false}, ad, bd, cd,
-                              alpha, beta, false);
+  const auto prim =
+      primitive({M, N, K, ta, tb, lda, ldb, ldc, alpha, beta, false}, ad, bd, cd, alpha, beta);
   if (!prim) return false;  // OpenBLAS computes it
   run(*prim, ad, A, bd, B, cd, C);
   return true;
@@ -138,8 +137,8 @@ bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
   const int64_t la = ta ? M : K, lb = tb ? K : N;
   const dnnl::memory::desc ad = matrix(M, K, ta, la, dt::bf16), bd = matrix(K, N, tb, lb, dt::bf16),
                            cd = matrix(M, N, false, ldc);
-  const auto prim = primitive({M, N, K, ta, tb, la, lb, ldc, alpha, beta, true}, ad, bd, cd,
-                              alpha, beta, true);
+  const auto prim =
+      primitive({M, N, K, ta, tb, la, lb, ldc, alpha, beta, true}, ad, bd, cd, alpha, beta);
   if (!prim) return false;
   thread_local std::vector<uint16_t> a16, b16;
   const uint16_t* a = ta ? to_bf16(a16, A, K, M, lda) : to_bf16(a16, A, M, K, lda);
@@ -253,11 +252,6 @@ size_t onednn_int8_bytes(const OnednnInt8Weights& W) {
   return W.w.get_desc().get_size() + 4 * (W.b_scale.size() + W.zeros.size());
 }
 
-std::string onednn_bf16_impl() {
-  std::lock_guard lock(cache().mu);
-  return cache().bf16_impl;
-}
-
 void onednn_set_num_threads(int n) {
   // libgomp came in with libdnnl; found by name so that nothing here links OpenMP itself
   using SetFn = void (*)(int);
@@ -283,7 +277,6 @@ bool onednn_bf16_gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*
                       const float*, int64_t, float, float*, int64_t) {
   return false;
 }
-std::string onednn_bf16_impl() { return ""; }
 bool onednn_bf16_active() { return false; }
 struct OnednnInt8Weights {};
 bool onednn_int8_available() { return false; }

@@ -71,7 +71,7 @@ struct Int8PackedB {
   int64_t block = 0, nblocks = 0;  // scale blocks along K
   int64_t nr = 1;                  // panel width: 32 (VNNI), 16 (AVX2), 1 (reference)
   int64_t kp = 0;                  // K padded block by block to multiples of 4 (K for reference)
-  bool has_min = false;            // some code is −128
+  bool has_min = false;            // some code is −128 (our own packings; onednn: false)
   std::vector<int8_t> data;
   std::vector<float> scales;  // reference: (N, nblocks); panels: [panel][block][nr]
   std::vector<int32_t> comp;  // VNNI only: 128·Σ_{k∈block} B[j][k], [panel][block][nr]
