@@ -57,6 +57,11 @@ Tensor gelu(const Tensor& x);  // exact: 0.5·x·(1 + erf(x/√2)), as in BERT
 // layer after a GEMM without bias); bias_gelu_reference is the composition gelu(x + bias).
 Tensor bias_gelu(const Tensor& x, const Tensor& bias);
 Tensor bias_gelu_reference(const Tensor& x, const Tensor& bias);
+// bias_gelu's backward without a graph node, in place: dy (x's shape, packed, a gradient the
+// caller owns and nobody else reads) is overwritten with dx = dy·gelu'(x + bias); returns
+// db = Σ_rows dx. The same kernel and bits as the node's backward, one (rows, C) buffer fewer
+// at the moment both would be alive (graph/passes/recompute_gelu.cpp, the training peak).
+Tensor bias_gelu_backward_(const Tensor& dy, const Tensor& x, const Tensor& bias);
 inline Tensor operator-(const Tensor& x) { return neg(x); }
 
 // ---- matrix products (ops/matmul.cpp) ----------------------------------------------------

@@ -6,6 +6,9 @@
 //   e2e/<model>/train   forward with labels (dropout on), backward, clip_grad_norm(1.0),
 //                       AdamW step, zero_grad — what mase-train does per batch
 //   e2e/<model>/eval    forward under NoGradGuard in eval mode (dropout off), logits only
+//   e2e/<model>/eval/frozen   (also with --compile) compiled with CompileOptions::freeze:
+//                       each Linear weight packed once (graph/passes/freeze_weights.h);
+//                       validated: logits within 1e-4 of eager fused eval's
 //   e2e/<model>/train/compiled, e2e/<model>/eval/compiled   (mase-bench --e2e --compile)
 //                       the same steps through graph::compile (graph/compile.h): the model is
 //                       traced unfused, the passes fuse on the graph, the plan is replayed;
@@ -83,10 +86,38 @@ void eval_step(BertSetup& s, const train::Forward& forward) {
 
 // A compiled forward of the setup's model: the fusion flags off first (the trace must see the
 // unfused model; the passes fuse on the graph), the Compiled kept by the returned function.
-train::Forward compiled_forward_of(BertSetup& s, std::shared_ptr<graph::Compiled>& keep) {
+// frozen: CompileOptions::freeze (the eval/frozen variant: Linear weights packed once).
+train::Forward compiled_forward_of(BertSetup& s, std::shared_ptr<graph::Compiled>& keep,
+                                   bool frozen = false) {
   nn::unfuse_kernels(*s.model);
-  keep = std::make_shared<graph::Compiled>(graph::compile_bert(s.model));
+  graph::CompileOptions options;
+  options.freeze = frozen;
+  keep = std::make_shared<graph::Compiled>(graph::compile_bert(s.model, options));
   return graph::compiled_forward(keep);
+}
+
+// The frozen variant's validation: its logits equal eager fused eval's within fp32
+// reassociation (oneDNN's packed-weight kernel sums in another order), and the plan did run
+// packed weights (a build without oneDNN has none to measure).
+std::string check_frozen_eval(const char* name) {
+  BertSetup s = make_bert_setup(name);
+  std::shared_ptr<graph::Compiled> keep;
+  NoGradGuard no_grad;
+  s.model->eval();
+  const train::Forward f = compiled_forward_of(s, keep, true);
+  data::Batch b = setup_batch(s);
+  b.labels = Tensor();
+  const Tensor got = f(b).logits;
+  if (!keep->last().frozen || keep->last().frozen->size() == 0)
+    return "no weight was packed (oneDNN absent or turned off)";
+  nn::fuse_kernels(*s.model);
+  const Tensor want = s.model->forward(s.ids, s.mask).logits;
+  const Tensor g = got.contiguous(), w = want.contiguous();
+  double diff = 0;
+  for (int64_t i = 0; i < g.numel(); ++i)
+    diff = std::max(diff, double(std::abs(g.data<float>()[i] - w.data<float>()[i])));
+  if (!(diff <= 1e-4)) return cat("frozen logits differ from eager's by ", diff, " (expected <= 1e-4)");
+  return "";
 }
 
 // CPU seconds (user + system, every thread) and minor page faults of the process so far.
@@ -144,18 +175,22 @@ std::string check_compiled_first_step(const char* name) {
   return "";
 }
 
-void add_step(const char* model, bool training, bool compiled) {
+// frozen (eval only): compiled with CompileOptions::freeze
+void add_step(const char* model, bool training, bool compiled, bool frozen = false) {
   const std::string name = cat("e2e/", model, training ? "/train" : "/eval",
-                               compiled ? "/compiled" : "");
-  add(name, [name, model, training, compiled](benchmark::State& st) {
+                               frozen ? "/frozen" : compiled ? "/compiled" : "");
+  add(name, [name, model, training, compiled, frozen](benchmark::State& st) {
     using Clock = std::chrono::steady_clock;
     if (!validate_once(st, name, [&] {
-          return compiled ? check_compiled_first_step(model) : check_first_step(model);
+          return frozen     ? check_frozen_eval(model)
+                 : compiled ? check_compiled_first_step(model)
+                            : check_first_step(model);
         }))
       return;
     BertSetup s = make_bert_setup(model);
     std::shared_ptr<graph::Compiled> keep;
-    const train::Forward forward = compiled ? compiled_forward_of(s, keep) : train::Forward();
+    const train::Forward forward =
+        compiled ? compiled_forward_of(s, keep, frozen) : train::Forward();
     // the yardstick's operands live outside the caching allocator: not in the memory figures
     std::vector<float> A(kSgemmN * kSgemmN, 0.5f), B(kSgemmN * kSgemmN, 0.25f), C(kSgemmN * kSgemmN);
     auto step = [&] {
@@ -219,6 +254,7 @@ void register_e2e() {
     for (bool training : {true, false}) {
       add_step(model, training, false);
       if (g_compiled) add_step(model, training, true);
+      if (g_compiled && !training) add_step(model, training, true, /*frozen=*/true);
     }
 }
 

@@ -10,6 +10,7 @@
 #include "graph/passes/dropout.h"
 #include "graph/passes/fold_lora.h"
 #include "graph/passes/fold_mxint8.h"
+#include "graph/passes/freeze_weights.h"
 #include "graph/passes/fuse_add_norm.h"
 #include "graph/passes/fuse_bias_gelu.h"
 #include "graph/passes/recompute_gelu.h"
@@ -73,8 +74,8 @@ std::string FirstCallSplit::str() const {
 const std::vector<std::string>& compile_pass_names() {
   static const std::vector<std::string> names{
       "remove_dropout", "fold_lora",   "fuse_bias_gelu", "fuse_add_norm",
-      "fold_mxint8",    "recompute_gelu", "dce",         "memory_plan",   "arena",
-      "cuda_graph"};
+      "fold_mxint8",    "recompute_gelu", "dce",         "freeze_weights", "memory_plan",
+      "arena",          "cuda_graph"};
   return names;
 }
 
@@ -118,6 +119,7 @@ TensorMap Compiled::operator()(const NamedTensors& inputs) {
       ++replays_;
       for (LoraFold& f : cg->lora_folds) refolds_ += f.refresh();
       last_ = cg.get();
+      FrozenScope frozen(cg->frozen.get());  // freeze_weights' packed Linears (null: none)
       return replay(*cg, inputs);
     }
   return compile_and_run(inputs, Signature::of(inputs, training));
@@ -233,6 +235,12 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   if (sig.training) run_pass("recompute_gelu", [&] { return recompute_gelu(g).str(); });
   run_pass("dce", [&] { return dead_code_elimination(g).str(); });
   g.lint();
+  const bool on_cpu = inputs.empty() || inputs.front().second.is_cpu();
+  if (options_.freeze && !sig.training && on_cpu)
+    run_pass("freeze_weights", [&] {
+      cg->frozen = std::make_shared<FrozenWeights>();
+      return freeze_weights(g, *cg->frozen).str();
+    });
 
   t0 = clock::now();
   cg->plan = Plan(g);
@@ -242,7 +250,11 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   cg->memory_planned = enabled("memory_plan");
   t0 = clock::now();
   c0 = cpu_seconds();
-  TensorMap out = cg->plan.run(inputs, cg->memory_planned ? record_values(values) : NodeHook());
+  TensorMap out;
+  {
+    FrozenScope frozen(cg->frozen.get());
+    out = cg->plan.run(inputs, cg->memory_planned ? record_values(values) : NodeHook());
+  }
   cg->first_call.first_run = seconds_since(t0);
   cg->first_call.first_run_cpu = cpu_seconds() - c0;
   if (cg->memory_planned) {  // after the run: sizes and aliasing are what it measured

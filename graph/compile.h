@@ -23,6 +23,9 @@
 //   recompute_gelu   training only: bias_gelu + linear -> bias_gelu_linear, the GELU output
 //                    recomputed in backward instead of kept (graph/passes/recompute_gelu.h)
 //   dce              dead-code elimination (graph/passes/dce.h)
+//   freeze_weights   eval mode on the CPU, only with CompileOptions::freeze (the weights will
+//                    not change): each Linear weight packed once into oneDNN's blocked layout,
+//                    the plan's Linears run on those copies (graph/passes/freeze_weights.h)
 //   memory_plan      an analysis after the first run: lifetimes of the graph's values, arena
 //                    offsets, planned peak (graph/passes/memory_plan.h)
 //   arena            (runs without autograd: eval, NoGradGuard; with autograd the forward's
@@ -53,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/frozen.h"
 #include "graph/cuda_graph_plan.h"
 #include "graph/passes/fold_lora.h"
 #include "graph/passes/memory_plan.h"
@@ -76,12 +80,16 @@ struct Signature {
 struct CompileOptions {
   std::vector<std::string> disabled;                // pass names to skip
   size_t fold_budget_bytes = size_t(1) << 30;       // fold_mxint8: f32 bytes it may add
+  // The caller promises that the weights will not change while these plans are used
+  // (inference of a finished model): eval plans then pack their Linear weights once (pass
+  // freeze_weights). After changing weights anyway, call clear().
+  bool freeze = false;
   // arena: the most bytes all plans' arenas may hold at once; beyond it the least recently
   // replayed plans give theirs back (and make a new one when replayed again)
   size_t arena_budget_bytes = size_t(512) << 20;
 };
 // remove_dropout, fold_lora, fuse_bias_gelu, fuse_add_norm, fold_mxint8, recompute_gelu, dce,
-// memory_plan, arena, cuda_graph
+// freeze_weights, memory_plan, arena, cuda_graph
 const std::vector<std::string>& compile_pass_names();
 
 struct PassRun {
@@ -111,6 +119,7 @@ struct CompiledGraph {
   size_t traced_nodes = 0;
   std::vector<PassRun> passes;  // the ones that ran, in order
   std::vector<LoraFold> lora_folds;  // refreshed before every replay (fold_lora.h)
+  std::shared_ptr<FrozenWeights> frozen;  // freeze_weights: installed around every run
   bool memory_planned = false;
   MemoryPlan memory;
   FirstCallSplit first_call;

@@ -35,6 +35,7 @@ struct CompileReportOptions {
   int64_t lora_rank = 0;        // > 0: insert_lora (alpha 2·rank, encoder Linears, B random)
   std::string device = "cpu";   // or cuda[:N]: model and batch there, steps synchronised
   std::vector<std::string> disabled;  // passes off in the compiled model (--no-pass)
+  bool freeze = false;  // eval: CompileOptions::freeze (--freeze): Linear weights packed once
   int repeat = 5;
   int threads = 0;  // 0: leave the runtime's thread count as it is
   uint64_t seed = 0;

@@ -7,6 +7,7 @@
 //   --pass report_parameters mase-graph --init runs/imdb --pass insert_lora --lora-rank 8 --pass
 //   report_parameters --export out/ mase-graph --reload out/ --print --run
 //   mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5
+//   mase-graph compile --model bert-small --batch 8 --seq 128 --freeze   # weights packed once
 //
 // Steps, in this order: build the model (a preset with seeded HF init, or --init DIR: a
 // checkpoint folder, compressed or not: quant/checkpoint.h) in eval mode (--train for
@@ -17,7 +18,8 @@
 // instead (no model: model passes and --check are not available).
 // `mase-graph compile` (Lab 4.1) compiles the model for one signature and prints the first-call
 // split, eager vs compiled per step, what each pass bought and the memory plan
-// (graph/compile_report.h); --no-pass NAME turns one pass off. Exit 1 if outputs differ.
+// (graph/compile_report.h); --no-pass NAME turns one pass off, --freeze packs the weights of
+// an eval plan once (graph/passes/freeze_weights.h). Exit 1 if outputs differ.
 // Everything is a thin layer over graph/ (trace.h, metadata.h, draw.h, export.h,
 // passes/dropout.h) and models/ (parameters.h, lora.h).
 // Bad flags: one line on stderr, exit 2; other errors (an erase that fails): exit 1.
@@ -274,7 +276,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"eval", "train"}));
   comp->add_option("--no-pass", co.disabled,
                    "turn a pass off (repeatable): remove_dropout, fold_lora, fuse_bias_gelu, "
-                   "fuse_add_norm, fold_mxint8, dce, memory_plan, arena, cuda_graph");
+                   "fuse_add_norm, fold_mxint8, recompute_gelu, dce, freeze_weights, "
+                   "memory_plan, arena, cuda_graph");
+  comp->add_flag("--freeze", co.freeze,
+                 "eval on the CPU: the weights will not change, so pack every Linear weight "
+                 "once for oneDNN (pass freeze_weights; outputs within fp32 rounding)");
   comp->add_flag("--mxint8-weights", co.mxint8_weights,
                  "store every Linear's weight as MXINT8 first (as mase-train --mxint8-weights)");
   comp->add_option("--lora-rank", co.lora_rank,

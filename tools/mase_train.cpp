@@ -197,7 +197,8 @@ int main(int argc, char** argv) {
   app.add_flag("--eval-only", eval_only_flag, "evaluate --init on the test split, train nothing");
   app.add_flag("--compile", compile,
                "run the model through graph::compile: traced once per batch shape and mode, "
-               "fusion passes on the graph, the plan replayed (docs/lab4.md)");
+               "fusion passes on the graph, the plan replayed (docs/lab4.md); with --eval-only "
+               "also every Linear weight packed once for the CPU's GEMM (freeze_weights)");
   app.add_option("--freeze", c.freeze, "regex: parameters whose path matches are not trained");
   app.add_option("--quant", c.quant,
                  "quantize config (TOML/JSON): before training (QAT), or with --eval-only (PTQ)");
@@ -246,9 +247,13 @@ int main(int argc, char** argv) {
     // --compile: the session hands each model it builds to graph::compile (train/forward.h)
     std::vector<std::shared_ptr<graph::Compiled>> compiled;
     ForwardFactory forward;
+    // with --eval-only no weight changes: the eval plans also pack every Linear weight once
+    // (CompileOptions::freeze, graph/passes/freeze_weights.h)
+    graph::CompileOptions compile_options;
+    compile_options.freeze = eval_only_flag;
     if (compile)
-      forward = [&compiled](const std::shared_ptr<nn::BertForSequenceClassification>& m) {
-        compiled.push_back(std::make_shared<graph::Compiled>(graph::compile_bert(m)));
+      forward = [&compiled, compile_options](const std::shared_ptr<nn::BertForSequenceClassification>& m) {
+        compiled.push_back(std::make_shared<graph::Compiled>(graph::compile_bert(m, compile_options)));
         return graph::compiled_forward(compiled.back());
       };
     auto print_compiled = [&] {

@@ -47,6 +47,11 @@ Tensor gelu(const Tensor& x) {
   });
 }
 
+namespace {
+Tensor bias_gelu_backward_kernel(const Tensor& dx, const Tensor& dy, const Tensor& xc,
+                                 const Tensor& bc, int64_t rows, int64_t C);
+}  // namespace
+
 Tensor bias_gelu(const Tensor& x, const Tensor& bias) {
   ops::check_float("bias_gelu", x);
   ops::check_cuda_f32("bias_gelu", x);
@@ -69,20 +74,37 @@ Tensor bias_gelu(const Tensor& x, const Tensor& bias) {
 
   return record("bias_gelu", {x, bias}, y, [xc, bc, rows, C](const Tensor& dout) -> Tensors {
     // dx = dy * gelu'(x + b),  db = sum_rows(dx)
-    Tensor dy = ops::packed(dout);
     Tensor dx = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
-    Tensor db = Tensor::empty({C}, xc.dtype(), xc.device());
-    if (dx.is_cuda()) {
-      cuda::bias_gelu_backward(dx.data<float>(), db.data<float>(), dy.data<float>(),
-                               xc.data<float>(), bc.data<float>(), rows, C);
-    } else {
-      dispatch_float(dx.dtype(), "bias_gelu", [&]<class T>() {
-        cpu::bias_gelu_backward<T>(dx.data<T>(), db.data<T>(), dy.data<T>(), xc.data<T>(),
-                                   bc.data<T>(), rows, C);
-      });
-    }
+    Tensor db = bias_gelu_backward_kernel(dx, ops::packed(dout), xc, bc, rows, C);
     return {dx, db};
   });
+}
+
+namespace {
+// dx (may be dy itself), x, dy packed (rows, C), bias (C): writes dx, returns db.
+Tensor bias_gelu_backward_kernel(const Tensor& dx, const Tensor& dy, const Tensor& xc,
+                                 const Tensor& bc, int64_t rows, int64_t C) {
+  Tensor db = Tensor::empty({C}, xc.dtype(), xc.device());
+  if (dx.is_cuda()) {
+    cuda::bias_gelu_backward(dx.data<float>(), db.data<float>(), dy.data<float>(),
+                             xc.data<float>(), bc.data<float>(), rows, C);
+  } else {
+    dispatch_float(dx.dtype(), "bias_gelu", [&]<class T>() {
+      cpu::bias_gelu_backward<T>(dx.data<T>(), db.data<T>(), dy.data<T>(), xc.data<T>(),
+                                 bc.data<T>(), rows, C);
+    });
+  }
+  return db;
+}
+}  // namespace
+
+Tensor bias_gelu_backward_(const Tensor& dy, const Tensor& x, const Tensor& bias) {
+  MASE_CHECK(dy.shape() == x.shape() && dy.dtype() == x.dtype() && dy.device() == x.device() &&
+                 dy.is_contiguous() && dy.offset() == 0,
+             ShapeError, "[bias_gelu_backward_] expected dy packed, of x's shape ", x.shape(),
+             ", dtype and device, got ", dy.shape(), " (it is overwritten: pass a gradient you own)");
+  const int64_t C = x.size(-1), rows = C == 0 ? 0 : x.numel() / C;
+  return bias_gelu_backward_kernel(dy, dy, ops::packed(x), ops::packed(bias), rows, C);
 }
 
 Tensor bias_gelu_reference(const Tensor& x, const Tensor& bias) { return gelu(x + bias); }

@@ -8,6 +8,7 @@
 // (MatrixArg below), so `matmul(q, transpose(k, -2, -1))` on attention heads copies nothing.
 // When B is one shared 2-d matrix and A's batch dims are evenly strided rows — the Linear
 // case, x (B, T, C) — the batch folds into M and the whole product is a single GEMM.
+#include "autograd/frozen.h"
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
 #include "runtime/kernels/matmul.h"
@@ -178,6 +179,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.back() = out;
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
   MatrixArg W = matrix_arg(weight);  // weight (out, in) read as Wᵀ: flip its transpose flag
+  // a frozen weight (autograd/frozen.h: inference on weights packed once), without autograd
+  if (const FrozenWeights* fw = frozen_weights();
+      fw && !grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && in > 0 &&
+      cpu_gemm_precision() == GemmPrecision::fp32) {
+    if (const cpu::OnednnF32Weights* pw = fw->find(weight)) {
+      const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
+      cpu::onednn_f32_packed_linear(y.data<float>(), out, x2.data<float>(), in, rows, *pw,
+                                    bias.defined() ? b.data<float>() : nullptr);
+      Tensors inputs{x, weight};
+      if (bias.defined()) inputs.push_back(bias);
+      return record("linear", inputs, y, nullptr);
+    }
+  }
   if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && !W.trans && in > 0 &&
       cpu::sgemm_packed_enabled() && cpu_gemm_precision() == GemmPrecision::fp32 &&
       packed_linear_wins(rows, out, in)) {

@@ -6,19 +6,6 @@
 #include "autograd/ops.h"
 
 namespace mase::graph {
-namespace {
-
-// Grad mode on for a scope (a backward lambda runs under no-grad).
-struct GradOn {
-  bool prev = grad_enabled();
-  GradOn() { set_grad_enabled(true); }
-  ~GradOn() { set_grad_enabled(prev); }
-};
-
-// A leaf on the same storage that requires grad: records a node without touching t's history.
-Tensor leaf(const Tensor& t) { return t.defined() ? t.detach().set_requires_grad(true) : t; }
-
-}  // namespace
 
 Tensor bias_gelu_linear(const Tensor& h, const Tensor& b, const Tensor& w, const Tensor& b2) {
   Tensor hs = h.detach(), bs = b.detach(), ws = w.detach(), b2s = b2.defined() ? b2.detach() : b2;
@@ -39,24 +26,21 @@ Tensor bias_gelu_linear(const Tensor& h, const Tensor& b, const Tensor& w, const
   if (b2.defined()) inputs.push_back(b2);  // as linear records: defined inputs only
   return record("bias_gelu_linear", inputs, z, [hs, bs, ws, b2s](const Tensor& dz) -> Tensors {
     const int64_t in = ws.size(1), out = ws.size(0), rows = hs.numel() / in;
-    // y = bias_gelu(h, b) again, recorded: its node keeps h and b, and its backward is dh, db
-    Tensor y;
-    {
-      GradOn on;
-      y = bias_gelu(leaf(hs), leaf(bs));
-    }
-    const std::shared_ptr<mase::Node> gelu_fn = y.grad_fn();
+    // y = bias_gelu(h, b) again: the same kernel, the same bits as the forward's
+    Tensor y = bias_gelu(hs, bs);
     // linear's backward (autograd/ops/matmul.cpp), the same ops in the same form, so the same
     // bits; dW first, so that y dies before dy is made: y and dy are never alive together
     const Tensor dz2 = reshape(contiguous(dz), {rows, out});
     Tensors grads(b2s.defined() ? 4 : 3);
-    grads[2] = matmul(transpose(dz2, 0, 1), reshape(y.detach(), {rows, in}));  // dW = dzᵀ·y
-    if (b2s.defined()) grads[3] = sum(dz2, {0});                                 // db2 = Σ dz
+    grads[2] = matmul(transpose(dz2, 0, 1), reshape(y, {rows, in}));  // dW = dzᵀ·y
+    if (b2s.defined()) grads[3] = sum(dz2, {0});                        // db2 = Σ dz
     y = Tensor();
-    const Tensor dy = reshape(matmul(dz2, ws), hs.shape());                      // dy = dz·W
-    const Tensors g_gelu = gelu_fn->backward(dy);  // dh = dy·gelu'(h + b), db = Σ dh
-    grads[0] = g_gelu.at(0);
-    grads[1] = g_gelu.at(1);
+    // dy = dz·W, then bias_gelu's backward in dy's own buffer: dh = dy·gelu'(h + b), db = Σ dh.
+    // bias_gelu's node would allocate dh beside dy; here dy is ours alone, so the step's peak
+    // (which falls here, in the last layer's FFN) holds one (rows, I) gradient, not two.
+    const Tensor dy = reshape(matmul(dz2, ws), hs.shape());
+    grads[1] = bias_gelu_backward_(dy, hs, bs);
+    grads[0] = dy;
     return grads;
   });
 }

@@ -10,7 +10,8 @@
 //   z = bias_gelu_linear(h, b1, W2[, b2])
 // that keeps h, b1, W2 and, in its backward, recomputes y = bias_gelu(h, b1) (the same
 // kernel: the same bits), then computes linear's gradients with linear's own ops (dW first,
-// so y is freed before dy exists) and bias_gelu's through its recorded node. Gradients are
+// so y is freed before dy exists) and bias_gelu's in dy's own buffer (bias_gelu_backward_,
+// autograd/ops.h: the node's kernel, without the second (B, T, I) buffer). Gradients are
 // eager's bit for bit (tests/graph/test_recompute_gelu.cpp); the price is one bias_gelu forward
 // per layer in backward, a memory-bound pass over (B, T, I) — no GEMM is repeated. Eager
 // cannot do this without changing the model's code: the compiler sees the whole graph.

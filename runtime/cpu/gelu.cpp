@@ -74,6 +74,17 @@ MASE_VEC_INLINE void gelu_grad_loop(float* __restrict dx, double* __restrict acc
     for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_grad_f32(x[i]);
   }
 }
+// The same sums in place, d = dy on entry and dx on return (bias_gelu_backward with dinp ==
+// dout): one pointer where the loop above has two, since __restrict promises they never meet.
+MASE_VEC_INLINE void gelu_grad_loop_inplace(float* __restrict d, double* __restrict acc,
+                                            const float* __restrict x,
+                                            const float* __restrict b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = d[i] * gelu_grad_f32(x[i] + b[i]);
+    d[i] = v;
+    acc[i] += double(v);
+  }
+}
 
 #define MASE_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,prefer-vector-width=512")))
 MASE_AVX512 void gelu_loop_avx512(float* y, const float* x, const float* b, int64_t n) {
@@ -81,13 +92,15 @@ MASE_AVX512 void gelu_loop_avx512(float* y, const float* x, const float* b, int6
 }
 MASE_AVX512 void gelu_grad_loop_avx512(float* dx, double* acc, const float* dy, const float* x,
                                        const float* b, int64_t n) {
-  gelu_grad_loop(dx, acc, dy, x, b, n);
+  if (dx == dy && acc) gelu_grad_loop_inplace(dx, acc, x, b, n);  // bias_gelu in place
+  else gelu_grad_loop(dx, acc, dy, x, b, n);
 }
 #undef MASE_AVX512
 void gelu_loop_base(float* y, const float* x, const float* b, int64_t n) { gelu_loop(y, x, b, n); }
 void gelu_grad_loop_base(float* dx, double* acc, const float* dy, const float* x,
                          const float* b, int64_t n) {
-  gelu_grad_loop(dx, acc, dy, x, b, n);
+  if (dx == dy && acc) gelu_grad_loop_inplace(dx, acc, x, b, n);  // bias_gelu in place
+  else gelu_grad_loop(dx, acc, dy, x, b, n);
 }
 
 bool use_avx512() {
@@ -145,9 +158,9 @@ void bias_gelu_backward(T* dinp, T* dbias, const T* dout, const T* inp, const T*
   rows_with_column_sums(
       rows, cols, cols,
       [&](int64_t r, double* __restrict acc) {
-        const T* __restrict x = inp + r * cols;
-        const T* __restrict dy = dout + r * cols;
-        T* __restrict dx = dinp + r * cols;
+        const T* x = inp + r * cols;  // dx may be dy (in place): no __restrict on either
+        const T* dy = dout + r * cols;
+        T* dx = dinp + r * cols;
         if constexpr (std::is_same_v<T, float>) {
           gelu_grad_f32_span(dx, acc, dy, x, bias, cols);
           return;

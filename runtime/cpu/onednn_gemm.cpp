@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/cpu_features.h"
@@ -102,6 +103,31 @@ const uint16_t* to_bf16(std::vector<uint16_t>& buf, const float* X, int64_t rows
     for (int64_t r = 0; r < rows; ++r) bf16_from_f32(buf.data() + r * cols, X + r * ld, cols);
   }
   return buf.data();
+}
+
+// A weight matrix as it lies (`plain`: Wᵀ (K, N) by strides over W (N, K)) copied once into
+// `layout`, the blocked layout a primitive made with format_tag::any chose for it.
+dnnl::memory reordered(const dnnl::memory::desc& plain, const void* data,
+                       const dnnl::memory::desc& layout) {
+  Cache& c = cache();
+  dnnl::memory dst(layout, c.engine), src(plain, c.engine, const_cast<void*>(data));
+  dnnl::stream stream(c.engine);
+  dnnl::reorder(src, dst).execute(stream, src, dst);
+  stream.wait();
+  return dst;
+}
+
+// A packed weight's primitive for this call's key (M, strides, ...), made by `make` (a
+// primitive_desc) on first use and kept with the weight.
+template <class Map, class Key, class Make>
+dnnl::matmul cached(std::mutex& mu, Map& prims, const Key& key, Make&& make) {
+  std::lock_guard lock(mu);
+  auto it = prims.find(key);
+  if (it == prims.end()) {
+    if (prims.size() > 64) prims.clear();  // many batch shapes: start over
+    it = prims.emplace(key, dnnl::matmul(make())).first;
+  }
+  return it->second;
 }
 
 std::atomic<bool> g_bf16_forced{false};
@@ -202,13 +228,7 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64
     // the layout the kernel for a large batch wants; smaller M reuse it (tested)
     const dnnl::memory::desc any({K, N}, dt::s8, dnnl::memory::format_tag::any);
     const auto pd = int8_pd(4096, N, K, K, N, any, W->b_scale);
-    const dnnl::memory::desc plain({K, N}, dt::s8, dnnl::memory::dims{1, ldb});
-    Cache& c = cache();
-    W->w = dnnl::memory(pd.weights_desc(), c.engine);
-    dnnl::memory src(plain, c.engine, const_cast<int8_t*>(B));
-    dnnl::stream stream(c.engine);
-    dnnl::reorder(src, W->w).execute(stream, src, W->w);
-    stream.wait();
+    W->w = reordered({{K, N}, dt::s8, dnnl::memory::dims{1, ldb}}, B, pd.weights_desc());
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -218,20 +238,11 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64
 void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
                       const OnednnInt8Weights& W, float a_scale, const float* bias) {
   const int64_t N = W.N, K = W.K;
-  dnnl::matmul prim;
-  {
-    std::lock_guard lock(W.mu);
-    const auto key = std::make_tuple(M, lda, ldc, a_scale);
-    auto it = W.prims.find(key);
-    if (it == W.prims.end()) {
-      if (W.prims.size() > 64) W.prims.clear();  // many batch shapes: start over
-      std::vector<float> scales(static_cast<size_t>(N));
-      for (int64_t j = 0; j < N; ++j) scales[size_t(j)] = a_scale * W.b_scale[size_t(j)];
-      it = W.prims.emplace(key, dnnl::matmul(int8_pd(M, N, K, lda, ldc, W.w.get_desc(), scales)))
-               .first;
-    }
-    prim = it->second;
-  }
+  const dnnl::matmul prim = cached(W.mu, W.prims, std::make_tuple(M, lda, ldc, a_scale), [&] {
+    std::vector<float> scales(static_cast<size_t>(N));
+    for (int64_t j = 0; j < N; ++j) scales[size_t(j)] = a_scale * W.b_scale[size_t(j)];
+    return int8_pd(M, N, K, lda, ldc, W.w.get_desc(), scales);
+  });
   Cache& c = cache();
   thread_local dnnl::stream stream(c.engine);
   const dnnl::memory::desc ad({M, K}, dt::s8, dnnl::memory::dims{lda, 1});
@@ -251,6 +262,66 @@ void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64
 size_t onednn_int8_bytes(const OnednnInt8Weights& W) {
   return W.w.get_desc().get_size() + 4 * (W.b_scale.size() + W.zeros.size());
 }
+
+// ---- fp32 weights reordered once (frozen inference) ----
+
+struct OnednnF32Weights {
+  int64_t N = 0, K = 0;
+  dnnl::memory w;  // W in the layout of the kernel oneDNN chose
+  mutable std::mutex mu;
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, bool>, dnnl::matmul> prims;
+};
+
+namespace {
+// (M, K) f32 × (K, N) f32 (+ bias (1, N)) → (M, N) f32; weights in `wd`
+dnnl::matmul::primitive_desc f32_pd(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc,
+                                    const dnnl::memory::desc& wd, bool bias) {
+  const dnnl::memory::desc ad({M, K}, dt::f32, dnnl::memory::dims{lda, 1});
+  const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
+  const dnnl::memory::desc bd =
+      bias ? dnnl::memory::desc({1, N}, dt::f32, dnnl::memory::dims{N, 1}) : dnnl::memory::desc();
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, wd, bd, cd), cache().engine);
+}
+}  // namespace
+
+std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float* W, int64_t ldw, int64_t N,
+                                                        int64_t K) {
+  if (!onednn_enabled() || N == 0 || K == 0) return nullptr;
+  auto P = std::make_shared<OnednnF32Weights>();
+  P->N = N;
+  P->K = K;
+  try {
+    // the layout the kernel for a large batch wants; other M reuse it (as for int8, tested)
+    const dnnl::memory::desc any({K, N}, dt::f32, dnnl::memory::format_tag::any);
+    const auto pd = f32_pd(4096, N, K, K, N, any, true);
+    P->w = reordered({{K, N}, dt::f32, dnnl::memory::dims{1, ldw}}, W, pd.weights_desc());
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  return P;
+}
+
+void onednn_f32_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
+                              const OnednnF32Weights& W, const float* bias) {
+  const int64_t N = W.N, K = W.K;
+  const dnnl::matmul prim =
+      cached(W.mu, W.prims, std::make_tuple(M, lda, ldc, bias != nullptr),
+             [&] { return f32_pd(M, N, K, lda, ldc, W.w.get_desc(), bias != nullptr); });
+  Cache& c = cache();
+  thread_local dnnl::stream stream(c.engine);
+  const dnnl::memory::desc ad({M, K}, dt::f32, dnnl::memory::dims{lda, 1});
+  const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
+  dnnl::memory a(ad, c.engine, const_cast<float*>(A)), out(cd, c.engine, C);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, W.w}, {DNNL_ARG_DST, out}};
+  if (bias)
+    args[DNNL_ARG_BIAS] = dnnl::memory({{1, N}, dt::f32, dnnl::memory::dims{N, 1}}, c.engine,
+                                       const_cast<float*>(bias));
+  prim.execute(stream, args);
+  stream.wait();
+}
+
+size_t onednn_f32_bytes(const OnednnF32Weights& W) { return W.w.get_desc().get_size(); }
 
 void onednn_set_num_threads(int n) {
   // libgomp came in with libdnnl; found by name so that nothing here links OpenMP itself
@@ -287,6 +358,13 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t*, int64_t
 void onednn_int8_gemm(float*, int64_t, const int8_t*, int64_t, int64_t, const OnednnInt8Weights&,
                       float, const float*) {}
 size_t onednn_int8_bytes(const OnednnInt8Weights&) { return 0; }
+struct OnednnF32Weights {};
+std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float*, int64_t, int64_t, int64_t) {
+  return nullptr;
+}
+void onednn_f32_packed_linear(float*, int64_t, const float*, int64_t, int64_t,
+                              const OnednnF32Weights&, const float*) {}
+size_t onednn_f32_bytes(const OnednnF32Weights&) { return 0; }
 void set_onednn_bf16_forced(bool) {}
 void onednn_set_num_threads(int) {}
 std::string onednn_version() { return ""; }

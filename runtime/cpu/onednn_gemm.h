@@ -62,6 +62,7 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64
 void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
                       const OnednnInt8Weights& W, float a_scale, const float* bias);
 size_t onednn_int8_bytes(const OnednnInt8Weights& W);  // its copy of B and its scales
+// fp32 weights packed once (onednn_f32_pack, onednn_f32_packed_linear): runtime/kernels/matmul.h
 // oneDNN's OpenMP threads: set with mase::set_num_threads.
 void onednn_set_num_threads(int n);
 std::string onednn_version();  // "oneDNN 2.6.3" in a build with it, else ""

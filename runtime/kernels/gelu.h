@@ -23,6 +23,8 @@ void gelu_backward(T* dinp, const T* dout, const T* inp, int64_t n);
 template <class T>
 void bias_gelu_forward(T* out, const T* inp, const T* bias, int64_t rows, int64_t cols);
 // dinp = dout · gelu'(inp + bias),  dbias = Σ_rows dinp (overwritten, not accumulated into).
+// dinp may be dout (in place: each element is read before it is overwritten, and dbias sums
+// what was written); no other overlap is allowed. The CUDA twin allows the same.
 template <class T>
 void bias_gelu_backward(T* dinp, T* dbias, const T* dout, const T* inp, const T* bias,
                         int64_t rows, int64_t cols);

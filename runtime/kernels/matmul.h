@@ -9,6 +9,7 @@
 // (mase::cuda, float only; a build without CUDA gets stubs that throw, see backend.h).
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "runtime/gemm_precision.h"
 
@@ -44,6 +45,23 @@ void set_onednn_enabled(bool on);
 // forced (tests check its numbers on any CPU). runtime/cpu/onednn_gemm.h.
 bool onednn_bf16_active();
 void set_onednn_bf16_forced(bool on);
+
+// fp32 weights reordered once, for inference on weights that no longer change ("frozen":
+// graph::compile's freeze_weights pass, graph/passes/freeze_weights.h). The plain-layout
+// matmul above reads W (N, K) as it lies, at every call; oneDNN's kernels want it in blocks
+// of their own (for AVX-512, panels of 64 output columns with K innermost in groups), and
+// rearranging it once saves that work at every call: most at a small batch, where it is a large
+// part of each GEMM (docs/lab4.md, "Freezing"). In runtime/cpu/onednn_gemm.cpp.
+// The bias goes in as oneDNN's bias argument (added to the sums before the store). Not
+// bitwise eager's: oneDNN's blocked kernel sums K in another order than its plain one.
+// Each weight caches a primitive per (M, lda, ldc, bias or not).
+struct OnednnF32Weights;
+std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float* W, int64_t ldw, int64_t N,
+                                                        int64_t K);  // null: oneDNN can't
+// C (M, N) = A (M, K)·Wᵀ (+ bias (N))
+void onednn_f32_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
+                              const OnednnF32Weights& W, const float* bias);
+size_t onednn_f32_bytes(const OnednnF32Weights& W);  // its copy of W
 
 }  // namespace mase::cpu
 

@@ -4,11 +4,13 @@
 // dropout on, rows whose Philox blocks straddle two rows), gradcheck in f64, CPU == CUDA,
 // errors.
 #include <cmath>
+#include <cstring>
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "cpu_cuda.h"
 #include "helpers.h"
+#include "runtime/allocator.h"
 
 using namespace mase;
 using mase::test::check_close;
@@ -97,6 +99,57 @@ TEST_CASE("bias_gelu: CPU == CUDA") {
   Tensor x = random_tensor({300, 37}, 5, -8, 8, DType::f32).set_requires_grad(true);
   Tensor b = random_tensor({37}, 6, -1, 1, DType::f32).set_requires_grad(true);
   test::check_cpu_cuda([](const Tensors& in) { return bias_gelu(in[0], in[1]); }, {x, b});
+}
+
+// bias_gelu_backward_: the node's backward in the caller's dy buffer (graph/passes/recompute_gelu)
+namespace {
+bool bitwise_equal(const Tensor& a, const Tensor& b) {  // same shape, dtype and bytes
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor ca = a.detach().contiguous(), cb = b.detach().contiguous();
+  return std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
+}
+
+Tensors bias_gelu_grads_in_place(const Tensor& x, const Tensor& b, const Tensor& dz) {
+  Tensor dy = dz.clone();  // ours alone: overwritten
+  const Tensor db = bias_gelu_backward_(dy, x, b);
+  return {dy, db};
+}
+}  // namespace
+
+TEST_CASE("bias_gelu_backward_: the node's gradients in dy's own buffer, bit for bit") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor x = random_tensor({3, 5, 33}, 7, -6, 6, dt).set_requires_grad(true);
+    Tensor b = random_tensor({33}, 8, -1, 1, dt).set_requires_grad(true);
+    const Tensor dz = random_tensor({3, 5, 33}, 9, -1, 1, dt);
+    backward(bias_gelu(x, b), dz);
+    Tensor dy = dz.clone();
+    const void* buffer = dy.raw_data();
+    reset_peak_stats();
+    const size_t before = allocator_stats().in_use_bytes;
+    const Tensor db = bias_gelu_backward_(dy, x.detach(), b.detach());
+    // dh landed where dy was; nothing of dy's size was allocated (the (33) db and the kernel's
+    // per-chunk partial sums only)
+    CHECK(dy.raw_data() == buffer);
+    CHECK(allocator_stats().peak_in_use_bytes - before < dy.nbytes());
+    CHECK(bitwise_equal(dy, x.grad()));
+    CHECK(bitwise_equal(db, b.grad()));
+  }
+  Tensor x = Tensor::zeros({4, 3}), b = Tensor::zeros({3});
+  CHECK(test::error_message([&] { bias_gelu_backward_(Tensor::zeros({3, 4}), x, b); }) ==
+        "[bias_gelu_backward_] expected dy packed, of x's shape (4, 3), dtype and device, got (3, 4) "
+        "(it is overwritten: pass a gradient you own)");
+  CHECK_THROWS_AS(bias_gelu_backward_(transpose(Tensor::zeros({3, 4}), 0, 1), x, b), ShapeError);
+}
+
+TEST_CASE("bias_gelu_backward_: CPU == CUDA") {
+  if (!test::have_gpu()) return;
+  Tensor x = random_tensor({300, 37}, 5, -8, 8, DType::f32);
+  Tensor b = random_tensor({37}, 6, -1, 1, DType::f32);
+  Tensor dz = random_tensor({300, 37}, 7, -1, 1, DType::f32);
+  const Tensors cpu = bias_gelu_grads_in_place(x, b, dz);
+  const Tensors gpu = bias_gelu_grads_in_place(x.to(Device::cuda()), b.to(Device::cuda()),
+                                               dz.to(Device::cuda()));
+  for (size_t i = 0; i < cpu.size(); ++i) CHECK(bitwise_equal(cpu[i], gpu[i].to(Device::cpu())));
 }
 
 TEST_CASE("bias_gelu: errors") {

@@ -61,6 +61,13 @@ void check_all_paths_exact() {
         bad += !same_bits(dxb[i], dy[i] * cpu::gelu_grad_f32(xb));
       }
     CHECK(bad == 0);
+    // in place (dinp == dout, as graph/passes/recompute_gelu.cpp calls it): the same bits
+    std::vector<float> d = dy, db_in(cols);
+    cpu::bias_gelu_backward(d.data(), db_in.data(), d.data(), x.data(), b.data(), rows, cols);
+    int64_t bad_in = 0;
+    for (int64_t i = 0; i < n; ++i) bad_in += !same_bits(d[i], dxb[i]);
+    for (int64_t c = 0; c < cols; ++c) bad_in += !same_bits(db_in[c], db[c]);
+    CHECK(bad_in == 0);
     for (int64_t c = 0; c < cols; ++c) {  // dbias: a sum in double, in some row order
       double want = 0;
       for (int64_t r = 0; r < rows; ++r) want += double(dy[r * cols + c] * cpu::gelu_grad_f32(x[r * cols + c] + b[c]));

@@ -1,0 +1,65 @@
+// autograd/frozen.h — frozen weights: Linear weights packed once for the CPU's GEMM, for
+// inference on a model whose weights no longer change.
+//
+// Why: a Linear's weight W (out, in) is read by every forward in the layout the model keeps
+// it in, because training may change it between any two calls. Once it is known not to
+// change — evaluation of a finished model — it can be rearranged ONCE into the blocked layout
+// the GEMM kernel reads fastest (runtime/cpu/onednn_gemm.h, onednn_f32_pack), which every
+// later forward then skips. This is what PyTorch's Inductor calls "freezing" for CPU
+// inference (torch._inductor.config.freezing: weights become constants and are prepacked).
+//
+// How: a FrozenWeights table maps each weight (by its data pointer, shape and strides) to its
+// packed copy. linear() consults the table installed on this thread by a FrozenScope, and only
+// when no graph is being recorded (NoGradGuard): a weight in the table runs on its packed
+// copy, everything else as before. Nothing outside the scope sees the table, so eager code on
+// the same model is unaffected. graph::compile's freeze_weights pass (graph/passes/
+// freeze_weights.h) builds one per eval plan and installs it around that plan's replays.
+//
+// The contract (as for torch.jit.freeze): the weights must not change while the table is in
+// use. After training on, or loading into, the model, build a new one (Compiled::clear()).
+// The packed copy is a second copy of each weight (bert-small: 51 MB more).
+// Read next: graph/passes/freeze_weights.h, runtime/cpu/onednn_gemm.h.
+#pragma once
+#include <memory>
+#include <unordered_map>
+
+#include "runtime/tensor.h"
+
+namespace mase {
+namespace cpu {
+struct OnednnF32Weights;
+}
+
+class FrozenWeights {
+ public:
+  // Packs `weight` (CPU f32, (out, in), rows contiguous); false when it cannot be (another
+  // dtype, device or layout, or no oneDNN in this build): linear() then runs it as before.
+  bool add(const Tensor& weight);
+  // The packed copy of `weight`, or null when it is not in the table.
+  const cpu::OnednnF32Weights* find(const Tensor& weight) const;
+  size_t size() const { return table_.size(); }
+  size_t bytes() const;  // the packed copies
+
+ private:
+  struct Entry {
+    Tensor weight;  // keeps the storage alive, so its address cannot be reused for another
+    std::shared_ptr<const cpu::OnednnF32Weights> packed;
+  };
+  std::unordered_map<const void*, Entry> table_;
+};
+
+// Installs a table for linear() on this thread while it lives (scopes nest; null: none).
+class FrozenScope {
+ public:
+  explicit FrozenScope(const FrozenWeights* table);
+  ~FrozenScope();
+  FrozenScope(const FrozenScope&) = delete;
+  FrozenScope& operator=(const FrozenScope&) = delete;
+
+ private:
+  const FrozenWeights* prev_;
+};
+// The table installed on this thread (null: none).
+const FrozenWeights* frozen_weights();
+
+}  // namespace mase

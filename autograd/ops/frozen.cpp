@@ -1,0 +1,42 @@
+// autograd/ops/frozen.cpp — the frozen-weights table (see autograd/frozen.h); beside linear,
+// its one reader (autograd/ops/matmul.cpp).
+#include "autograd/frozen.h"
+
+#include "runtime/kernels/matmul.h"
+
+namespace mase {
+namespace {
+thread_local const FrozenWeights* t_frozen = nullptr;
+}  // namespace
+
+bool FrozenWeights::add(const Tensor& weight) {
+  if (!weight.defined() || !weight.is_cpu() || weight.dtype() != DType::f32 ||
+      weight.ndim() != 2 || weight.strides()[1] != 1 || weight.strides()[0] < weight.size(1))
+    return false;
+  if (table_.count(weight.raw_data())) return true;
+  auto packed = cpu::onednn_f32_pack(weight.data<float>(), weight.strides()[0], weight.size(0),
+                                     weight.size(1));
+  if (!packed) return false;
+  table_.emplace(weight.raw_data(), Entry{weight, std::move(packed)});
+  return true;
+}
+
+const cpu::OnednnF32Weights* FrozenWeights::find(const Tensor& weight) const {
+  auto it = table_.find(weight.raw_data());
+  if (it == table_.end()) return nullptr;
+  const Tensor& w = it->second.weight;  // the same matrix, not another view of its memory
+  if (w.shape() != weight.shape() || w.strides() != weight.strides()) return nullptr;
+  return it->second.packed.get();
+}
+
+size_t FrozenWeights::bytes() const {
+  size_t n = 0;
+  for (const auto& [ptr, e] : table_) n += cpu::onednn_f32_bytes(*e.packed);
+  return n;
+}
+
+FrozenScope::FrozenScope(const FrozenWeights* table) : prev_(t_frozen) { t_frozen = table; }
+FrozenScope::~FrozenScope() { t_frozen = prev_; }
+const FrozenWeights* frozen_weights() { return t_frozen; }
+
+}  // namespace mase

@@ -1,0 +1,43 @@
+// graph/passes/freeze_weights.h — "freezing" for CPU inference: every Linear weight of an eval
+// plan packed ONCE into the blocked layout of the GEMM kernel, instead of read in the model's
+// (out, in) layout by every call.
+//
+// Opt-in (CompileOptions::freeze; `mase-graph compile --freeze`, `mase-bench --compile
+// --freeze`), because it adds a promise the compiler cannot check: the weights do not change
+// while the plan is used. A finished model being evaluated keeps it; mase-train's evaluations
+// between epochs do not (call Compiled::clear() after changing weights). PyTorch's Inductor
+// has the same switch for the same reason (torch._inductor.config.freezing).
+//
+// What it does: the graph is not rewritten. The pass walks it for Linear calls — call_module
+// nn::Linear nodes and call_function linear(x, w[, b]) nodes whose w is a get_attr (a
+// parameter, or a constant folded by fold_lora / fold_mxint8) — and packs each weight into a
+// FrozenWeights table (autograd/frozen.h) that the plan keeps; graph::Compiled installs the
+// table around the plan's runs, where linear() without autograd runs each packed weight on
+// oneDNN's reordered-weights matmul (runtime/cpu/onednn_gemm.h) with the bias fused in. Eval
+// plans on the CPU only (with autograd there is a backward, which needs W as it is); weights
+// it cannot pack (no oneDNN in the build, another dtype or device) are counted and left as
+// they are. Outputs agree with eager's within fp32 reassociation (oneDNN's blocked kernel
+// sums K in another order), not bit for bit (tests/graph/test_freeze_weights.cpp).
+// The price: a second copy of each weight (bert-small: 51 MB), kept with the plan.
+// Read next: autograd/frozen.h, graph/passes/memory_plan.h.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autograd/frozen.h"
+#include "graph/graph.h"
+
+namespace mase::graph {
+
+struct FreezeWeightsReport {
+  int64_t packed = 0, skipped = 0;  // skipped: a weight the table could not take
+  size_t bytes = 0;                 // the packed copies
+  std::vector<std::string> names;   // the Linear nodes whose weight was packed
+  // "freeze_weights: packed 26 Linear weights (51.38 MB, oneDNN's blocked layout), 0 left as they are"
+  std::string str() const;
+};
+
+FreezeWeightsReport freeze_weights(const Graph& g, FrozenWeights& table);
+
+}  // namespace mase::graph
