@@ -49,6 +49,7 @@ def main():
                          "tf32: fp32 with TF32 tensor-core matmuls (torch.backends.cuda.matmul."
                          "allow_tf32), mase-bench gpu-step's tf32 variant")
     ap.add_argument("--train-only", action="store_true", help="skip the eval steps")
+    ap.add_argument("--eval-only", action="store_true", help="skip the training steps")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (default mode)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the GPU's steps and cuBLAS sgemm)")
     ap.add_argument("--attn", choices=["sdpa", "eager"], default="sdpa",
@@ -103,6 +104,8 @@ def main():
                 run(input_ids=ids, attention_mask=mask)
 
         kinds = (("train", train_step),) if args.train_only else (("train", train_step), ("eval", eval_step))
+        if args.eval_only:
+            kinds = (("eval", eval_step),)
         for kind, step in kinds:
             t0 = time.perf_counter()
             step()

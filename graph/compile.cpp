@@ -109,6 +109,7 @@ const CompiledGraph* Compiled::find(const Signature& s) const {
 
 void Compiled::clear() {
   cache_.clear();
+  frozen_.reset();
   last_ = nullptr;
 }
 
@@ -238,7 +239,9 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   const bool on_cpu = inputs.empty() || inputs.front().second.is_cpu();
   if (options_.freeze && !sig.training && on_cpu)
     run_pass("freeze_weights", [&] {
-      cg->frozen = std::make_shared<FrozenWeights>();
+      // one table for all plans (a weight already packed for another shape is reused)
+      if (!frozen_) frozen_ = std::make_shared<FrozenWeights>();
+      cg->frozen = frozen_;
       return freeze_weights(g, *cg->frozen).str();
     });
 
@@ -281,9 +284,13 @@ std::string Compiled::summary() const {
   char b[96];
   std::snprintf(b, sizeof b, "%.2f s = trace %.2f + passes %.2f + plan %.2f + first run %.2f (s)",
                 sum.total(), sum.trace, sum.passes, sum.plan, sum.first_run);
+  const std::string frozen =
+      frozen_ ? cat("; frozen: ", frozen_->size(), " Linear weights packed once (",
+                    megabytes(frozen_->bytes()), ")")
+              : "";
   return cat("compile: ", cache_.size(), " plan", cache_.size() == 1 ? "" : "s", " (", train,
              " train, ", static_cast<int64_t>(cache_.size()) - train, " eval), ", replays_,
-             " replays; first calls ", b);
+             " replays; first calls ", b, frozen);
 }
 
 Compiled compile(nn::ModulePtr root, ForwardFn forward, CompileOptions options) {

@@ -119,7 +119,7 @@ struct CompiledGraph {
   size_t traced_nodes = 0;
   std::vector<PassRun> passes;  // the ones that ran, in order
   std::vector<LoraFold> lora_folds;  // refreshed before every replay (fold_lora.h)
-  std::shared_ptr<FrozenWeights> frozen;  // freeze_weights: installed around every run
+  std::shared_ptr<FrozenWeights> frozen;  // freeze_weights (the Compiled's one table): installed around every run
   bool memory_planned = false;
   MemoryPlan memory;
   FirstCallSplit first_call;
@@ -168,6 +168,7 @@ class Compiled {
   CompileOptions options_;
   // one entry per signature, searched in order (a handful: one per bucket length and mode)
   std::vector<std::unique_ptr<CompiledGraph>> cache_;
+  std::shared_ptr<FrozenWeights> frozen_;  // freeze: shared by every eval plan
   const CompiledGraph* last_ = nullptr;
   int64_t compiles_ = 0, replays_ = 0, refolds_ = 0, arena_runs_ = 0, arena_divergences_ = 0,
           graph_launches_ = 0;

@@ -128,10 +128,13 @@ TEST_CASE("freeze_weights: compile with freeze packs an eval plan's Linears, not
   CHECK(cg.passes.back().report.find("packed 14 Linear weights") != std::string::npos);
   const Tensor replayed = frozen(bert_inputs(eval_inputs(), b)).at("logits");
   CHECK(bitwise_equal(replayed, got));  // a replay runs the same packed kernels
-  // another shape compiles again, with its own table
+  // another shape compiles again
   const data::Batch b2 = small_batch(5);
   const Tensor got2 = frozen(bert_inputs(eval_inputs(), b2)).at("logits");
   CHECK(frozen.compiles() == 2);
+  CHECK(frozen.last().frozen == cg.frozen);  // one table: the second plan reuses the packing
+  CHECK(cg.frozen->size() == 14);
+  CHECK(frozen.summary().find("frozen: 14 Linear weights packed once") != std::string::npos);
   nn::fuse_kernels(*model);
   CHECK(max_abs_diff(got, eager_outputs(*model, b, false).at("logits")) <= 1e-5);
   CHECK(max_abs_diff(got2, eager_outputs(*model, b2, false).at("logits")) <= 1e-5);

@@ -51,6 +51,13 @@ awk '{ if ($3 != "logits") exit 1; d = $5 - $4; p = 1 / (1 + exp(($1 == "positiv
 "$bin" --init "$dir/run" --eval-only --data-dir "$dir/data" --cache-dir "$dir/cache" > "$dir/eval.log" 2>&1 || fail "eval-only exited $?"
 acc=$(sed -n 's/.*"test_accuracy": \([0-9.e-]*\).*/\1/p' "$dir/run/final.json")
 grep -q "test_accuracy $(printf '%.6f' "$acc")" "$dir/eval.log" || fail "eval-only: $(cat "$dir/eval.log") vs final.json $acc"
+# 3a. --eval-only --compile: the plans freeze the weights (packed once for oneDNN where the build
+#     has it): the same accuracy within fp32 rounding of the logits (at most one review flips)
+"$bin" --init "$dir/run" --eval-only --compile --data-dir "$dir/data" --cache-dir "$dir/cache" > "$dir/evalc.log" 2>&1 || fail "eval-only --compile exited $?: $(tail -n 3 "$dir/evalc.log")"
+grep -q "^compile: " "$dir/evalc.log" || fail "eval-only --compile printed no compile summary"
+accc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$dir/evalc.log" | tail -n 1)
+awk -v a="$acc" -v b="$accc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b != "" && d <= 0.01) }' \
+  || fail "eval-only --compile: accuracy $accc vs $acc"
 
 # 3b. QAT in int8 saves a compressed model; mase-graph reads it back quantized, its graph
 #     computes what the eager model does, and the exported graph reloads and runs
