@@ -21,12 +21,7 @@ import time
 import torch
 from transformers import BertConfig, BertForSequenceClassification
 
-PRESETS = {  # (layers, hidden, heads), intermediate = 4·hidden
-    "bert-tiny": (2, 128, 2),
-    "bert-mini": (4, 256, 4),
-    "bert-small": (4, 512, 8),
-    "bert-base": (12, 768, 12),
-}
+from torch_e2e import PRESETS  # (layers, hidden, heads) per model, as mase's presets
 
 
 def model_of(name):
