@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
   bool compiled = false;
   app.add_flag("--compile", compiled,
                "e2e: also each step through graph::compile, right after its eager twin "
-               "(e2e/<model>/<train|eval>/compiled; docs/lab4.md)");
+               "(e2e/<model>/<train|eval>/compiled), and eval with frozen weights "
+               "(e2e/<model>/eval/frozen: Linear weights packed once; docs/lab4.md)");
   std::string onednn = mase::cpu::onednn_enabled() ? "on" : "off";
   app.add_option("--onednn", onednn,
                  "large fp32 GEMMs on oneDNN's matmul where this build has it (on), or all on "
