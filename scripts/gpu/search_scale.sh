@@ -12,7 +12,8 @@ cd "$(dirname "$0")/../.."
 source scripts/gpu/env.sh  # BIN OUT LOGS DATA, row, the libraries
 [ -x "$BIN/mase-search" ] || { row "search scaling" "skipped: no mase-search in $BIN (GPU_PACK_EXTRA)"; exit 0; }
 TRIALS="${TRIALS:-16}"
-common=(--sampler random --seed 3 --trials "$TRIALS" --max-steps 8 --train-subset 256
+# (--trials and --max-steps are given per run: CLI11 refuses an option given twice)
+common=(--sampler random --seed 3 --train-subset 256
         --test-subset 128 --batch-size 16 --max-len 64 --threads 2 --data-dir "$DATA"
         --cache-dir /tmp/mase-cache)
 # warm-up: the tokenizer and the token cache are built once (in --cache-dir), outside the timing
@@ -25,7 +26,8 @@ for w in 1 4; do
   dir="/tmp/search-scale-w$w"
   rm -rf "$dir"
   t0=$(date +%s.%N)
-  timeout 240 "$BIN/mase-search" "${common[@]}" --workers "$w" --study "scale-w$w" --dir "$dir" \
+  timeout 240 "$BIN/mase-search" "${common[@]}" --trials "$TRIALS" --max-steps 8 --workers "$w" \
+    --study "scale-w$w" --dir "$dir" \
     > "$LOGS/search-scale-w$w.log" 2>&1
   rc=$?
   wall[$w]=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
