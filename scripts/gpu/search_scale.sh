@@ -34,5 +34,5 @@ for w in 1 4; do
   row "mase-search $TRIALS trials, --workers $w --threads 2 ($(nproc) cores)" \
       "exit $rc; ${wall[$w]} s; $(tail -n 2 "$LOGS/search-scale-w$w.log" | tr '\n' ' ' | cut -c1-160)"
 done
-row "4 workers vs 1 (16 trials, each worker 2 cores)" \
+row "4 workers vs 1 ($TRIALS trials, each worker 2 cores)" \
     "speed-up $(awk -v a="${wall[1]}" -v b="${wall[4]}" 'BEGIN { printf "%.2f", a / b }')x (target >= 3.5x)"
