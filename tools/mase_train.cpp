@@ -185,7 +185,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   app.add_flag("--cuda-graphs", c.cuda_graphs,
-               "GPU: capture each batch shape's training step as a CUDA graph and replay it");
+               "GPU: capture each batch shape's training step as a CUDA graph and replay it "
+               "(with --compile: the compiled plan's step)");
   app.add_option("--profile", c.profile,
                  "profile N steps after 3 warm-up steps: time per phase and op class, GPU busy "
                  "and idle, syncs; the table goes to the screen and <run>/profile.md");
@@ -289,9 +290,6 @@ int main(int argc, char** argv) {
     if (given("--init")) c.model = c.init;  // recorded in the config: where the model came from
     c.validate();
 
-    MASE_CHECK(!(compile && c.cuda_graphs), ConfigError,
-               "--compile and --cuda-graphs both replace the eager step (a compiled forward, a "
-               "captured eager step): choose one");
     const DistBackend backend = eval_only_flag ? DistBackend::none : parse_dist(dist);
     std::unique_ptr<DataParallel> dp;
     if (backend != DistBackend::none) dp = DataParallel::start(backend, Device::parse(c.device));

@@ -39,11 +39,11 @@ StepResult GraphStep::step(const data::Batch& batch) {
                    !opt_.step_is_gated())) {
     ++c.seen;
     ++stats_.eager;
-    return train_step(model_, opt_, batch, device_, clip_, clip_state_);
+    return train_step(model_, opt_, batch, device_, clip_, clip_state_, forward_);
   }
   if (c.graph && !same_layout(c.inputs, batch)) {  // e.g. token types now present: uncaptured
     ++stats_.eager;
-    return train_step(model_, opt_, batch, device_, clip_, clip_state_);
+    return train_step(model_, opt_, batch, device_, clip_, clip_state_, forward_);
   }
   check_batch(model_, batch);
   if (!c.graph) {
@@ -54,7 +54,7 @@ StepResult GraphStep::step(const data::Batch& batch) {
       stats_.capture_error = e.what();
       ++c.seen;
       ++stats_.eager;
-      return train_step(model_, opt_, batch, device_, clip_, clip_state_);
+      return train_step(model_, opt_, batch, device_, clip_, clip_state_, forward_);
     }
   }
   ++c.seen;
@@ -73,7 +73,7 @@ void GraphStep::capture(Captured& c, const data::Batch& batch) {
   gen.offset = 0;
   gen.device_offset_base = reinterpret_cast<const uint64_t*>(c.philox_base.raw_data());
   try {
-    graph->capture([&] { device_step_work(model_, opt_, c.inputs, clip_, clip_state_); });
+    graph->capture([&] { device_step_work(model_, opt_, c.inputs, clip_, clip_state_, forward_); });
   } catch (...) {
     gen = saved;
     opt_.zero_grad();  // the gradients of the broken capture were never computed

@@ -47,6 +47,10 @@ class GraphStep {
   // One step on `batch` (on the CPU), as train_step: same result, same contract.
   StepResult step(const data::Batch& batch);
   const GraphStepStats& stats() const { return stats_; }
+  // The model call of every step, captured or not (train/forward.h; empty = eager). A
+  // compiled plan (mase-train --compile --cuda-graphs) compiles in a warm-up step, so the
+  // capture records its replay: the plan's kernels, backward, clip and AdamW in one graph.
+  void set_forward(Forward forward) { forward_ = std::move(forward); }
 
  private:
   struct Captured {
@@ -67,6 +71,7 @@ class GraphStep {
   double clip_;
   int64_t warmup_, max_graphs_;
   Tensor clip_state_;  // shared with the uncaptured steps: its address is in every graph
+  Forward forward_;    // empty: the eager model
   std::map<std::pair<int64_t, int64_t>, Captured> shapes_;
   int64_t graphs_ = 0;
   GraphStepStats stats_;

@@ -46,9 +46,11 @@ void check_batch(const nn::BertForSequenceClassification& model, const data::Bat
 }
 
 void device_step_work(nn::BertForSequenceClassification& model, AdamW& opt,
-                      const data::Batch& x, double clip, const Tensor& clip_state) {
+                      const data::Batch& x, double clip, const Tensor& clip_state,
+                      const Forward& forward) {
   profile::mark_phase("forward");
-  Tensor loss = model.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
+  Tensor loss = forward ? forward(x).loss
+                        : model.forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels).loss;
   profile::mark_phase("backward");
   backward(loss);
   profile::mark_phase("clip");

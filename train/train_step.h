@@ -53,7 +53,9 @@ void check_batch(const nn::BertForSequenceClassification& model, const data::Bat
 // The GPU path's device work, from a batch already on the GPU to AdamW and zero_grad: no host
 // sync, no copy from the host — what train/graph_step.h captures. Needs opt.step_is_gated()
 // with clip_state set as the gate; the caller reads clip_state afterwards (read_clip_state).
+// `forward`: the model call, as for train_step (a compiled plan: --compile --cuda-graphs).
 void device_step_work(nn::BertForSequenceClassification& model, AdamW& opt,
-                      const data::Batch& on_device, double clip, const Tensor& clip_state);
+                      const data::Batch& on_device, double clip, const Tensor& clip_state,
+                      const Forward& forward = {});
 
 }  // namespace mase::train

@@ -143,6 +143,11 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
   state_.generator_offset = default_generator().offset;
 }
 
+void Trainer::set_forward(Forward f) {
+  if (graph_step_) graph_step_->set_forward(f);  // --compile --cuda-graphs: captured plans
+  forward_ = f ? std::move(f) : eager_forward(model_);
+}
+
 void Trainer::restore(const fs::path& ckpt) {
   const std::string state_file = (ckpt / RunDir::kState).string();
   TrainerState s = TrainerState::from_json(nn::parse_json_file(state_file, "resume"), state_file);

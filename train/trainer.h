@@ -122,7 +122,7 @@ class Trainer {
 
   // The model call of every step and evaluation (train/forward.h): eager unless replaced
   // (mase-train --compile sets a compiled plan's).
-  void set_forward(Forward f) { forward_ = f ? std::move(f) : eager_forward(model_); }
+  void set_forward(Forward f);
 
   // Called after every step with (step, loss): tests use it to request a stop mid-run.
   std::function<void(int64_t step, double loss)> on_step;

@@ -3,11 +3,14 @@
 // third call, later calls are one launch each, the logits follow NEW inputs (they are copied
 // in) and equal the eager fused model's; a kept output survives the next launch. Without a GPU
 // those cases are skipped (visibly); what runs everywhere: capture refuses a CPU device, and a
-// CPU plan never tries it.
+// CPU plan never tries it. And the other way round: a compiled TRAINING plan inside the CUDA
+// graph of mase-train's whole step (train/graph_step.h, --compile --cuda-graphs), on a GPU.
 #include "compile_helpers.h"
 #include "graph/compile.h"
 #include "graph/compile_report.h"
 #include "runtime/cuda_graph.h"
+#include "runtime/random.h"
+#include "train/graph_step.h"
 
 using namespace mase;
 using namespace mase::graph;
@@ -107,5 +110,48 @@ TEST_CASE("cuda_graph: compile_report on a GPU compares on the host and measures
     CHECK(r.outputs_equal);
     CHECK(r.eager_peak_bytes > 0);
     if (!train) CHECK(r.cuda_graph.find("captured as") != std::string::npos);
+  }
+}
+
+TEST_CASE("cuda_graph: a compiled training plan inside the captured step (--compile --cuda-graphs)") {
+  if (!have_gpu()) return;
+  // the same 4 steps of one shape, uncaptured through the compiled plan (a), and through
+  // GraphStep with that plan as its forward (b): 2 warm-up steps (the first compiles), then a
+  // capture of the plan's replay with backward, clip and AdamW, and a replay
+  struct Run {  // bert-tiny on the GPU, unfused (the trace must see the unfused model), AdamW
+    std::shared_ptr<nn::BertForSequenceClassification> model = tiny_bert();
+    std::unique_ptr<train::AdamW> opt;
+    std::shared_ptr<Compiled> compiled;
+    Run() {
+      model->to(Device::cuda());
+      model->train();
+      opt = std::make_unique<train::AdamW>(model->named_parameters(), train::AdamWOptions{.lr = 1e-3});
+      compiled = std::make_shared<Compiled>(compile_bert(model));
+    }
+  };
+  Run plain, graphed;
+  Tensor clip_state;
+  train::GraphStep gs(*graphed.model, *graphed.opt, Device::cuda(), 1.0, /*warmup=*/2);
+  gs.set_forward(compiled_forward(graphed.compiled));
+  const train::Forward fa = compiled_forward(plain.compiled);
+  for (int i = 0; i < 4; ++i) {
+    data::Batch x = tiny_batch(30 + i);
+    x.token_type_ids = Tensor::zeros(x.input_ids.shape(), DType::i32);
+    const Generator g0 = default_generator();
+    const train::StepResult a = train::train_step(*plain.model, *plain.opt, x, Device::cuda(), 1.0, clip_state, fa);
+    default_generator() = g0;
+    const train::StepResult b = gs.step(x);
+    INFO("step " << i);
+    CHECK(b.loss == doctest::Approx(a.loss).epsilon(1e-6));
+    CHECK(b.grad_norm == doctest::Approx(a.grad_norm).epsilon(1e-5));
+  }
+  CHECK(gs.stats().capture_error == "");
+  CHECK(gs.stats().captures == 1);
+  CHECK(gs.stats().replays == 1);
+  CHECK(graphed.compiled->compiles() == 1);  // compiled once, in the first warm-up step
+  const auto pa = plain.model->named_parameters(), pb = graphed.model->named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].first);
+    check_close(pb[i].second.detach().to(Device::cpu()), pa[i].second.detach().to(Device::cpu()), 1e-6, 1e-5);
   }
 }

@@ -100,4 +100,14 @@ TEST_CASE("graph step: on the CPU every step is the uncaptured step") {
   CHECK(gs.stats().eager == 4);
   CHECK(gs.stats().captures == 0);
   CHECK(gs.stats().capture_error.empty());
+  // a forward given to the step (a compiled plan under --compile --cuda-graphs) is the one
+  // every step calls
+  int calls = 0;
+  gs.set_forward([&](const data::Batch& x) {
+    ++calls;
+    return b->forward(x.input_ids, x.attention_mask, x.token_type_ids, x.labels);
+  });
+  const StepResult s = gs.step(batch_of(2, 8, 40));
+  CHECK(calls == 1);
+  CHECK(std::isfinite(s.loss));
 }
