@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -76,10 +77,27 @@ CpuFeatures detect() {
   return f;
 }
 
+// MASE_MAX_CPU_ISA (cpu_features.h): clear every flag above the level asked for.
+void cap(CpuFeatures& f, const char* level) {
+  const std::string l = level;
+  if (l != "avx2" && l != "avx512") {
+    f.capped = "ignored: MASE_MAX_CPU_ISA=" + l + " (expected avx2 or avx512)";
+    return;
+  }
+  f.capped = l;
+  f.amx_tile = f.amx_bf16 = f.amx_int8 = false;
+  f.avx512_bf16 = f.avx_vnni = false;
+  if (l == "avx2") f.avx512f = f.avx512bw = f.avx512dq = f.avx512vl = f.avx512_vnni = false;
+}
+
 }  // namespace
 
 const CpuFeatures& cpu_features() {
-  static const CpuFeatures f = detect();  // C++ guarantees one thread-safe initialisation
+  static const CpuFeatures f = [] {  // C++ guarantees one thread-safe initialisation
+    CpuFeatures d = detect();
+    if (const char* level = std::getenv("MASE_MAX_CPU_ISA"); level && *level) cap(d, level);
+    return d;
+  }();
   return f;
 }
 
@@ -97,6 +115,9 @@ std::string isa_summary() {
   }
   std::string s = f.brand + ": " + (have.empty() ? "none of the extensions below" : have);
   if (!lack.empty()) s += " (no " + lack + ")";
+  if (!f.capped.empty())
+    s += f.capped.rfind("ignored", 0) == 0 ? " [" + f.capped + "]"
+                                           : " [capped at " + f.capped + " by MASE_MAX_CPU_ISA]";
   return s;
 }
 

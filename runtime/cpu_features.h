@@ -25,10 +25,21 @@ struct CpuFeatures {
   bool avx512_vnni = false;  // vpdpbusd on 512-bit registers: u8·s8 dotted into int32
   bool avx_vnni = false;     // the same on 256-bit registers (VEX encoded)
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;  // tiles, with the OS's permission
+  // MASE_MAX_CPU_ISA (below): the level the flags were capped at, "" when not capped
+  std::string capped;
   bool avx512() const { return avx512f && avx512bw && avx512dq && avx512vl; }
 };
 
-// Detected once (thread-safe), then cached.
+// Detected once (thread-safe), then cached. The environment variable MASE_MAX_CPU_ISA caps
+// what is reported, as oneDNN's ONEDNN_MAX_CPU_ISA does, so that one machine can run (and
+// measure) the paths of a smaller one:
+//   MASE_MAX_CPU_ISA=avx2     x86-64-v3 only (AVX2, FMA, F16C): an AMD Zen 3's paths
+//   MASE_MAX_CPU_ISA=avx512   also AVX-512 and AVX512-VNNI, nothing newer: a Cascade Lake's
+// Our kernels, OpenBLAS's core type (runtime/cpu/blas.cpp) and oneDNN's ISA
+// (runtime/cpu/onednn_gemm.cpp) all follow the capped flags. Other values are ignored (the
+// summary says so). Caches, core count and clock stay the big machine's, so a capped run
+// shows which code an AVX2 machine runs, not how fast that machine runs it.
+
 const CpuFeatures& cpu_features();
 // One line: the brand, the extensions present beyond x86-64, and the notable ones absent.
 std::string isa_summary();

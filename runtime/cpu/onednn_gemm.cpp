@@ -45,7 +45,17 @@ struct Cache {
   std::map<Key, dnnl::matmul> prims;
 };
 Cache& cache() {
-  static Cache* c = new Cache();  // never destroyed: GEMMs may run during static destruction
+  static Cache* c = [] {
+    // MASE_MAX_CPU_ISA (runtime/cpu_features.h): oneDNN must pick no kernel above the capped
+    // level either; the cap only works before oneDNN's first primitive, which is here
+    const std::string& capped = cpu_features().capped;
+    try {
+      if (capped == "avx2") dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
+      if (capped == "avx512") dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_vnni);
+    } catch (const dnnl::error&) {  // too late (oneDNN was used already): leave it
+    }
+    return new Cache();  // never destroyed: GEMMs may run during static destruction
+  }();
   return *c;
 }
 

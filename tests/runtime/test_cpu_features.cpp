@@ -8,7 +8,11 @@
 #include <string>
 
 #include "helpers.h"
+#include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
+#include "runtime/kernels/int8_gemm.h"
+#include "runtime/kernels/matmul.h"
+#include "runtime/kernels/sgemm_packed.h"
 
 using namespace mase;
 
@@ -33,6 +37,8 @@ TEST_CASE("cpu features: CPUID agrees with the kernel's /proc/cpuinfo") {
   const std::set<std::string> flags = proc_flags();
   if (flags.empty()) return test::skip("/proc/cpuinfo has no flags line");
   const CpuFeatures& f = cpu_features();
+  if (f.capped == "avx2" || f.capped == "avx512")
+    return test::skip("MASE_MAX_CPU_ISA=" + f.capped + " hides some of this CPU's flags");
   auto has = [&](const char* name) { return flags.count(name) > 0; };
   CHECK(f.avx2 == has("avx2"));
   CHECK(f.fma == has("fma"));
@@ -58,4 +64,28 @@ TEST_CASE("cpu features: AMX tiles are usable once Linux grants them") {
   CHECK(f.amx_tile);  // the permission request succeeded
   CHECK(f.amx_bf16 == flags.count("amx_bf16") > 0);
   CHECK(f.amx_int8 == flags.count("amx_int8") > 0);
+}
+
+// Run twice by ctest: as every case (no variable: nothing is capped), and as "runtime:
+// MASE_MAX_CPU_ISA=avx2 ..." with the variable set (tests/CMakeLists.txt), where an AVX-512
+// machine must take an AVX2-only machine's paths in every library.
+TEST_CASE("cpu features: MASE_MAX_CPU_ISA=avx2 gives an AVX2 machine's paths everywhere") {
+  const char* level = std::getenv("MASE_MAX_CPU_ISA");
+  const CpuFeatures& f = cpu_features();
+  if (!level || std::string(level) != "avx2") {
+    CHECK((level != nullptr || f.capped.empty()));  // no variable, no cap
+    return;
+  }
+  CHECK(f.capped == "avx2");
+  CHECK(f.avx2);
+  CHECK_FALSE(f.avx512());
+  CHECK_FALSE(f.avx512_vnni);
+  CHECK_FALSE(f.avx512_bf16);
+  CHECK_FALSE(f.avx_vnni);
+  CHECK_FALSE(f.amx_tile);
+  CHECK(isa_summary().find("[capped at avx2 by MASE_MAX_CPU_ISA]") != std::string::npos);
+  CHECK(blas::corename() == "Haswell");               // OpenBLAS's AVX2 kernels
+  CHECK(cpu::int8_isa_best() == cpu::Int8Isa::avx2);            // vpmaddubsw, not VNNI or oneDNN's
+  CHECK(cpu::f32_isa_best() != cpu::F32Isa::avx512);  // the packed GEMM's AVX2 tile
+  CHECK_FALSE(cpu::onednn_bf16_active());
 }
