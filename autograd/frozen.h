@@ -13,7 +13,7 @@
 // when no graph is being recorded (NoGradGuard): a weight in the table runs on its packed
 // copy, everything else as before. Nothing outside the scope sees the table, so eager code on
 // the same model is unaffected. graph::compile's freeze_weights pass (graph/passes/
-// freeze_weights.h) builds one per eval plan and installs it around that plan's replays.
+// freeze_weights.h) fills one per Compiled and installs it around its eval plans' runs.
 //
 // The contract (as for torch.jit.freeze): the weights must not change while the table is in
 // use. After training on, or loading into, the model, build a new one (Compiled::clear()).

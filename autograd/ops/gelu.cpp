@@ -48,8 +48,21 @@ Tensor gelu(const Tensor& x) {
 }
 
 namespace {
+// dx (may be dy itself), x, dy packed (rows, C), bias (C): writes dx, returns db.
 Tensor bias_gelu_backward_kernel(const Tensor& dx, const Tensor& dy, const Tensor& xc,
-                                 const Tensor& bc, int64_t rows, int64_t C);
+                                 const Tensor& bc, int64_t rows, int64_t C) {
+  Tensor db = Tensor::empty({C}, xc.dtype(), xc.device());
+  if (dx.is_cuda()) {
+    cuda::bias_gelu_backward(dx.data<float>(), db.data<float>(), dy.data<float>(),
+                             xc.data<float>(), bc.data<float>(), rows, C);
+  } else {
+    dispatch_float(dx.dtype(), "bias_gelu", [&]<class T>() {
+      cpu::bias_gelu_backward<T>(dx.data<T>(), db.data<T>(), dy.data<T>(), xc.data<T>(),
+                                 bc.data<T>(), rows, C);
+    });
+  }
+  return db;
+}
 }  // namespace
 
 Tensor bias_gelu(const Tensor& x, const Tensor& bias) {
@@ -79,24 +92,6 @@ Tensor bias_gelu(const Tensor& x, const Tensor& bias) {
     return {dx, db};
   });
 }
-
-namespace {
-// dx (may be dy itself), x, dy packed (rows, C), bias (C): writes dx, returns db.
-Tensor bias_gelu_backward_kernel(const Tensor& dx, const Tensor& dy, const Tensor& xc,
-                                 const Tensor& bc, int64_t rows, int64_t C) {
-  Tensor db = Tensor::empty({C}, xc.dtype(), xc.device());
-  if (dx.is_cuda()) {
-    cuda::bias_gelu_backward(dx.data<float>(), db.data<float>(), dy.data<float>(),
-                             xc.data<float>(), bc.data<float>(), rows, C);
-  } else {
-    dispatch_float(dx.dtype(), "bias_gelu", [&]<class T>() {
-      cpu::bias_gelu_backward<T>(dx.data<T>(), db.data<T>(), dy.data<T>(), xc.data<T>(),
-                                 bc.data<T>(), rows, C);
-    });
-  }
-  return db;
-}
-}  // namespace
 
 Tensor bias_gelu_backward_(const Tensor& dy, const Tensor& x, const Tensor& bias) {
   MASE_CHECK(dy.shape() == x.shape() && dy.dtype() == x.dtype() && dy.device() == x.device() &&

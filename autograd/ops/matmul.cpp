@@ -179,29 +179,27 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.back() = out;
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
   MatrixArg W = matrix_arg(weight);  // weight (out, in) read as Wᵀ: flip its transpose flag
-  // a frozen weight (autograd/frozen.h: inference on weights packed once), without autograd
-  if (const FrozenWeights* fw = frozen_weights();
-      fw && !grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && in > 0 &&
+  // Inference (no autograd, CPU fp32) on a packed weight: packed beforehand when the weight is
+  // frozen (autograd/frozen.h: oneDNN's blocked layout), or per call for our packed GEMM where
+  // it beats the libraries (packed_linear_wins). Nothing to differentiate.
+  if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && in > 0 &&
       cpu_gemm_precision() == GemmPrecision::fp32) {
-    if (const cpu::OnednnF32Weights* pw = fw->find(weight)) {
+    const FrozenWeights* table = frozen_weights();
+    const cpu::OnednnF32Weights* frozen = table ? table->find(weight) : nullptr;
+    if (frozen || (!W.trans && cpu::sgemm_packed_enabled() && packed_linear_wins(rows, out, in))) {
       const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
-      cpu::onednn_f32_packed_linear(y.data<float>(), out, x2.data<float>(), in, rows, *pw,
-                                    bias.defined() ? b.data<float>() : nullptr);
+      const float* bp = bias.defined() ? b.data<float>() : nullptr;
+      if (frozen) {
+        cpu::onednn_f32_packed_linear(y.data<float>(), out, x2.data<float>(), in, rows, *frozen, bp);
+      } else {
+        const cpu::F32PackedB pw =
+            cpu::sgemm_pack_b(W.t.data<float>(), W.ld, out, in, cpu::f32_isa_best());
+        cpu::sgemm_packed(y.data<float>(), out, x2.data<float>(), in, rows, pw, bp);
+      }
       Tensors inputs{x, weight};
       if (bias.defined()) inputs.push_back(bias);
       return record("linear", inputs, y, nullptr);
     }
-  }
-  if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && !W.trans && in > 0 &&
-      cpu::sgemm_packed_enabled() && cpu_gemm_precision() == GemmPrecision::fp32 &&
-      packed_linear_wins(rows, out, in)) {
-    const cpu::F32PackedB pw = cpu::sgemm_pack_b(W.t.data<float>(), W.ld, out, in, cpu::f32_isa_best());
-    const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
-    cpu::sgemm_packed(y.data<float>(), out, x2.data<float>(), in, rows, pw,
-                      bias.defined() ? b.data<float>() : nullptr);
-    Tensors inputs{x, weight};
-    if (bias.defined()) inputs.push_back(bias);
-    return record("linear", inputs, y, nullptr);  // no autograd here: nothing to differentiate
   }
   // y = bias broadcast to every row, then y += x·Wᵀ (beta = 1): the bias add costs no extra pass
   if (bias.defined()) copy_(y.as_strided({rows, out}, {out, 1}, 0), bias.as_strided({rows, out}, {0, bias.strides()[0]}, bias.offset()));

@@ -2,8 +2,9 @@
 // plan packed ONCE into the blocked layout of the GEMM kernel, instead of read in the model's
 // (out, in) layout by every call.
 //
-// Opt-in (CompileOptions::freeze; `mase-graph compile --freeze`, `mase-bench --compile
-// --freeze`), because it adds a promise the compiler cannot check: the weights do not change
+// Opt-in (CompileOptions::freeze; `mase-graph compile --freeze`, `mase-bench --e2e --compile`'s
+// e2e/<model>/eval/frozen, `mase-train --eval-only --compile`), because it adds a promise the
+// compiler cannot check: the weights do not change
 // while the plan is used. A finished model being evaluated keeps it; mase-train's evaluations
 // between epochs do not (call Compiled::clear() after changing weights). PyTorch's Inductor
 // has the same switch for the same reason (torch._inductor.config.freezing).
@@ -11,7 +12,8 @@
 // What it does: the graph is not rewritten. The pass walks it for Linear calls — call_module
 // nn::Linear nodes and call_function linear(x, w[, b]) nodes whose w is a get_attr (a
 // parameter, or a constant folded by fold_lora / fold_mxint8) — and packs each weight into a
-// FrozenWeights table (autograd/frozen.h) that the plan keeps; graph::Compiled installs the
+// FrozenWeights table (autograd/frozen.h), one per Compiled and shared by its eval plans (a
+// weight packed for one batch shape serves the others); graph::Compiled installs the
 // table around the plan's runs, where linear() without autograd runs each packed weight on
 // oneDNN's reordered-weights matmul (runtime/cpu/onednn_gemm.h) with the bias fused in. Eval
 // plans on the CPU only (with autograd there is a backward, which needs W as it is); weights
