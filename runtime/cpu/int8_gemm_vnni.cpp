@@ -47,73 +47,98 @@ inline int32_t load32(const uint8_t* p) {
   return v;
 }
 
-template <int MR, bool Scaled>
-void tile(const Int8Tile& t) {
-  const int nv0 = t.nv < 16 ? t.nv : 16, nv1 = t.nv > 16 ? t.nv - 16 : 0;
-  const __mmask16 m0 = nv0 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv0) - 1);
-  const __mmask16 m1 = nv1 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv1) - 1);
-  // scaled mode: fp32 sums beside the int32 ones, 4 rows at most (kVnniMRScaled) so that
-  // 16 accumulators + B + a + the block's scales fit the 32 zmm registers without spills
-  __m512i s[MR][2];
-  __m512 f[MR][2];
+// One block's products: `groups` groups of 4 k-values into the int32 accumulators s. With G a
+// compile-time constant (8 for MXINT8's full blocks of 32) the loop unrolls and every s stays
+// in its register; with a run-time count GCC rotated the accumulators through register copies
+// (16 vmovdqa per 8 vpdpbusd, on the same two ports), which cost the scaled kernel half its
+// speed. G = 0 means "groups, known only at run time" (the last, shorter block).
+template <int MR, int G>
+inline void dot_groups(__m512i (&s)[MR][2], const uint8_t* a, int64_t lda, const int8_t*& b,
+                       int64_t groups) {
+  const int64_t n = G > 0 ? G : groups;
+  for (int64_t g = 0; g < n; ++g, b += 128) {
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i av = _mm512_set1_epi32(load32(a + i * lda + 4 * g));
+      s[i][0] = _mm512_dpbusd_epi32(s[i][0], av, b0);
+      s[i][1] = _mm512_dpbusd_epi32(s[i][1], av, b1);
+    }
+  }
+}
+
+template <int MR>
+inline void store_int32(const Int8Tile& t, const __m512i (&s)[MR][2], __mmask16 m0, __mmask16 m1) {
   for (int i = 0; i < MR; ++i) {
-    s[i][0] = s[i][1] = _mm512_setzero_si512();
-    f[i][0] = f[i][1] = _mm512_setzero_ps();
+    _mm512_mask_storeu_epi32(t.ci + i * t.ldc, m0, s[i][0]);
+    _mm512_mask_storeu_epi32(t.ci + i * t.ldc + 16, m1, s[i][1]);
+  }
+}
+
+// int32 mode: one block, all of K; the accumulators start at −128·Σb (the offset trick).
+template <int MR>
+void tile_int32(const Int8Tile& t, __mmask16 m0, __mmask16 m1) {
+  const __m512i c0 = _mm512_loadu_si512(t.comp), c1 = _mm512_loadu_si512(t.comp + 16);
+  __m512i s[MR][2];
+  for (int i = 0; i < MR; ++i) {
+    s[i][0] = _mm512_sub_epi32(_mm512_setzero_si512(), c0);
+    s[i][1] = _mm512_sub_epi32(_mm512_setzero_si512(), c1);
   }
   const int8_t* b = t.b;
-  int64_t koff = 0;
+  dot_groups<MR, 0>(s, t.a, t.lda, b, t.gl);
+  store_int32<MR>(t, s, m0, m1);
+}
+
+// scaled mode: per block, s from zero, then f += float(s − 128·Σb)·(sa·sb) — the same integers
+// as starting from −128·Σb, so the same result bit for bit.
+template <int MR>
+void tile_scaled(const Int8Tile& t, __mmask16 m0, __mmask16 m1) {
+  __m512 f[MR][2];
+  for (int i = 0; i < MR; ++i) f[i][0] = f[i][1] = _mm512_setzero_ps();
+  const int8_t* b = t.b;
   for (int64_t blk = 0; blk < t.nblocks; ++blk) {
+    const uint8_t* a = t.a + blk * 4 * t.gb;  // packed A: each block padded to gb groups
+    __m512i s[MR][2];
+    for (int i = 0; i < MR; ++i) s[i][0] = s[i][1] = _mm512_setzero_si512();
     const int64_t groups = blk + 1 < t.nblocks ? t.gb : t.gl;
+    if (groups == 8) dot_groups<MR, 8>(s, a, t.lda, b, 8);  // MXINT8: 32 = 8 groups of 4
+    else dot_groups<MR, 0>(s, a, t.lda, b, groups);
     const __m512i c0 = _mm512_loadu_si512(t.comp + blk * 32);
     const __m512i c1 = _mm512_loadu_si512(t.comp + blk * 32 + 16);
-    for (int i = 0; i < MR; ++i) {  // start at −128·Σb: the offset trick's correction
-      s[i][0] = _mm512_sub_epi32(_mm512_setzero_si512(), c0);
-      s[i][1] = _mm512_sub_epi32(_mm512_setzero_si512(), c1);
-    }
-    for (int64_t g = 0; g < groups; ++g, koff += 4, b += 128) {
-      const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
-      for (int i = 0; i < MR; ++i) {
-        const __m512i a = _mm512_set1_epi32(load32(t.a + i * t.lda + koff));
-        s[i][0] = _mm512_dpbusd_epi32(s[i][0], a, b0);
-        s[i][1] = _mm512_dpbusd_epi32(s[i][1], a, b1);
-      }
-    }
-    if constexpr (Scaled) {  // f += float(s)·(sa·sb): one block's scales
-      const __m512 sb0 = _mm512_loadu_ps(t.sb + blk * 32), sb1 = _mm512_loadu_ps(t.sb + blk * 32 + 16);
-      for (int i = 0; i < MR; ++i) {
-        const __m512 sa = _mm512_set1_ps(t.sa[i * t.lds + blk]);
-        f[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[i][0]), _mm512_mul_ps(sb0, sa), f[i][0]);
-        f[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[i][1]), _mm512_mul_ps(sb1, sa), f[i][1]);
-      }
+    const __m512 sb0 = _mm512_loadu_ps(t.sb + blk * 32), sb1 = _mm512_loadu_ps(t.sb + blk * 32 + 16);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 sa = _mm512_set1_ps(t.sa[i * t.lds + blk]);
+      f[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s[i][0], c0)),
+                                _mm512_mul_ps(sb0, sa), f[i][0]);
+      f[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s[i][1], c1)),
+                                _mm512_mul_ps(sb1, sa), f[i][1]);
     }
   }
-  if constexpr (Scaled) {
-    const __m512 bias0 = t.bias ? _mm512_maskz_loadu_ps(m0, t.bias) : _mm512_setzero_ps();
-    const __m512 bias1 = t.bias ? _mm512_maskz_loadu_ps(m1, t.bias + 16) : _mm512_setzero_ps();
-    for (int i = 0; i < MR; ++i) {
-      __m512 v0 = f[i][0], v1 = f[i][1];
-      if (t.bias) {
-        v0 = _mm512_add_ps(v0, bias0);
-        v1 = _mm512_add_ps(v1, bias1);
-      }
-      _mm512_mask_storeu_ps(t.c + i * t.ldc, m0, v0);
-      _mm512_mask_storeu_ps(t.c + i * t.ldc + 16, m1, v1);
+  const __m512 bias0 = t.bias ? _mm512_maskz_loadu_ps(m0, t.bias) : _mm512_setzero_ps();
+  const __m512 bias1 = t.bias ? _mm512_maskz_loadu_ps(m1, t.bias + 16) : _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i) {
+    __m512 v0 = f[i][0], v1 = f[i][1];
+    if (t.bias) {
+      v0 = _mm512_add_ps(v0, bias0);
+      v1 = _mm512_add_ps(v1, bias1);
     }
-  }
-  if constexpr (!Scaled) {  // one block: s is the whole int32 sum
-    for (int i = 0; i < MR; ++i) {
-      _mm512_mask_storeu_epi32(t.ci + i * t.ldc, m0, s[i][0]);
-      _mm512_mask_storeu_epi32(t.ci + i * t.ldc + 16, m1, s[i][1]);
-    }
+    _mm512_mask_storeu_ps(t.c + i * t.ldc, m0, v0);
+    _mm512_mask_storeu_ps(t.c + i * t.ldc + 16, m1, v1);
   }
 }
 
 }  // namespace
 
 void int8_tile_vnni(const Int8Tile& t) {
-  with_rows<6>(t.mr, [&](auto mr) {
-    if (t.sa) tile<decltype(mr)::value, true>(t);
-    else tile<decltype(mr)::value, false>(t);
+  const int nv0 = t.nv < 16 ? t.nv : 16, nv1 = t.nv > 16 ? t.nv - 16 : 0;
+  const __mmask16 m0 = nv0 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv0) - 1);
+  const __mmask16 m1 = nv1 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv1) - 1);
+  with_rows<kVnniMR>(t.mr, [&](auto mr) {
+    constexpr int MR = decltype(mr)::value;
+    if (t.sa) {
+      if constexpr (MR <= kVnniMRScaled) tile_scaled<MR>(t, m0, m1);
+    } else {
+      tile_int32<MR>(t, m0, m1);
+    }
   });
 }
 
