@@ -417,7 +417,15 @@ void int8_quantize_integer(int8_t* q, float* row_scale, const float* x, int64_t 
 // multiplies in the same order, so the same codes (tested). Scales come out as fp32 2^(s−133).
 void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows, int64_t K) {
   const int64_t nb = (K + 31) / 32;
-  auto pow2 = [](int e) { return std::ldexp(1.0f, e); };
+  // 2^e as float bits for a normal e (−126..127), ldexp (a libm call) only for the subnormal
+  // scales of tiny blocks: three ldexp per block of 32 were a third of this function's time
+  auto pow2 = [](int e) {
+    if (e < -126) return std::ldexp(1.0f, e);
+    const uint32_t bits = uint32_t(e + 127) << 23;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
   parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(K, 1)),
                [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
@@ -438,10 +446,11 @@ void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows
           v[u] = _mm256_loadu_ps(src + 8 * u);
           amax = _mm256_max_epi32(amax, _mm256_and_si256(_mm256_castps_si256(v[u]), abs_mask));
         }
-        alignas(32) int32_t lanes[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), amax);
-        uint32_t m = 0;
-        for (int32_t l : lanes) m = std::max(m, uint32_t(l));
+        // horizontal max of the 8 lanes: halves, then pairs, then neighbours
+        __m128i m4 = _mm_max_epi32(_mm256_castsi256_si128(amax), _mm256_extracti128_si256(amax, 1));
+        m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, _MM_SHUFFLE(1, 0, 3, 2)));
+        m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, _MM_SHUFFLE(2, 3, 0, 1)));
+        const uint32_t m = uint32_t(_mm_cvtsi128_si32(m4));  // lanes are ≥ 0: signed max is fine
         const uint32_t e = std::min<uint32_t>(m >> 23, 0xFF);
         float* sc = scales + r * nb + blk;
         if (e == 0xFF) {  // NaN or inf in the block: codes 0, scale NaN (the block's outputs NaN)

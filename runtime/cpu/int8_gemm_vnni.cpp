@@ -88,8 +88,7 @@ void tile_int32(const Int8Tile& t, __mmask16 m0, __mmask16 m1) {
   store_int32<MR>(t, s, m0, m1);
 }
 
-// scaled mode: per block, s from zero, then f += float(s − 128·Σb)·(sa·sb) — the same integers
-// as starting from −128·Σb, so the same result bit for bit.
+// scaled mode: per block, s from −128·Σb through the block's products, then f += float(s)·(sa·sb).
 template <int MR>
 void tile_scaled(const Int8Tile& t, __mmask16 m0, __mmask16 m1) {
   __m512 f[MR][2];
@@ -97,20 +96,22 @@ void tile_scaled(const Int8Tile& t, __mmask16 m0, __mmask16 m1) {
   const int8_t* b = t.b;
   for (int64_t blk = 0; blk < t.nblocks; ++blk) {
     const uint8_t* a = t.a + blk * 4 * t.gb;  // packed A: each block padded to gb groups
+    // start at −128·Σb (the offset trick): two negations per block, then plain copies
+    const __m512i nc0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(t.comp + blk * 32));
+    const __m512i nc1 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(t.comp + blk * 32 + 16));
     __m512i s[MR][2];
-    for (int i = 0; i < MR; ++i) s[i][0] = s[i][1] = _mm512_setzero_si512();
+    for (int i = 0; i < MR; ++i) {
+      s[i][0] = nc0;
+      s[i][1] = nc1;
+    }
     const int64_t groups = blk + 1 < t.nblocks ? t.gb : t.gl;
     if (groups == 8) dot_groups<MR, 8>(s, a, t.lda, b, 8);  // MXINT8: 32 = 8 groups of 4
     else dot_groups<MR, 0>(s, a, t.lda, b, groups);
-    const __m512i c0 = _mm512_loadu_si512(t.comp + blk * 32);
-    const __m512i c1 = _mm512_loadu_si512(t.comp + blk * 32 + 16);
     const __m512 sb0 = _mm512_loadu_ps(t.sb + blk * 32), sb1 = _mm512_loadu_ps(t.sb + blk * 32 + 16);
     for (int i = 0; i < MR; ++i) {
       const __m512 sa = _mm512_set1_ps(t.sa[i * t.lds + blk]);
-      f[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s[i][0], c0)),
-                                _mm512_mul_ps(sb0, sa), f[i][0]);
-      f[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s[i][1], c1)),
-                                _mm512_mul_ps(sb1, sa), f[i][1]);
+      f[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[i][0]), _mm512_mul_ps(sb0, sa), f[i][0]);
+      f[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[i][1]), _mm512_mul_ps(sb1, sa), f[i][1]);
     }
   }
   const __m512 bias0 = t.bias ? _mm512_maskz_loadu_ps(m0, t.bias) : _mm512_setzero_ps();

@@ -301,3 +301,28 @@ TEST_CASE("int8 quantize mxint8: the codes and exponents of the MXINT8 packing k
   CHECK(exps[1] == 0xFF);  // NaN
   CHECK(got[size_t(2 * K + 1)] == -127);  // −1.999 at scale 2^0: −127.9 → −128 → clamped
 }
+
+TEST_CASE("int8 quantize mxint8: every block exponent, exhaustively") {
+  // one row per exponent field s = 0..254 (a block whose largest |x| has that field), so every
+  // scale 2^(s−133) — subnormal ones included — and every split of 2^(133−s) is checked
+  const int64_t rows = 255, K = 32;
+  std::vector<float> x(static_cast<size_t>(rows * K));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < K; ++k) {
+      const uint32_t bits = (uint32_t(r) << 23) | (uint32_t(k * 262147) & 0x7FFFFF);
+      float v;
+      std::memcpy(&v, &bits, 4);
+      x[size_t(r * K + k)] = (k % 3 ? v : -v) / (k % 5 ? 1.0f : 3.0f);
+    }
+  std::vector<int8_t> want(x.size()), got(x.size());
+  std::vector<uint8_t> exps(static_cast<size_t>(rows));
+  std::vector<float> scales(static_cast<size_t>(rows));
+  mxint8_quantize(want.data(), exps.data(), x.data(), rows, K);
+  int8_quantize_mxint8(got.data(), scales.data(), x.data(), rows, K);
+  CHECK(got == want);
+  for (int64_t r = 0; r < rows; ++r) {
+    INFO("row ", r, " exponent ", int(exps[size_t(r)]));
+    CHECK(int(exps[size_t(r)]) == r);
+    CHECK(scales[size_t(r)] == std::ldexp(1.0f, int(exps[size_t(r)]) - 133));
+  }
+}
