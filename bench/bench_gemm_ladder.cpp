@@ -31,6 +31,7 @@
 #include <map>
 
 #include "bench/common.h"
+#include "bench/peak.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/kernels/sgemm_packed.h"
 #include "runtime/parallel.h"
@@ -89,54 +90,20 @@ void blocked(float* C, const float* A, const float* Bt, int64_t M, int64_t N, in
   });
 }
 
-// ---- the ceiling: FMAs on registers -------------------------------------------------------------
-// 24 independent accumulators per thread (enough to fill two FMA units of 4-cycle latency).
-// (GCC 12 warns about the intrinsic header's own _mm512_undefined_ps: a false positive.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-__attribute__((target("avx512f"))) double fma_loop_avx512(int64_t iters) {
-  __m512 acc[24];
-  for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(float(i));
-  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t n = 0; n < iters; ++n)
-    for (int i = 0; i < 24; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  float s = 0;
-  for (int i = 0; i < 24; ++i) s += _mm512_reduce_add_ps(acc[i]);
-  return s;
-}
-double fma_loop_avx2(int64_t iters) {
-  __m256 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(float(i));
-  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t n = 0; n < iters; ++n)
-    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  alignas(32) float v[8];
-  float s = 0;
-  for (int i = 0; i < 12; ++i) {
-    _mm256_store_ps(v, acc[i]);
-    for (float x : v) s += x;
-  }
-  return s;
-}
-
+// ---- the ceiling: FMAs on registers (bench/peak.h) ----------------------------------------------
 void add_peak() {
   add("ladder/fma_peak", [](benchmark::State& st) {
     const bool wide = cpu::f32_isa_supported(cpu::F32Isa::avx512);
-    const int64_t iters = 1 << 20, threads = num_threads();
-    // flops per iteration: threads × iters × accumulators × lanes × 2
-    const double flops = double(threads) * double(iters) * (wide ? 24 * 16 : 12 * 8) * 2.0;
-    std::atomic<double> sink{0};
-    for (auto _ : st)
-      parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t)
-          sink = sink + (wide ? fma_loop_avx512(iters) : fma_loop_avx2(iters));
-      });
-    benchmark::DoNotOptimize(sink.load());
-    set_flops(st, flops);
-    st.SetLabel(wide ? "AVX-512 FMA, 24 accumulators per thread" : "AVX2 FMA, 12 accumulators");
-  });
+    const int64_t iters = 1 << 20;
+    double ops = 0;
+    for (auto _ : st) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ops = peak_ops_per_s(wide ? PeakOp::fma_avx512 : PeakOp::fma_avx2, num_threads(), iters);
+      st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    st.counters["flops"] = ops;
+    st.SetLabel(wide ? "AVX-512 FMA, 24 accumulators per thread" : "AVX2 FMA, 12 accumulators per thread");
+  }, Timing::manual);
 }
 
 // 64 sampled entries against a double dot product (1e-5 · Σ|a·b|, as bench_gemm.cpp).

@@ -19,17 +19,24 @@
 //    Validated once: the integer model's logits within 2e-3 (absolute, logits are ~0.1) of the
 //    fake-quantized model's.
 //
+// 3. int8/vnni_peak — vpdpbusd on registers only, every thread (bench/peak.h): the ceiling of
+//    the int8 kernels, as ladder/fma_peak is the fp32 GEMMs'. flops counts each of its 64
+//    multiply-adds per instruction as 2, like the GEMM lines. Skipped without VNNI.
+//
 // Read next: runtime/kernels/int8_gemm.h, docs/lab4.md (4.3a: the figures).
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "bench/common.h"
+#include "bench/peak.h"
 #include "models/fusion.h"
 #include "quant/integer_linear.h"
 #include "quant/passes.h"
 #include "quant/quantize.h"
+#include "runtime/cpu_features.h"
 #include "runtime/kernels/matmul.h"
+#include "runtime/parallel.h"
 
 namespace mase::bench {
 namespace {
@@ -124,13 +131,34 @@ void add_eval(const char* model, const std::string& fmt) {
         benchmark::Counter(double(kTokens), benchmark::Counter::kIsIterationInvariantRate);
     st.counters["weight_MB"] = double(r.packed_weight_bytes) / 1e6;
     st.counters["fp32_weight_MB"] = double(r.fp32_weight_bytes) / 1e6;
-    st.SetLabel(cat(r.converted.size(), " Int8Linear, ", cpu::int8_isa_name(cpu::int8_isa_best())));
+    std::string kernels;
+    for (const auto& [k, n] : r.kernels) kernels += cat(" ", n, "x ", k);
+    st.SetLabel(cat(r.converted.size(), " Int8Linear:", kernels));
   }, Timing::manual)->MinTime(2.0);
+}
+
+void add_peak() {
+  add("int8/vnni_peak", [](benchmark::State& st) {
+    const CpuFeatures& f = cpu_features();
+    if (!(f.avx512() && f.avx512_vnni)) {
+      st.SkipWithError("skipped: this CPU has no AVX512-VNNI");
+      return;
+    }
+    double ops = 0;
+    for (auto _ : st) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ops = peak_ops_per_s(PeakOp::vnni_avx512, num_threads(), 1 << 20);
+      st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    st.counters["flops"] = ops;
+    st.SetLabel("AVX512-VNNI vpdpbusd, 24 accumulators per thread");
+  }, Timing::manual);
 }
 
 }  // namespace
 
 void register_int8() {
+  add_peak();
   for (const BertConfig& cfg : kBertConfigs) {
     const int64_t H = cfg.hidden, F = cfg.ffn;
     for (const auto& [in, out] : {std::pair{H, H}, {H, F}, {F, H}})

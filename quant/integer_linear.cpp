@@ -78,7 +78,7 @@ Int8Codes int8_codes(const Tensor& x, const Format& f) {
 // ---- Int8Weight ------------------------------------------------------------------------------
 
 Int8Weight::Int8Weight(const Tensor& weight, const Format& weight_format,
-                       const Format& data_in_format, cpu::Int8Isa isa) {
+                       const Format& data_in_format, std::optional<cpu::Int8Isa> isa) {
   MASE_CHECK(weight.ndim() == 2, ShapeError, "[Int8Weight] expected a (out, in) weight, got ",
              weight.shape());
   const Tensor w = weight.detach().contiguous();
@@ -87,7 +87,8 @@ Int8Weight::Int8Weight(const Tensor& weight, const Format& weight_format,
   const int64_t block = int8_block(data_in_format, weight_format, K);
   const int64_t nb = K > 0 ? (K + block - 1) / block : 0;
   const Tensor s = expand_scales(c.scales, std::max<int64_t>(nb, 1));
-  p_ = cpu::int8_pack_b(c.codes.data<int8_t>(), K, s.data<float>(), N, K, block, isa);
+  p_ = cpu::int8_pack_b(c.codes.data<int8_t>(), K, s.data<float>(), N, K, block,
+                       isa ? *isa : cpu::int8_isa_for(N, K, block));
 }
 
 Tensor integer_linear(const Tensor& x, const Format& data_in, const Int8Weight& w,
@@ -148,10 +149,11 @@ Tensor Int8Linear::forward(const Tensor& x) {
 // ---- the pass --------------------------------------------------------------------------------
 
 std::string IntegerInferenceReport::str() const {
-  const cpu::Int8Isa best = cpu::int8_isa_best();
+  std::string kernels_str;  // "24 on avx512-vnni, 2 on onednn"
+  for (const auto& [name, n] : kernels)
+    kernels_str += cat(kernels_str.empty() ? "" : ", ", n, " on ", name);
   std::string s = cat("integer inference: ", converted.size(), " Linear layer(s) now Int8Linear (",
-                      cpu::int8_isa_name(best), " kernels",
-                      best == cpu::Int8Isa::onednn ? "; MXINT8's blocks on avx512-vnni" : "", ")");
+                      kernels_str, ")");
   if (!kept.empty()) s += cat(", ", kept.size(), " quantized layer(s) kept on the fp32 path");
   s += "\n";
   if (!converted.empty()) {
@@ -180,6 +182,7 @@ IntegerInferenceReport integer_inference(nn::Module& model) {
     r.fp32_weight_bytes += int64_t(q->weight.nbytes());
     r.packed_weight_bytes += int64_t(w->nbytes());
     r.converted.push_back(path);
+    ++r.kernels[cpu::int8_isa_name(w->packed().isa)];
     model.replace_submodule(path, std::make_shared<Int8Linear>(c, w, b));
   }
   return r;

@@ -22,6 +22,8 @@
 // saving is real (integer_inference(), the pass that builds them).
 // Read next: runtime/cpu/int8_gemm.cpp, then docs/lab4.md's 4.3a (speed and memory measured).
 #pragma once
+#include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,8 +57,9 @@ int64_t int8_block(const Format& data_in, const Format& weight, int64_t K);
 // A weight (out, in) quantized to its format and packed once for this CPU's int8 kernel.
 class Int8Weight {
  public:
+  // isa: the kernel to pack for; by default the fastest for this shape (cpu::int8_isa_for)
   Int8Weight(const Tensor& weight, const Format& weight_format, const Format& data_in_format,
-             cpu::Int8Isa isa = cpu::int8_isa_best());
+             std::optional<cpu::Int8Isa> isa = std::nullopt);
   const cpu::Int8PackedB& packed() const { return p_; }
   int64_t out_features() const { return p_.N; }
   int64_t in_features() const { return p_.K; }
@@ -95,6 +98,7 @@ struct IntegerInferenceReport {
   std::vector<std::string> converted, kept;  // layer paths: to Int8Linear / left as they were
   int64_t fp32_weight_bytes = 0;             // of the converted layers' weights, before
   int64_t packed_weight_bytes = 0;           // and as packed now
+  std::map<std::string, int> kernels;        // converted layers per int8 kernel ("avx512-vnni")
   std::string str() const;
 };
 

@@ -57,6 +57,17 @@ Int8Isa int8_isa_best() {
   return Int8Isa::reference;
 }
 
+Int8Isa int8_isa_for(int64_t N, int64_t K, int64_t block) {
+  const Int8Isa best = int8_isa_best();
+  if (best != Int8Isa::onednn) return best;
+  // oneDNN takes one block per row only, N and K from kOnednnMinNK; on a CPU without AMX-INT8
+  // (VNNI only) our kernel is the faster one below kOnednnVnniMinK
+  const bool one_block = block >= K;
+  const bool wins = cpu_features().amx_int8 || K >= kOnednnVnniMinK;
+  if (one_block && N >= kOnednnMinNK && K >= kOnednnMinNK && wins) return Int8Isa::onednn;
+  return int8_isa_supported(Int8Isa::avx512_vnni) ? Int8Isa::avx512_vnni : Int8Isa::avx2;
+}
+
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -31,6 +31,6 @@ struct Int8Tile {
 
 void int8_tile_vnni(const Int8Tile& t);  // nr = 32, mr ≤ 6 (int32 mode) or ≤ 4 (scaled)
 void int8_tile_avx2(const Int8Tile& t);  // nr = 16, mr ≤ 4
-constexpr int kVnniMR = 6, kVnniMRScaled = 4, kVnniNR = 32, kAvx2MR = 4, kAvx2NR = 16;
+constexpr int kVnniMR = 6, kVnniMRScaled = 6, kVnniNR = 32, kAvx2MR = 4, kAvx2NR = 16;
 
 }  // namespace mase::cpu

@@ -55,6 +55,10 @@ bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
 // scales fall back to a slower gemm), so each weight caches a primitive per (M, a_scale).
 struct OnednnInt8Weights;
 constexpr int64_t kOnednnMinNK = 64;  // smaller N or K stay on our kernels (int8_gemm.cpp)
+// Without AMX (VNNI only), our VNNI kernel is the faster one up to this K; from it on oneDNN's
+// K-blocked brgemm wins (our tile streams all of K's B panel from L2). Measured on BERT's
+// shapes, docs/performance.md "int8": ours 1.1-1.4x oneDNN at K ≤ 1024, 0.88-0.89x at 2048-3072.
+constexpr int64_t kOnednnVnniMinK = 1536;
 bool onednn_int8_available();  // built, on, and the CPU has AVX512-VNNI or AMX-INT8
 std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64_t ldb,
                                                           const float* b_scale, int64_t N,

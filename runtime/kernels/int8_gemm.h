@@ -53,7 +53,10 @@ namespace mase::cpu {
 enum class Int8Isa : uint8_t { reference, avx2, avx512_vnni, onednn };
 const char* int8_isa_name(Int8Isa isa);  // "reference", "avx2", "avx512-vnni", "onednn"
 bool int8_isa_supported(Int8Isa isa);    // can this CPU run it (runtime/cpu_features.h)
-Int8Isa int8_isa_best();                 // the fastest one it can
+Int8Isa int8_isa_best();                 // the fastest one it can, in general
+// The one to pack a B (N, K) with scale blocks of `block` for: int8_isa_best(), except where
+// our own kernel beats oneDNN's on this CPU (runtime/cpu/onednn_gemm.h, kOnednnVnniMinK).
+Int8Isa int8_isa_for(int64_t N, int64_t K, int64_t block);
 
 // Blocks longer than this could overflow the int32 sums of the VNNI kernel (255·128 per term).
 constexpr int64_t kInt8MaxBlock = 65536;
