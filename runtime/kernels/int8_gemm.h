@@ -24,8 +24,10 @@
 //                runtime/cpu/int8_gemm_avx2.cpp
 //   onednn       oneDNN's int8 matmul (its brgemm kernels: VNNI here, AMX-INT8 tiles on Sapphire
 //                Rapids), for B with one block per row (integer formats: block = K) on CPUs
-//                with AVX512-VNNI or AMX-INT8 where oneDNN is built in: 2-4x our VNNI kernel
-//                on BERT's shapes (docs/performance.md, "int8"). B lives in oneDNN's copy only;
+//                with AVX512-VNNI or AMX-INT8 where oneDNN is built in. On VNNI-only CPUs our
+//                kernel is the faster one up to K ~1024 (1.1-1.4x) and oneDNN's K-blocked
+//                brgemm from K 2048 (docs/performance.md, "int8"); int8_isa_for picks by
+//                shape. B lives in oneDNN's copy only;
 //                rows of A go in runs that share a scale (one run for the integer formats);
 //                scaled mode only. MXINT8's blocks of 32 (scales inside K) are beyond oneDNN
 //                2.6's int8 matmul, and N or K under 64 gain nothing: packing those for onednn
