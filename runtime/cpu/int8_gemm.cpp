@@ -343,8 +343,11 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
         t.ldc = ldc;
         t.nv = int(std::min(nr, N - pan * nr));
         t.bias = bias ? bias + pan * nr : nullptr;
-        for (int64_t i0 = 0; i0 < mc; i0 += MR) {
-          t.mr = int(std::min(MR, mc - i0));
+        // VNNI: one call for the panel's whole strip of mc rows (the kernel walks them MR at
+        // a time: less call overhead on small K); AVX2: one call per MR rows
+        const int64_t step = vnni ? mc : MR;
+        for (int64_t i0 = 0; i0 < mc; i0 += step) {
+          t.mr = int(std::min(step, mc - i0));
           t.a = abuf.data() + i0 * l.kp;
           t.sa = sa ? sa + (m0 + i0) * l.nblocks : nullptr;
           t.c = C ? C + (m0 + i0) * ldc + pan * nr : nullptr;

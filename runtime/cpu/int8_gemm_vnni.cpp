@@ -156,17 +156,25 @@ void int8_tile_vnni(const Int8Tile& t) {
   const int nv0 = t.nv < 16 ? t.nv : 16, nv1 = t.nv > 16 ? t.nv - 16 : 0;
   const __mmask16 m0 = nv0 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv0) - 1);
   const __mmask16 m1 = nv1 == 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv1) - 1);
-  with_rows<kVnniMR>(t.mr, [&](auto mr) {
-    constexpr int MR = decltype(mr)::value;
-    if (t.sa) {
-      if constexpr (MR <= kVnniMRScaled) {
-        if (t.gb == 8 && t.gl == 8) tile_scaled<MR, true>(t, m0, m1);
-        else tile_scaled<MR, false>(t, m0, m1);
-      }
-    } else {
-      tile_int32<MR>(t, m0, m1);
-    }
-  });
+  const bool uniform = t.gb == 8 && t.gl == 8;
+  // t.mr rows (a strip of the panel, any count): 6 at a time, then the rest
+  auto tile_rows = [&](const Int8Tile& r) {
+    with_rows<kVnniMR>(r.mr, [&](auto mr) {
+      constexpr int MR = decltype(mr)::value;
+      if (!r.sa) tile_int32<MR>(r, m0, m1);
+      else if (uniform) tile_scaled<MR, true>(r, m0, m1);
+      else tile_scaled<MR, false>(r, m0, m1);
+    });
+  };
+  Int8Tile r = t;
+  for (int i0 = 0; i0 < t.mr; i0 += kVnniMR) {
+    r.mr = t.mr - i0 < kVnniMR ? t.mr - i0 : kVnniMR;
+    r.a = t.a + i0 * t.lda;
+    if (t.sa) r.sa = t.sa + i0 * t.lds;
+    if (t.c) r.c = t.c + i0 * t.ldc;
+    if (t.ci) r.ci = t.ci + i0 * t.ldc;
+    tile_rows(r);
+  }
 }
 
 }  // namespace mase::cpu

@@ -29,7 +29,7 @@ struct Int8Tile {
   const float* bias;     // nv values or null
 };
 
-void int8_tile_vnni(const Int8Tile& t);  // nr = 32, mr ≤ 6 (int32 mode) or ≤ 4 (scaled)
+void int8_tile_vnni(const Int8Tile& t);  // nr = 32, any mr: it walks the rows 6 at a time
 void int8_tile_avx2(const Int8Tile& t);  // nr = 16, mr ≤ 4
 constexpr int kVnniMR = 6, kVnniMRScaled = 6, kVnniNR = 32, kAvx2MR = 4, kAvx2NR = 16;
 
