@@ -323,6 +323,11 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
   const int64_t per_chunk = ceil_div(panels, std::clamp<int64_t>(ceil_div(want, mblocks), 1, panels));
   const int64_t chunks = ceil_div(panels, per_chunk);
   const uint8_t fill = vnni ? 0x80 : 0x00;  // u = a + 128 for VNNI (a ^ 0x80), a for AVX2
+  // Slices of K (VNNI, scaled, many blocks): kVnniSliceBlocks blocks of B's panel (16 KB at
+  // blocks of 32) stay in L1 while the strip's rows go by; the fp32 sums wait in C between
+  // slices, exactly (a float stored and loaded is the same float). Without slices the tile
+  // streamed all of K's panel from L2: 20% slower at K 2048 than at K 512 for the same work.
+  const int64_t kblk = vnni && sa ? std::min(l.nblocks, kVnniSliceBlocks) : l.nblocks;
 
   parallel_for(0, mblocks * chunks, 1, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<uint8_t> abuf;
@@ -330,32 +335,36 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
       const int64_t m0 = (task / chunks) * MC, mc = std::min(MC, M - m0);
       const int64_t p0 = (task % chunks) * per_chunk, p1 = std::min(panels, p0 + per_chunk);
       pack_a(abuf, A + m0 * lda, lda, mc, K, l, fill);
-      for (int64_t pan = p0; pan < p1; ++pan) {
-        Int8Tile t{};
-        t.b = B.data.data() + pan * l.kp * nr;
-        t.comp = vnni ? B.comp.data() + pan * l.nblocks * nr : nullptr;
-        t.sb = B.scales.data() + pan * l.nblocks * nr;
-        t.nblocks = l.nblocks;
-        t.gb = l.gb;
-        t.gl = l.gl;
-        t.lda = l.kp;
-        t.lds = l.nblocks;
-        t.ldc = ldc;
-        t.nv = int(std::min(nr, N - pan * nr));
-        t.bias = bias ? bias + pan * nr : nullptr;
-        // VNNI: one call for the panel's whole strip of mc rows (the kernel walks them MR at
-        // a time: less call overhead on small K); AVX2: one call per MR rows
-        const int64_t step = vnni ? mc : MR;
-        for (int64_t i0 = 0; i0 < mc; i0 += step) {
-          t.mr = int(std::min(step, mc - i0));
-          t.a = abuf.data() + i0 * l.kp;
-          t.sa = sa ? sa + (m0 + i0) * l.nblocks : nullptr;
-          t.c = C ? C + (m0 + i0) * ldc + pan * nr : nullptr;
-          t.ci = Ci ? Ci + (m0 + i0) * ldc + pan * nr : nullptr;
-          if (vnni) int8_tile_vnni(t);
-          else int8_tile_avx2(t);
+      for (int64_t pan = p0; pan < p1; ++pan)
+        for (int64_t b0 = 0; b0 < l.nblocks; b0 += kblk) {  // one slice of K's blocks
+          const int64_t nb = std::min(kblk, l.nblocks - b0);
+          const bool first = b0 == 0, last = b0 + nb == l.nblocks;
+          Int8Tile t{};
+          t.b = B.data.data() + pan * l.kp * nr + b0 * l.gb * 4 * nr;
+          t.comp = vnni ? B.comp.data() + (pan * l.nblocks + b0) * nr : nullptr;
+          t.sb = B.scales.data() + (pan * l.nblocks + b0) * nr;
+          t.nblocks = nb;
+          t.gb = l.gb;
+          t.gl = last ? l.gl : l.gb;
+          t.lda = l.kp;
+          t.lds = l.nblocks;
+          t.ldc = ldc;
+          t.nv = int(std::min(nr, N - pan * nr));
+          t.accumulate = !first;                                // f starts from C's slice sums
+          t.bias = bias && last ? bias + pan * nr : nullptr;  // added once, after the last
+          // VNNI: one call for the panel's whole strip of mc rows (the kernel walks them MR
+          // at a time: less call overhead on small K); AVX2: one call per MR rows
+          const int64_t step = vnni ? mc : MR;
+          for (int64_t i0 = 0; i0 < mc; i0 += step) {
+            t.mr = int(std::min(step, mc - i0));
+            t.a = abuf.data() + i0 * l.kp + b0 * l.gb * 4;
+            t.sa = sa ? sa + (m0 + i0) * l.nblocks + b0 : nullptr;
+            t.c = C ? C + (m0 + i0) * ldc + pan * nr : nullptr;
+            t.ci = Ci ? Ci + (m0 + i0) * ldc + pan * nr : nullptr;
+            if (vnni) int8_tile_vnni(t);
+            else int8_tile_avx2(t);
+          }
         }
-      }
     }
   });
 }

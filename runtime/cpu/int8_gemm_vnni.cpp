@@ -113,7 +113,10 @@ void tile_int32(const Int8Tile& t, __mmask16 m0, __mmask16 m1) {
 template <int MR, bool Uniform>
 void tile_scaled(const Int8Tile& t, __mmask16 m0, __mmask16 m1) {
   __m512 f[MR][2];
-  for (int i = 0; i < MR; ++i) f[i][0] = f[i][1] = _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i) {  // 0, or the sums of the earlier slices of K
+    f[i][0] = t.accumulate ? _mm512_maskz_loadu_ps(m0, t.c + i * t.ldc) : _mm512_setzero_ps();
+    f[i][1] = t.accumulate ? _mm512_maskz_loadu_ps(m1, t.c + i * t.ldc + 16) : _mm512_setzero_ps();
+  }
   const int8_t* b = t.b;
   for (int64_t blk = 0; blk < t.nblocks; ++blk) {
     const uint8_t* a = t.a + blk * 4 * t.gb;  // packed A: each block padded to gb groups

@@ -58,7 +58,7 @@ void check_int32_sizes(Int8Isa isa, int b_lo) {
 // Block-scaled product: K cut in blocks of 32 (a short last block), random power-of-two
 // scales, one NaN block scale and one zero, bias or not. Bit-exact against the reference.
 void check_scaled(Int8Isa isa) {
-  for (int64_t K : {5, 32, 70, 200})
+  for (int64_t K : {5, 32, 70, 200, 1100})  // 1100: 35 blocks, three VNNI slices of K
     for (bool with_bias : {false, true}) {
       const int64_t M = 15, N = 37, block = 32, nb = (K + block - 1) / block;
       const auto A = random_codes(M * K, uint32_t(K + 1)), B = random_codes(N * K, uint32_t(K + 2), -127);
