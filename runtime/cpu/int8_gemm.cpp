@@ -6,8 +6,10 @@
 // The loop structure (what GotoBLAS taught every GEMM since):
 //   parallel over tasks = (a block of MC rows of A) × (a range of B's panels)
 //     pack the task's rows of A into a buffer laid out like B's blocks (VNNI: codes + 128)
-//     for each panel of nr columns            — the panel stays in L2 while the rows go by
-//       for each MR rows of the packed A      — one microkernel call: an MR × nr tile of C
+//     for each panel of nr columns
+//       for each slice of K's blocks          — VNNI scaled: 16 blocks, B's slice stays in L1
+//         for the task's MC rows              — VNNI: one call, the kernel walks them 6 at a
+//                                               time; AVX2: one call per MR rows
 // B is packed once (int8_pack_b, by the caller: a Linear packs its weight once), so the
 // microkernel reads both operands with unit stride and no bounds checks; partial tiles at the
 // bottom and right edges are handled by the kernel's mr / nv, the padded K by zero bytes.
