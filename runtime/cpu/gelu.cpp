@@ -9,9 +9,9 @@
 // The fused backward adds dbias = Σ_rows dinp while the row is in cache (rowwise.h), where
 // the unfused graph reads the whole (rows, cols) gradient again in a separate sum.
 //
-// GELU is compute-bound (two exps and a division per element: ~0.25 of the memcpy bandwidth
-// on AVX2), so the f32 loops exist twice: as the build's x86-64-v3 compiles them (AVX2, 8
-// floats an instruction) and inside functions marked __attribute__((target("avx512..."))),
+// GELU is compute-bound (an exp, a division and a polynomial per element; with the earlier
+// two exps ~0.25 of the memcpy bandwidth on AVX2), so the f32 loops exist twice: as the
+// build's x86-64-v3 compiles them (AVX2, 8 floats an instruction) and inside functions marked __attribute__((target("avx512..."))),
 // which the compiler vectorises 16 wide, called only where cpu_features() found AVX-512.
 // Only the marked functions are compiled for AVX-512 — fast_math.h's functions are
 // always_inline and are inlined into them — so no shared out-of-line code can carry AVX-512
