@@ -29,15 +29,18 @@ const int32_t kBytes = 0x01020304;
       "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", \
       "zmm21", "zmm22", "zmm23", "zmm30", "zmm31", "cc"
 
+// One zmm loop: broadcast the operands with BCAST, zero the accumulators, then n iterations of
+// OP on all 24.
+#define MASE_PEAK_LOOP_ZMM(BCAST, OP, A, B)                                         \
+  __asm__ volatile(BCAST " %[a], %%zmm30\n\t" BCAST " %[b], %%zmm31\n\t" MASE_R24(MASE_ZERO_Z) \
+                   "1:\n\t" MASE_R24(OP) "dec %[n]\n\t"                                 \
+                   "jnz 1b\n\t"                                                          \
+                   : [n] "+r"(n)                                                          \
+                   : [a] "m"(A), [b] "m"(B)                                               \
+                   : MASE_ZMM_CLOBBERS)
+
 __attribute__((target("avx512f"))) void fma_avx512(int64_t n) {
-  __asm__ volatile("vbroadcastss %[a], %%zmm30\n\t"
-                   "vbroadcastss %[b], %%zmm31\n\t" MASE_R24(MASE_ZERO_Z)
-                   "1:\n\t" MASE_R24(MASE_FMA_Z)
-                   "dec %[n]\n\t"
-                   "jnz 1b\n\t"
-                   : [n] "+r"(n)
-                   : [a] "m"(kA), [b] "m"(kB)
-                   : MASE_ZMM_CLOBBERS);
+  MASE_PEAK_LOOP_ZMM("vbroadcastss", MASE_FMA_Z, kA, kB);
 }
 
 void fma_avx2(int64_t n) {
@@ -53,14 +56,7 @@ void fma_avx2(int64_t n) {
 }
 
 __attribute__((target("avx512f,avx512vnni"))) void vnni_avx512(int64_t n) {
-  __asm__ volatile("vpbroadcastd %[a], %%zmm30\n\t"
-                   "vpbroadcastd %[b], %%zmm31\n\t" MASE_R24(MASE_ZERO_Z)
-                   "1:\n\t" MASE_R24(MASE_VNNI_Z)
-                   "dec %[n]\n\t"
-                   "jnz 1b\n\t"
-                   : [n] "+r"(n)
-                   : [a] "m"(kBytes), [b] "m"(kBytes)
-                   : MASE_ZMM_CLOBBERS);
+  MASE_PEAK_LOOP_ZMM("vpbroadcastd", MASE_VNNI_Z, kBytes, kBytes);
 }
 
 }  // namespace

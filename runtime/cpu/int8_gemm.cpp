@@ -9,7 +9,7 @@
 //     for each panel of nr columns
 //       for each slice of K's blocks          — VNNI scaled: 16 blocks, B's slice stays in L1
 //         for the task's MC rows              — VNNI: one call, the kernel walks them 6 at a
-//                                               time; AVX2: one call per MR rows
+//                                               time; AVX2: one call per 4 rows
 // B is packed once (int8_pack_b, by the caller: a Linear packs its weight once), so the
 // microkernel reads both operands with unit stride and no bounds checks; partial tiles at the
 // bottom and right edges are handled by the kernel's mr / nv, the padded K by zero bytes.
@@ -317,7 +317,7 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
   MASE_CHECK(int8_isa_supported(B.isa), ConfigError, "[int8_gemm] B was packed for ",
              int8_isa_name(B.isa), ", which this CPU cannot run");
   const bool vnni = B.isa == Int8Isa::avx512_vnni;
-  const int64_t MR = vnni ? (sa ? kVnniMRScaled : kVnniMR) : kAvx2MR, nr = B.nr, MC = 96;
+  const int64_t nr = B.nr, MC = 96;
   const KLayout l = k_layout(K, B.block);
   const int64_t mblocks = ceil_div(M, MC), panels = B.panels();
   // enough tasks for every thread to have ~4 (small M: split the panels too)
@@ -354,9 +354,9 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
           t.nv = int(std::min(nr, N - pan * nr));
           t.accumulate = !first;                                // f starts from C's slice sums
           t.bias = bias && last ? bias + pan * nr : nullptr;  // added once, after the last
-          // VNNI: one call for the panel's whole strip of mc rows (the kernel walks them MR
-          // at a time: less call overhead on small K); AVX2: one call per MR rows
-          const int64_t step = vnni ? mc : MR;
+          // VNNI: one call for the panel's whole strip of mc rows (the kernel walks them 6
+          // at a time: less call overhead on small K); AVX2: one call per kAvx2MR rows
+          const int64_t step = vnni ? mc : kAvx2MR;
           for (int64_t i0 = 0; i0 < mc; i0 += step) {
             t.mr = int(std::min(step, mc - i0));
             t.a = abuf.data() + i0 * l.kp + b0 * l.gb * 4;

@@ -27,12 +27,13 @@ struct Int8Tile {
   int32_t* ci;           // int32 mode: C tile, row stride ldc
   int64_t ldc;
   const float* bias;     // nv values or null
-  bool accumulate;       // scaled mode: add to C's values (the sums of earlier slices of K)
+  bool accumulate;       // VNNI scaled mode only: add to C's values (the sums of earlier slices
+                         // of K); the AVX2 kernel gets all of K in one call and ignores it
 };
 
 void int8_tile_vnni(const Int8Tile& t);  // nr = 32, any mr: it walks the rows 6 at a time
 void int8_tile_avx2(const Int8Tile& t);  // nr = 16, mr ≤ 4
-constexpr int kVnniMR = 6, kVnniMRScaled = 6, kVnniNR = 32, kAvx2MR = 4, kAvx2NR = 16;
+constexpr int kVnniMR = 6, kVnniNR = 32, kAvx2MR = 4, kAvx2NR = 16;
 constexpr int64_t kVnniSliceBlocks = 16;  // scaled VNNI: blocks of K per slice (int8_gemm.cpp)
 
 }  // namespace mase::cpu
