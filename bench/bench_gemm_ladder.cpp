@@ -22,10 +22,7 @@
 // Every rung is validated once against a double-precision dot product on 64 sampled entries.
 //
 // Read next: runtime/kernels/sgemm_packed.h, runtime/cpu/sgemm_avx512.cpp.
-#include <immintrin.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -94,14 +91,7 @@ void blocked(float* C, const float* A, const float* Bt, int64_t M, int64_t N, in
 void add_peak() {
   add("ladder/fma_peak", [](benchmark::State& st) {
     const bool wide = cpu::f32_isa_supported(cpu::F32Isa::avx512);
-    const int64_t iters = 1 << 20;
-    double ops = 0;
-    for (auto _ : st) {
-      const auto t0 = std::chrono::steady_clock::now();
-      ops = peak_ops_per_s(wide ? PeakOp::fma_avx512 : PeakOp::fma_avx2, num_threads(), iters);
-      st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    st.counters["flops"] = ops;
+    time_peak(st, wide ? PeakOp::fma_avx512 : PeakOp::fma_avx2);
     st.SetLabel(wide ? "AVX-512 FMA, 24 accumulators per thread" : "AVX2 FMA, 12 accumulators per thread");
   }, Timing::manual);
 }

@@ -36,7 +36,6 @@
 #include "quant/quantize.h"
 #include "runtime/cpu_features.h"
 #include "runtime/kernels/matmul.h"
-#include "runtime/parallel.h"
 
 namespace mase::bench {
 namespace {
@@ -144,13 +143,7 @@ void add_peak() {
       st.SkipWithError("skipped: this CPU has no AVX512-VNNI");
       return;
     }
-    double ops = 0;
-    for (auto _ : st) {
-      const auto t0 = std::chrono::steady_clock::now();
-      ops = peak_ops_per_s(PeakOp::vnni_avx512, num_threads(), 1 << 20);
-      st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    st.counters["flops"] = ops;
+    time_peak(st, PeakOp::vnni_avx512);
     st.SetLabel("AVX512-VNNI vpdpbusd, 24 accumulators per thread");
   }, Timing::manual);
 }

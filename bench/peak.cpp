@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/parallel.h"
+
 namespace mase::bench {
 namespace {
 
@@ -74,6 +76,16 @@ double peak_ops_per_s(PeakOp op, int threads, int64_t iters) {
   for (auto& th : pool) th.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return 2.0 * macs * double(iters) * threads / s;
+}
+
+void time_peak(benchmark::State& st, PeakOp op) {
+  double ops = 0;
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ops = peak_ops_per_s(op, num_threads(), int64_t(1) << 20);
+    st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  st.counters["flops"] = ops;
 }
 
 }  // namespace mase::bench

@@ -11,6 +11,8 @@
 #pragma once
 #include <cstdint>
 
+#include <benchmark/benchmark.h>
+
 namespace mase::bench {
 
 enum class PeakOp { fma_avx512, fma_avx2, vnni_avx512 };
@@ -19,5 +21,9 @@ enum class PeakOp { fma_avx512, fma_avx2, vnni_avx512 };
 // operations per second, counting a multiply-add as 2 (16 lanes per FMA zmm, 8 per ymm, 64
 // per vpdpbusd zmm). The caller checks that the CPU has the instructions.
 double peak_ops_per_s(PeakOp op, int threads, int64_t iters);
+
+// The body of a peak benchmark (register with Timing::manual): each iteration runs the loop on
+// num_threads() threads; the "flops" counter is the last iteration's rate.
+void time_peak(benchmark::State& st, PeakOp op);
 
 }  // namespace mase::bench

@@ -27,8 +27,8 @@
 // the order of int8_gemm.h's formula, so the result equals the scalar reference bit for bit.
 // That block epilogue (a copy, cvt, mul, fma per accumulator every 8 vpdpbusd) is the price of
 // MXINT8's per-32 scales: 4 instructions per 8 on the same two ports, so at most 2/3 of the
-// int32 mode's rate; measured on BERT's shapes, 0.75–0.97× the one-scale-per-row int8 product
-// (docs/performance.md, "int8"). Both reach 20–50% of vpdpbusd's register-only peak
+// int32 mode's rate; measured on BERT's shapes, 0.72–0.94× the one-scale-per-row int8 product
+// (docs/performance.md, "int8"). Both reach 11–56% of vpdpbusd's register-only peak
 // (mase-bench's int8/vnni_peak); the rest is loads, packing A, and the tile's own overhead.
 // What the compiler does with this file matters as much as the instruction choice: see
 // dot_groups below (a rolled loop ran at half the speed).
