@@ -21,14 +21,23 @@
 // the exps again, but keeping P would be the (B, NH, T, T) tensor that this kernel exists to
 // avoid; per tile it is cheaper to redo than to store and re-read (docs/performance.md).
 //
-// Inner products: each tile product is one serial OpenBLAS call (sgemm/dgemm, any strides and
-// transposes, so Q, dO are read in place), made from inside TBB tasks with OpenBLAS set to 1
-// thread for the duration of the kernel (SerialBlas below: two pools never nest). K and V are
+// Inner products, two ways (product() below). On a CPU with AVX-512 (f32), our own register
+// tile, attn_product_avx512 (attn_tile.h): the operands of these products already lie as a
+// GEMM microkernel wants them (one side broadcast an element at a time, the other read in rows
+// of 16-float vectors), so nothing is packed — OpenBLAS repacks both operands of every tile
+// product, a third of its time here (perf). The softmax sweeps of each tile then run in 16-lane
+// registers too (attn_mask_max / attn_exp_sum / attn_grad_rows_avx512), and the B operands
+// K, V, Q, dO are first copied per head into contiguous rows (head_rows: read in place their
+// 2 KB stride thrashes L1). Measured at B 16, NH 8, HS 64, T 256 on 2 Xeon (Cascade Lake)
+// cores: forward 23.7 → 17.4 ms, forward + backward 67.6 → 56.9 (docs/performance.md).
+// Otherwise (AVX2, f64), each tile product is one serial OpenBLAS call (sgemm/dgemm, any
+// strides and transposes), made from inside TBB tasks with OpenBLAS set to 1 thread for the
+// duration of the kernel (SerialBlas below: two pools never nest). On both paths K and V are
 // first copied transposed, one head at a time (transpose_head): Q·Kᵀ and dO·Vᵀ then run as
-// plain products, which OpenBLAS does faster (6% of the forward + backward at T = 256). Why not
-// hand-written loops: on this machine OpenBLAS's SkylakeX kernels use AVX-512, and a measured
-// 6×16 AVX2 micro-kernel reached half their speed on these tile shapes (an AVX-512 one about
-// the same as OpenBLAS, at the cost of a second code path per CPU) — docs/performance.md.
+// plain products, which OpenBLAS does faster (6% of the forward + backward at T = 256) and our
+// tile needs (its B is read in rows). An AVX2 twin of the tile is not written: an earlier 6×16
+// AVX2 micro-kernel (with packing) reached half the speed of OpenBLAS's AVX-512 kernels here;
+// whether a packing-free one beats OpenBLAS's AVX2 kernels on an AVX2-only CPU is not measured.
 // Parallelism: forward over (b, h, query tile) — enough tasks even for B·NH = 1; backward over
 // (b, h), each task owning its rows of dq, dk, dv (no atomics, no reduction afterwards).
 //
@@ -49,10 +58,12 @@
 #include <immintrin.h>
 #endif
 
+#include "runtime/cpu/attn_tile.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/philox_x32.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/cpu/rowwise.h"
+#include "runtime/cpu_features.h"
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
@@ -79,6 +90,45 @@ struct SerialBlas {
   SerialBlas(const SerialBlas&) = delete;
   SerialBlas& operator=(const SerialBlas&) = delete;
 };
+
+// C (M × N) = alpha·op(A)·B + beta·C with beta 0 or 1, B never transposed: every tile product
+// of this file. On AVX-512, f32 goes to attn_product_avx512 (attn_tile.h: read in place, no
+// packing); otherwise to one serial OpenBLAS call. op(A) = Aᵀ reads A down its columns.
+template <class T>
+void product(bool use_avx512, bool trans_a, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+             int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (use_avx512) {
+      attn_product_avx512({A, trans_a ? 1 : lda, trans_a ? lda : 1, B, ldb, C, ldc, M, N, K, alpha,
+                           beta != T(0)});
+      return;
+    }
+  }
+  gemm<T>(trans_a, false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// Whether this call's f32 products take the AVX-512 kernel (the CPU has it, MASE_MAX_CPU_ISA
+// allows it).
+inline bool avx512_products() { return cpu_features().avx512(); }
+
+// One head's rows of K, V, Q or dO as a tile product reads them as its B operand: in place
+// (row stride st), or copied into a contiguous (rows × width) buffer when `copy`. The AVX-512
+// products copy: read in place, rows 2 KB apart (B·T·C layout, C = 512) fall into a few of L1's
+// 64 sets and evict each other, which OpenBLAS never sees because it packs its operands; one
+// copy per head (Tk × 64 floats) made the forward 8% faster and the backward 4% (T = 256).
+template <class T>
+struct HeadRows {
+  const T* data;
+  int64_t ld;
+  const T* row(int64_t t) const { return data + t * ld; }
+};
+template <class T>
+HeadRows<T> head_rows(bool copy, T* buffer, const HeadsView<const T>& x, int64_t b, int64_t h,
+                      int64_t rows, int64_t width) {
+  if (!copy) return {x.row(b, h, 0), x.st};
+  for (int64_t t = 0; t < rows; ++t) std::copy(x.row(b, h, t), x.row(b, h, t) + width, buffer + t * width);
+  return {buffer, width};
+}
 
 #ifdef __AVX__
 // dst[c·ld + r] = src[r·ls + c] for an 8×8 block of floats: rows are interleaved in pairs
@@ -107,7 +157,7 @@ inline void transpose8x8(float* dst, int64_t ld, const float* src, int64_t ls) {
 // kept between calls, so a training step does not allocate.
 template <class T>
 T* scratch(int slot, int64_t n) {
-  thread_local std::vector<T> buffers[7];
+  thread_local std::vector<T> buffers[10];
   std::vector<T>& b = buffers[slot];
   if (b.size() < static_cast<size_t>(n)) b.resize(static_cast<size_t>(n));
   return b.data();
@@ -153,6 +203,95 @@ void scale_row(T* x, T f, int64_t n) {
   for (int64_t d = 0; d < n; ++d) x[d] *= f;
 }
 
+// The two sweeps of the online softmax over a score tile S (rows × cols, row stride kBc) of
+// head (b, h), query rows i0.., keys j0..: S += mask and tmax[r] = max of row r; then
+// S = exp(S − shift[r]) and tsum[r] = Σ row r. On AVX-512 (f32, a mask contiguous along
+// keys or none) in 16-lane registers (attn_tile.h), otherwise row by row; the same bits.
+template <class T>
+void tile_mask_max(bool x512, T* S, int64_t rows, int64_t cols, const MaskView<T>& mask,
+                   int64_t b, int64_t h, int64_t i0, int64_t j0, T* tmax) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (x512 && (!mask.data || mask.sj == 1)) {
+      const float* mk =
+          mask.data ? mask.data + b * mask.sb + h * mask.sh + i0 * mask.si + j0 : nullptr;
+      attn_mask_max_avx512(S, kBc, rows, cols, mk, mask.si, tmax);
+      return;
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    T* s = S + r * kBc;
+    if (mask.data) add_mask_row(s, mask, b, h, i0 + r, j0, cols);
+    tmax[r] = row_max(s, cols);
+  }
+}
+
+template <class T>
+void tile_exp_sum(bool x512, T* S, int64_t rows, int64_t cols, const T* shift, T* tsum) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (x512) return attn_exp_sum_avx512(S, kBc, rows, cols, shift, tsum);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    tsum[r] = exp_shift_sum(S + r * kBc, S + r * kBc, shift[r], cols);
+}
+
+// The backward's sweep over one recomputed tile (rows × cols, row stride kBc): P = exp(S +
+// mask − m)/l from the forward's (m, l) per row (st: m, l interleaved), then with dropout
+// z∘P (for dV), and dS = P ∘ (z∘dP − D) over dP. Row `row0` of the head's Tq·Tk dropout stream
+// starts at word row0·Tk + j0. On AVX-512 (f32, contiguous mask or none) in 16-lane registers
+// (attn_tile.h), the multipliers of the whole tile drawn first; otherwise row by row.
+template <class T>
+void grad_tile(bool x512, T* P, T* dP, T* Pd, T* z, int64_t rows, int64_t cols,
+               const MaskView<T>& mask, int64_t b, int64_t h, int64_t i0, int64_t j0, const T* st,
+               const T* D, int64_t row0, int64_t Tk, const DropoutMask& drop) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (x512 && (!mask.data || mask.sj == 1)) {
+      float m[kBr], inv_l[kBr];
+      for (int64_t r = 0; r < rows; ++r) {
+        m[r] = st[2 * r];
+        inv_l[r] = st[2 * r + 1] == 0.0f ? 0.0f : 1.0f / st[2 * r + 1];
+        if (drop.on) dropout_factors(z + r * kBc, (row0 + r) * Tk + j0, cols, drop);
+      }
+      const float* mk =
+          mask.data ? mask.data + b * mask.sb + h * mask.sh + i0 * mask.si + j0 : nullptr;
+      attn_grad_rows_avx512({P, dP, Pd, drop.on ? z : nullptr, mk, mask.si, kBc, rows, cols, m,
+                             inv_l, D});
+      for (int64_t r = 0; r < rows; ++r)
+        if (st[2 * r + 1] == 0.0f) {  // a row attending to nothing: P = 0, dS = 0
+          std::fill(P + r * kBc, P + r * kBc + cols, 0.0f);
+          std::fill(dP + r * kBc, dP + r * kBc + cols, 0.0f);
+          if (drop.on) std::fill(Pd + r * kBc, Pd + r * kBc + cols, 0.0f);
+        }
+      return;
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    T *p = P + r * kBc, *dp = dP + r * kBc;
+    const T m_r = st[2 * r], l_r = st[2 * r + 1], d_r = D[r];
+    if (mask.data) add_mask_row(p, mask, b, h, i0 + r, j0, cols);
+    if (l_r == T(0)) {  // a row attending to nothing: P = 0, dS = 0
+      std::fill(p, p + cols, T(0));
+      std::fill(dp, dp + cols, T(0));
+      if (drop.on) std::fill(Pd + r * kBc, Pd + r * kBc + cols, T(0));
+      continue;
+    }
+    const T inv_l = T(1) / l_r;
+    if (!drop.on) {  // P = exp(S − m) / l and dS = P ∘ (dP − D) in one pass
+      for (int64_t j = 0; j < cols; ++j) {
+        p[j] = exp_flush_of(p[j] - m_r) * inv_l;
+        dp[j] = p[j] * (dp[j] - d_r);
+      }
+      continue;
+    }
+    T* pd = Pd + r * kBc;  // with dropout: z ∘ P for dV, z ∘ dP inside dS
+    dropout_factors(z, (row0 + r) * Tk + j0, cols, drop);
+    for (int64_t j = 0; j < cols; ++j) {
+      p[j] = exp_flush_of(p[j] - m_r) * inv_l;
+      pd[j] = p[j] * z[j];
+      dp[j] = p[j] * (dp[j] * z[j] - d_r);
+    }
+  }
+}
+
 // Rows 0 .. rows − 1 of head (b, h) set to 0 (the gradient of an empty side).
 template <class T>
 void zero_rows(const HeadsView<T>& x, int64_t b, int64_t h, int64_t rows, int64_t width) {
@@ -166,11 +305,14 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
                   HeadsView<const T> v, MaskView<T> mask, const SdpaSizes& n, T scale,
                   const DropoutMask& drop) {
   const int64_t q_tiles = (n.Tq + kBr - 1) / kBr;
+  const bool x512 = avx512_products();
   SerialBlas serial;
   parallel_for(0, n.B * n.NH * q_tiles, 1, [&](int64_t lo, int64_t hi) {
     T* S = scratch<T>(0, kBr * kBc);    // scores, then probabilities, of one tile
     T* z = scratch<T>(1, kBc);          // dropout multipliers of one row of the tile
     T* KT = scratch<T>(2, n.HS * n.Tk);  // Kᵀ of head bh_t, (HS, Tk)
+    T* Vbuf = x512 ? scratch<T>(3, n.HSv * n.Tk) : nullptr;
+    HeadRows<T> V{};  // V of head bh_t
     int64_t bh_t = -1;
     T m[kBr], l[kBr];                   // running max and sum per query row
     for (int64_t u = lo; u < hi; ++u) {
@@ -178,6 +320,7 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
       const int64_t i0 = (u % q_tiles) * kBr, rows = std::min(kBr, n.Tq - i0);
       if (bh != bh_t) {  // a task's units are consecutive: each head is transposed once per task
         transpose_head(KT, n.Tk, k.row(b, h, 0), k.st, n.Tk, n.HS);
+        V = head_rows(x512, Vbuf, v, b, h, n.Tk, n.HSv);
         bh_t = bh;
       }
       T* o = out.row(b, h, i0);  // O accumulates in place in the output
@@ -186,25 +329,31 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
       for (int64_t j0 = 0; j0 < n.Tk; j0 += kBc) {
         const int64_t cols = std::min(kBc, n.Tk - j0);
         // S = scale·Q_i·K_jᵀ (columns j0 .. j0 + cols of Kᵀ)
-        gemm<T>(false, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, n.Tk,
-                T(0), S, kBc);
+        product<T>(x512, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, n.Tk,
+                   T(0), S, kBc);
+        // The online softmax: each row's max, then its exps and their sum (two sweeps of the
+        // tile), then each row's running (m, l) and O brought to the new max.
+        T tmax[kBr], shift[kBr], c[kBr], tsum[kBr];
+        tile_mask_max(x512, S, rows, cols, mask, b, h, i0, j0, tmax);
         for (int64_t r = 0; r < rows; ++r) {
-          T* s = S + r * kBc;
-          if (mask.data) add_mask_row(s, mask, b, h, i0 + r, j0, cols);
-          const T m_new = std::max(m[r], row_max(s, cols));
-          const T shift = m_new == kNegInf<T> ? T(0) : m_new;  // all −inf so far: exps are 0
-          const T c = exp_of(m[r] - shift);                    // m = −inf: c = 0
-          l[r] = l[r] * c + exp_shift_sum(s, s, shift, cols);  // s = P (un-dropped)
+          const T m_new = std::max(m[r], tmax[r]);
+          shift[r] = m_new == kNegInf<T> ? T(0) : m_new;  // all −inf so far: exps are 0
+          c[r] = exp_of(m[r] - shift[r]);                  // m = −inf: c = 0
           m[r] = m_new;
-          if (j0 > 0 && c != T(1)) scale_row(o + r * out.st, c, n.HSv);
+        }
+        tile_exp_sum(x512, S, rows, cols, shift, tsum);  // S = P (un-dropped)
+        for (int64_t r = 0; r < rows; ++r) {
+          l[r] = l[r] * c[r] + tsum[r];
+          if (j0 > 0 && c[r] != T(1)) scale_row(o + r * out.st, c[r], n.HSv);
           if (drop.on) {
+            T* s = S + r * kBc;
             dropout_factors(z, (bh * n.Tq + i0 + r) * n.Tk + j0, cols, drop);
             for (int64_t j = 0; j < cols; ++j) s[j] *= z[j];
           }
         }
         // O = O·c + P·V_j (the first tile overwrites: beta = 0)
-        gemm<T>(false, false, rows, n.HSv, cols, T(1), S, kBc, v.row(b, h, j0), v.st,
-                j0 == 0 ? T(0) : T(1), o, out.st);
+        product<T>(x512, false, rows, n.HSv, cols, T(1), S, kBc, V.row(j0), V.ld,
+                   j0 == 0 ? T(0) : T(1), o, out.st);
       }
       for (int64_t r = 0; r < rows; ++r) {
         T* orow = o + r * out.st;
@@ -222,19 +371,26 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
                    HeadsView<const T> out, const T* stats, HeadsView<const T> q,
                    HeadsView<const T> k, HeadsView<const T> v, MaskView<T> mask,
                    const SdpaSizes& n, T scale, const DropoutMask& drop) {
+  const bool x512 = avx512_products();
   SerialBlas serial;
   parallel_for(0, n.B * n.NH, 1, [&](int64_t lo, int64_t hi) {
     T* P = scratch<T>(0, kBr * kBc);                           // P, recomputed
     T* dP = scratch<T>(1, kBr * kBc);                          // dP, then dS
     T* Pd = drop.on ? scratch<T>(2, kBr * kBc) : P;            // z ∘ P
-    T* z = scratch<T>(3, kBc);
+    T* z = scratch<T>(3, kBr * kBc);                           // dropout multipliers
     T* D = scratch<T>(4, n.Tq);
     T* KT = scratch<T>(5, n.HS * n.Tk);   // Kᵀ of this head, (HS, Tk)
     T* VT = scratch<T>(6, n.HSv * n.Tk);  // Vᵀ, (HSv, Tk)
+    T* Kbuf = x512 ? scratch<T>(7, n.HS * n.Tk) : nullptr;
+    T* Qbuf = x512 ? scratch<T>(8, n.HS * n.Tq) : nullptr;
+    T* Gbuf = x512 ? scratch<T>(9, n.HSv * n.Tq) : nullptr;
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / n.NH, h = bh % n.NH;
       transpose_head(KT, n.Tk, k.row(b, h, 0), k.st, n.Tk, n.HS);
       transpose_head(VT, n.Tk, v.row(b, h, 0), v.st, n.Tk, n.HSv);
+      const HeadRows<T> K = head_rows(x512, Kbuf, k, b, h, n.Tk, n.HS);
+      const HeadRows<T> Q = head_rows(x512, Qbuf, q, b, h, n.Tq, n.HS);
+      const HeadRows<T> G = head_rows(x512, Gbuf, dout, b, h, n.Tq, n.HSv);  // dO
       const T* st = stats + 2 * bh * n.Tq;  // (m, l) of each query row
       for (int64_t i = 0; i < n.Tq; ++i) {  // D_i = dO_i·O_i
         const T *g = dout.row(b, h, i), *o = out.row(b, h, i);
@@ -250,44 +406,20 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
         for (int64_t i0 = 0; i0 < n.Tq; i0 += kBr) {
           const int64_t rows = std::min(kBr, n.Tq - i0);
           // S = scale·Q_i·K_jᵀ and dP = dO_i·V_jᵀ
-          gemm<T>(false, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, n.Tk,
-                  T(0), P, kBc);
-          gemm<T>(false, false, rows, cols, n.HSv, T(1), dout.row(b, h, i0), dout.st, VT + j0,
-                  n.Tk, T(0), dP, kBc);
-          for (int64_t r = 0; r < rows; ++r) {
-            T *p = P + r * kBc, *dp = dP + r * kBc;
-            const T m_r = st[2 * (i0 + r)], l_r = st[2 * (i0 + r) + 1], d_r = D[i0 + r];
-            if (mask.data) add_mask_row(p, mask, b, h, i0 + r, j0, cols);
-            if (l_r == T(0)) {  // a row attending to nothing: P = 0, dS = 0
-              std::fill(p, p + cols, T(0));
-              std::fill(dp, dp + cols, T(0));
-              if (drop.on) std::fill(Pd + r * kBc, Pd + r * kBc + cols, T(0));
-              continue;
-            }
-            const T inv_l = T(1) / l_r;
-            if (!drop.on) {  // P = exp(S − m) / l and dS = P ∘ (dP − D) in one pass
-              for (int64_t j = 0; j < cols; ++j) {
-                p[j] = exp_flush_of(p[j] - m_r) * inv_l;
-                dp[j] = p[j] * (dp[j] - d_r);
-              }
-              continue;
-            }
-            T* pd = Pd + r * kBc;  // with dropout: z ∘ P for dV, z ∘ dP inside dS
-            dropout_factors(z, (bh * n.Tq + i0 + r) * n.Tk + j0, cols, drop);
-            for (int64_t j = 0; j < cols; ++j) {
-              p[j] = exp_flush_of(p[j] - m_r) * inv_l;
-              pd[j] = p[j] * z[j];
-              dp[j] = p[j] * (dp[j] * z[j] - d_r);
-            }
-          }
+          product<T>(x512, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, n.Tk,
+                     T(0), P, kBc);
+          product<T>(x512, false, rows, cols, n.HSv, T(1), dout.row(b, h, i0), dout.st, VT + j0,
+                     n.Tk, T(0), dP, kBc);
+          grad_tile(x512, P, dP, Pd, z, rows, cols, mask, b, h, i0, j0, st + 2 * i0, D + i0,
+                    bh * n.Tq + i0, n.Tk, drop);
           // dV_j += (z∘P)ᵀ·dO_i, dQ_i += scale·dS·K_j, dK_j += scale·dSᵀ·Q_i (first: overwrite)
           const T first_i = i0 == 0 ? T(0) : T(1), first_j = j0 == 0 ? T(0) : T(1);
-          gemm<T>(true, false, cols, n.HSv, rows, T(1), Pd, kBc, dout.row(b, h, i0), dout.st,
-                  first_i, dv.row(b, h, j0), dv.st);
-          gemm<T>(false, false, rows, n.HS, cols, scale, dP, kBc, k.row(b, h, j0), k.st, first_j,
-                  dq.row(b, h, i0), dq.st);
-          gemm<T>(true, false, cols, n.HS, rows, scale, dP, kBc, q.row(b, h, i0), q.st, first_i,
-                  dk.row(b, h, j0), dk.st);
+          product<T>(x512, true, cols, n.HSv, rows, T(1), Pd, kBc, G.row(i0), G.ld,
+                     first_i, dv.row(b, h, j0), dv.st);
+          product<T>(x512, false, rows, n.HS, cols, scale, dP, kBc, K.row(j0), K.ld,
+                     first_j, dq.row(b, h, i0), dq.st);
+          product<T>(x512, true, cols, n.HS, rows, scale, dP, kBc, Q.row(i0), Q.ld, first_i,
+                     dk.row(b, h, j0), dk.st);
         }
       }
     }
