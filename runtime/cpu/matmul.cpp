@@ -65,7 +65,7 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   // (runtime/cpu/onednn_gemm.h, kOnednnMaxNK says why); the size bound also keeps sdpa's tile
   // products, called inside TBB tasks, on OpenBLAS
   if (double(M) * double(N) * double(K) >= kOnednnMinWork && N <= kOnednnMaxNK &&
-      K <= kOnednnMaxNK && onednn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+      K <= (tb ? kOnednnMaxNK : kOnednnMaxKPlainB) && onednn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
     return;
   blas::sgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, A, as_int(lda), B, as_int(ldb),
               beta, C, as_int(ldc));

@@ -38,6 +38,12 @@ constexpr double kOnednnMinWork = 8.0 * 1024 * 1024;  // M·N·K
 // up to 1.33× on the rest of BERT's shapes (quiet 2-core Cascade Lake, 2026-11-26 evening,
 // `mase-bench --suite gemm --onednn on|off`, docs/performance.md).
 constexpr int64_t kOnednnMaxNK = 2048;
+// ... and, when B is not transposed (the input gradient dY·W of a Linear), whose K is at most
+// this: bert-small's FFN-out dx (M 8192, N 512, K 2048) took 84–86 ms on oneDNN against 72–79
+// on OpenBLAS (two alternating runs, same session), while x·Wᵀ of the same size (B transposed)
+// stays faster on oneDNN (69 against 71–77) (2-core Cascade Lake, 2026-11-27, `mase-bench
+// --suite gemm --onednn on|off`).
+constexpr int64_t kOnednnMaxKPlainB = 1024;
 bool onednn_enabled();
 void set_onednn_enabled(bool on);
 // --precision bf16's large GEMMs on oneDNN's bf16 matmul: only on CPUs with AMX-BF16 or
