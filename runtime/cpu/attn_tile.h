@@ -28,6 +28,8 @@ struct AttnProduct {
 };
 
 void attn_product_avx512(const AttnProduct& p);
+// The same product on AVX2 (attn_tile_avx2.cpp: 6 × 16 tiles in ymm registers), same bits.
+void attn_product_avx2(const AttnProduct& p);
 
 // The online softmax's two sweeps over a score tile (rows × cols, row stride lds), in 16-lane
 // registers, giving the same bits as rowwise.h's row_max and exp_shift_sum (same exp, same

@@ -21,7 +21,7 @@
 // the exps again, but keeping P would be the (B, NH, T, T) tensor that this kernel exists to
 // avoid; per tile it is cheaper to redo than to store and re-read (docs/performance.md).
 //
-// Inner products, two ways (product() below). On a CPU with AVX-512 (f32), our own register
+// Inner products, three ways (product() below). On a CPU with AVX-512 (f32), our own register
 // tile, attn_product_avx512 (attn_tile.h): the operands of these products already lie as a
 // GEMM microkernel wants them (one side broadcast an element at a time, the other read in rows
 // of 16-float vectors), so nothing is packed — OpenBLAS repacks both operands of every tile
@@ -29,15 +29,16 @@
 // registers too (attn_mask_max / attn_exp_sum / attn_grad_rows_avx512), and the B operands
 // K, V, Q, dO are first copied per head into contiguous rows (head_rows: read in place their
 // 2 KB stride thrashes L1). Measured at B 16, NH 8, HS 64, T 256 on 2 Xeon (Cascade Lake)
-// cores: forward 23.7 → 17.4 ms, forward + backward 67.6 → 56.9 (docs/performance.md).
-// Otherwise (AVX2, f64), each tile product is one serial OpenBLAS call (sgemm/dgemm, any
-// strides and transposes), made from inside TBB tasks with OpenBLAS set to 1 thread for the
-// duration of the kernel (SerialBlas below: two pools never nest). On both paths K and V are
-// first copied transposed, one head at a time (transpose_head): Q·Kᵀ and dO·Vᵀ then run as
-// plain products, which OpenBLAS does faster (6% of the forward + backward at T = 256) and our
-// tile needs (its B is read in rows). An AVX2 twin of the tile is not written: an earlier 6×16
-// AVX2 micro-kernel (with packing) reached half the speed of OpenBLAS's AVX-512 kernels here;
-// whether a packing-free one beats OpenBLAS's AVX2 kernels on an AVX2-only CPU is not measured.
+// cores: forward 23.7 → 15.9 ms, forward + backward 67.6 → 54.0 (docs/performance.md). On an
+// AVX2 CPU the same products run on the AVX2 twin of the tile, attn_product_avx2 (6 × 16 in
+// ymm registers; the softmax sweeps stay the row-by-row loops below): 1.03–1.15× OpenBLAS's
+// tile products on the same Xeon capped to AVX2 (MASE_MAX_CPU_ISA=avx2). f64 (the gradient
+// checks) makes each tile product one serial OpenBLAS call (dgemm, any strides and
+// transposes), from inside TBB tasks with OpenBLAS set to 1 thread for the duration of the
+// kernel (SerialBlas below: two pools never nest). On every path K and V are first copied
+// transposed, one head at a time (transpose_head): Q·Kᵀ and dO·Vᵀ then run as plain products,
+// which OpenBLAS does faster (6% of the forward + backward at T = 256) and our tiles need (their
+// B is read in rows).
 // Parallelism: forward over (b, h, query tile) — enough tasks even for B·NH = 1; backward over
 // (b, h), each task owning its rows of dq, dk, dv (no atomics, no reduction afterwards).
 //
@@ -91,25 +92,33 @@ struct SerialBlas {
   SerialBlas& operator=(const SerialBlas&) = delete;
 };
 
+// Who computes the f32 tile products: our AVX-512 tile, our AVX2 tile (attn_tile.h), or
+// serial OpenBLAS calls (a CPU without AVX2/FMA; f64 always).
+enum class TilePath { blas, avx2, avx512 };
+
+// The best path this CPU has (MASE_MAX_CPU_ISA caps it like every other kernel).
+inline TilePath tile_path() {
+  const CpuFeatures& f = cpu_features();
+  if (f.avx512()) return TilePath::avx512;
+  return f.avx2 && f.fma ? TilePath::avx2 : TilePath::blas;
+}
+
 // C (M × N) = alpha·op(A)·B + beta·C with beta 0 or 1, B never transposed: every tile product
-// of this file. On AVX-512, f32 goes to attn_product_avx512 (attn_tile.h: read in place, no
-// packing); otherwise to one serial OpenBLAS call. op(A) = Aᵀ reads A down its columns.
+// of this file. op(A) = Aᵀ reads A down its columns (our tiles take any two strides for A).
 template <class T>
-void product(bool use_avx512, bool trans_a, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+void product(TilePath path, bool trans_a, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
              int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
-    if (use_avx512) {
-      attn_product_avx512({A, trans_a ? 1 : lda, trans_a ? lda : 1, B, ldb, C, ldc, M, N, K, alpha,
-                           beta != T(0)});
+    if (path != TilePath::blas) {
+      const AttnProduct p{A, trans_a ? 1 : lda, trans_a ? lda : 1, B, ldb, C, ldc, M, N, K,
+                          alpha, beta != T(0)};
+      if (path == TilePath::avx512) attn_product_avx512(p);
+      else attn_product_avx2(p);
       return;
     }
   }
   gemm<T>(trans_a, false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
-
-// Whether this call's f32 products take the AVX-512 kernel (the CPU has it, MASE_MAX_CPU_ISA
-// allows it).
-inline bool avx512_products() { return cpu_features().avx512(); }
 
 // Row stride of the transposed heads Kᵀ, Vᵀ (HS rows of Tk keys): one cache line more than Tk,
 // so that at T = 256 or 512 (rows 1 or 2 KB apart) the rows a tile product reads do not share
@@ -311,14 +320,15 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
                   HeadsView<const T> v, MaskView<T> mask, const SdpaSizes& n, T scale,
                   const DropoutMask& drop) {
   const int64_t q_tiles = (n.Tq + kBr - 1) / kBr;
-  const bool x512 = avx512_products();
+  const TilePath path = std::is_same_v<T, float> ? tile_path() : TilePath::blas;
+  const bool x512 = path == TilePath::avx512, own = path != TilePath::blas;
   const int64_t ldt = transposed_ld(n.Tk);
   SerialBlas serial;
   parallel_for(0, n.B * n.NH * q_tiles, 1, [&](int64_t lo, int64_t hi) {
     T* S = scratch<T>(0, kBr * kBc);    // scores, then probabilities, of one tile
     T* z = scratch<T>(1, kBc);          // dropout multipliers of one row of the tile
     T* KT = scratch<T>(2, n.HS * ldt);  // Kᵀ of head bh_t, (HS, Tk), row stride ldt
-    T* Vbuf = x512 ? scratch<T>(3, n.HSv * n.Tk) : nullptr;
+    T* Vbuf = own ? scratch<T>(3, n.HSv * n.Tk) : nullptr;
     HeadRows<T> V{};  // V of head bh_t
     int64_t bh_t = -1;
     T m[kBr], l[kBr];                   // running max and sum per query row
@@ -327,7 +337,7 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
       const int64_t i0 = (u % q_tiles) * kBr, rows = std::min(kBr, n.Tq - i0);
       if (bh != bh_t) {  // a task's units are consecutive: each head is transposed once per task
         transpose_head(KT, ldt, k.row(b, h, 0), k.st, n.Tk, n.HS);
-        V = head_rows(x512, Vbuf, v, b, h, n.Tk, n.HSv);
+        V = head_rows(own, Vbuf, v, b, h, n.Tk, n.HSv);
         bh_t = bh;
       }
       T* o = out.row(b, h, i0);  // O accumulates in place in the output
@@ -336,7 +346,7 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
       for (int64_t j0 = 0; j0 < n.Tk; j0 += kBc) {
         const int64_t cols = std::min(kBc, n.Tk - j0);
         // S = scale·Q_i·K_jᵀ (columns j0 .. j0 + cols of Kᵀ)
-        product<T>(x512, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, ldt,
+        product<T>(path, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, ldt,
                    T(0), S, kBc);
         // The online softmax: each row's max, then its exps and their sum (two sweeps of the
         // tile), then each row's running (m, l) and O brought to the new max.
@@ -359,7 +369,7 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
           }
         }
         // O = O·c + P·V_j (the first tile overwrites: beta = 0)
-        product<T>(x512, false, rows, n.HSv, cols, T(1), S, kBc, V.row(j0), V.ld,
+        product<T>(path, false, rows, n.HSv, cols, T(1), S, kBc, V.row(j0), V.ld,
                    j0 == 0 ? T(0) : T(1), o, out.st);
       }
       for (int64_t r = 0; r < rows; ++r) {
@@ -378,7 +388,8 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
                    HeadsView<const T> out, const T* stats, HeadsView<const T> q,
                    HeadsView<const T> k, HeadsView<const T> v, MaskView<T> mask,
                    const SdpaSizes& n, T scale, const DropoutMask& drop) {
-  const bool x512 = avx512_products();
+  const TilePath path = std::is_same_v<T, float> ? tile_path() : TilePath::blas;
+  const bool x512 = path == TilePath::avx512, own = path != TilePath::blas;
   const int64_t ldt = transposed_ld(n.Tk);
   SerialBlas serial;
   parallel_for(0, n.B * n.NH, 1, [&](int64_t lo, int64_t hi) {
@@ -389,16 +400,16 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
     T* D = scratch<T>(4, n.Tq);
     T* KT = scratch<T>(5, n.HS * ldt);   // Kᵀ of this head, (HS, Tk), row stride ldt
     T* VT = scratch<T>(6, n.HSv * ldt);  // Vᵀ, (HSv, Tk), row stride ldt
-    T* Kbuf = x512 ? scratch<T>(7, n.HS * n.Tk) : nullptr;
-    T* Qbuf = x512 ? scratch<T>(8, n.HS * n.Tq) : nullptr;
-    T* Gbuf = x512 ? scratch<T>(9, n.HSv * n.Tq) : nullptr;
+    T* Kbuf = own ? scratch<T>(7, n.HS * n.Tk) : nullptr;
+    T* Qbuf = own ? scratch<T>(8, n.HS * n.Tq) : nullptr;
+    T* Gbuf = own ? scratch<T>(9, n.HSv * n.Tq) : nullptr;
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / n.NH, h = bh % n.NH;
       transpose_head(KT, ldt, k.row(b, h, 0), k.st, n.Tk, n.HS);
       transpose_head(VT, ldt, v.row(b, h, 0), v.st, n.Tk, n.HSv);
-      const HeadRows<T> K = head_rows(x512, Kbuf, k, b, h, n.Tk, n.HS);
-      const HeadRows<T> Q = head_rows(x512, Qbuf, q, b, h, n.Tq, n.HS);
-      const HeadRows<T> G = head_rows(x512, Gbuf, dout, b, h, n.Tq, n.HSv);  // dO
+      const HeadRows<T> K = head_rows(own, Kbuf, k, b, h, n.Tk, n.HS);
+      const HeadRows<T> Q = head_rows(own, Qbuf, q, b, h, n.Tq, n.HS);
+      const HeadRows<T> G = head_rows(own, Gbuf, dout, b, h, n.Tq, n.HSv);  // dO
       const T* st = stats + 2 * bh * n.Tq;  // (m, l) of each query row
       for (int64_t i = 0; i < n.Tq; ++i) {  // D_i = dO_i·O_i
         const T *g = dout.row(b, h, i), *o = out.row(b, h, i);
@@ -414,19 +425,19 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
         for (int64_t i0 = 0; i0 < n.Tq; i0 += kBr) {
           const int64_t rows = std::min(kBr, n.Tq - i0);
           // S = scale·Q_i·K_jᵀ and dP = dO_i·V_jᵀ
-          product<T>(x512, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, ldt,
+          product<T>(path, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, ldt,
                      T(0), P, kBc);
-          product<T>(x512, false, rows, cols, n.HSv, T(1), dout.row(b, h, i0), dout.st, VT + j0,
+          product<T>(path, false, rows, cols, n.HSv, T(1), dout.row(b, h, i0), dout.st, VT + j0,
                      ldt, T(0), dP, kBc);
           grad_tile(x512, P, dP, Pd, z, rows, cols, mask, b, h, i0, j0, st + 2 * i0, D + i0,
                     bh * n.Tq + i0, n.Tk, drop);
           // dV_j += (z∘P)ᵀ·dO_i, dQ_i += scale·dS·K_j, dK_j += scale·dSᵀ·Q_i (first: overwrite)
           const T first_i = i0 == 0 ? T(0) : T(1), first_j = j0 == 0 ? T(0) : T(1);
-          product<T>(x512, true, cols, n.HSv, rows, T(1), Pd, kBc, G.row(i0), G.ld,
+          product<T>(path, true, cols, n.HSv, rows, T(1), Pd, kBc, G.row(i0), G.ld,
                      first_i, dv.row(b, h, j0), dv.st);
-          product<T>(x512, false, rows, n.HS, cols, scale, dP, kBc, K.row(j0), K.ld,
+          product<T>(path, false, rows, n.HS, cols, scale, dP, kBc, K.row(j0), K.ld,
                      first_j, dq.row(b, h, i0), dq.st);
-          product<T>(x512, true, cols, n.HS, rows, scale, dP, kBc, Q.row(i0), Q.ld, first_i,
+          product<T>(path, true, cols, n.HS, rows, scale, dP, kBc, Q.row(i0), Q.ld, first_i,
                      dk.row(b, h, j0), dk.st);
         }
       }

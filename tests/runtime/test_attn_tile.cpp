@@ -1,11 +1,11 @@
-// tests/runtime/test_attn_tile.cpp — the fused attention's AVX-512 pieces (runtime/cpu/
-// attn_tile.h), each against the code it replaces on the AVX2 path: the tile product against a
-// scalar fma chain in the kernel's order (bit for bit), the two forward sweeps against
+// tests/runtime/test_attn_tile.cpp — the fused attention's own tile pieces (runtime/cpu/
+// attn_tile.h), each against the code it replaces: the AVX-512 and AVX2 tile products against
+// a scalar fma chain in the kernels' order (bit for bit), the two forward sweeps against
 // rowwise.h's add-mask / row_max / exp_shift_sum (bit for bit), the backward sweep against its
 // scalar formula (to the last bit of dS, which depends on FMA contraction). Sizes cut every
 // register tile (rows past 6, columns past 16 and 64, K = 0 and 1); NaN, ±inf and fully masked
-// rows. Every case is *skipped* on a CPU without AVX-512 (there sdpa.cpp runs OpenBLAS's tiles,
-// which tests/autograd/test_sdpa_fused.cpp checks against the reference composition).
+// rows. Each case is *skipped* on a CPU without its ISA; tests/autograd/test_sdpa_fused.cpp
+// checks whole attention calls, on whichever path the CPU takes, against the reference.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -33,8 +33,10 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 }  // namespace
 
-TEST_CASE("attn tile product (AVX-512): C = alpha·op(A)·B (+ C) equals the fma chain bit for bit") {
-  if (!cpu_features().avx512()) return test::skip("this CPU has no AVX-512");
+namespace {
+
+// Every shape and stride case of a tile product against the scalar fma chain.
+void check_product(void (*kernel)(const AttnProduct&)) {
   int64_t bad = 0, cases = 0;
   for (bool trans : {false, true})
     for (bool acc : {false, true})
@@ -49,7 +51,7 @@ TEST_CASE("attn tile product (AVX-512): C = alpha·op(A)·B (+ C) equals the fma
             std::vector<float> C = random_floats(m * ldc, 3), want = C;
             const float alpha = 0.375f;
             const int64_t ars = trans ? 1 : lda, aks = trans ? lda : 1;
-            attn_product_avx512({A.data(), ars, aks, B.data(), ldb, C.data(), ldc, m, n, k, alpha, acc});
+            kernel({A.data(), ars, aks, B.data(), ldb, C.data(), ldc, m, n, k, alpha, acc});
             for (int64_t i = 0; i < m; ++i)
               for (int64_t j = 0; j < n; ++j) {
                 float s = 0.0f;
@@ -58,11 +60,23 @@ TEST_CASE("attn tile product (AVX-512): C = alpha·op(A)·B (+ C) equals the fma
                 float& w = want[size_t(i * ldc + j)];
                 w = acc ? std::fma(alpha, s, w) : alpha * s;
               }
-            // the padding between rows (columns n .. ldc) must be untouched: masked stores
+            // the padding between rows (columns n .. ldc) must be untouched
             for (size_t e = 0; e < C.size(); ++e) bad += !same_bits(C[e], want[e]);
           }
   CHECK(cases == 2 * 2 * 6 * 8 * 5);
   CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("attn tile product (AVX-512): C = alpha·op(A)·B (+ C) equals the fma chain bit for bit") {
+  if (!cpu_features().avx512()) return test::skip("this CPU has no AVX-512");
+  check_product(attn_product_avx512);
+}
+
+TEST_CASE("attn tile product (AVX2): C = alpha·op(A)·B (+ C) equals the fma chain bit for bit") {
+  if (!(cpu_features().avx2 && cpu_features().fma)) return test::skip("this CPU has no AVX2/FMA");
+  check_product(attn_product_avx2);
 }
 
 TEST_CASE("attn softmax sweeps (AVX-512) equal add-mask + row_max + exp_shift_sum bit for bit") {
