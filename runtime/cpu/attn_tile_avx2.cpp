@@ -42,25 +42,21 @@ void tile(const AttnProduct& p, const float* a, const float* b, int64_t ldb, flo
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i) {
     float* ci = c + i * p.ldc;
-    if (cols == 16) {
-      const __m256 x0 = p.accumulate ? _mm256_fmadd_ps(alpha, acc[i][0], _mm256_loadu_ps(ci))
-                                     : _mm256_mul_ps(alpha, acc[i][0]);
-      const __m256 x1 = p.accumulate ? _mm256_fmadd_ps(alpha, acc[i][1], _mm256_loadu_ps(ci + 8))
-                                     : _mm256_mul_ps(alpha, acc[i][1]);
-      _mm256_storeu_ps(ci, x0);
-      _mm256_storeu_ps(ci + 8, x1);
-    } else {
-      alignas(32) float s[16], in[16] = {};
-      if (p.accumulate)
-        for (int j = 0; j < cols; ++j) in[j] = ci[j];
-      const __m256 x0 = p.accumulate ? _mm256_fmadd_ps(alpha, acc[i][0], _mm256_load_ps(in))
-                                     : _mm256_mul_ps(alpha, acc[i][0]);
-      const __m256 x1 = p.accumulate ? _mm256_fmadd_ps(alpha, acc[i][1], _mm256_load_ps(in + 8))
-                                     : _mm256_mul_ps(alpha, acc[i][1]);
-      _mm256_store_ps(s, x0);
-      _mm256_store_ps(s + 8, x1);
-      for (int j = 0; j < cols; ++j) ci[j] = s[j];
+    // C's row is read and written in place, or through a buffer when fewer than 16 columns
+    alignas(32) float buf[16];
+    float* io = ci;
+    if (cols < 16) {
+      for (int j = 0; j < 16; ++j) buf[j] = j < cols && p.accumulate ? ci[j] : 0.0f;
+      io = buf;
     }
+    const __m256 x0 = p.accumulate ? _mm256_fmadd_ps(alpha, acc[i][0], _mm256_loadu_ps(io))
+                                   : _mm256_mul_ps(alpha, acc[i][0]);
+    const __m256 x1 = p.accumulate ? _mm256_fmadd_ps(alpha, acc[i][1], _mm256_loadu_ps(io + 8))
+                                   : _mm256_mul_ps(alpha, acc[i][1]);
+    _mm256_storeu_ps(io, x0);
+    _mm256_storeu_ps(io + 8, x1);
+    if (io == buf)
+      for (int j = 0; j < cols; ++j) ci[j] = buf[j];
   }
 }
 
