@@ -127,8 +127,8 @@ void product(TilePath path, bool trans_a, int64_t M, int64_t N, int64_t K, T alp
 inline int64_t transposed_ld(int64_t Tk) { return Tk + 16; }
 
 // One head's rows of K, V, Q or dO as a tile product reads them as its B operand: in place
-// (row stride st), or copied into a contiguous (rows × width) buffer when `copy`. The AVX-512
-// products copy: read in place, rows 2 KB apart (B·T·C layout, C = 512) fall into a few of L1's
+// (row stride st), or copied into a contiguous (rows × width) buffer when `copy`. Our tiles
+// (both ISAs) copy: read in place, rows 2 KB apart (B·T·C layout, C = 512) fall into a few of L1's
 // 64 sets and evict each other, which OpenBLAS never sees because it packs its operands; one
 // copy per head (Tk × 64 floats) made the forward 8% faster and the backward 4% (T = 256).
 template <class T>
