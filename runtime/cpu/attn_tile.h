@@ -1,4 +1,5 @@
-// runtime/cpu/attn_tile.h — what the fused attention (sdpa.cpp) hands its AVX-512 tile product.
+// runtime/cpu/attn_tile.h — what the fused attention (sdpa.cpp) hands its own tile products
+// (attn_tile_avx512.cpp, and its AVX2 twin attn_tile_avx2.cpp) and its AVX-512 softmax sweeps.
 //
 // Every product inside flash attention is small (a 64-row query tile against a 128-key tile,
 // K = 64 or 128) and its operands already lie the way a GEMM microkernel wants them: one side
@@ -8,8 +9,9 @@
 // with OpenBLAS (perf, docs/performance.md). attn_product_avx512 reads them in place: C (m × n)
 // = alpha · A·B (+ C), where A is addressed with any two strides (so Pᵀ is P read down its
 // columns: no transposed copy) and B row by row. It walks C in 6-row × 64-column register
-// tiles, 24 zmm accumulators, the last ones masked. Like the other ISA files it includes only
-// this header and <immintrin.h> (runtime/cpu/int8_tile.h says why).
+// tiles, 24 zmm accumulators, the last ones masked. The AVX-512 file, like the other ISA files
+// compiled beyond the baseline, includes only this header, tile_rows.h and <immintrin.h>
+// (runtime/cpu/int8_tile.h says why); the AVX2 twin is compiled at the baseline.
 #pragma once
 #include <cstdint>
 

@@ -425,10 +425,10 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
         for (int64_t i0 = 0; i0 < n.Tq; i0 += kBr) {
           const int64_t rows = std::min(kBr, n.Tq - i0);
           // S = scale·Q_i·K_jᵀ and dP = dO_i·V_jᵀ
-          product<T>(path, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, ldt,
-                     T(0), P, kBc);
-          product<T>(path, false, rows, cols, n.HSv, T(1), dout.row(b, h, i0), dout.st, VT + j0,
-                     ldt, T(0), dP, kBc);
+          product<T>(path, false, rows, cols, n.HS, scale, Q.row(i0), Q.ld, KT + j0, ldt, T(0),
+                     P, kBc);
+          product<T>(path, false, rows, cols, n.HSv, T(1), G.row(i0), G.ld, VT + j0, ldt, T(0),
+                     dP, kBc);
           grad_tile(x512, P, dP, Pd, z, rows, cols, mask, b, h, i0, j0, st + 2 * i0, D + i0,
                     bh * n.Tq + i0, n.Tk, drop);
           // dV_j += (z∘P)ᵀ·dO_i, dQ_i += scale·dS·K_j, dK_j += scale·dSᵀ·Q_i (first: overwrite)
