@@ -40,7 +40,6 @@ int set_num_threads(int n) {
   g_control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                     static_cast<size_t>(n));
   blas::set_num_threads(n);
-  cpu::onednn_set_num_threads(n);
   g_threads = n;
   return n;
 }

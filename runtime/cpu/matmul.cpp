@@ -5,7 +5,9 @@
 // oversubscribe the cores. A batch is a plain loop of GEMMs, each one using every thread.
 #include "runtime/kernels/matmul.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/cpu/blas.h"
@@ -30,6 +32,19 @@ const float* rounded(std::vector<float>& buf, const float* X, int64_t rows, int6
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) buf[size_t(r * cols + c)] = bf16_round(X[r * ld + c]);
   return buf.data();
+}
+// Does gemm<float> hand this fp32 problem to oneDNN (when oneDNN is on)?
+bool onednn_shape(bool tb, int64_t M, int64_t N, int64_t K) {
+  return double(M) * double(N) * double(K) >= kOnednnMinWork && N <= kOnednnMaxNK &&
+         K <= (tb ? kOnednnMaxNK : kOnednnMaxKPlainB);
+}
+
+// C = bias in every row, for the GEMM to add to (beta = 1)
+template <class T>
+void fill_rows(T* C, int64_t ldc, const T* bias, int64_t M, int64_t N) {
+  parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) std::copy(bias, bias + N, C + r * ldc);
+  });
 }
 }  // namespace
 
@@ -64,8 +79,7 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   // large problems that are not too wide or too deep on oneDNN's matmul where it is installed
   // (runtime/cpu/onednn_gemm.h, kOnednnMaxNK says why); the size bound also keeps sdpa's tile
   // products, called inside TBB tasks, on OpenBLAS
-  if (double(M) * double(N) * double(K) >= kOnednnMinWork && N <= kOnednnMaxNK &&
-      K <= (tb ? kOnednnMaxNK : kOnednnMaxKPlainB) && onednn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+  if (onednn_shape(tb, M, N, K) && onednn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
     return;
   blas::sgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, A, as_int(lda), B, as_int(ldb),
               beta, C, as_int(ldc));
@@ -78,6 +92,23 @@ void gemm<double>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alph
   blas::dgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, A, as_int(lda), B, as_int(ldb),
               beta, C, as_int(ldc));
 }
+
+template <class T>
+void gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B,
+               int64_t ldb, const T* bias, T* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_gemm_precision() == GemmPrecision::fp32 && onednn_shape(tb, M, N, K) &&
+        onednn_sgemm_bias(tb, M, N, K, A, lda, B, ldb, bias, C, ldc))
+      return;
+  }
+  fill_rows(C, ldc, bias, M, N);
+  if (K > 0) gemm<T>(false, tb, M, N, K, T(1), A, lda, B, ldb, T(1), C, ldc);
+}
+template void gemm_bias<float>(bool, int64_t, int64_t, int64_t, const float*, int64_t,
+                               const float*, int64_t, const float*, float*, int64_t);
+template void gemm_bias<double>(bool, int64_t, int64_t, int64_t, const double*, int64_t,
+                                const double*, int64_t, const double*, double*, int64_t);
 
 template <class T>
 void gemm_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A,

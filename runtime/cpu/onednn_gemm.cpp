@@ -10,6 +10,7 @@
 #ifdef MASE_HAS_DNNL
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -22,6 +23,7 @@
 
 #include "runtime/cpu_features.h"
 #include "runtime/kernels/bf16.h"
+#include "runtime/parallel.h"
 #endif
 
 namespace mase::cpu {
@@ -35,9 +37,9 @@ bool turned_off() {
 }
 
 // Everything that shapes the primitive: sizes, transposes, leading dimensions, alpha, beta,
-// and whether the operands are bf16.
-using Key =
-    std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, float, float, bool>;
+// whether the operands are bf16, and whether a bias is added in the store.
+using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, float,
+                       float, bool, bool>;
 
 struct Cache {
   std::mutex mu;
@@ -59,6 +61,67 @@ Cache& cache() {
   return *c;
 }
 
+// ---- one pool owns the cores ----
+// Two thread pools on the same cores fight: oneTBB's (every kernel of ours) and OpenMP's
+// (oneDNN, built on libgomp in Debian). After each parallel region libgomp's workers spin,
+// 300,000 turns by default, waiting for the next one — while the next op is usually ours, on
+// TBB threads that now share the cores with a spinning thread. On 2 cores that cost 4–9% of
+// whole BERT steps (2-core Cascade Lake, 2026-11-27: OMP_WAIT_POLICY=passive against the
+// default, mase-bench --suite e2e, docs/performance.md "Two thread pools"). libgomp reads that
+// variable before main, so the fix is structural: oneDNN never starts a thread. Each call is
+// cut into blocks of rows, one per TBB thread, and each block is a primitive made and run with
+// one OpenMP thread (the thread's own ICV: libgomp keeps one per thread). The blocks of a row
+// compute exactly what one call would: the sums run along K inside one block.
+void one_omp_thread() {
+  // libgomp came in with libdnnl; found by name so that nothing here links OpenMP itself
+  using SetFn = void (*)(int);
+  static const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set) set(1);
+}
+
+constexpr int64_t kMinBlockRows = 16;  // fewer rows a thread: one block on the calling thread
+
+// The blocks of M rows: `step` rows each, the last one shorter.
+int64_t block_rows(int64_t M) {
+  const int64_t n = std::clamp<int64_t>(M / kMinBlockRows, 1, num_threads());
+  const int64_t step = (M + n - 1) / n;
+  return (step + 7) / 8 * 8;  // whole cache lines of C where ldc allows
+}
+
+// f(r0, rows) for each block, in parallel. f must not throw; make primitives first.
+template <class F>
+void for_row_blocks(int64_t M, int64_t step, F&& f) {
+  const int64_t n = (M + step - 1) / step;
+  if (n <= 1) {
+    one_omp_thread();
+    f(int64_t{0}, M);
+    return;
+  }
+  parallel_for(0, n, 1, [&](int64_t i0, int64_t i1) {
+    one_omp_thread();
+    for (int64_t i = i0; i < i1; ++i) f(i * step, std::min(step, M - i * step));
+  });
+}
+
+// A primitive's scratch memory (its packed copies of operand panels) belongs by default to the
+// primitive, so two blocks running one primitive at once would share it. Each thread brings
+// its own instead (scratchpad mode "user").
+dnnl::primitive_attr own_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+dnnl::memory thread_scratchpad(const dnnl::primitive& prim, const dnnl::engine& engine) {
+  const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(prim.get_primitive_desc(),
+                                                              dnnl_query_scratchpad_md, 0);
+  const dnnl::memory::desc d = md ? dnnl::memory::desc(*md) : dnnl::memory::desc();
+  thread_local std::vector<char> bytes;
+  const size_t need = d.get_size() + 64;
+  if (bytes.size() < need) bytes.resize(need);
+  auto p = reinterpret_cast<uintptr_t>(bytes.data());
+  return dnnl::memory(d, engine, reinterpret_cast<void*>((p + 63) / 64 * 64));
+}
+
 using dt = dnnl::memory::data_type;
 // A rows × cols matrix stored row-major with leading dimension ld, or transposed (stored
 // cols × rows): the strides say which, so no copy is ever made.
@@ -70,21 +133,23 @@ dnnl::memory::desc matrix(int64_t rows, int64_t cols, bool trans, int64_t ld, dt
 // The cached primitive for this problem, made on first use (nullopt: oneDNN refuses it).
 std::optional<dnnl::matmul> primitive(const Key& key, const dnnl::memory::desc& ad,
                                       const dnnl::memory::desc& bd, const dnnl::memory::desc& cd,
-                                      float alpha, float beta) {
+                                      float alpha, float beta,
+                                      const dnnl::memory::desc& biasd = dnnl::memory::desc()) {
   Cache& c = cache();
+  one_omp_thread();  // the primitive is planned for the threads it will run with
   try {
     std::lock_guard lock(c.mu);
     auto it = c.prims.find(key);
     if (it == c.prims.end()) {
       if (c.prims.size() > 512) c.prims.clear();  // many shapes (dynamic padding): start over
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = own_scratchpad();
       if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
       if (beta != 0.0f) {
         dnnl::post_ops po;
         po.append_sum(beta);
         attr.set_post_ops(po);
       }
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, c.engine);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, biasd, cd), attr, c.engine);
       it = c.prims.emplace(key, dnnl::matmul(pd)).first;
     }
     return it->second;
@@ -94,12 +159,36 @@ std::optional<dnnl::matmul> primitive(const Key& key, const dnnl::memory::desc& 
 }
 
 void run(const dnnl::matmul& prim, const dnnl::memory::desc& ad, const void* A,
-         const dnnl::memory::desc& bd, const void* B, const dnnl::memory::desc& cd, float* C) {
+         const dnnl::memory::desc& bd, const void* B, const dnnl::memory::desc& cd, float* C,
+         const dnnl::memory::desc& biasd = dnnl::memory::desc(), const float* bias = nullptr) {
   Cache& c = cache();
   thread_local dnnl::stream stream(c.engine);
   dnnl::memory a(ad, c.engine, const_cast<void*>(A)), b(bd, c.engine, const_cast<void*>(B)),
       out(cd, c.engine, C);
-  prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, out}});
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, out}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(biasd, c.engine, const_cast<float*>(bias)));
+  args.emplace(DNNL_ARG_SCRATCHPAD, thread_scratchpad(prim, c.engine));
+  prim.execute(stream, args);
+  stream.wait();
+}
+
+// One block of a matmul on a weight packed once (w): A's m rows (elements of a_type) and C's,
+// and a (1, N) f32 vector bound to vec_arg when given (the bias, or a post-op's operand).
+void run_packed(const dnnl::matmul& prim, dt a_type, const void* A, int64_t lda, int64_t m,
+                int64_t K, const dnnl::memory& w, float* C, int64_t ldc, int64_t N, int vec_arg,
+                const float* vec) {
+  Cache& c = cache();
+  thread_local dnnl::stream stream(c.engine);
+  dnnl::memory a({{m, K}, a_type, dnnl::memory::dims{lda, 1}}, c.engine, const_cast<void*>(A)),
+      out({{m, N}, dt::f32, dnnl::memory::dims{ldc, 1}}, c.engine, C);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, out},
+      {DNNL_ARG_SCRATCHPAD, thread_scratchpad(prim, c.engine)}};
+  if (vec)
+    args.emplace(vec_arg, dnnl::memory({{1, N}, dt::f32, dnnl::memory::dims{N, 1}}, c.engine,
+                                       const_cast<float*>(vec)));
+  prim.execute(stream, args);
   stream.wait();
 }
 
@@ -152,16 +241,42 @@ std::atomic<bool>& enabled_flag() {
 bool onednn_enabled() { return enabled_flag().load(std::memory_order_relaxed); }
 void set_onednn_enabled(bool on) { enabled_flag() = on; }
 
+namespace {
+// C = alpha·op(A)·op(B) (+ bias in every row) (+ beta·C), elements of A and B of `type`, in
+// blocks of rows (for_row_blocks): block r0 reads A from row r0 (column r0 when A is stored
+// transposed) and writes C from row r0. false: oneDNN refused the problem.
+bool blocked_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A,
+                    int64_t lda, const void* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                    const float* bias, dt type) {
+  const int64_t step = block_rows(M), tail = M - (M - 1) / step * step;
+  const dnnl::memory::desc bd = matrix(K, N, tb, ldb, type),
+                           biasd = bias ? matrix(1, N, false, N) : dnnl::memory::desc();
+  auto make = [&](int64_t m) {
+    return primitive({m, N, K, ta, tb, lda, ldb, ldc, alpha, beta, type == dt::bf16, bias != nullptr},
+                     matrix(m, K, ta, lda, type), bd, matrix(m, N, false, ldc), alpha, beta, biasd);
+  };
+  const auto full = make(std::min(step, M)), last = make(tail);  // before any block runs
+  if (!full || !last) return false;
+  const size_t esize = type == dt::bf16 ? 2 : 4;
+  for_row_blocks(M, step, [&](int64_t r0, int64_t m) {
+    const char* a = static_cast<const char*>(A) + size_t(ta ? r0 : r0 * lda) * esize;
+    run(m == tail ? *last : *full, matrix(m, K, ta, lda, type), a, bd, B,
+        matrix(m, N, false, ldc), C + r0 * ldc, biasd, bias);
+  });
+  return true;
+}
+}  // namespace
+
 bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (!onednn_enabled() || K == 0) return false;  // false: OpenBLAS computes it
+  return blocked_matmul(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr, dt::f32);
+}
+
+bool onednn_sgemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                       const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc) {
   if (!onednn_enabled() || K == 0) return false;
-  const dnnl::memory::desc ad = matrix(M, K, ta, lda), bd = matrix(K, N, tb, ldb),
-                           cd = matrix(M, N, false, ldc);
-  const auto prim =
-      primitive({M, N, K, ta, tb, lda, ldb, ldc, alpha, beta, false}, ad, bd, cd, alpha, beta);
-  if (!prim) return false;  // OpenBLAS computes it
-  run(*prim, ad, A, bd, B, cd, C);
-  return true;
+  return blocked_matmul(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias, dt::f32);
 }
 
 bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
@@ -170,17 +285,11 @@ bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
   if (!onednn_bf16_active() || K == 0) return false;
   // op(A) is M × K, stored K × M when transposed; op(B) is K × N, stored N × K when transposed.
   // The rounded copies are dense: their leading dimension is their stored row length.
-  const int64_t la = ta ? M : K, lb = tb ? K : N;
-  const dnnl::memory::desc ad = matrix(M, K, ta, la, dt::bf16), bd = matrix(K, N, tb, lb, dt::bf16),
-                           cd = matrix(M, N, false, ldc);
-  const auto prim =
-      primitive({M, N, K, ta, tb, la, lb, ldc, alpha, beta, true}, ad, bd, cd, alpha, beta);
-  if (!prim) return false;
   thread_local std::vector<uint16_t> a16, b16;
   const uint16_t* a = ta ? to_bf16(a16, A, K, M, lda) : to_bf16(a16, A, M, K, lda);
   const uint16_t* b = tb ? to_bf16(b16, B, N, K, ldb) : to_bf16(b16, B, K, N, ldb);
-  run(*prim, ad, a, bd, b, cd, C);
-  return true;
+  return blocked_matmul(ta, tb, M, N, K, alpha, a, ta ? M : K, b, tb ? K : N, beta, C, ldc,
+                        nullptr, dt::bf16);
 }
 
 bool onednn_bf16_active() {
@@ -207,7 +316,7 @@ namespace {
 // binary add after them; weights in `wd` (format any: oneDNN chooses)
 dnnl::matmul::primitive_desc int8_pd(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc,
                                      const dnnl::memory::desc& wd, const std::vector<float>& scales) {
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = own_scratchpad();
   attr.set_output_scales(1 << 1, scales);
   dnnl::post_ops po;
   po.append_binary(dnnl::algorithm::binary_add,
@@ -229,6 +338,7 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64
                                                           const float* b_scale, int64_t N,
                                                           int64_t K) {
   if (!onednn_int8_available() || N == 0 || K == 0) return nullptr;
+  one_omp_thread();
   auto W = std::make_shared<OnednnInt8Weights>();
   W->N = N;
   W->K = K;
@@ -248,25 +358,23 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64
 void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
                       const OnednnInt8Weights& W, float a_scale, const float* bias) {
   const int64_t N = W.N, K = W.K;
-  const dnnl::matmul prim = cached(W.mu, W.prims, std::make_tuple(M, lda, ldc, a_scale), [&] {
-    std::vector<float> scales(static_cast<size_t>(N));
-    for (int64_t j = 0; j < N; ++j) scales[size_t(j)] = a_scale * W.b_scale[size_t(j)];
-    return int8_pd(M, N, K, lda, ldc, W.w.get_desc(), scales);
-  });
-  Cache& c = cache();
-  thread_local dnnl::stream stream(c.engine);
-  const dnnl::memory::desc ad({M, K}, dt::s8, dnnl::memory::dims{lda, 1});
-  const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
-  dnnl::memory a(ad, c.engine, const_cast<int8_t*>(A)), out(cd, c.engine, C);
+  const int64_t step = block_rows(M), tail = M - (M - 1) / step * step;
+  one_omp_thread();
+  auto make = [&](int64_t m) {
+    return cached(W.mu, W.prims, std::make_tuple(m, lda, ldc, a_scale), [&] {
+      std::vector<float> scales(static_cast<size_t>(N));
+      for (int64_t j = 0; j < N; ++j) scales[size_t(j)] = a_scale * W.b_scale[size_t(j)];
+      return int8_pd(m, N, K, lda, ldc, W.w.get_desc(), scales);
+    });
+  };
+  const dnnl::matmul full = make(std::min(step, M)), last = make(tail);
   // a bias of zeros when there is none: x·0 = −0 for a negative sum, and the reference's
   // fma(s, scale, +0) gives +0 — the add keeps the bits the same (and costs nothing: fused)
   const float* b = bias ? bias : W.zeros.data();
-  dnnl::memory bm({{1, N}, dt::f32, dnnl::memory::dims{N, 1}}, c.engine, const_cast<float*>(b));
-  prim.execute(stream, {{DNNL_ARG_SRC, a},
-                        {DNNL_ARG_WEIGHTS, W.w},
-                        {DNNL_ARG_DST, out},
-                        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bm}});
-  stream.wait();
+  for_row_blocks(M, step, [&](int64_t r0, int64_t m) {
+    run_packed(m == tail ? last : full, dt::s8, A + r0 * lda, lda, m, K, W.w, C + r0 * ldc, ldc, N,
+               DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, b);
+  });
 }
 
 size_t onednn_int8_bytes(const OnednnInt8Weights& W) {
@@ -290,13 +398,15 @@ dnnl::matmul::primitive_desc f32_pd(int64_t M, int64_t N, int64_t K, int64_t lda
   const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
   const dnnl::memory::desc bd =
       bias ? dnnl::memory::desc({1, N}, dt::f32, dnnl::memory::dims{N, 1}) : dnnl::memory::desc();
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, wd, bd, cd), cache().engine);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, wd, bd, cd), own_scratchpad(),
+                                      cache().engine);
 }
 }  // namespace
 
 std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float* W, int64_t ldw, int64_t N,
                                                         int64_t K) {
   if (!onednn_enabled() || N == 0 || K == 0) return nullptr;
+  one_omp_thread();
   auto P = std::make_shared<OnednnF32Weights>();
   P->N = N;
   P->K = K;
@@ -314,31 +424,20 @@ std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float* W, int64_t 
 void onednn_f32_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
                               const OnednnF32Weights& W, const float* bias) {
   const int64_t N = W.N, K = W.K;
-  const dnnl::matmul prim =
-      cached(W.mu, W.prims, std::make_tuple(M, lda, ldc, bias != nullptr),
-             [&] { return f32_pd(M, N, K, lda, ldc, W.w.get_desc(), bias != nullptr); });
-  Cache& c = cache();
-  thread_local dnnl::stream stream(c.engine);
-  const dnnl::memory::desc ad({M, K}, dt::f32, dnnl::memory::dims{lda, 1});
-  const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
-  dnnl::memory a(ad, c.engine, const_cast<float*>(A)), out(cd, c.engine, C);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, W.w}, {DNNL_ARG_DST, out}};
-  if (bias)
-    args[DNNL_ARG_BIAS] = dnnl::memory({{1, N}, dt::f32, dnnl::memory::dims{N, 1}}, c.engine,
-                                       const_cast<float*>(bias));
-  prim.execute(stream, args);
-  stream.wait();
+  const int64_t step = block_rows(M), tail = M - (M - 1) / step * step;
+  one_omp_thread();
+  auto make = [&](int64_t m) {
+    return cached(W.mu, W.prims, std::make_tuple(m, lda, ldc, bias != nullptr),
+                  [&] { return f32_pd(m, N, K, lda, ldc, W.w.get_desc(), bias != nullptr); });
+  };
+  const dnnl::matmul full = make(std::min(step, M)), last = make(tail);
+  for_row_blocks(M, step, [&](int64_t r0, int64_t m) {
+    run_packed(m == tail ? last : full, dt::f32, A + r0 * lda, lda, m, K, W.w, C + r0 * ldc, ldc, N,
+               DNNL_ARG_BIAS, bias);
+  });
 }
 
 size_t onednn_f32_bytes(const OnednnF32Weights& W) { return W.w.get_desc().get_size(); }
-
-void onednn_set_num_threads(int n) {
-  // libgomp came in with libdnnl; found by name so that nothing here links OpenMP itself
-  using SetFn = void (*)(int);
-  static const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (set) set(n);
-}
 
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();
@@ -352,6 +451,10 @@ bool onednn_enabled() { return false; }
 void set_onednn_enabled(bool) {}
 bool onednn_sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                   const float*, int64_t, float, float*, int64_t) {
+  return false;
+}
+bool onednn_sgemm_bias(bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
+                       int64_t, const float*, float*, int64_t) {
   return false;
 }
 bool onednn_bf16_gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
@@ -376,7 +479,6 @@ void onednn_f32_packed_linear(float*, int64_t, const float*, int64_t, int64_t,
                               const OnednnF32Weights&, const float*) {}
 size_t onednn_f32_bytes(const OnednnF32Weights&) { return 0; }
 void set_onednn_bf16_forced(bool) {}
-void onednn_set_num_threads(int) {}
 std::string onednn_version() { return ""; }
 
 #endif

@@ -16,10 +16,8 @@
 //
 // Who: cpu::gemm<float> (runtime/cpu/matmul.cpp) tries this first for GEMMs of at least
 // kOnednnMinWork multiply-adds whose N and K are at most kOnednnMaxNK (wider or deeper ones
-// ran up to 2.5× slower than OpenBLAS: the evening's re-measurement, runtime/kernels/matmul.h),
-// from outside oneTBB's tasks only: oneDNN is built on OpenMP
-// here, and a call from inside a TBB task (sdpa's tile products) would start a second team
-// of threads on cores the first already uses. Everything else stays on OpenBLAS. MASE_SGEMM=
+// ran up to 2.5× slower than OpenBLAS: the evening's re-measurement, runtime/kernels/matmul.h).
+// Everything else stays on OpenBLAS (sdpa's small tile products among them). MASE_SGEMM=
 // openblas turns it off (A/B); mase-bench and mase-train print which library runs.
 #pragma once
 #include <cstdint>
@@ -33,6 +31,10 @@ namespace mase::cpu {
 // built, turned off, or it refused the problem): the caller computes it another way.
 bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// C = A·op(B) + bias (N) in every row, the bias as the primitive's bias argument: added to the
+// sums in the kernel's store (cpu::gemm_bias, runtime/kernels/matmul.h, says why).
+bool onednn_sgemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                       const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc);
 // The same with bf16 operands (--precision bf16): A and B rounded to bf16 (to nearest even,
 // runtime/kernels/bf16.h; the same bits as every other bf16 path), products and sums in fp32,
 // C fp32. oneDNN picks its kernel at run time: AMX-BF16 tiles (Sapphire Rapids) or vdpbf16ps
@@ -67,8 +69,9 @@ void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64
                       const OnednnInt8Weights& W, float a_scale, const float* bias);
 size_t onednn_int8_bytes(const OnednnInt8Weights& W);  // its copy of B and its scales
 // fp32 weights packed once (onednn_f32_pack, onednn_f32_packed_linear): runtime/kernels/matmul.h
-// oneDNN's OpenMP threads: set with mase::set_num_threads.
-void onednn_set_num_threads(int n);
+// Threads: every call above runs in blocks of rows on oneTBB's threads (mase::set_num_threads),
+// each block a primitive with one OpenMP thread, so that libgomp never starts a team of its own
+// (onednn_gemm.cpp, "one pool owns the cores", says why).
 std::string onednn_version();  // "oneDNN 2.6.3" in a build with it, else ""
 
 }  // namespace mase::cpu

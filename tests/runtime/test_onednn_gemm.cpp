@@ -4,6 +4,7 @@
 // (output scale, sum post-op), odd sizes; and the same call with oneDNN switched off
 // (OpenBLAS) within fp32 reassociation. *Skipped* in a build without libdnnl-dev.
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -128,5 +129,73 @@ TEST_CASE("oneDNN bf16 gemm (--precision bf16): rounded operands, fp32 sums, vs 
       }
   set_cpu_gemm_precision(GemmPrecision::fp32);
   cpu::set_onednn_bf16_forced(false);
+  cpu::set_onednn_enabled(was);
+}
+
+// The Linear's forward with the bias in the store (cpu::gemm_bias, runtime/kernels/matmul.h):
+// on oneDNN the bias argument, elsewhere a copy into C and beta = 1; both against double.
+TEST_CASE("gemm_bias: x·Wᵀ + bias on oneDNN (bias argument) and on OpenBLAS (copy, beta 1)") {
+  const int64_t M = 301, N = 129, K = 257;
+  const Problem p(false, true, M, N, K, 7);
+  const std::vector<float> bias = random_floats(N, 9);
+  const bool was = cpu::onednn_enabled();
+  for (bool onednn : {true, false}) {
+    CAPTURE(onednn);
+    if (onednn && cpu::onednn_version().empty()) {
+      test::skip("this build has no oneDNN (libdnnl-dev): the OpenBLAS half only");
+      continue;
+    }
+    cpu::set_onednn_enabled(onednn);
+    std::vector<float> C = p.C0;
+    cpu::gemm_bias<float>(true, M, N, K, p.A.data(), p.lda, p.B.data(), p.ldb, bias.data(), C.data(),
+                          p.ldc);
+    double worst = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        worst = std::max(worst, std::abs(C[i * p.ldc + j] - (p.ref(i, j, 1.0f, 0.0f, [](float x) {
+                                                               return x;
+                                                             }) + bias[size_t(j)])));
+    CHECK(worst < 1e-4);
+    for (int64_t i = 0; i < M; ++i)  // the spare columns of C are never written
+      for (int64_t j = N; j < p.ldc; ++j) CHECK(C[i * p.ldc + j] == p.C0[i * p.ldc + j]);
+  }
+  cpu::set_onednn_enabled(was);
+}
+
+// oneDNN runs in blocks of rows on our threads, each block single-threaded (onednn_gemm.cpp,
+// "one pool owns the cores"): a row's sums run along K inside one block, so the result does not
+// depend on how the rows were cut — 1 thread (one block) and 2 (two) give the same bits — and
+// libgomp starts no threads of its own (the process's thread count does not grow).
+TEST_CASE("oneDNN in row blocks: the same bits with 1 and 2 threads, and no OpenMP team") {
+  if (cpu::onednn_version().empty()) return test::skip("this build has no oneDNN (libdnnl-dev)");
+  const bool was = cpu::onednn_enabled();
+  const int threads = num_threads();
+  cpu::set_onednn_enabled(true);
+  auto count_threads = [] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.exists();
+    return n;
+  };
+  set_num_threads(2);
+  parallel_for(0, 1 << 16, 1, [](int64_t, int64_t) {});  // our pool's threads exist
+  const int before = count_threads();  // (ctest runs each case in a process of its own)
+  const int64_t M = 301, N = 129, K = 257;
+  for (bool ta : {false, true}) {
+    CAPTURE(ta);
+    const Problem p(ta, true, M, N, K, 11);
+    std::vector<float> C1 = p.C0, C2 = p.C0;
+    set_num_threads(1);
+    REQUIRE(cpu::onednn_sgemm(ta, true, M, N, K, 1.0f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.5f,
+                              C1.data(), p.ldc));
+    set_num_threads(2);
+    for (int r = 0; r < 3; ++r) {
+      C2 = p.C0;
+      REQUIRE(cpu::onednn_sgemm(ta, true, M, N, K, 1.0f, p.A.data(), p.lda, p.B.data(), p.ldb,
+                                0.5f, C2.data(), p.ldc));
+    }
+    CHECK(C1 == C2);
+  }
+  CHECK(count_threads() <= before);
+  set_num_threads(threads);
   cpu::set_onednn_enabled(was);
 }
