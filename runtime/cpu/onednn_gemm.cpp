@@ -70,8 +70,9 @@ Cache& cache() {
 // default, mase-bench --suite e2e, docs/performance.md "Two thread pools"). libgomp reads that
 // variable before main, so the fix is structural: oneDNN never starts a thread. Each call is
 // cut into blocks of rows, one per TBB thread, and each block is a primitive made and run with
-// one OpenMP thread (the thread's own ICV: libgomp keeps one per thread). The blocks of a row
-// compute exactly what one call would: the sums run along K inside one block.
+// one OpenMP thread (the thread's own ICV: libgomp keeps one per thread). A row's sums run
+// along K inside one block; oneDNN may block K differently for another number of rows, so
+// another thread count can move the last bits (as with OpenBLAS), the same count never does.
 void one_omp_thread() {
   // libgomp came in with libdnnl; found by name so that nothing here links OpenMP itself
   using SetFn = void (*)(int);
