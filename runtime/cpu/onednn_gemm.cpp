@@ -85,7 +85,7 @@ constexpr int64_t kMinBlockRows = 16;  // fewer rows a thread: one block on the 
 // The blocks of M rows: `step` rows each, the last one shorter.
 int64_t block_rows(int64_t M) {
   const int64_t n = std::clamp<int64_t>(M / kMinBlockRows, 1, num_threads());
-  const int64_t step = (M + n - 1) / n;
+  const int64_t step = std::max<int64_t>((M + n - 1) / n, 1);
   return (step + 7) / 8 * 8;  // whole cache lines of C where ldc allows
 }
 
@@ -270,20 +270,20 @@ bool blocked_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
 
 bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (!onednn_enabled() || K == 0) return false;  // false: OpenBLAS computes it
+  if (!onednn_enabled() || K == 0 || M == 0 || N == 0) return false;  // OpenBLAS computes it
   return blocked_matmul(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr, dt::f32);
 }
 
 bool onednn_sgemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                        const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc) {
-  if (!onednn_enabled() || K == 0) return false;
+  if (!onednn_enabled() || K == 0 || M == 0 || N == 0) return false;
   return blocked_matmul(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias, dt::f32);
 }
 
 bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                       const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                       float* C, int64_t ldc) {
-  if (!onednn_bf16_active() || K == 0) return false;
+  if (!onednn_bf16_active() || K == 0 || M == 0 || N == 0) return false;
   // op(A) is M × K, stored K × M when transposed; op(B) is K × N, stored N × K when transposed.
   // The rounded copies are dense: their leading dimension is their stored row length.
   thread_local std::vector<uint16_t> a16, b16;
@@ -359,6 +359,7 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64
 void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
                       const OnednnInt8Weights& W, float a_scale, const float* bias) {
   const int64_t N = W.N, K = W.K;
+  if (M <= 0) return;
   const int64_t step = block_rows(M), tail = M - (M - 1) / step * step;
   one_omp_thread();
   auto make = [&](int64_t m) {
@@ -425,6 +426,7 @@ std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float* W, int64_t 
 void onednn_f32_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
                               const OnednnF32Weights& W, const float* bias) {
   const int64_t N = W.N, K = W.K;
+  if (M <= 0) return;
   const int64_t step = block_rows(M), tail = M - (M - 1) / step * step;
   one_omp_thread();
   auto make = [&](int64_t m) {

@@ -209,3 +209,31 @@ TEST_CASE("oneDNN in row blocks: 1 and 2 threads agree, repeats are bitwise, no 
   set_num_threads(threads);
   cpu::set_onednn_enabled(was);
 }
+
+// Weights packed once (freezing): every batch height, from an empty batch to several row blocks
+// with a short last one, against double; nothing written for M = 0.
+TEST_CASE("oneDNN packed weights: batches of 0 to 301 rows, one block or several, vs double") {
+  if (cpu::onednn_version().empty()) return test::skip("this build has no oneDNN (libdnnl-dev)");
+  const bool was = cpu::onednn_enabled();
+  cpu::set_onednn_enabled(true);
+  const int64_t N = 129, K = 257;
+  const std::vector<float> W = random_floats(N * K, 21), bias = random_floats(N, 22);
+  const auto packed = cpu::onednn_f32_pack(W.data(), K, N, K);
+  REQUIRE(packed);
+  for (int64_t M : {0, 1, 15, 16, 17, 31, 33, 301}) {
+    CAPTURE(M);
+    const std::vector<float> A = random_floats(std::max<int64_t>(M, 1) * K, 23);
+    std::vector<float> C(size_t(std::max<int64_t>(M, 1) * N), -7.0f);
+    cpu::onednn_f32_packed_linear(C.data(), N, A.data(), K, M, *packed, bias.data());
+    if (M == 0) CHECK(C[0] == -7.0f);
+    double worst = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double ref = bias[size_t(j)];
+        for (int64_t k = 0; k < K; ++k) ref += double(A[size_t(i * K + k)]) * W[size_t(j * K + k)];
+        worst = std::max(worst, std::abs(C[size_t(i * N + j)] - ref));
+      }
+    CHECK(worst < 1e-4);
+  }
+  cpu::set_onednn_enabled(was);
+}
