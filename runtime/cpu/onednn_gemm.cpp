@@ -81,6 +81,7 @@ void one_omp_thread() {
 }
 
 constexpr int64_t kMinBlockRows = 16;  // fewer rows a thread: one block on the calling thread
+constexpr int64_t kMinBlockCols = 64;  // (or blocks of columns, where the matrix allows)
 
 // The blocks of M rows: `step` rows each, the last one shorter.
 int64_t block_rows(int64_t M) {
@@ -89,9 +90,16 @@ int64_t block_rows(int64_t M) {
   return (step + 7) / 8 * 8;  // whole cache lines of C where ldc allows
 }
 
-// f(r0, rows) for each block, in parallel. f must not throw; make primitives first.
+// The blocks of N columns, for a matrix with too few rows: whole 64-column panels each.
+int64_t block_cols(int64_t N) {
+  const int64_t n = std::clamp<int64_t>(N / kMinBlockCols, 1, num_threads());
+  return ((N + n - 1) / n + kMinBlockCols - 1) / kMinBlockCols * kMinBlockCols;
+}
+
+// f(start, size) for each block of `step` rows (or columns) of M, in parallel; make primitives
+// first.
 template <class F>
-void for_row_blocks(int64_t M, int64_t step, F&& f) {
+void for_blocks(int64_t M, int64_t step, F&& f) {
   const int64_t n = (M + step - 1) / step;
   if (n <= 1) {
     one_omp_thread();
@@ -244,25 +252,35 @@ void set_onednn_enabled(bool on) { enabled_flag() = on; }
 
 namespace {
 // C = alpha·op(A)·op(B) (+ bias in every row) (+ beta·C), elements of A and B of `type`, in
-// blocks of rows (for_row_blocks): block r0 reads A from row r0 (column r0 when A is stored
-// transposed) and writes C from row r0. false: oneDNN refused the problem.
+// blocks run by for_blocks: blocks of rows (block r0 reads A from row r0 — column r0 when A is
+// stored transposed — and writes C from row r0), or, when there are too few rows to give each
+// thread kMinBlockRows, blocks of columns (B, C and the bias from column c0): a batch of one
+// short sequence (16 rows) would otherwise run on one core. false: oneDNN refused the problem.
 bool blocked_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A,
                     int64_t lda, const void* B, int64_t ldb, float beta, float* C, int64_t ldc,
                     const float* bias, dt type) {
-  const int64_t step = block_rows(M), tail = M - (M - 1) / step * step;
-  const dnnl::memory::desc bd = matrix(K, N, tb, ldb, type),
-                           biasd = bias ? matrix(1, N, false, N) : dnnl::memory::desc();
-  auto make = [&](int64_t m) {
-    return primitive({m, N, K, ta, tb, lda, ldb, ldc, alpha, beta, type == dt::bf16, bias != nullptr},
-                     matrix(m, K, ta, lda, type), bd, matrix(m, N, false, ldc), alpha, beta, biasd);
+  const bool by_cols = M < 2 * kMinBlockRows && N >= 2 * kMinBlockCols && num_threads() > 1;
+  const int64_t extent = by_cols ? N : M, step = by_cols ? block_cols(N) : block_rows(M);
+  const int64_t tail = extent - (extent - 1) / step * step;
+  // block of `e` rows or columns: its sizes, and its operands' descriptions
+  auto dims = [&](int64_t e) { return std::pair{by_cols ? M : e, by_cols ? e : N}; };
+  auto bias_desc = [&](int64_t n) { return bias ? matrix(1, n, false, n) : dnnl::memory::desc(); };
+  auto make = [&](int64_t e) {
+    const auto [m, n] = dims(e);
+    return primitive({m, n, K, ta, tb, lda, ldb, ldc, alpha, beta, type == dt::bf16, bias != nullptr},
+                     matrix(m, K, ta, lda, type), matrix(K, n, tb, ldb, type),
+                     matrix(m, n, false, ldc), alpha, beta, bias_desc(n));
   };
-  const auto full = make(std::min(step, M)), last = make(tail);  // before any block runs
+  const auto full = make(std::min(step, extent)), last = make(tail);  // before any block runs
   if (!full || !last) return false;
   const size_t esize = type == dt::bf16 ? 2 : 4;
-  for_row_blocks(M, step, [&](int64_t r0, int64_t m) {
-    const char* a = static_cast<const char*>(A) + size_t(ta ? r0 : r0 * lda) * esize;
-    run(m == tail ? *last : *full, matrix(m, K, ta, lda, type), a, bd, B,
-        matrix(m, N, false, ldc), C + r0 * ldc, biasd, bias);
+  for_blocks(extent, step, [&](int64_t e0, int64_t e) {
+    const auto [m, n] = dims(e);
+    const int64_t a_off = by_cols ? 0 : (ta ? e0 : e0 * lda), b_off = by_cols ? (tb ? e0 * ldb : e0) : 0;
+    run(e == tail ? *last : *full, matrix(m, K, ta, lda, type),
+        static_cast<const char*>(A) + size_t(a_off) * esize, matrix(K, n, tb, ldb, type),
+        static_cast<const char*>(B) + size_t(b_off) * esize, matrix(m, n, false, ldc),
+        C + (by_cols ? e0 : e0 * ldc), bias_desc(n), bias ? bias + (by_cols ? e0 : 0) : nullptr);
   });
   return true;
 }
@@ -373,7 +391,7 @@ void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64
   // a bias of zeros when there is none: x·0 = −0 for a negative sum, and the reference's
   // fma(s, scale, +0) gives +0 — the add keeps the bits the same (and costs nothing: fused)
   const float* b = bias ? bias : W.zeros.data();
-  for_row_blocks(M, step, [&](int64_t r0, int64_t m) {
+  for_blocks(M, step, [&](int64_t r0, int64_t m) {
     run_packed(m == tail ? last : full, dt::s8, A + r0 * lda, lda, m, K, W.w, C + r0 * ldc, ldc, N,
                DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, b);
   });
@@ -434,7 +452,7 @@ void onednn_f32_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda
                   [&] { return f32_pd(m, N, K, lda, ldc, W.w.get_desc(), bias != nullptr); });
   };
   const dnnl::matmul full = make(std::min(step, M)), last = make(tail);
-  for_row_blocks(M, step, [&](int64_t r0, int64_t m) {
+  for_blocks(M, step, [&](int64_t r0, int64_t m) {
     run_packed(m == tail ? last : full, dt::f32, A + r0 * lda, lda, m, K, W.w, C + r0 * ldc, ldc, N,
                DNNL_ARG_BIAS, bias);
   });

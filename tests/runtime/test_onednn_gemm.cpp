@@ -237,3 +237,49 @@ TEST_CASE("oneDNN packed weights: batches of 0 to 301 rows, one block or several
   }
   cpu::set_onednn_enabled(was);
 }
+
+// A batch with too few rows to give each thread a block of 16 (one short sequence) is cut into
+// blocks of columns instead (onednn_gemm.cpp, blocked_matmul): B, C and the bias from column
+// c0, a short last block; every transpose form, alpha, beta and the bias, against double.
+TEST_CASE("oneDNN with few rows: blocks of columns, every transpose form and the bias") {
+  if (cpu::onednn_version().empty()) return test::skip("this build has no oneDNN (libdnnl-dev)");
+  const bool was = cpu::onednn_enabled();
+  const int threads = num_threads();
+  cpu::set_onednn_enabled(true);
+  set_num_threads(2);
+  const int64_t N = 300, K = 257;  // 300 = 192 + a short last block of 108
+  for (int64_t M : {1, 5, 31}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(M);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        const Problem p(ta, tb, M, N, K, 31);
+        std::vector<float> C = p.C0;
+        REQUIRE(cpu::onednn_sgemm(ta, tb, M, N, K, -0.5f, p.A.data(), p.lda, p.B.data(), p.ldb,
+                                  0.25f, C.data(), p.ldc));
+        double worst = 0;
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j)
+            worst = std::max(worst, std::abs(C[i * p.ldc + j] -
+                                             p.ref(i, j, -0.5f, 0.25f, [](float x) { return x; })));
+        CHECK(worst < 1e-4);
+        for (int64_t i = 0; i < M; ++i)  // the spare columns of C are never written
+          for (int64_t j = N; j < p.ldc; ++j) CHECK(C[i * p.ldc + j] == p.C0[i * p.ldc + j]);
+      }
+    const Problem p(false, true, M, N, K, 37);  // and the Linear's forward, bias in the store
+    const std::vector<float> bias = random_floats(N, 38);
+    std::vector<float> C = p.C0;
+    REQUIRE(cpu::onednn_sgemm_bias(true, M, N, K, p.A.data(), p.lda, p.B.data(), p.ldb,
+                                   bias.data(), C.data(), p.ldc));
+    double worst = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        worst = std::max(worst, std::abs(C[i * p.ldc + j] - (p.ref(i, j, 1.0f, 0.0f, [](float x) {
+                                                               return x;
+                                                             }) + bias[size_t(j)])));
+    CHECK(worst < 1e-4);
+  }
+  set_num_threads(threads);
+  cpu::set_onednn_enabled(was);
+}
