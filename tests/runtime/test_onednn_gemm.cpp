@@ -42,6 +42,16 @@ struct Problem {
     for (int64_t k = 0; k < K; ++k) s += double(f(a(i, k))) * double(f(b(k, j)));
     return alpha * s + beta * double(C0[i * ldc + j]);
   }
+  // the largest |C - (A·op(B) + bias)| over C's M × N, against double
+  double worst_linear(const std::vector<float>& C, const std::vector<float>& bias) const {
+    double worst = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        worst = std::max(worst, std::abs(C[i * ldc + j] - (ref(i, j, 1.0f, 0.0f, [](float x) {
+                                                              return x;
+                                                            }) + bias[size_t(j)])));
+    return worst;
+  }
 };
 
 }  // namespace
@@ -149,13 +159,7 @@ TEST_CASE("gemm_bias: x·Wᵀ + bias on oneDNN (bias argument) and on OpenBLAS (
     std::vector<float> C = p.C0;
     cpu::gemm_bias<float>(true, M, N, K, p.A.data(), p.lda, p.B.data(), p.ldb, bias.data(), C.data(),
                           p.ldc);
-    double worst = 0;
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j)
-        worst = std::max(worst, std::abs(C[i * p.ldc + j] - (p.ref(i, j, 1.0f, 0.0f, [](float x) {
-                                                               return x;
-                                                             }) + bias[size_t(j)])));
-    CHECK(worst < 1e-4);
+    CHECK(p.worst_linear(C, bias) < 1e-4);
     for (int64_t i = 0; i < M; ++i)  // the spare columns of C are never written
       for (int64_t j = N; j < p.ldc; ++j) CHECK(C[i * p.ldc + j] == p.C0[i * p.ldc + j]);
   }
@@ -272,13 +276,7 @@ TEST_CASE("oneDNN with few rows: blocks of columns, every transpose form and the
     std::vector<float> C = p.C0;
     REQUIRE(cpu::onednn_sgemm_bias(true, M, N, K, p.A.data(), p.lda, p.B.data(), p.ldb,
                                    bias.data(), C.data(), p.ldc));
-    double worst = 0;
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j)
-        worst = std::max(worst, std::abs(C[i * p.ldc + j] - (p.ref(i, j, 1.0f, 0.0f, [](float x) {
-                                                               return x;
-                                                             }) + bias[size_t(j)])));
-    CHECK(worst < 1e-4);
+    CHECK(p.worst_linear(C, bias) < 1e-4);
   }
   set_num_threads(threads);
   cpu::set_onednn_enabled(was);
