@@ -2,8 +2,9 @@
 //
 // Every parallel loop in the CPU kernels goes through parallel_for below, on oneTBB's pool.
 // OpenBLAS has its own threads for GEMM; set_num_threads gives both the same count, and
-// GEMMs are only ever called from outside a TBB task, so the two never run nested and the
-// machine is never oversubscribed (2 pools × 2 threads on 2 cores would halve throughput).
+// OpenBLAS GEMMs are only ever called from outside a TBB task, so the two never run nested and
+// the machine is never oversubscribed (2 pools × 2 threads on 2 cores would halve throughput).
+// oneDNN's GEMMs run on this pool itself, one OpenMP thread a block (runtime/cpu/onednn_gemm.cpp).
 #pragma once
 #include <cstdint>
 #include <string>

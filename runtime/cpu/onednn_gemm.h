@@ -10,9 +10,12 @@
 // OpenBLAS: the gain is the matmul primitive's JIT kernels, built per shape.
 //
 // How: a matmul primitive per GEMM signature (sizes, transposes, leading dimensions, alpha,
-// beta), created on first use and cached (creating one generates its kernel); the
+// beta, bias), created on first use and cached (creating one generates its kernel); the
 // operands are bound at each call, so weights updated in place by training are read fresh.
-// alpha is an output scale, beta·C a "sum" post-op.
+// alpha is an output scale, beta·C a "sum" post-op, the bias the primitive's bias argument.
+// Every call runs as blocks of rows (or, for a few rows, of columns) on oneTBB's threads, each
+// block a primitive with one OpenMP thread: oneDNN never starts threads of its own, which
+// would spin beside ours (onednn_gemm.cpp, "one pool owns the cores").
 //
 // Who: cpu::gemm<float> (runtime/cpu/matmul.cpp) tries this first for GEMMs of at least
 // kOnednnMinWork multiply-adds whose N and K are at most kOnednnMaxNK (wider or deeper ones
