@@ -208,16 +208,17 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       cpu::gemm_bias<T>(!W.trans, rows, out, in, x2.template data<T>(), in, W.t.template data<T>(),
                         W.ld, b.template data<T>(), y.template data<T>(), out);
     });
-  } else if (in == 0) {  // an empty sum: y = bias, or 0 (and BLAS would reject lda = 0)
-    if (bias.defined()) copy_(y.as_strided({rows, out}, {out, 1}, 0), bias.as_strided({rows, out}, {0, bias.strides()[0]}, bias.offset()));
-    else fill_(y, 0.0);
   } else {
     // y = bias broadcast to every row, then y += x·Wᵀ (beta = 1): no separate pass adds it
     if (bias.defined()) copy_(y.as_strided({rows, out}, {out, 1}, 0), bias.as_strided({rows, out}, {0, bias.strides()[0]}, bias.offset()));
-    dispatch_float(x.dtype(), "linear", [&]<class T>() {
-      gemm_any<T>(x, false, !W.trans, rows, out, in, 1.0, x2.template data<T>(), in,
-                  W.t.template data<T>(), W.ld, bias.defined() ? 1.0 : 0.0, y.template data<T>(), out);
-    });
+    if (in == 0) {  // an empty sum: y = bias, or 0 (and BLAS would reject lda = 0)
+      if (!bias.defined()) fill_(y, 0.0);
+    } else {
+      dispatch_float(x.dtype(), "linear", [&]<class T>() {
+        gemm_any<T>(x, false, !W.trans, rows, out, in, 1.0, x2.template data<T>(), in,
+                    W.t.template data<T>(), W.ld, bias.defined() ? 1.0 : 0.0, y.template data<T>(), out);
+      });
+    }
   }
   bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();
   Tensors inputs{x, weight};

@@ -90,6 +90,9 @@ int64_t block_rows(int64_t M) {
   return (step + 7) / 8 * 8;  // whole cache lines of C where ldc allows
 }
 
+// The size of the last of the blocks of `step` that cover `extent` (≥ 1)
+int64_t last_block(int64_t extent, int64_t step) { return extent - (extent - 1) / step * step; }
+
 // The blocks of N columns, for a matrix with too few rows: whole 64-column panels each.
 int64_t block_cols(int64_t N) {
   const int64_t n = std::clamp<int64_t>(N / kMinBlockCols, 1, num_threads());
@@ -167,19 +170,30 @@ std::optional<dnnl::matmul> primitive(const Key& key, const dnnl::memory::desc& 
   }
 }
 
-void run(const dnnl::matmul& prim, const dnnl::memory::desc& ad, const void* A,
-         const dnnl::memory::desc& bd, const void* B, const dnnl::memory::desc& cd, float* C,
-         const dnnl::memory::desc& biasd = dnnl::memory::desc(), const float* bias = nullptr) {
+// Runs prim on this thread's stream, with this thread's scratchpad, and waits for it.
+void execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args) {
   Cache& c = cache();
   thread_local dnnl::stream stream(c.engine);
-  dnnl::memory a(ad, c.engine, const_cast<void*>(A)), b(bd, c.engine, const_cast<void*>(B)),
-      out(cd, c.engine, C);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, out}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(biasd, c.engine, const_cast<float*>(bias)));
   args.emplace(DNNL_ARG_SCRATCHPAD, thread_scratchpad(prim, c.engine));
   prim.execute(stream, args);
   stream.wait();
+}
+
+// A (1, N) f32 vector (a bias, or a post-op's operand) as oneDNN memory.
+dnnl::memory row_vector(const float* v, int64_t N) {
+  return dnnl::memory({{1, N}, dt::f32, dnnl::memory::dims{N, 1}}, cache().engine,
+                      const_cast<float*>(v));
+}
+
+void run(const dnnl::matmul& prim, const dnnl::memory::desc& ad, const void* A,
+         const dnnl::memory::desc& bd, const void* B, const dnnl::memory::desc& cd, float* C,
+         const float* bias = nullptr) {
+  const dnnl::engine& e = cache().engine;
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(ad, e, const_cast<void*>(A))},
+                                             {DNNL_ARG_WEIGHTS, dnnl::memory(bd, e, const_cast<void*>(B))},
+                                             {DNNL_ARG_DST, dnnl::memory(cd, e, C)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, row_vector(bias, cd.dims()[1]));
+  execute(prim, std::move(args));
 }
 
 // One block of a matmul on a weight packed once (w): A's m rows (elements of a_type) and C's,
@@ -187,18 +201,13 @@ void run(const dnnl::matmul& prim, const dnnl::memory::desc& ad, const void* A,
 void run_packed(const dnnl::matmul& prim, dt a_type, const void* A, int64_t lda, int64_t m,
                 int64_t K, const dnnl::memory& w, float* C, int64_t ldc, int64_t N, int vec_arg,
                 const float* vec) {
-  Cache& c = cache();
-  thread_local dnnl::stream stream(c.engine);
-  dnnl::memory a({{m, K}, a_type, dnnl::memory::dims{lda, 1}}, c.engine, const_cast<void*>(A)),
-      out({{m, N}, dt::f32, dnnl::memory::dims{ldc, 1}}, c.engine, C);
+  const dnnl::engine& e = cache().engine;
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, out},
-      {DNNL_ARG_SCRATCHPAD, thread_scratchpad(prim, c.engine)}};
-  if (vec)
-    args.emplace(vec_arg, dnnl::memory({{1, N}, dt::f32, dnnl::memory::dims{N, 1}}, c.engine,
-                                       const_cast<float*>(vec)));
-  prim.execute(stream, args);
-  stream.wait();
+      {DNNL_ARG_SRC, dnnl::memory({{m, K}, a_type, dnnl::memory::dims{lda, 1}}, e, const_cast<void*>(A))},
+      {DNNL_ARG_WEIGHTS, w},
+      {DNNL_ARG_DST, dnnl::memory({{m, N}, dt::f32, dnnl::memory::dims{ldc, 1}}, e, C)}};
+  if (vec) args.emplace(vec_arg, row_vector(vec, N));
+  execute(prim, std::move(args));
 }
 
 // rows × cols stored with leading dimension ld, rounded to bf16 into buf (leading dimension cols)
@@ -261,15 +270,15 @@ bool blocked_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
                     const float* bias, dt type) {
   const bool by_cols = M < 2 * kMinBlockRows && N >= 2 * kMinBlockCols && num_threads() > 1;
   const int64_t extent = by_cols ? N : M, step = by_cols ? block_cols(N) : block_rows(M);
-  const int64_t tail = extent - (extent - 1) / step * step;
-  // block of `e` rows or columns: its sizes, and its operands' descriptions
+  const int64_t tail = last_block(extent, step);
+  // a block of `e` rows (or columns): its sizes
   auto dims = [&](int64_t e) { return std::pair{by_cols ? M : e, by_cols ? e : N}; };
-  auto bias_desc = [&](int64_t n) { return bias ? matrix(1, n, false, n) : dnnl::memory::desc(); };
   auto make = [&](int64_t e) {
     const auto [m, n] = dims(e);
     return primitive({m, n, K, ta, tb, lda, ldb, ldc, alpha, beta, type == dt::bf16, bias != nullptr},
                      matrix(m, K, ta, lda, type), matrix(K, n, tb, ldb, type),
-                     matrix(m, n, false, ldc), alpha, beta, bias_desc(n));
+                     matrix(m, n, false, ldc), alpha, beta,
+                     bias ? matrix(1, n, false, n) : dnnl::memory::desc());
   };
   const auto full = make(std::min(step, extent)), last = make(tail);  // before any block runs
   if (!full || !last) return false;
@@ -280,7 +289,7 @@ bool blocked_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
     run(e == tail ? *last : *full, matrix(m, K, ta, lda, type),
         static_cast<const char*>(A) + size_t(a_off) * esize, matrix(K, n, tb, ldb, type),
         static_cast<const char*>(B) + size_t(b_off) * esize, matrix(m, n, false, ldc),
-        C + (by_cols ? e0 : e0 * ldc), bias_desc(n), bias ? bias + (by_cols ? e0 : 0) : nullptr);
+        C + (by_cols ? e0 : e0 * ldc), bias ? bias + (by_cols ? e0 : 0) : nullptr);
   });
   return true;
 }
@@ -378,7 +387,7 @@ void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64
                       const OnednnInt8Weights& W, float a_scale, const float* bias) {
   const int64_t N = W.N, K = W.K;
   if (M <= 0) return;
-  const int64_t step = block_rows(M), tail = M - (M - 1) / step * step;
+  const int64_t step = block_rows(M), tail = last_block(M, step);
   one_omp_thread();
   auto make = [&](int64_t m) {
     return cached(W.mu, W.prims, std::make_tuple(m, lda, ldc, a_scale), [&] {
@@ -445,7 +454,7 @@ void onednn_f32_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda
                               const OnednnF32Weights& W, const float* bias) {
   const int64_t N = W.N, K = W.K;
   if (M <= 0) return;
-  const int64_t step = block_rows(M), tail = M - (M - 1) / step * step;
+  const int64_t step = block_rows(M), tail = last_block(M, step);
   one_omp_thread();
   auto make = [&](int64_t m) {
     return cached(W.mu, W.prims, std::make_tuple(m, lda, ldc, bias != nullptr),
