@@ -55,7 +55,9 @@ void gemm_any(const Tensor& like, bool ta, bool tb, int64_t M, int64_t N, int64_
 // OpenBLAS on this Linear? Measured with mase-bench --suite ladder (docs/performance.md, "The
 // CPU's own matrix units"): on BERT's narrow Linears — bert-tiny's 128-wide ones — OpenBLAS
 // spends much of each call packing A and B; ours packs only W (here, per call: N·K copies
-// against M·N·K FMAs, <1% at M = 8192) and wins; from 512 × 512 up OpenBLAS's larger tiles win.
+// against M·N·K FMAs, <1% at M = 8192) and wins; from 512 × 512 up OpenBLAS's larger tiles
+// won, and since our kernel prefetches B the two tie there (0.87–1.06, "Our packed GEMM, its B
+// prefetched"), so those stay with OpenBLAS, which needs no copy of W per call.
 bool packed_linear_wins(int64_t rows, int64_t out, int64_t in) {
   // oneDNN's matmul, where it runs, beats both on these shapes (runtime/cpu/onednn_gemm.h)
   if (cpu::onednn_enabled() && double(rows) * double(out) * double(in) >= cpu::kOnednnMinWork)

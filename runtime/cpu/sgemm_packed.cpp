@@ -2,13 +2,26 @@
 // choice, packing B once, the loops and threads (see runtime/kernels/sgemm_packed.h).
 //
 // Loops (GotoBLAS's): parallel over tasks = (MC rows of A) × (a range of B's panels); in a task
-//   for each slice of KC values of k        A's MC × KC block, packed (96 KB), stays in L2
-//     for each panel                        its KC × nr slice (32 KB) stays in L1/L2
+//   for each slice of KC values of k        A's MC × KC block, packed (768 KB), stays in L2
+//     for each panel                        its KC × nr slice (128 KB) streams from L2/L3,
+//                                           prefetched a few k steps ahead by the microkernel
 //       for each MR rows: one microkernel call over the slice, continuing C's fma chains
-// Without the k slices a panel of K = 3072 (384 KB) and 12 rows of A (144 KB) compete for L2,
-// and the kernel ran at 0.76 of sgemm on bert-base's 768 × 3072. A is packed per slice, MR
-// rows k-major ([k][MR]), so the microkernel's 12 broadcasts per k read one cache line in
-// order instead of 12 rows in 12 streams (and need one address register, not 12).
+// A is packed per slice, MR rows k-major ([k][MR]), so the microkernel's 12 broadcasts per k
+// read one cache line in order instead of 12 rows in 12 streams (and need one address
+// register, not 12).
+//
+// The block sizes, and what each bought (C = A·Bᵀ, 2048 × 4096 × 4096, one thread of the
+// 2-core Cascade Lake, against OpenBLAS sgemm in the same run; docs/performance.md):
+//   MC 96,  KC 256,  no prefetch     0.64 of sgemm   B's slice (32 KB) was meant to sit in L1,
+//                                                    but A and C evict it: loads wait on L2
+//   MC 96,  KC 256,  B prefetched    0.80            the wait is gone; now the C tile, loaded
+//                                                    and stored once per slice, costs
+//   MC 96,  KC 1024, B prefetched    0.92            4× fewer passes over C
+//   MC 192, KC 1024, B prefetched    0.98            each panel slice fetched into L2 serves
+//                                                    twice the rows
+// Once B is prefetched it no longer has to fit L1, and that is what frees KC to grow. The sum
+// of every element stays Σ_k in k order (a slice continues the previous one's fma chain), so
+// the block sizes never change a bit of the result.
 #include "runtime/kernels/sgemm_packed.h"
 
 #include <algorithm>
@@ -69,7 +82,7 @@ void sgemm_packed(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
   MASE_CHECK(f32_isa_supported(B.isa), ConfigError, "[sgemm_packed] B was packed for ",
              f32_isa_name(B.isa), ", which this CPU cannot run");
   const bool wide = B.isa == F32Isa::avx512;
-  const int64_t MR = wide ? kSgemmAvx512MR : kSgemmAvx2MR, nr = B.nr, MC = MR * 8, KC = 256;
+  const int64_t MR = wide ? kSgemmAvx512MR : kSgemmAvx2MR, nr = B.nr, MC = kSgemmMC, KC = kSgemmKC;
   const int64_t mblocks = (M + MC - 1) / MC, panels = B.panels();
   const int64_t want = 4 * std::max(1, num_threads());
   const int64_t split = std::clamp<int64_t>((want + mblocks - 1) / mblocks, 1, panels);
@@ -84,7 +97,8 @@ void sgemm_packed(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
         const bool last = k0 + KC >= K;
         // pack rows [m0, m0 + mc) × [k0, k0 + kc) as MR-row groups, k-major, zero rows past M
         const int64_t groups = (mc + MR - 1) / MR;
-        apack.assign(size_t(groups * MR * kc), 0.0f);
+        apack.resize(size_t(groups * MR * kc));
+        if (mc % MR) std::fill(apack.end() - MR * kc, apack.end(), 0.0f);
         for (int64_t i = 0; i < mc; ++i) {
           const float* src = A + (m0 + i) * lda + k0;
           float* dst = apack.data() + (i / MR) * MR * kc + i % MR;

@@ -33,9 +33,11 @@ std::vector<float> reference(const std::vector<float>& A, int64_t lda, const std
 
 void check_isa(F32Isa isa) {
   if (!f32_isa_supported(isa)) return test::skip(std::string("this CPU has no ") + f32_isa_name(isa));
-  for (int64_t M : {1, 7, 13, 100})
+  // kSgemmMC + 7 rows: two row blocks, the second a part tile; 2·kSgemmKC + 88: three slices of
+  // K, the later ones continuing the first one's sums through C
+  for (int64_t M : {int64_t(1), int64_t(7), int64_t(13), kSgemmMC + 7})
     for (int64_t N : {1, 15, 33, 64})
-      for (int64_t K : {1, 9, 130, 600})  // 600: three slices of K (256, 256, 88)
+      for (int64_t K : {int64_t(1), int64_t(9), int64_t(130), 2 * kSgemmKC + 88})
         for (bool with_bias : {false, true}) {
           const int64_t lda = K + 3;  // A read in place from a wider matrix
           const auto A = random_floats(M * lda, uint32_t(M + 100 * K));
