@@ -13,6 +13,7 @@
 #include "graph/passes/freeze_weights.h"
 #include "graph/passes/fuse_add_norm.h"
 #include "graph/passes/fuse_bias_gelu.h"
+#include "graph/passes/narrow_cls.h"
 #include "graph/passes/recompute_gelu.h"
 
 namespace mase::graph {
@@ -74,8 +75,8 @@ std::string FirstCallSplit::str() const {
 const std::vector<std::string>& compile_pass_names() {
   static const std::vector<std::string> names{
       "remove_dropout", "fold_lora",   "fuse_bias_gelu", "fuse_add_norm",
-      "fold_mxint8",    "recompute_gelu", "dce",         "freeze_weights", "memory_plan",
-      "arena",          "cuda_graph"};
+      "fold_mxint8",    "narrow_cls",  "recompute_gelu", "dce",         "freeze_weights",
+      "memory_plan",    "arena",       "cuda_graph"};
   return names;
 }
 
@@ -233,6 +234,12 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   run_pass("fuse_bias_gelu", [&] { return fuse_bias_gelu(g).str(); });
   run_pass("fuse_add_norm", [&] { return fuse_add_norm(g).str(); });
   run_pass("fold_mxint8", [&] { return fold_mxint8(g, options_.fold_budget_bytes).str(); });
+  if (!sig.training)
+    run_pass("narrow_cls", [&] {
+      NarrowReport n = narrow_cls(g);
+      cg->narrowed_nodes = n.narrowed;
+      return n.str();
+    });
   if (sig.training) run_pass("recompute_gelu", [&] { return recompute_gelu(g).str(); });
   run_pass("dce", [&] { return dead_code_elimination(g).str(); });
   g.lint();

@@ -20,6 +20,10 @@
 //   fuse_add_norm    Linear + Dropout + add + LayerNorm -> linear + dropout_add_layer_norm
 //   fold_mxint8      constant folding: MXINT8 weights unpacked once, within a memory budget
 //                    (graph/passes/fold_mxint8.h)
+//   narrow_cls       eval mode only: the classifier reads the [CLS] row of the last layer, so
+//                    the last layer's query side, attention output and FFN compute that row
+//                    only (graph/passes/narrow_cls.h); outputs equal eager's up to fp32
+//                    reassociation
 //   recompute_gelu   training only: bias_gelu + linear -> bias_gelu_linear, the GELU output
 //                    recomputed in backward instead of kept (graph/passes/recompute_gelu.h)
 //   dce              dead-code elimination (graph/passes/dce.h)
@@ -88,8 +92,8 @@ struct CompileOptions {
   // replayed plans give theirs back (and make a new one when replayed again)
   size_t arena_budget_bytes = size_t(512) << 20;
 };
-// remove_dropout, fold_lora, fuse_bias_gelu, fuse_add_norm, fold_mxint8, recompute_gelu, dce,
-// freeze_weights, memory_plan, arena, cuda_graph
+// remove_dropout, fold_lora, fuse_bias_gelu, fuse_add_norm, fold_mxint8, narrow_cls,
+// recompute_gelu, dce, freeze_weights, memory_plan, arena, cuda_graph
 const std::vector<std::string>& compile_pass_names();
 
 struct PassRun {
@@ -120,6 +124,7 @@ struct CompiledGraph {
   std::vector<PassRun> passes;  // the ones that ran, in order
   std::vector<LoraFold> lora_folds;  // refreshed before every replay (fold_lora.h)
   std::shared_ptr<FrozenWeights> frozen;  // freeze_weights (the Compiled's one table): installed around every run
+  int64_t narrowed_nodes = 0;  // narrow_cls: nodes computing one token instead of T
   bool memory_planned = false;
   MemoryPlan memory;
   FirstCallSplit first_call;

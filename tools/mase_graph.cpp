@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"eval", "train"}));
   comp->add_option("--no-pass", co.disabled,
                    "turn a pass off (repeatable): remove_dropout, fold_lora, fuse_bias_gelu, "
-                   "fuse_add_norm, fold_mxint8, recompute_gelu, dce, freeze_weights, "
+                   "fuse_add_norm, fold_mxint8, narrow_cls, recompute_gelu, dce, freeze_weights, "
                    "memory_plan, arena, cuda_graph");
   comp->add_flag("--freeze", co.freeze,
                  "eval on the CPU: the weights will not change, so pack every Linear weight "

@@ -53,7 +53,9 @@ TEST_CASE("compile: a plan refuses inputs of another shape") {
 TEST_CASE("compile: bert-tiny end to end equals the eager fused model (eval and train)") {
   auto model = tiny_bert();
   const data::Batch b = tiny_batch();
-  Compiled compiled = compile_bert(model);
+  // narrow_cls off: it changes the work (one token in the last layer), so its outputs equal
+  // eager's within fp32 reassociation, not bit for bit (test_narrow_cls.cpp)
+  Compiled compiled = compile_bert(model, {{"narrow_cls"}});
   model->eval();
   Tensor y;
   {
@@ -82,7 +84,7 @@ TEST_CASE("compile: bert-tiny end to end equals the eager fused model (eval and 
 TEST_CASE("compile: a pass turned off by name does not run") {
   auto model = small_bert();
   model->eval();
-  Compiled compiled = compile_bert(model, {{"fuse_bias_gelu", "memory_plan"}});
+  Compiled compiled = compile_bert(model, {{"fuse_bias_gelu", "narrow_cls", "memory_plan"}});
   NoGradGuard ng;
   Tensor y = compiled(bert_inputs(eval_inputs(), small_batch())).at("logits");
   const CompiledGraph& cg = compiled.last();

@@ -15,7 +15,7 @@ using namespace mase::test;
 TEST_CASE("compile arena: eval replays run out of one arena and equal eager") {
   auto model = tiny_bert();
   model->eval();
-  Compiled compiled = compile_bert(model);
+  Compiled compiled = compile_bert(model, {{"narrow_cls"}});  // bit for bit: test_compile.cpp
   NoGradGuard ng;
   const data::Batch b = tiny_batch();
   std::vector<Tensor> ys;

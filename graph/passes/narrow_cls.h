@@ -1,0 +1,52 @@
+// graph/passes/narrow_cls.h — a pass eager cannot make: the classifier reads one row of the
+// last layer, so the last layer computes that row only.
+//
+// BertForSequenceClassification pools the [CLS] token (HF's BertPooler): of the last encoder
+// layer's (B, T, H) output only row 0 of each sequence reaches the logits —
+//   h = layer_L(h_prev)            (B, T, H)     every token
+//   pooled = tanh(dense(h[:, 0]))  (B, H)        one token
+// A row of the layer's output depends on every token's keys and values, but only on its own
+// query, attention output, LayerNorms and FFN: those act on each token alone. So the pass
+// moves the select up the graph, through every node that acts token by token, until it meets
+// a value something else also reads (the layer's input, which K and V read in full); there it
+// takes a slice of one token. What runs after it:
+//   K, V = linear(h_prev)                       (B, T, H)    unchanged
+//   q    = linear(h_prev[:, 0:1])               (B, 1, H)    1 query row instead of T
+//   a    = sdpa(q, K, V, mask)                  (B, NH, 1, HS)
+//   h    = FFN, LayerNorms on (B, 1, ·)         the rest of the layer on one row
+// For bert-tiny at T = 256 that is half the encoder's work (2 layers), a quarter of
+// bert-small's (4), a twelfth of bert-base's (12). No library or eager framework does this on
+// its own: it needs the whole graph, to see that nothing reads the other rows.
+//
+// Which nodes move (a node is narrowed when everything that reads it is narrowed, and each of
+// those reads it as a token-wise input): Linear, LayerNorm, GELU, Dropout modules (exactly
+// those types: a quantized or LoRA wrapper is left whole), the functions linear, gelu,
+// bias_gelu, layer_norm, dropout, dropout_add_layer_norm, add (of two computed values, not a
+// parameter), contiguous, transpose, view/reshape that keep (B, T) in front, and sdpa through
+// its query only. The token axis is found from the `input_ids` placeholder's (B, T).
+//
+// Eval only (compile.h runs it without autograd's training mode): in training, dropout draws
+// its mask from the element's index, and a (B, 1, H) tensor would draw other masks than eager's
+// (B, T, H) one. Outputs are eager's up to fp32 reassociation, not bit for bit: a Linear over B
+// rows may sum in another order than one over B·T rows (tests/graph/test_narrow_cls.cpp).
+// Read next: graph/passes/rewrite.h (the tool), graph/compile.h (where it runs).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace mase::graph {
+
+struct NarrowReport {
+  int64_t narrowed = 0;              // nodes now computing one token
+  std::vector<std::string> sliced;   // the values a slice of one token is taken of
+  int64_t tokens = 0;                // T, the rows each narrowed node no longer computes
+  std::string skipped;               // why nothing was narrowed (empty when something was)
+  // "narrow_cls: 23 nodes of the last layer compute 1 of 256 tokens (sliced: a, b)"
+  std::string str() const;
+};
+
+NarrowReport narrow_cls(Graph& g);
+
+}  // namespace mase::graph
