@@ -14,8 +14,9 @@
 //   q    = linear(h_prev[:, 0:1])               (B, 1, H)    1 query row instead of T
 //   a    = sdpa(q, K, V, mask)                  (B, NH, 1, HS)
 //   h    = FFN, LayerNorms on (B, 1, ·)         the rest of the layer on one row
-// For bert-tiny at T = 256 that is half the encoder's work (2 layers), a quarter of
-// bert-small's (4), a twelfth of bert-base's (12). No library or eager framework does this on
+// The K and V projections stay (2 of the layer's 12·H² multiply-adds per token), so about 5/6
+// of one layer goes: 5/12 of bert-tiny's encoder (2 layers), a fifth of bert-small's (4), a
+// fourteenth of bert-base's (12); measured ×1.76, ×1.27 and ×1.08 eval (docs/lab4.md). No library or eager framework does this on
 // its own: it needs the whole graph, to see that nothing reads the other rows.
 //
 // Which nodes move (a node is narrowed when everything that reads it is narrowed, and each of
