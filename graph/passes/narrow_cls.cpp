@@ -110,6 +110,10 @@ NarrowReport narrow_cls(Graph& g) {
     return report;
   }
   const int64_t index = attr_int(select->attrs, "index");
+  if (index < 0 || index >= T) {  // x[:, -1] would need its own slice arithmetic
+    report.skipped = cat("the token read, ", index, ", is not in [0, ", T, ")");
+    return report;
+  }
 
   // backward: the region (node -> its token axis) and the boundaries (node -> token axis)
   std::unordered_map<const Node*, size_t> position;
@@ -169,7 +173,8 @@ NarrowReport narrow_cls(Graph& g) {
   r.replace[select] = [&](Graph& out, const NodeMap& map) {
     std::unordered_map<const Node*, Node*> one;  // old node -> its one-token twin
     for (const Node* b : cut) {
-      const Attrs a{{"dim", boundary.at(b)}, {"start", index}, {"end", index + 1}, {"step", int64_t(1)}};
+      const Attrs a{{"dim", boundary.at(b)}, {"start", index}, {"end", index + 1},
+                    {"step", int64_t(1)}};
       one[b] = out.add_node(OpKind::call_function, "slice", {mapped(map, b)}, a,
                             b->name + "_token");
     }
