@@ -39,6 +39,7 @@
 #include "graph/passes/dce.h"
 #include "graph/passes/dropout.h"
 #include "graph/passes/fuse_add_norm.h"
+#include "graph/passes/narrow_cls.h"
 #include "graph/passes/fuse_bias_gelu.h"
 #include "graph/trace.h"
 #include "models/checkpoint.h"
@@ -65,8 +66,8 @@ struct Options {
 };
 
 const char* kPasses =
-    "count_dropout, remove_dropout, fuse_bias_gelu, fuse_add_norm, dce, report_parameters, "
-    "freeze:REGEX, unfreeze:REGEX, insert_lora, fuse_lora, erase:NODE";
+    "count_dropout, remove_dropout, fuse_bias_gelu, fuse_add_norm, narrow_cls, dce, "
+    "report_parameters, freeze:REGEX, unfreeze:REGEX, insert_lora, fuse_lora, erase:NODE";
 
 // "name" or "name:argument"
 std::pair<std::string, std::string> split_pass(const std::string& p) {
@@ -104,6 +105,12 @@ bool run_pass(const std::string& spec, graph::Graph& g, const Options& o, bool h
   if (name == "fuse_bias_gelu" || name == "fuse_add_norm") {  // Lab 4: graph/compile.h
     auto r = name == "fuse_bias_gelu" ? graph::fuse_bias_gelu(g) : graph::fuse_add_norm(g);
     std::cout << r.str();
+    return true;
+  }
+  if (name == "narrow_cls") {  // Lab 4: the last layer on the [CLS] token only
+    MASE_CHECK(!o.train, ConfigError, "--pass narrow_cls is an eval pass: in training a "
+               "one-token dropout would draw other masks than the model's (drop --train)");
+    std::cout << graph::narrow_cls(g).str();
     return true;
   }
   if (name == "dce") {
@@ -222,11 +229,12 @@ int main(int argc, char** argv) {
       "  mase-graph --inputs input_ids,attention_mask --export out/ && mase-graph --reload out/ "
       "--run\n"
       "  mase-graph --pass fuse_bias_gelu --pass fuse_add_norm --print --check\n"
+      "  mase-graph --inputs input_ids,attention_mask --pass narrow_cls --print --check\n"
       "  mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5\n"
       "  mase-graph compile --model bert-small --batch 8 --seq 128 --lora-rank 8 --repeat 5\n"
       "  mase-graph compile --model bert-small --batch 8 --seq 128 --device cuda --repeat 50\n"
       "Passes (in the order given): count_dropout, remove_dropout, fuse_bias_gelu,\n"
-      "  fuse_add_norm, dce (Lab 4: docs/lab4.md), report_parameters,\n"
+      "  fuse_add_norm, narrow_cls, dce (Lab 4: docs/lab4.md), report_parameters,\n"
       "  freeze:REGEX, unfreeze:REGEX (over parameter paths), insert_lora (--lora-* flags),\n"
       "  fuse_lora, erase:NODE (fails while the node has users). Walkthrough: docs/lab0.md.");
   Options o;
