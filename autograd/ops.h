@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autograd/engine.h"
+#include "runtime/philox.h"  // RowMap
 #include "runtime/random.h"
 #include "runtime/tensor.h"
 
@@ -103,9 +104,13 @@ Tensor layer_norm_reference(const Tensor& x, const Tensor& weight, const Tensor&
 // x_bias (C) may be undefined; residual is shaped like x (..., C). The dropout mask is drawn
 // from `gen` exactly as dropout() draws it, so the reference composition (add, dropout, add,
 // layer_norm) gives the same numbers from the same generator state.
+// `rows` (CPU only): which rows of the dropout stream x's rows are, and so how far `gen`
+// advances — a narrowed (B, 1, C) x drawing eager's masks for its tokens (graph/passes/
+// narrow_cls.h; runtime/philox.h says how the map reads).
 Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tensor& residual,
                               const Tensor& weight, const Tensor& bias, double p, bool training,
-                              double eps = 1e-12, Generator& gen = default_generator());
+                              double eps = 1e-12, Generator& gen = default_generator(),
+                              const RowMap& rows = {});
 Tensor dropout_add_layer_norm_reference(const Tensor& x, const Tensor& x_bias,
                                         const Tensor& residual, const Tensor& weight,
                                         const Tensor& bias, double p, bool training,
@@ -142,8 +147,11 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);  // x whe
 // gradients are (B, T, NH, HS)-laid-out views); sdpa_reference is the composition of
 // primitive ops: its meaning, test oracle and bench baseline, and the CUDA path for now.
 // With the same generator state both drop the same attention probabilities.
+// `rows` (CPU only), as for dropout_add_layer_norm: query row r (counted over all (b, h)) draws
+// the attention-dropout row rows(r) of a stream of rows.logical_rows(B·NH·Tq) rows.
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-            double dropout_p, bool training, Generator& gen = default_generator());
+            double dropout_p, bool training, Generator& gen = default_generator(),
+            const RowMap& rows = {});
 Tensor sdpa_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                       double dropout_p, bool training, Generator& gen = default_generator());
 

@@ -161,7 +161,9 @@ std::string check_first_step(const char* name) {
   return "";
 }
 
-// The compiled variant's validation: its first step equals the eager fused one, bit for bit.
+// The compiled variant's validation: its first step equals the eager fused one within fp32
+// reassociation (bit for bit but for narrow_cls, whose last layer sums its Linears over fewer
+// rows: graph/passes/narrow_cls.h).
 std::string check_compiled_first_step(const char* name) {
   BertSetup e = make_bert_setup(name);  // seeded: weights, then the step's dropout masks
   const auto [loss_e, norm_e] = bert_train_step(e);
@@ -169,9 +171,10 @@ std::string check_compiled_first_step(const char* name) {
   std::shared_ptr<graph::Compiled> keep;
   const train::Forward f = compiled_forward_of(c, keep);
   const auto [loss_c, norm_c] = bert_train_step(c, f);
-  if (loss_e != loss_c || norm_e != norm_c)
+  auto close = [](double a, double b) { return std::abs(a - b) <= 1e-5 * std::abs(b); };
+  if (!close(loss_c, loss_e) || !close(norm_c, norm_e))
     return cat("compiled loss ", loss_c, " and norm ", norm_c, " vs eager fused ", loss_e, " and ",
-               norm_e, " (expected bitwise equal)");
+               norm_e, " (expected equal within 1e-5)");
   return "";
 }
 

@@ -140,8 +140,9 @@ void register_fused() {
            },
            [](const Tensors& t, bool fused) {
              Generator gen(7);  // the same mask on both sides
-             auto f = fused ? dropout_add_layer_norm : dropout_add_layer_norm_reference;
-             return f(t[0], t[1], t[2], t[3], t[4], 0.1, true, 1e-12, gen);
+             return fused ? dropout_add_layer_norm(t[0], t[1], t[2], t[3], t[4], 0.1, true, 1e-12, gen)
+                          : dropout_add_layer_norm_reference(t[0], t[1], t[2], t[3], t[4], 0.1,
+                                                             true, 1e-12, gen);
            });
   add_pair("layer_norm", s, 8 * N, 12 * N,
            [s] { return Tensors{input(s, 1), input({kC}, 2, 0.5, 1.5), input({kC}, 3, -1, 1)}; },

@@ -14,6 +14,17 @@ namespace {
 using Args = const Tensors&;
 using A = const Attrs&;
 
+// The optional rows_period / rows_stride / rows_first attrs of a narrowed dropout
+// (graph/passes/narrow_cls.h): which rows of the dropout stream the op's rows are.
+RowMap row_map(A a) {
+  RowMap m;
+  if (!find_attr(a, "rows_period")) return m;
+  m.period = attr_int(a, "rows_period");
+  m.stride = attr_int(a, "rows_stride");
+  m.first = attr_int(a, "rows_first");
+  return m;
+}
+
 constexpr OpKind fn = OpKind::call_function;
 constexpr OpKind method = OpKind::call_method;
 
@@ -57,7 +68,8 @@ std::vector<OpInfo> build_table() {
        [](Args x, A a, bool training) {
          const size_t b = x.size() == 5 ? 1 : 0;  // inputs: x, [x_bias], residual, weight, bias
          return dropout_add_layer_norm(x[0], b ? x[1] : Tensor(), x[1 + b], x[2 + b], x[3 + b],
-                                       attr_double(a, "p"), training, attr_double(a, "eps"));
+                                       attr_double(a, "p"), training, attr_double(a, "eps"),
+                                       default_generator(), row_map(a));
        }},
       // matrix products (ops/matmul.cpp)
       {"matmul", fn, "builtin_func", "matmul", [](Args x, A, bool) { return matmul(x[0], x[1]); }},
@@ -87,7 +99,8 @@ std::vector<OpInfo> build_table() {
        [](Args x, A, bool) { return where(x[0], x[1], x[2]); }},
       {"sdpa", fn, "module_related_func", "scaled_dot_product_attention",
        [](Args x, A a, bool training) {
-         return sdpa(x[0], x[1], x[2], x[3], attr_double(a, "dropout_p"), training);
+         return sdpa(x[0], x[1], x[2], x[3], attr_double(a, "dropout_p"), training,
+                     default_generator(), row_map(a));
        }},
       // shapes and views (ops/view.cpp): tensor methods in torch, so call_method
       {"reshape", method, "implicit_func", "reshape",

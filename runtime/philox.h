@@ -63,4 +63,20 @@ MASE_HOST_DEVICE inline float uint_to_unit(uint32_t w) {
   return static_cast<float>(w >> 8) * (1.0f / 16777216.0f);
 }
 
+// Which rows of the dropout stream a tensor's rows stand for. A kernel that draws its mask
+// row by row (word = row · row length + column) draws row `map(r)` for its row r:
+//   map(r) = (r / period) · stride + first + r % period        (period 0: map(r) = r)
+// graph/passes/narrow_cls.h uses it: a (B, 1, H) tensor holding token `first` of each
+// sequence draws the words eager's (B, T, H) one draws for those tokens (period 1, stride T),
+// so a narrowed training step keeps eager's dropout masks. logical_rows(rows) is how many rows
+// the full stream has (what the generator advances by).
+struct RowMap {
+  int64_t period = 0, stride = 0, first = 0;
+  MASE_HOST_DEVICE int64_t operator()(int64_t r) const {
+    return period ? (r / period) * stride + first + r % period : r;
+  }
+  int64_t logical_rows(int64_t rows) const { return period ? rows / period * stride : rows; }
+  bool identity() const { return period == 0; }
+};
+
 }  // namespace mase

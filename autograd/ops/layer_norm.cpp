@@ -100,7 +100,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 
 Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tensor& residual,
                               const Tensor& weight, const Tensor& bias, double p, bool training,
-                              double eps, Generator& gen) {
+                              double eps, Generator& gen, const RowMap& row_map) {
   const char* op = "dropout_add_layer_norm";
   const int64_t C = check_layer_norm_args(op, x, weight, bias, eps);
   ops::check_defined(op, residual, "residual");
@@ -118,9 +118,14 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
 
   DropoutMask mask;  // as dropout() draws it (autograd/ops/dropout.cpp)
   if (training && p > 0.0) {
+    MASE_CHECK(row_map.identity() || (x.is_cpu() && rows % row_map.period == 0), ConfigError,
+               "[", op, "] expected a row map on the CPU whose period divides the ", rows,
+               " rows, got period ", row_map.period, " on ", x.device(),
+               " (narrow_cls trains narrowed on the CPU only)");
     mask.on = true;
     mask.seed = gen.seed;
-    mask.offset = gen.advance(x.numel());
+    mask.offset = gen.advance(row_map.logical_rows(rows) * C);  // = numel without a map
+    mask.rows = row_map;
     if (x.is_cuda()) mask.offset_base = gen.device_offset_base;  // CUDA graphs (runtime/random.h)
     mask.threshold = dropout_threshold(p);
     mask.scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;

@@ -99,13 +99,19 @@ Tensor empty_heads_last(int64_t B, int64_t NH, int64_t T, int64_t D, DType dtype
 }  // namespace
 
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-            double dropout_p, bool training, Generator& gen) {
+            double dropout_p, bool training, Generator& gen, const RowMap& rows) {
   check_sdpa_args("sdpa", q, k, v, mask, dropout_p);
   ops::check_cuda_f32("sdpa", q);
   const SdpaSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
   // A mask that needs a gradient, and CUDA head sizes without a kernel, take the reference
   // composition, reported as one "sdpa" op so a traced graph shows one attention node (as
   // torch.fx shows F.scaled_dot_product_attention), not its parts.
+  const bool mapped = training && dropout_p > 0.0 && !rows.identity();
+  MASE_CHECK(!mapped || (q.is_cpu() && !(mask.defined() && mask.requires_grad()) &&
+                         (n.B * n.NH * n.Tq) % rows.period == 0),
+             ConfigError, "[sdpa] expected a row-mapped dropout stream on the CPU's fused kernel ",
+             "(narrow_cls trains narrowed on the CPU only), got ", q.device(),
+             mask.defined() && mask.requires_grad() ? " with a mask that needs a gradient" : "");
   if ((q.is_cuda() && !cuda::sdpa_supported(n)) || (mask.defined() && mask.requires_grad()))
     return record_composite("sdpa", {q, k, v, mask}, [&] {
       return sdpa_reference(q, k, v, mask, dropout_p, training, gen);
@@ -116,7 +122,8 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
   if (training && dropout_p > 0.0) {  // the counters dropout() would take on P (see above)
     drop.on = true;
     drop.seed = gen.seed;
-    drop.offset = gen.advance(n.B * n.NH * n.Tq * n.Tk);
+    drop.offset = gen.advance(rows.logical_rows(n.B * n.NH * n.Tq) * n.Tk);
+    drop.rows = rows;  // identity unless narrowed (checked above: CPU only)
     drop.threshold = dropout_threshold(dropout_p);
     drop.scale = 1.0 / (1.0 - dropout_p);
     // a captured CUDA step adds a per-replay base on the device (runtime/random.h): without

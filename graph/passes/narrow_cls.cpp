@@ -33,20 +33,20 @@ bool computed(const Node* n) {  // a value the forward makes, not a parameter or
 // their token axis; nullopt when the node cannot be computed on one token. B and T let views
 // be checked: a view may be narrowed only if it keeps (B, T) in front.
 std::optional<std::vector<TokenArg>> token_args(const Graph& g, const Node& n, int64_t dim,
-                                                int64_t B, int64_t T) {
+                                                int64_t B, int64_t T, bool training) {
   using V = std::vector<TokenArg>;
   if (n.op == OpKind::call_module) {
     if (module_exactly<nn::Linear>(g, &n) || module_exactly<nn::LayerNorm>(g, &n) ||
-        module_exactly<nn::GELU>(g, &n) || module_exactly<nn::Dropout>(g, &n))
+        module_exactly<nn::GELU>(g, &n) || (!training && module_exactly<nn::Dropout>(g, &n)))
       return V{{0, dim}};  // each acts on the last axis: rows are independent
-    return std::nullopt;
+    return std::nullopt;   // (a Dropout module in training would draw a (B, 1, H) mask)
   }
   if (n.op != OpKind::call_function && n.op != OpKind::call_method) return std::nullopt;
   const std::string& t = n.target;
-  if (t == "linear" || t == "gelu" || t == "bias_gelu" || t == "layer_norm" || t == "dropout" ||
-      t == "contiguous")
+  if (t == "linear" || t == "gelu" || t == "bias_gelu" || t == "layer_norm" ||
+      (t == "dropout" && !training) || t == "contiguous")
     return V{{0, dim}};
-  if (t == "dropout_add_layer_norm")  // x, [x_bias], residual, weight, bias
+  if (t == "dropout_add_layer_norm" && (!training || dim == 1))  // x, [x_bias], residual, w, b
     return V{{0, dim}, {n.args.size() == 5 ? size_t(2) : size_t(1), dim}};
   if (t == "add" && n.args.size() == 2 && computed(n.args[0]) && computed(n.args[1]))
     return V{{0, dim}, {1, dim}};
@@ -62,6 +62,18 @@ std::optional<std::vector<TokenArg>> token_args(const Graph& g, const Node& n, i
   }
   if (t == "sdpa" && dim == 2) return V{{0, 2}};  // (B, NH, Tq, HS): through the query only
   return std::nullopt;
+}
+
+// Whether running `n` in training may draw from the generator: a dropout with p > 0, or a
+// module call other than the plain layers known to have none (a LoRA layer may drop its input).
+bool draws(const Graph& g, const Node& n) {
+  if (n.op == OpKind::call_module)
+    return !(module_exactly<nn::Linear>(g, &n) || module_exactly<nn::LayerNorm>(g, &n) ||
+             module_exactly<nn::GELU>(g, &n) || module_exactly<nn::Embedding>(g, &n));
+  if (n.target != "dropout" && n.target != "dropout_add_layer_norm" && n.target != "sdpa")
+    return false;
+  const AttrValue* p = find_attr(n.attrs, n.target == "sdpa" ? "dropout_p" : "p");
+  return !p || !std::holds_alternative<double>(*p) || std::get<double>(*p) > 0;
 }
 
 // (B, T) of the graph's input_ids, or nullopt.
@@ -84,7 +96,7 @@ std::string NarrowReport::str() const {
              " tokens (sliced: ", s, ")\n");
 }
 
-NarrowReport narrow_cls(Graph& g) {
+NarrowReport narrow_cls(Graph& g, bool training) {
   NarrowReport report;
   const auto bt = batch_and_tokens(g);
   if (!bt || bt->second < 2) {
@@ -136,7 +148,7 @@ NarrowReport narrow_cls(Graph& g) {
         !other_reads.count(n) &&
         std::all_of(n->users.begin(), n->users.end(),
                     [&](const Node* u) { return region.count(u) || u == select; });
-    const auto args = only_region_reads ? token_args(g, *n, dim, B, T) : std::nullopt;
+    const auto args = only_region_reads ? token_args(g, *n, dim, B, T, training) : std::nullopt;
     if (!args) {
       boundary[n] = dim;
       continue;
@@ -165,6 +177,14 @@ NarrowReport narrow_cls(Graph& g) {
   for (const auto& [n, dim] : boundary) cut.push_back(n);
   std::sort(cut.begin(), cut.end(),
             [&](const Node* a, const Node* b) { return position.at(a) < position.at(b); });
+  // In training the region's dropouts draw later than before (at the select's place): nothing
+  // else may draw between, or the generator's offsets of the two would swap.
+  if (training)
+    for (size_t i = position.at(ordered.front()); i < position.at(select); ++i)
+      if (!region.count(nodes[i]) && draws(g, *nodes[i])) {
+        report.skipped = cat(nodes[i]->name, " draws dropout between the narrowed nodes");
+        return report;
+      }
   for (const Node* b : cut) report.sliced.push_back(b->name);
   report.narrowed = static_cast<int64_t>(ordered.size());
 
@@ -179,7 +199,7 @@ NarrowReport narrow_cls(Graph& g) {
                             b->name + "_token");
     }
     for (const Node* n : ordered) {
-      const auto args = token_args(g, *n, region.at(n), B, T);
+      const auto args = token_args(g, *n, region.at(n), B, T, training);
       std::vector<Node*> in;
       for (size_t k = 0; k < n->args.size(); ++k) {
         const Node* a = n->args[k];
@@ -191,6 +211,13 @@ NarrowReport narrow_cls(Graph& g) {
       if (n->target == "view" || n->target == "reshape")
         for (auto& [key, value] : attrs)
           if (key == "shape") std::get<std::vector<int64_t>>(value)[1] = 1;
+      // training: row b of the narrowed tensor draws the dropout row of token `index` of
+      // sequence b, b·T + index, as eager's (B, T, ·) tensor does (RowMap, runtime/philox.h)
+      if (training && (n->target == "dropout_add_layer_norm" || n->target == "sdpa")) {
+        attrs.push_back({"rows_period", int64_t(1)});
+        attrs.push_back({"rows_stride", T});
+        attrs.push_back({"rows_first", index});
+      }
       one[n] = out.add_node(n->op, n->target, std::move(in), std::move(attrs), n->name);
     }
     return out.add_node(OpKind::call_function, "select", {one.at(select->args[0])},

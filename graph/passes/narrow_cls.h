@@ -26,10 +26,17 @@
 // parameter), contiguous, transpose, view/reshape that keep (B, T) in front, and sdpa through
 // its query only. The token axis is found from the `input_ids` placeholder's (B, T).
 //
-// Eval only (compile.h runs it without autograd's training mode): in training, dropout draws
-// its mask from the element's index, and a (B, 1, H) tensor would draw other masks than eager's
-// (B, T, H) one. Outputs are eager's up to fp32 reassociation, not bit for bit: a Linear over B
-// rows may sum in another order than one over B·T rows (tests/graph/test_narrow_cls.cpp).
+// In training (compile.h runs it there on the CPU only) the narrowed dropouts must draw eager's
+// masks: dropout draws each element's mask from its index in the full tensor, and a (B, 1, H)
+// tensor would draw the masks of tokens 0..B−1 of the first sequence instead. So the narrowed
+// dropout_add_layer_norm and sdpa nodes carry a row map (attrs rows_period 1, rows_stride T,
+// rows_first i: runtime/philox.h's RowMap): row b draws row b·T + i of the stream, and
+// the generator advances by the full tensor's count. Dropout modules are not narrowed in
+// training (they take no map), and the pass refuses when anything else draws between the
+// region's nodes (moving them would reorder the generator's offsets). The CUDA kernels take no
+// map yet, so on a GPU the pass runs in eval only.
+// Outputs are eager's up to fp32 reassociation, not bit for bit: a Linear over B rows may sum in
+// another order than one over B·T rows (tests/graph/test_narrow_cls.cpp); so are gradients.
 // Read next: graph/passes/rewrite.h (the tool), graph/compile.h (where it runs).
 #pragma once
 #include <string>
@@ -48,6 +55,7 @@ struct NarrowReport {
   std::string str() const;
 };
 
-NarrowReport narrow_cls(Graph& g);
+// training: the graph runs in training mode (CPU only: compile.h), see above.
+NarrowReport narrow_cls(Graph& g, bool training = false);
 
 }  // namespace mase::graph

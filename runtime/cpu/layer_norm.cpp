@@ -69,7 +69,7 @@ void dropout_add_layer_norm_forward(T* out, T* hidden, uint8_t* keep, T* mean, T
     else std::copy(x, x + cols, h);
     if (mask.on) {
       uint8_t* k = keep + r * cols;
-      dropout_keep_mask(k, r * cols, cols, mask);
+      dropout_keep_mask(k, mask.rows(r) * cols, cols, mask);  // RowMap: runtime/philox.h
       for (int64_t c = 0; c < cols; ++c) h[c] = apply_keep_one(h[c], k[c], scale);
     }
     for (int64_t c = 0; c < cols; ++c) h[c] += res[c];

@@ -251,9 +251,10 @@ void tile_exp_sum(bool x512, T* S, int64_t rows, int64_t cols, const T* shift, T
 
 // The backward's sweep over one recomputed tile (rows × cols, row stride kBc): P = exp(S +
 // mask − m)/l from the forward's (m, l) per row (st: m, l interleaved), then with dropout
-// z∘P (for dV), and dS = P ∘ (z∘dP − D) over dP. Row `row0` of the head's Tq·Tk dropout stream
-// starts at word row0·Tk + j0. On AVX-512 (f32, contiguous mask or none) in 16-lane registers
-// (attn_tile.h), the multipliers of the whole tile drawn first; otherwise row by row.
+// z∘P (for dV), and dS = P ∘ (z∘dP − D) over dP. Query row `row0` (over all heads) draws
+// row drop.rows(row0) of the dropout stream, from word drop.rows(row0)·Tk + j0. On AVX-512
+// (f32, contiguous mask or none) in 16-lane registers (attn_tile.h), the multipliers of the
+// whole tile drawn first; otherwise row by row.
 template <class T>
 void grad_tile(bool x512, T* P, T* dP, T* Pd, T* z, int64_t rows, int64_t cols,
                const MaskView<T>& mask, int64_t b, int64_t h, int64_t i0, int64_t j0, const T* st,
@@ -264,7 +265,7 @@ void grad_tile(bool x512, T* P, T* dP, T* Pd, T* z, int64_t rows, int64_t cols,
       for (int64_t r = 0; r < rows; ++r) {
         m[r] = st[2 * r];
         inv_l[r] = st[2 * r + 1] == 0.0f ? 0.0f : 1.0f / st[2 * r + 1];
-        if (drop.on) dropout_factors(z + r * kBc, (row0 + r) * Tk + j0, cols, drop);
+        if (drop.on) dropout_factors(z + r * kBc, drop.rows(row0 + r) * Tk + j0, cols, drop);
       }
       const float* mk =
           mask.data ? mask.data + b * mask.sb + h * mask.sh + i0 * mask.si + j0 : nullptr;
@@ -298,7 +299,7 @@ void grad_tile(bool x512, T* P, T* dP, T* Pd, T* z, int64_t rows, int64_t cols,
       continue;
     }
     T* pd = Pd + r * kBc;  // with dropout: z ∘ P for dV, z ∘ dP inside dS
-    dropout_factors(z, (row0 + r) * Tk + j0, cols, drop);
+    dropout_factors(z, drop.rows(row0 + r) * Tk + j0, cols, drop);
     for (int64_t j = 0; j < cols; ++j) {
       p[j] = exp_flush_of(p[j] - m_r) * inv_l;
       pd[j] = p[j] * z[j];
@@ -364,7 +365,7 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
           if (j0 > 0 && c[r] != T(1)) scale_row(o + r * out.st, c[r], n.HSv);
           if (drop.on) {
             T* s = S + r * kBc;
-            dropout_factors(z, (bh * n.Tq + i0 + r) * n.Tk + j0, cols, drop);
+            dropout_factors(z, drop.rows(bh * n.Tq + i0 + r) * n.Tk + j0, cols, drop);
             for (int64_t j = 0; j < cols; ++j) s[j] *= z[j];
           }
         }

@@ -1,7 +1,8 @@
 // tests/graph/test_compile_train.cpp — mase-train --compile (train/forward.h with
 // graph::compiled_forward): a bert-tiny run on the made-up IMDb of tests/train/trainer_fixture.h
 // takes the same losses, evaluates the same and saves the same weights as the eager run, bit for
-// bit on the CPU, with one plan per batch shape and mode; --eval-only through it likewise.
+// bit on the CPU, with one plan per batch shape and mode; --eval-only through it likewise. With
+// narrow_cls on (the default) the same within fp32 rounding.
 #include "compile_helpers.h"
 #include "graph/compile.h"
 #include "train/trainer_fixture.h"
@@ -14,9 +15,10 @@ using mase::test::weights_of;
 namespace {
 
 // A ForwardFactory as mase-train builds it for --compile, keeping the Compiled for the checks.
-ForwardFactory compiling(std::vector<std::shared_ptr<graph::Compiled>>& keep) {
-  return [&keep](const std::shared_ptr<nn::BertForSequenceClassification>& m) {
-    keep.push_back(std::make_shared<graph::Compiled>(graph::compile_bert(m)));
+ForwardFactory compiling(std::vector<std::shared_ptr<graph::Compiled>>& keep,
+                         graph::CompileOptions options = {}) {
+  return [&keep, options](const std::shared_ptr<nn::BertForSequenceClassification>& m) {
+    keep.push_back(std::make_shared<graph::Compiled>(graph::compile_bert(m, options)));
     return graph::compiled_forward(keep.back());
   };
 }
@@ -37,8 +39,11 @@ TrainConfig tiny_run(const TrainFixture& fx, const std::string& name) {
 TEST_CASE("mase-train --compile: bert-tiny takes the eager run's losses bit for bit") {
   TrainFixture fx;
   std::vector<std::shared_ptr<graph::Compiled>> compiled;
+  // without narrow_cls, which changes the work (a Linear over fewer rows: next case)
+  const graph::CompileOptions bitwise{{"narrow_cls"}};
   const TrainResult eager = train_new(tiny_run(fx, "eager"), fx.null);
-  const TrainResult comp = train_new(tiny_run(fx, "compiled"), fx.null, {}, nullptr, compiling(compiled));
+  const TrainResult comp =
+      train_new(tiny_run(fx, "compiled"), fx.null, {}, nullptr, compiling(compiled, bitwise));
   REQUIRE(eager.status == TrainStatus::completed);
   REQUIRE(comp.status == TrainStatus::completed);
   REQUIRE(eager.losses.size() == 6);
@@ -66,9 +71,27 @@ TEST_CASE("mase-train --compile: bert-tiny takes the eager run's losses bit for 
   e.vocab = "";
   e.max_len = 0;
   const EvalResult ev_eager = eval_only(e, fx.null);
-  const EvalResult ev_comp = eval_only(e, fx.null, compiling(compiled));
+  const EvalResult ev_comp = eval_only(e, fx.null, compiling(compiled, bitwise));
   CHECK(std::memcmp(&ev_eager.loss, &ev_comp.loss, sizeof(double)) == 0);
   CHECK(ev_eager.accuracy == ev_comp.accuracy);
   CHECK(compiled.size() == 2);
   CHECK(compiled[1]->compiles() >= 1);
+}
+
+TEST_CASE("mase-train --compile: with narrow_cls the losses stay eager's within fp32 rounding") {
+  TrainFixture fx;
+  std::vector<std::shared_ptr<graph::Compiled>> compiled;
+  const TrainResult eager = train_new(tiny_run(fx, "eager"), fx.null);
+  const TrainResult comp = train_new(tiny_run(fx, "compiled"), fx.null, {}, nullptr, compiling(compiled));
+  REQUIRE(comp.status == TrainStatus::completed);
+  REQUIRE(comp.losses.size() == eager.losses.size());
+  for (size_t i = 0; i < comp.losses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(comp.losses[i] == doctest::Approx(eager.losses[i]).epsilon(1e-5));
+  }
+  CHECK(comp.eval.loss == doctest::Approx(eager.eval.loss).epsilon(1e-5));
+  CHECK(comp.eval.accuracy == eager.eval.accuracy);
+  // every plan of the run narrowed its last layer, training and eval alike
+  REQUIRE(compiled.size() == 1);
+  CHECK(compiled[0]->last().narrowed_nodes == 12);
 }
