@@ -53,7 +53,7 @@ const char* kFooter = R"(Examples:
       all-reduced with MPI (--dist nccl --device cuda: one GPU per process; docs/scaling.md)
   mase-train --model bert-tiny --train-subset 2000 --test-subset 1000 --max-steps 20 --compile
       train and evaluate through graph::compile (docs/lab4.md): one plan per batch shape and
-      mode, the same losses as without --compile, bit for bit on the CPU
+      mode, the same losses as without --compile up to fp32 rounding (narrow_cls)
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --eval-only --quant int8.toml
       post-training quantization (PTQ): quantize the trained model, evaluate it
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --quant int8.toml --epochs 1
@@ -198,8 +198,9 @@ int main(int argc, char** argv) {
   app.add_flag("--eval-only", eval_only_flag, "evaluate --init on the test split, train nothing");
   app.add_flag("--compile", compile,
                "run the model through graph::compile: traced once per batch shape and mode, "
-               "fusion passes on the graph, the plan replayed (docs/lab4.md); with --eval-only "
-               "also every Linear weight packed once for the CPU's GEMM (freeze_weights)");
+               "fusion passes on the graph, the last layer on the [CLS] token only (narrow_cls; "
+               "training: CPU only), the plan replayed (docs/lab4.md); with --eval-only also "
+               "every Linear weight packed once for the CPU's GEMM (freeze_weights)");
   app.add_option("--freeze", c.freeze, "regex: parameters whose path matches are not trained");
   app.add_option("--quant", c.quant,
                  "quantize config (TOML/JSON): before training (QAT), or with --eval-only (PTQ)");
