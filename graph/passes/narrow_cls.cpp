@@ -127,10 +127,12 @@ NarrowReport narrow_cls(Graph& g, bool training) {
     return report;
   }
 
-  // backward: the region (node -> its token axis) and the boundaries (node -> token axis)
+  // backward: the region (node -> the arguments it reads token-wise) and the boundaries (node ->
+  // its token axis)
   std::unordered_map<const Node*, size_t> position;
   for (size_t i = 0; i < nodes.size(); ++i) position[nodes[i]] = i;
-  std::unordered_map<const Node*, int64_t> region, boundary;
+  std::unordered_map<const Node*, std::vector<TokenArg>> region;
+  std::unordered_map<const Node*, int64_t> boundary;
   std::unordered_map<const Node*, std::vector<int64_t>> token_reads;  // by region nodes
   std::unordered_set<const Node*> other_reads;                        // read whole by one
   token_reads[select->args[0]].push_back(1);
@@ -153,7 +155,7 @@ NarrowReport narrow_cls(Graph& g, bool training) {
       boundary[n] = dim;
       continue;
     }
-    region[n] = dim;
+    region[n] = *args;
     for (size_t k = 0; k < n->args.size(); ++k) {
       const Node* a = n->args[k];
       if (!a) continue;
@@ -170,7 +172,7 @@ NarrowReport narrow_cls(Graph& g, bool training) {
 
   // forward: the region again, on one token, emitted at the select's place
   std::vector<const Node*> ordered;
-  for (const auto& [n, dim] : region) ordered.push_back(n);
+  for (const auto& [n, args] : region) ordered.push_back(n);
   std::sort(ordered.begin(), ordered.end(),
             [&](const Node* a, const Node* b) { return position.at(a) < position.at(b); });
   std::vector<const Node*> cut;
@@ -199,11 +201,11 @@ NarrowReport narrow_cls(Graph& g, bool training) {
                             b->name + "_token");
     }
     for (const Node* n : ordered) {
-      const auto args = token_args(g, *n, region.at(n), B, T, training);
+      const std::vector<TokenArg>& args = region.at(n);
       std::vector<Node*> in;
       for (size_t k = 0; k < n->args.size(); ++k) {
         const Node* a = n->args[k];
-        const bool token = std::any_of(args->begin(), args->end(),
+        const bool token = std::any_of(args.begin(), args.end(),
                                        [&](const TokenArg& t) { return t.index == k; });
         in.push_back(token ? one.at(a) : mapped(map, a));
       }

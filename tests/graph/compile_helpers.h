@@ -13,7 +13,7 @@
 
 namespace mase::test {
 
-inline std::shared_ptr<nn::BertForSequenceClassification> small_bert(uint64_t seed = 1) {
+inline nn::BertConfig small_bert_config() {
   nn::BertConfig c;
   c.vocab_size = 50;
   c.hidden_size = 24;  // 3 heads of 8: C not a multiple of 16
@@ -21,6 +21,11 @@ inline std::shared_ptr<nn::BertForSequenceClassification> small_bert(uint64_t se
   c.num_attention_heads = 3;
   c.intermediate_size = 40;
   c.max_position_embeddings = 16;
+  return c;
+}
+
+inline std::shared_ptr<nn::BertForSequenceClassification> small_bert(
+    uint64_t seed = 1, const nn::BertConfig& c = small_bert_config()) {
   manual_seed(seed);
   return std::make_shared<nn::BertForSequenceClassification>(c);
 }

@@ -100,16 +100,9 @@ TEST_CASE("narrow_cls: a training step on one token draws eager's dropout masks"
 }
 
 TEST_CASE("narrow_cls: mean pooling reads every token, and nothing draws out of order") {
-  nn::BertConfig c;
-  c.vocab_size = 50;
-  c.hidden_size = 24;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 3;
-  c.intermediate_size = 40;
-  c.max_position_embeddings = 16;
+  nn::BertConfig c = small_bert_config();
   c.pooling = "mean";
-  manual_seed(4);
-  auto model = std::make_shared<nn::BertForSequenceClassification>(c);
+  auto model = small_bert(4, c);
   model->eval();
   Compiled compiled = compile_bert(model);
   {
