@@ -52,7 +52,10 @@ int num_threads() {
 std::string gemm_library() {
   const std::string blas = "OpenBLAS (" + blas::corename() + " kernels)";
   const std::string dnnl = cpu::onednn_version();  // runtime/cpu/onednn_gemm.h
-  return dnnl.empty() || !cpu::onednn_enabled() ? blas : dnnl + " matmul for the large ones, " + blas + " for the rest";
+  if (dnnl.empty() || !cpu::onednn_enabled()) return blas;
+  return dnnl + " matmul for the large ones" +
+         (cpu::openblas_narrower_than_cpu() ? " (all of them: OpenBLAS's kernels are narrower than this CPU), " : ", ") +
+         blas + " for the rest";
 }
 
 std::string cpu_bf16_gemm_path() {

@@ -241,27 +241,29 @@ std::string ProfileSummary::table() const {
   const double n = steps > 0 ? double(steps) : 1.0;
   const double nh = held_steps > 0 ? double(held_steps) : 1.0;
   std::string s = "#### " + title + "\n\n";
+  const std::string& dev = device;
+  const bool gpu = dev == "GPU";
   const double span = sum.span_ms / n, busy = held_steps > 0 ? held_sum.span_ms / nh : NAN;
   s += "| per step | ms |\n|---|---:|\n";
   if (wall_steps > 0) s += "| **step, unprofiled (host wall, synced)** | **" +
                            fmt("%.2f", wall_ms_sum / double(wall_steps)) + "** |\n";
-  for (const PhaseTime& ph : sum.phases) s += "| " + ph.name + " (GPU) | " + fmt("%.2f", ph.ms / n) + " |\n";
-  s += "| step span (GPU, profiled) | " + fmt("%.2f", span) + " |\n";
+  for (const PhaseTime& ph : sum.phases) s += "| " + ph.name + " (" + dev + ") | " + fmt("%.2f", ph.ms / n) + " |\n";
+  s += "| step span (" + dev + ", profiled) | " + fmt("%.2f", span) + " |\n";
   if (held_steps > 0) {
     s += "| GPU busy (held step) | " + fmt("%.2f", busy) + " |\n";
     s += "| GPU idle = span − busy (host-bound gaps) | " + fmt("%.2f", span - busy) + " |\n";
   }
   s += "| host time to issue the step (profiled) | " + fmt("%.2f", sum.host_ms / n) + " |\n";
   s += "\n| per step | count |\n|---|---:|\n";
-  s += "| host syncs | " + fmt("%.1f", double(sum.host_syncs) / n) + " |\n";
-  s += "| cudaMalloc (allocator's OS allocations) | " + fmt("%.1f", double(os_allocs) / n) + " |\n";
-  s += "| kernel launches | " + (launches >= 0 ? fmt("%.0f", double(launches)) : std::string("n/a")) + " |\n";
+  if (gpu) s += "| host syncs | " + fmt("%.1f", double(sum.host_syncs) / n) + " |\n";
+  s += std::string(gpu ? "| cudaMalloc" : "| malloc") + " (allocator's OS allocations) | " + fmt("%.1f", double(os_allocs) / n) + " |\n";
+  if (gpu) s += "| kernel launches | " + (launches >= 0 ? fmt("%.0f", double(launches)) : std::string("n/a")) + " |\n";
   s += "| op stamps | " + fmt("%.0f", double(sum.stamps) / n) + " |\n";
   // op classes from the held steps when there are some (busy time, no host gaps)
   const StepProfile& src = held_steps > 0 ? held_sum : sum;
   const double d = held_steps > 0 ? nh : n;
-  s += held_steps > 0 ? "\n| op class (GPU busy, held step) | forward ms | backward ms | ops fwd/bwd |\n"
-                      : "\n| op class (GPU) | forward ms | backward ms | ops fwd/bwd |\n";
+  s += held_steps > 0 ? "\n| op class (" + dev + " busy, held step) | forward ms | backward ms | ops fwd/bwd |\n"
+                      : "\n| op class (" + dev + ") | forward ms | backward ms | ops fwd/bwd |\n";
   s += "|---|---:|---:|---:|\n";
   for (size_t c = 0; c < kNumClasses; ++c) {
     if (src.class_ms[c][0] == 0 && src.class_ms[c][1] == 0 && src.class_count[c][0] == 0 &&

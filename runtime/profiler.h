@@ -165,6 +165,7 @@ struct Nested {
 // Sums of several steps' profiles, printed as docs/performance.md's table.
 struct ProfileSummary {
   std::string title;            // "bert-small fp32, B 32, T 256"
+  std::string device = "GPU";   // the timeline's device, named in the table: "GPU" or "CPU"
   int64_t steps = 0;
   StepProfile sum;              // element-wise sums of the profiled (not held) steps
   StepProfile held_sum;         // sums of the held steps (busy time)

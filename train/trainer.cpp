@@ -302,6 +302,7 @@ StepResult Trainer::profiled_step(const data::Batch& batch) {
     profiler_ = std::make_unique<profile::Profiler>(device_.is_cuda() ? profile::gpu_timeline()
                                                                       : profile::host_timeline());
     profile_ = std::make_unique<profile::ProfileSummary>();
+    profile_->device = device_.is_cuda() ? "GPU" : "CPU";
     profile_->title = cat(config_.model_name(), " on ", config_.device, ", ", config_.precision,
                           config_.cuda_graphs ? ", CUDA graphs" : "", ", batch ",
                           config_.batch_size, ", max_len ", config_.max_len, " (real batches)");

@@ -12,6 +12,7 @@
 
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/onednn_gemm.h"
+#include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "runtime/kernels/bf16.h"
 #include "runtime/parallel.h"
@@ -33,10 +34,25 @@ const float* rounded(std::vector<float>& buf, const float* X, int64_t rows, int6
     for (int64_t c = 0; c < cols; ++c) buf[size_t(r * cols + c)] = bf16_round(X[r * ld + c]);
   return buf.data();
 }
-// Does gemm<float> hand this fp32 problem to oneDNN (when oneDNN is on)?
+}  // namespace
+
+bool openblas_narrower_than_cpu() {
+  static const bool narrower = [] {
+    if (!cpu_features().avx512()) return false;
+    const std::string core = blas::corename();
+    return core != "SkylakeX" && core != "Cooperlake" && core != "SapphireRapids";
+  }();
+  return narrower;
+}
+
+namespace {
+// Does gemm<float> hand this fp32 problem to oneDNN (when oneDNN is on)? The bounds on N and K
+// keep the problems OpenBLAS's native AVX-512 kernels win on OpenBLAS; where OpenBLAS runs
+// narrower kernels than the CPU has, oneDNN takes every large problem (matmul.h says why).
 bool onednn_shape(bool tb, int64_t M, int64_t N, int64_t K) {
-  return double(M) * double(N) * double(K) >= kOnednnMinWork && N <= kOnednnMaxNK &&
-         K <= (tb ? kOnednnMaxNK : kOnednnMaxKPlainB);
+  if (double(M) * double(N) * double(K) < kOnednnMinWork) return false;
+  if (openblas_narrower_than_cpu()) return true;
+  return N <= kOnednnMaxNK && K <= (tb ? kOnednnMaxNK : kOnednnMaxKPlainB);
 }
 
 // C = bias in every row, for the GEMM to add to (beta = 1)

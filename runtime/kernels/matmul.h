@@ -56,6 +56,13 @@ constexpr int64_t kOnednnMaxNK = 2048;
 // stays faster on oneDNN (69 against 71–77) (2-core Cascade Lake, 2026-11-27, `mase-bench
 // --suite gemm --onednn on|off`).
 constexpr int64_t kOnednnMaxKPlainB = 1024;
+// Both bounds hold only where OpenBLAS runs AVX-512 kernels. Debian 12's OpenBLAS 0.3.21 knows
+// AVX-512 on Intel only (SkylakeX, Cooperlake, SapphireRapids kernels): on AMD Zen 4 and 5 it
+// picks its Haswell (AVX2) kernels, half the machine's width, and oneDNN's JIT kernels ran every
+// BERT shape 1.0–2.4× faster, the wide and deep ones included (2-core AMD EPYC Zen 5,
+// 2026-11-28, `mase-bench --suite gemm --onednn on|off`, docs/performance.md). This is true
+// there: oneDNN then takes every problem of at least kOnednnMinWork.
+bool openblas_narrower_than_cpu();
 bool onednn_enabled();
 void set_onednn_enabled(bool on);
 // --precision bf16's large GEMMs on oneDNN's bf16 matmul: only on CPUs with AMX-BF16 or

@@ -120,6 +120,11 @@ TEST_CASE("profiler: a phase name may repeat; the summary averages steps") {
   CHECK(t.find("| **step, unprofiled (host wall, synced)** | **10.00** |") != std::string::npos);
   CHECK(t.find("| LayerNorm | 3.00 | 0.00 | 1/0 |") != std::string::npos);
   CHECK(t.find("| kernel launches | n/a |") != std::string::npos);
+  sum.device = "CPU";  // a host timeline's table names the CPU and drops the GPU-only rows
+  const std::string c = sum.table();
+  CHECK(c.find("| forward (CPU) | 8.00 |") != std::string::npos);
+  CHECK(c.find("kernel launches") == std::string::npos);
+  CHECK(c.find("| malloc (allocator's OS allocations) |") != std::string::npos);
 }
 
 TEST_CASE("profiler: misuse is a typed error") {

@@ -21,9 +21,11 @@ TEST_CASE("trainer: --profile N writes the step profile to the run folder") {
   std::ifstream in(fx.run("prof") / "profile.md");
   REQUIRE(in.good());
   const std::string table((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* row : {"| forward (GPU) |", "| backward (GPU) |", "| clip (GPU) |",
-                          "| optimizer (GPU) |", "| GEMM |", "| LayerNorm |", "| host syncs | 0.0 |"})
+  for (const char* row : {"| forward (CPU) |", "| backward (CPU) |", "| clip (CPU) |",
+                          "| optimizer (CPU) |", "| GEMM |", "| LayerNorm |", "| op class (CPU) |"})
     CHECK_MESSAGE(table.find(row) != std::string::npos, row);
+  for (const char* gpu_only : {"(GPU", "host syncs", "kernel launches", "cudaMalloc"})
+    CHECK_MESSAGE(table.find(gpu_only) == std::string::npos, gpu_only);
   TrainConfig bad = fx.config("bad");
   bad.profile = -1;
   CHECK_THROWS_AS(bad.validate(), ConfigError);
