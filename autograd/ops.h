@@ -104,7 +104,7 @@ Tensor layer_norm_reference(const Tensor& x, const Tensor& weight, const Tensor&
 // x_bias (C) may be undefined; residual is shaped like x (..., C). The dropout mask is drawn
 // from `gen` exactly as dropout() draws it, so the reference composition (add, dropout, add,
 // layer_norm) gives the same numbers from the same generator state.
-// `rows` (CPU only): which rows of the dropout stream x's rows are, and so how far `gen`
+// `rows`: which rows of the dropout stream x's rows are, and so how far `gen`
 // advances — a narrowed (B, 1, C) x drawing eager's masks for its tokens (graph/passes/
 // narrow_cls.h; runtime/philox.h says how the map reads).
 Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tensor& residual,
@@ -147,11 +147,15 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);  // x whe
 // gradients are (B, T, NH, HS)-laid-out views); sdpa_reference is the composition of
 // primitive ops: its meaning, test oracle and bench baseline, and the CUDA path for now.
 // With the same generator state both drop the same attention probabilities.
-// `rows` (CPU only), as for dropout_add_layer_norm: query row r (counted over all (b, h)) draws
-// the attention-dropout row rows(r) of a stream of rows.logical_rows(B·NH·Tq) rows.
+// `rows`, as for dropout_add_layer_norm: query row r (counted over all (b, h)) draws the
+// attention-dropout row rows(r) of a stream of rows.logical_rows(B·NH·Tq) rows — on the fused
+// kernels only (the CPU's; on a GPU, head sizes with sdpa_fused_on_cuda).
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
             double dropout_p, bool training, Generator& gen = default_generator(),
             const RowMap& rows = {});
+// Whether a CUDA sdpa with this head size (q, k and v alike) runs the fused kernel rather than
+// sdpa_reference.
+bool sdpa_fused_on_cuda(int64_t head_size);
 Tensor sdpa_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                       double dropout_p, bool training, Generator& gen = default_generator());
 

@@ -43,18 +43,21 @@ __global__ void forward_kernel(float* out, float* mean, float* rstd, const float
 }
 
 // hidden = dropout(x + xb) + residual for row blockIdx.x (keep: 1 kept / 0 dropped, when the
-// mask is on), then the row is normalised
+// mask is on), then the row is normalised. The row draws row mask.rows(blockIdx.x) of the
+// Philox stream: itself, unless graph/passes/narrow_cls.h gave the mask a RowMap (the CPU's
+// runtime/cpu/layer_norm.cpp draws the same words)
 __global__ void fused_forward_kernel(float* out, float* hidden, uint8_t* keep, float* mean,
                                      float* rstd, const float* inp, const float* xb,
                                      const float* residual, const float* w, const float* b,
                                      int64_t cols, float eps, DropoutMask mask) {
   const int64_t base = blockIdx.x * cols;
+  const uint64_t word0 = uint64_t(mask.rows(blockIdx.x)) * uint64_t(cols);  // the row's first word
   const float scale = static_cast<float>(mask.scale);
   const uint64_t offset = mask.on ? dropout_offset(mask) : 0;  // + the captured step's base
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     float v = inp[base + c] + (xb ? xb[c] : 0.f);
     if (mask.on) {
-      const bool k = dropout_keep(philox_word(mask.seed, offset, base + c), mask.threshold);
+      const bool k = dropout_keep(philox_word(mask.seed, offset, word0 + c), mask.threshold);
       keep[base + c] = k;
       v = k ? v * scale : 0.f;
     }

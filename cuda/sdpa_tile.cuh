@@ -274,7 +274,8 @@ __device__ inline float sum16(float v) {
 
 // The dropout decisions of a 64 × 64 tile of probabilities, as bytes in shared memory:
 // keep[r·kLdZ + c] = 1 if probability (b, h, i0 + r, j0 + c) is kept. It is kept iff Philox
-// word e = ((b·NH + h)·Tq + i)·Tk + j of (drop.seed, dropout_offset(drop)) passes dropout_keep — the
+// word e = rows((b·NH + h)·Tq + i)·Tk + j of (drop.seed, dropout_offset(drop)) passes dropout_keep
+// (rows = drop.rows: the identity unless graph/passes/narrow_cls.h mapped the query rows) — the
 // very word and test the CPU uses (runtime/philox.h, runtime/kernels/dropout.h), so both
 // devices drop the same entries. One Philox call (10 rounds) gives 4 consecutive words, so
 // the block shares the calls out: a row's 64 keys need 17 at most, where drawing each word in
@@ -291,7 +292,8 @@ __device__ inline void fill_dropout_tile(uint8_t* keep, const DropoutMask& drop,
   for (int w = threadIdx.x; w < 64 * 17; w += kThreads) {
     const int r = w / 17, k = w % 17;  // row of the tile, Philox call of the row
     if (i0 + r >= Tq) continue;
-    const uint64_t first = (uint64_t(bh) * Tq + i0 + r) * uint64_t(Tk) + j0;  // word of key j0
+    const uint64_t row = uint64_t(drop.rows(bh * Tq + i0 + r));             // its stream row
+    const uint64_t first = row * uint64_t(Tk) + j0;                          // word of key j0
     const uint64_t block = first / 4 + k;
     const std::array<uint32_t, 4> words = philox4x32(offset + block, drop.seed);
 #pragma unroll

@@ -235,12 +235,11 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   run_pass("fuse_add_norm", [&] { return fuse_add_norm(g).str(); });
   run_pass("fold_mxint8", [&] { return fold_mxint8(g, options_.fold_budget_bytes).str(); });
   const bool on_cpu = inputs.empty() || inputs.front().second.is_cpu();
-  if (!sig.training || on_cpu)  // training: CPU only (narrow_cls.h: the row-mapped dropout)
-    run_pass("narrow_cls", [&] {
-      NarrowReport n = narrow_cls(g, sig.training);
-      cg->narrowed_nodes = n.narrowed;
-      return n.str();
-    });
+  run_pass("narrow_cls", [&] {
+    NarrowReport n = narrow_cls(g, sig.training, !on_cpu);
+    cg->narrowed_nodes = n.narrowed;
+    return n.str();
+  });
   if (sig.training) run_pass("recompute_gelu", [&] { return recompute_gelu(g).str(); });
   run_pass("dce", [&] { return dead_code_elimination(g).str(); });
   g.lint();

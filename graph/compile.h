@@ -20,7 +20,7 @@
 //   fuse_add_norm    Linear + Dropout + add + LayerNorm -> linear + dropout_add_layer_norm
 //   fold_mxint8      constant folding: MXINT8 weights unpacked once, within a memory budget
 //                    (graph/passes/fold_mxint8.h)
-//   narrow_cls       eval, and training on the CPU: the classifier reads the [CLS] row of the
+//   narrow_cls       eval and training: the classifier reads the [CLS] row of the
 //                    last layer, so the last layer's query side, attention output and FFN
 //                    compute that row only, its dropouts drawing eager's masks for it
 //                    (graph/passes/narrow_cls.h); outputs and gradients equal eager's up to

@@ -198,8 +198,8 @@ int main(int argc, char** argv) {
   app.add_flag("--eval-only", eval_only_flag, "evaluate --init on the test split, train nothing");
   app.add_flag("--compile", compile,
                "run the model through graph::compile: traced once per batch shape and mode, "
-               "fusion passes on the graph, the last layer on the [CLS] token only (narrow_cls; "
-               "training: CPU only), the plan replayed (docs/lab4.md); with --eval-only also "
+               "fusion passes on the graph, the last layer on the [CLS] token only (narrow_cls), "
+               "the plan replayed (docs/lab4.md); with --eval-only also "
                "every Linear weight packed once for the CPU's GEMM (freeze_weights)");
   app.add_option("--freeze", c.freeze, "regex: parameters whose path matches are not trained");
   app.add_option("--quant", c.quant,

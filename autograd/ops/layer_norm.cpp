@@ -118,10 +118,9 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
 
   DropoutMask mask;  // as dropout() draws it (autograd/ops/dropout.cpp)
   if (training && p > 0.0) {
-    MASE_CHECK(row_map.identity() || (x.is_cpu() && rows % row_map.period == 0), ConfigError,
-               "[", op, "] expected a row map on the CPU whose period divides the ", rows,
-               " rows, got period ", row_map.period, " on ", x.device(),
-               " (narrow_cls trains narrowed on the CPU only)");
+    MASE_CHECK(row_map.identity() || rows % row_map.period == 0, ConfigError, "[", op,
+               "] expected a row map whose period divides the ", rows, " rows, got period ",
+               row_map.period);
     mask.on = true;
     mask.seed = gen.seed;
     mask.offset = gen.advance(row_map.logical_rows(rows) * C);  // = numel without a map

@@ -98,6 +98,10 @@ Tensor empty_heads_last(int64_t B, int64_t NH, int64_t T, int64_t D, DType dtype
 
 }  // namespace
 
+bool sdpa_fused_on_cuda(int64_t head_size) {
+  return cuda::sdpa_supported(SdpaSizes{0, 0, 0, 0, head_size, head_size});
+}
+
 Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
             double dropout_p, bool training, Generator& gen, const RowMap& rows) {
   check_sdpa_args("sdpa", q, k, v, mask, dropout_p);
@@ -107,10 +111,11 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
   // composition, reported as one "sdpa" op so a traced graph shows one attention node (as
   // torch.fx shows F.scaled_dot_product_attention), not its parts.
   const bool mapped = training && dropout_p > 0.0 && !rows.identity();
-  MASE_CHECK(!mapped || (q.is_cpu() && !(mask.defined() && mask.requires_grad()) &&
+  MASE_CHECK(!mapped || ((q.is_cpu() || cuda::sdpa_supported(n)) &&
+                         !(mask.defined() && mask.requires_grad()) &&
                          (n.B * n.NH * n.Tq) % rows.period == 0),
-             ConfigError, "[sdpa] expected a row-mapped dropout stream on the CPU's fused kernel ",
-             "(narrow_cls trains narrowed on the CPU only), got ", q.device(),
+             ConfigError, "[sdpa] expected a row-mapped dropout stream on a fused kernel (the ",
+             "reference composition draws whole tensors), got ", q.device(), " head size ", n.HS,
              mask.defined() && mask.requires_grad() ? " with a mask that needs a gradient" : "");
   if ((q.is_cuda() && !cuda::sdpa_supported(n)) || (mask.defined() && mask.requires_grad()))
     return record_composite("sdpa", {q, k, v, mask}, [&] {
@@ -123,7 +128,7 @@ Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mas
     drop.on = true;
     drop.seed = gen.seed;
     drop.offset = gen.advance(rows.logical_rows(n.B * n.NH * n.Tq) * n.Tk);
-    drop.rows = rows;  // identity unless narrowed (checked above: CPU only)
+    drop.rows = rows;  // identity unless narrowed (checked above: a fused kernel)
     drop.threshold = dropout_threshold(dropout_p);
     drop.scale = 1.0 / (1.0 - dropout_p);
     // a captured CUDA step adds a per-replay base on the device (runtime/random.h): without

@@ -76,6 +76,17 @@ bool draws(const Graph& g, const Node& n) {
   return !p || !std::holds_alternative<double>(*p) || std::get<double>(*p) > 0;
 }
 
+// The head size of an sdpa node's query, read off the view that split the heads:
+// q = transpose(view(x, [B, T, NH, HS])) in BERT's trace; 0 when it cannot be read.
+int64_t query_head_size(const Node& sdpa) {
+  const Node* q = sdpa.args.empty() ? nullptr : sdpa.args[0];
+  while (q && (q->target == "transpose" || q->target == "contiguous") && !q->args.empty())
+    q = q->args[0];
+  if (!q || (q->target != "view" && q->target != "reshape")) return 0;
+  const std::vector<int64_t> s = attr_ints(q->attrs, "shape");
+  return s.size() == 4 ? s[3] : 0;
+}
+
 // (B, T) of the graph's input_ids, or nullopt.
 std::optional<std::pair<int64_t, int64_t>> batch_and_tokens(const Graph& g) {
   for (const Node* n : g.nodes())
@@ -96,7 +107,7 @@ std::string NarrowReport::str() const {
              " tokens (sliced: ", s, ")\n");
 }
 
-NarrowReport narrow_cls(Graph& g, bool training) {
+NarrowReport narrow_cls(Graph& g, bool training, bool cuda) {
   NarrowReport report;
   const auto bt = batch_and_tokens(g);
   if (!bt || bt->second < 2) {
@@ -186,6 +197,19 @@ NarrowReport narrow_cls(Graph& g, bool training) {
       if (!region.count(nodes[i]) && draws(g, *nodes[i])) {
         report.skipped = cat(nodes[i]->name, " draws dropout between the narrowed nodes");
         return report;
+      }
+  // On a GPU a row-mapped attention dropout needs the fused kernel: the reference composition,
+  // which runs the head sizes it lacks, draws whole (B, NH, T, T) tensors
+  if (training && cuda)
+    for (const Node* n : ordered)
+      if (n->target == "sdpa" && draws(g, *n)) {
+        const int64_t hs = query_head_size(*n);
+        if (!sdpa_fused_on_cuda(hs)) {
+          report.skipped = cat(n->name, ": the CUDA attention kernel has no head size ",
+                               hs ? std::to_string(hs) : std::string("(unknown)"),
+                               " to draw a row-mapped dropout with");
+          return report;
+        }
       }
   for (const Node* b : cut) report.sliced.push_back(b->name);
   report.narrowed = static_cast<int64_t>(ordered.size());

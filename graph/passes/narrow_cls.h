@@ -26,15 +26,18 @@
 // parameter), contiguous, transpose, view/reshape that keep (B, T) in front, and sdpa through
 // its query only. The token axis is found from the `input_ids` placeholder's (B, T).
 //
-// In training (compile.h runs it there on the CPU only) the narrowed dropouts must draw eager's
+// In training the narrowed dropouts must draw eager's
 // masks: dropout draws each element's mask from its index in the full tensor, and a (B, 1, H)
 // tensor would draw the masks of tokens 0..B−1 of the first sequence instead. So the narrowed
 // dropout_add_layer_norm and sdpa nodes carry a row map (attrs rows_period 1, rows_stride T,
 // rows_first i: runtime/philox.h's RowMap): row b draws row b·T + i of the stream, and
 // the generator advances by the full tensor's count. Dropout modules are not narrowed in
 // training (they take no map), and the pass refuses when anything else draws between the
-// region's nodes (moving them would reorder the generator's offsets). The CUDA kernels take no
-// map yet, so on a GPU the pass runs in eval only.
+// region's nodes (moving them would reorder the generator's offsets). Both devices' fused
+// kernels take the map (runtime/cpu/layer_norm.cpp, sdpa.cpp; cuda/layer_norm.cu,
+// sdpa_tile.cuh's fill_dropout_tile); the CUDA side's equality with eager is tested by
+// tests/graph/test_narrow_cls.cpp's GPU case (written 2026-11-28 without a GPU: it runs, or says
+// skipped, where one is).
 // Outputs are eager's up to fp32 reassociation, not bit for bit: a Linear over B rows may sum in
 // another order than one over B·T rows (tests/graph/test_narrow_cls.cpp); so are gradients.
 // Read next: graph/passes/rewrite.h (the tool), graph/compile.h (where it runs).
@@ -55,7 +58,9 @@ struct NarrowReport {
   std::string str() const;
 };
 
-// training: the graph runs in training mode (CPU only: compile.h), see above.
-NarrowReport narrow_cls(Graph& g, bool training = false);
+// training: the graph runs in training mode, see above; cuda: on a GPU, where a narrowed
+// attention with dropout needs a head size the fused CUDA kernel has (32, 64, 128:
+// runtime/kernels/sdpa.h), else nothing is narrowed and the report says why.
+NarrowReport narrow_cls(Graph& g, bool training = false, bool cuda = false);
 
 }  // namespace mase::graph

@@ -35,7 +35,7 @@ struct DropoutMask {
   // GPU only: a device address whose value is added to `offset` (Generator::
   // device_offset_base, runtime/random.h: a captured step's masks move on with each replay).
   const uint64_t* offset_base = nullptr;
-  RowMap rows;  // CPU kernels only (the ops refuse a mapped mask on CUDA)
+  RowMap rows;  // row r of the kernel draws row rows(r) of the stream (runtime/philox.h)
 };
 
 // The Philox offset a kernel uses: offset, plus *offset_base where one is given (on the GPU).
