@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "helpers.h"
+#include "runtime/cpu/blas.h"
 #include "runtime/cpu/onednn_gemm.h"
 #include "runtime/kernels/bf16.h"
 #include "runtime/parallel.h"
@@ -100,6 +101,41 @@ TEST_CASE("oneDNN sgemm: switched off, or a small problem, it is not used") {
   std::vector<float> A(64 * 64, 1.0f), B(64 * 64, 1.0f), C(64 * 64, 0.0f);
   CHECK_FALSE(cpu::onednn_sgemm(false, false, 64, 64, 64, 1.0f, A.data(), 64, B.data(), 64, 0.0f,
                                 C.data(), 64));
+  cpu::set_onednn_enabled(was);
+}
+
+// A weight gradient's shape (dW = dYᵀ·X: A transposed, K = B·T rows, deeper than
+// kOnednnMaxNK): OpenBLAS's where it runs native AVX-512 kernels, oneDNN's where OpenBLAS's
+// kernels are narrower than the CPU (Debian's OpenBLAS on AMD Zen 4/5) — bit for bit the
+// library's own call, either way, and right against double.
+TEST_CASE("gemm<float>: a deep weight gradient goes to the library openblas_narrower_than_cpu names") {
+  if (cpu::onednn_version().empty()) return test::skip("this build has no oneDNN (libdnnl-dev)");
+  const bool was = cpu::onednn_enabled();
+  cpu::set_onednn_enabled(true);
+  const int64_t M = 48, N = 40, K = 4 * cpu::kOnednnMaxNK + 7;  // M·N·K ≈ 16M ≥ kOnednnMinWork
+  REQUIRE(double(M) * N * K >= cpu::kOnednnMinWork);
+  const Problem p(true, false, M, N, K, 7);
+  std::vector<float> C = p.C0, lib = p.C0;
+  cpu::gemm<float>(true, false, M, N, K, 1.0f, p.A.data(), p.lda, p.B.data(), p.ldb, 0.0f,
+                   C.data(), p.ldc);
+  const bool onednn = cpu::openblas_narrower_than_cpu();
+  INFO("OpenBLAS core ", blas::corename(), onednn ? ": oneDNN expected" : ": OpenBLAS expected");
+  if (onednn) {
+    REQUIRE(cpu::onednn_sgemm(true, false, M, N, K, 1.0f, p.A.data(), p.lda, p.B.data(), p.ldb,
+                              0.0f, lib.data(), p.ldc));
+  } else {
+    blas::sgemm(blas::DoTrans, blas::NoTrans, int(M), int(N), int(K), 1.0f, p.A.data(),
+                int(p.lda), p.B.data(), int(p.ldb), 0.0f, lib.data(), int(p.ldc));
+  }
+  double worst = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      CHECK(C[i * p.ldc + j] == lib[i * p.ldc + j]);
+      worst = std::max(worst, std::abs(C[i * p.ldc + j] -
+                                       p.ref(i, j, 1.0f, 0.0f, [](float x) { return x; })));
+    }
+  CHECK(worst < 1e-3);  // 8199 products of magnitude ≤ 1
+  CHECK((mase::gemm_library().find("all of them") != std::string::npos) == onednn);
   cpu::set_onednn_enabled(was);
 }
 
