@@ -19,7 +19,9 @@
 //
 // Who: cpu::gemm<float> (runtime/cpu/matmul.cpp) tries this first for GEMMs of at least
 // kOnednnMinWork multiply-adds whose N and K are at most kOnednnMaxNK (wider or deeper ones
-// ran up to 2.5× slower than OpenBLAS: the evening's re-measurement, runtime/kernels/matmul.h).
+// ran up to 2.5× slower than OpenBLAS: the evening's re-measurement, runtime/kernels/matmul.h)
+// — or every GEMM of that size where OpenBLAS runs narrower kernels than the CPU has (its
+// Haswell kernels on AMD Zen 4/5: openblas_narrower_than_cpu, matmul.h).
 // Everything else stays on OpenBLAS (sdpa's small tile products among them). MASE_SGEMM=
 // openblas turns it off (A/B); mase-bench and mase-train print which library runs.
 #pragma once
