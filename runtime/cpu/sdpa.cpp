@@ -105,10 +105,8 @@ inline TilePath tile_path() {
 
 // C (M × N) = alpha·op(A)·B + beta·C with beta 0 or 1, B never transposed: every tile product
 // of this file. op(A) = Aᵀ reads A down its columns (our tiles take any two strides for A).
-// Always fp32 arithmetic for f32, whatever set_cpu_gemm_precision says: --precision bf16 rounds
-// the Linears' GEMMs, not attention's products (as on the GPU). Our tiles never read that
-// setting; the BLAS path (a CPU without AVX2, which the x86-64-v3 build does not run on:
-// in practice f64 only) calls sgemm itself for the same reason, not gemm<float>.
+// --precision bf16 does not reach these products: our tiles compute in fp32, as the GPU's flash
+// attention does (the BLAS path, which would round, runs only for f64 in the x86-64-v3 build).
 template <class T>
 void product(TilePath path, bool trans_a, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
              int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
@@ -118,11 +116,8 @@ void product(TilePath path, bool trans_a, int64_t M, int64_t N, int64_t K, T alp
                           alpha, beta != T(0)};
       if (path == TilePath::avx512) attn_product_avx512(p);
       else attn_product_avx2(p);
-    } else if (M > 0 && N > 0) {
-      blas::sgemm(trans_a ? blas::DoTrans : blas::NoTrans, blas::NoTrans, int(M), int(N), int(K),
-                  alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
+      return;
     }
-    return;
   }
   gemm<T>(trans_a, false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
