@@ -13,6 +13,7 @@
 // The same maths as the module calls below them, in fewer passes over the activations.
 // Read next: models/bert.cpp (embeddings, pooler, classifier).
 #include "models/bert.h"
+#include "models/fusion.h"
 
 namespace mase::nn {
 
@@ -54,12 +55,12 @@ void BertSelfOutput::child_replaced(const std::string&) { fused = false; }
 
 Tensor BertSelfOutput::forward(const Tensor& x, const Tensor& residual) {
   // x is (B, T, in), residual is (B, T, C)
-  if (fused) {  // the fusion pass checked: a plain Linear, LayerNorm, and Dropout or Identity
-    const auto& lin = static_cast<const Linear&>(*dense);
+  if (fused) {  // the fusion pass checked: a plain Linear (or SplitBias), LayerNorm, Dropout or Identity
+    const auto [y, b] = split_dense(*dense, x);  // x·Wᵀ and b, added in the fused pass
     const auto& ln = static_cast<const nn::LayerNorm&>(*LayerNorm);
     const auto* drop = dynamic_cast<const Dropout*>(dropout.get());  // null: a removed dropout
-    return dropout_add_layer_norm(linear(x, lin.weight), lin.bias, residual, ln.weight, ln.bias,
-                                  drop ? drop->p : 0.0, drop && drop->is_training(), ln.eps);
+    return dropout_add_layer_norm(y, b, residual, ln.weight, ln.bias, drop ? drop->p : 0.0,
+                                  drop && drop->is_training(), ln.eps);
   }
   return (*LayerNorm)((*dropout)((*dense)(x)) + residual);
 }
@@ -81,9 +82,9 @@ BertIntermediate::BertIntermediate(const BertConfig& c) {
 void BertIntermediate::child_replaced(const std::string&) { fused = false; }
 
 Tensor BertIntermediate::forward(const Tensor& x) {
-  if (fused) {  // the fusion pass checked: a plain Linear with a bias, then GELU
-    const auto& lin = static_cast<const Linear&>(*dense);
-    return bias_gelu(linear(x, lin.weight), lin.bias);  // gelu(x·W1ᵀ + b1)
+  if (fused) {  // the fusion pass checked: a plain Linear (or SplitBias) with a bias, then GELU
+    const auto [y, b] = split_dense(*dense, x);
+    return bias_gelu(y, b);  // gelu(x·W1ᵀ + b1)
   }
   return (*intermediate_act_fn)((*dense)(x));
 }

@@ -15,13 +15,19 @@ bool exactly(const ModulePtr& m) {
   return m && typeid(*m) == typeid(M);
 }
 
+// Can split_dense take this dense child apart (with a bias when `need_bias`)?
+bool splits(const ModulePtr& dense, bool need_bias) {
+  if (exactly<Linear>(dense)) return !need_bias || static_cast<const Linear&>(*dense).bias.defined();
+  const auto* s = dynamic_cast<const SplitBias*>(dense.get());
+  return s && s->bias_splits() && (!need_bias || s->split_bias().defined());
+}
+
 bool can_fuse(const BertIntermediate& b) {
-  return exactly<Linear>(b.dense) && static_cast<const Linear&>(*b.dense).bias.defined() &&
-         exactly<GELU>(b.intermediate_act_fn);
+  return splits(b.dense, /*need_bias=*/true) && exactly<GELU>(b.intermediate_act_fn);
 }
 
 bool can_fuse(const BertSelfOutput& b) {
-  return exactly<Linear>(b.dense) && exactly<LayerNorm>(b.LayerNorm) &&
+  return splits(b.dense, /*need_bias=*/false) && exactly<LayerNorm>(b.LayerNorm) &&
          (exactly<Dropout>(b.dropout) || exactly<Identity>(b.dropout));
 }
 
@@ -40,6 +46,12 @@ void for_each_block(Module& model, FusionReport& r, F&& f) {
 }
 
 }  // namespace
+
+DenseParts split_dense(Module& dense, const Tensor& x) {
+  if (auto* s = dynamic_cast<SplitBias*>(&dense)) return {s->product(x), s->split_bias()};
+  const auto& lin = static_cast<const Linear&>(dense);  // the pass checked: exactly a Linear
+  return {linear(x, lin.weight), lin.bias};
+}
 
 std::string FusionReport::str() const {
   return cat("fusion: ", ffn, " of ", ffn_total, " FFN blocks (bias + GELU), ", add_norm, " of ",

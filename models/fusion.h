@@ -8,7 +8,10 @@
 // runs the model (mase-train, mase-bench, the searches): it sets the `fused` flag of every
 // BertIntermediate / BertSelfOutput / BertOutput whose children are exactly the plain modules
 // (Linear with a bias, GELU, LayerNorm, Dropout or Identity), and leaves the others — a
-// QuantizedLinear, a LoRA wrapper — on the reference path, which calls them.
+// QuantizedLinear, a LoRA wrapper — on the reference path, which calls them. One kind of
+// non-plain Linear opts in: a module that is a SplitBias (below) and says its bias splits off
+// — the integer Linear of quant/integer_linear.h, whose product runs in int8 and whose bias the
+// fused pass adds as it would a plain Linear's.
 //
 // Replacing a child (Module::replace_submodule) clears its parent's flag: run the pass again
 // after passes that swap modules. A traced model (graph/) shows whichever form runs: the fused
@@ -24,6 +27,25 @@
 #include "models/module.h"
 
 namespace mase::nn {
+
+// A Linear-like module y = product(x) + bias that lets a fused block add the bias in its own
+// pass (bias + GELU, bias + dropout + residual + LayerNorm). nn::Linear is fused directly and is
+// not one: its subclasses (QuantizedLinear) compute something else and must not inherit a yes.
+class SplitBias {
+ public:
+  virtual ~SplitBias() = default;
+  // May forward(x) be replaced by product(x) + split_bias()? (false when forward does more
+  // after the bias, e.g. an output quantizer)
+  virtual bool bias_splits() const = 0;
+  virtual Tensor product(const Tensor& x) = 0;   // x (..., in) -> (..., out), without the bias
+  virtual const Tensor& split_bias() const = 0;  // (out), or undefined when there is none
+};
+
+// The dense child of a block the pass fused, computed in two parts: x·Wᵀ and the bias to add.
+struct DenseParts {
+  Tensor product, bias;
+};
+DenseParts split_dense(Module& dense, const Tensor& x);
 
 struct FusionReport {
   int ffn = 0, ffn_total = 0;            // BertIntermediate: bias + GELU

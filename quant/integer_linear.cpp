@@ -133,10 +133,16 @@ std::string Int8Linear::extra_repr() const {
              ", kernel=", cpu::int8_isa_name(w_->packed().isa), ", block=", w_->packed().block);
 }
 
-Tensor Int8Linear::forward(const Tensor& x) {
+namespace {
+void check_not_traced() {
   MASE_CHECK(op_observer() == nullptr, ConfigError,
              "[Int8Linear] records no op, so it cannot be traced: trace the model before "
              "integer_inference()");
+}
+}  // namespace
+
+Tensor Int8Linear::forward(const Tensor& x) {
+  check_not_traced();
   NoGradGuard no_grad;
   Tensor y = integer_linear(x, config_.data_in, *w_, bias);
   if (config_.data_out) {
@@ -144,6 +150,12 @@ Tensor Int8Linear::forward(const Tensor& x) {
     y = out(y);
   }
   return y;
+}
+
+Tensor Int8Linear::product(const Tensor& x) {
+  check_not_traced();
+  NoGradGuard no_grad;
+  return integer_linear(x, config_.data_in, *w_);
 }
 
 // ---- the pass --------------------------------------------------------------------------------

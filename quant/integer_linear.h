@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "models/fusion.h"
 #include "models/layers.h"
 #include "quant/format.h"
 #include "runtime/kernels/int8_gemm.h"
@@ -77,13 +78,19 @@ Tensor integer_linear(const Tensor& x, const Format& data_in, const Int8Weight& 
 
 // The inference-only Linear: the packed int8 weight and its scales, the bias in its format,
 // the activation format and the optional output format. Forward = integer_linear (+ Q_out).
-class Int8Linear : public nn::Module {
+// Without an output format its bias splits off (nn::SplitBias, models/fusion.h): the fusion
+// pass then runs the integer product alone and adds the bias in the block's fused pass (bias +
+// GELU, bias + residual + LayerNorm) — the same fp32 sum acc + b, one pass over y fewer.
+class Int8Linear : public nn::Module, public nn::SplitBias {
  public:
   Int8Linear(const LinearQuantConfig& config, std::shared_ptr<const Int8Weight> weight,
              const Tensor& quantized_bias);
   std::string type_name() const override { return "Int8Linear"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
+  bool bias_splits() const override { return !config_.data_out; }
+  Tensor product(const Tensor& x) override;  // integer_linear without the bias
+  const Tensor& split_bias() const override { return bias; }
   const Int8Weight& weight() const { return *w_; }
   size_t weight_nbytes() const { return w_->nbytes(); }  // the packed codes, scales (and comp)
 

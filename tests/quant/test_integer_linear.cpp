@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "autograd/ops.h"
+#include "models/fusion.h"
 #include "helpers.h"
 #include "quant/integer_linear.h"
 #include "quant/passes.h"
@@ -155,6 +156,37 @@ TEST_CASE("integer_inference replaces eligible layers and keeps the model's outp
   CHECK(count == 14);
   const Tensor after = (*model)(ids);
   CHECK(after.to_vector<float>() == before.to_vector<float>());  // the same kernels, same packing
+}
+
+TEST_CASE("integer_inference: the fusion pass fuses the integer blocks, the logits stay") {
+  for (const char* fmt : {"integer", "mxint8"}) {
+    CAPTURE(fmt);
+    auto model = test::tiny_bert(5);
+    (void)quantize(*model, {{"by", "type"}, {"default", {{"config", test::config_for(fmt)}}}});
+    (void)integer_inference(*model);
+    const Tensor ids = test::tiny_ids(2, 16, 6);
+    NoGradGuard no_grad;
+    const Tensor plain = (*model)(ids);  // each Int8Linear adds its bias itself, then GELU / Add / LN
+    const nn::FusionReport r = nn::fuse_kernels(*model);
+    CHECK(r.ffn == 2);  // both FFNs: int8 product, then bias + GELU in one pass
+    CHECK(r.add_norm == 4);
+    const Tensor fused = (*model)(ids);
+    // the same fp32 sums acc + b; LayerNorm's statistics may add in another order
+    test::check_close(fused, plain, 1e-5, 1e-5);
+    CHECK(fused.to_vector<float>() != std::vector<float>(fused.numel(), 0.f));
+    nn::unfuse_kernels(*model);
+    CHECK((*model)(ids).to_vector<float>() == plain.to_vector<float>());
+  }
+  // an output quantizer comes after the bias: such a layer keeps its block unfused
+  auto model = test::tiny_bert(5);
+  json cfg = test::config_for("integer");
+  cfg["data_out_width"] = 8;
+  cfg["data_out_frac_width"] = 4;
+  (void)quantize(*model, {{"by", "type"}, {"default", {{"config", cfg}}}});
+  (void)integer_inference(*model);
+  const nn::FusionReport r = nn::fuse_kernels(*model);
+  CHECK(r.ffn == 0);
+  CHECK(r.add_norm == 0);
 }
 
 TEST_CASE("integer linear: errors") {
