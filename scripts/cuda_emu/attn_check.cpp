@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 
+#include "check.h"
 #include "emu.h"
 // the kernels themselves, as prep.py rewrote them
 #include "cuda/sdpa_backward.cu"
@@ -29,18 +30,6 @@
 using namespace mase;
 
 namespace {
-
-int failures = 0;
-
-void expect_close(const std::string& what, double got, double want, double atol, double rtol,
-                  long idx) {
-  const bool ok =
-      std::isinf(want) ? got == want : std::abs(got - want) <= atol + rtol * std::abs(want);
-  if (ok) return;
-  if (failures < 30)
-    std::printf("FAIL %s [%ld]: got %.9g, want %.9g\n", what.c_str(), idx, got, want);
-  ++failures;
-}
 
 // Softmax of (rows, cols) random in [-6, 6) with row 0 all −inf, row 1 −inf on its first half
 // and row 2's max in its last column; version 0: softmax_forward (and backward), else a rung of

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# scripts/cuda_emu/run.sh — runs the CUDA softmax, flash-attention and column-sum kernels ON THE CPU, through
-# a host emulation of the CUDA features they use (emu.h), against references computed in
-# double (attn_check.cpp). For sessions without a GPU: it is how these kernels were checked
-# before they ever ran on one. It catches index arithmetic, masking, missing barriers or
-# waits, unaligned fragment loads, and wrong math; it says nothing about speed, and it is not
-# a substitute for the CPU == CUDA tests on a real GPU (scripts/gpu/attn.sh).
+# scripts/cuda_emu/run.sh — runs the CUDA softmax, flash-attention, LayerNorm and column-sum
+# kernels ON THE CPU, through a host emulation of the CUDA features they use (emu.h), against
+# references computed in double (attn_check.cpp, cols_check.cpp), and the dropout row maps of
+# the fused attention and LayerNorm kernels against the full tensor's rows (rows_check.cpp).
+# For sessions without a GPU: it is how these kernels were checked before they ever ran on
+# one. It catches index arithmetic, masking, missing barriers or waits, unaligned fragment
+# loads, and wrong math; it says nothing about speed, and it is not a substitute for the
+# CPU == CUDA tests on a real GPU (scripts/gpu/attn.sh).
 #
 #   bash scripts/cuda_emu/run.sh            # softmax, sdpa (fp32 FMA), tc (tensor cores),
 #                                           # bwd (the backward variants, determinism),
-#                                           # cols (column sums, embedding backward)
-#   bash scripts/cuda_emu/run.sh sdpa       # one part; about 20 s each on 2 cores
+#                                           # cols (column sums, embedding backward),
+#                                           # rows (dropout row maps: sdpa, LayerNorm)
+#   bash scripts/cuda_emu/run.sh sdpa       # one part; about 20 s each (rows 30 s) on 2 cores
 # Needs g++ with C++20 (std::barrier); no CUDA toolkit. Exit status: 0 when every check passes.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -21,11 +24,15 @@ python3 "$repo/scripts/cuda_emu/prep.py" "$repo" "$work/src" cuda/block_reduce.c
   cuda/sdpa_backward.cuh cuda/sdpa_backward.cu cuda/sdpa_backward_fused.cu \
   cuda/sdpa_backward_tc.cu cuda/column_sums.cuh cuda/reduce.cu cuda/layer_norm.cu \
   cuda/embedding.cu
-for check in attn_check cols_check; do
+for check in attn_check cols_check rows_check; do
   g++ -std=c++20 -O1 -pthread -DMASE_HAS_CUDA -I"$repo/scripts/cuda_emu" -I"$work/src" -I"$repo" \
     -x c++ "$repo/scripts/cuda_emu/$check.cpp" -o "$work/$check"
 done
-if [ $# -eq 0 ]; then set -- softmax sdpa tc bwd cols; fi
+if [ $# -eq 0 ]; then set -- softmax sdpa tc bwd cols rows; fi
 for part in "$@"; do
-  if [ "$part" = cols ]; then "$work/cols_check" cols; else "$work/attn_check" "$part"; fi
+  case "$part" in
+    cols) "$work/cols_check" cols ;;
+    rows) "$work/rows_check" rows ;;
+    *) "$work/attn_check" "$part" ;;
+  esac
 done
