@@ -80,7 +80,8 @@ Tensor integer_linear(const Tensor& x, const Format& data_in, const Int8Weight& 
 // the activation format and the optional output format. Forward = integer_linear (+ Q_out).
 // Without an output format its bias splits off (nn::SplitBias, models/fusion.h): the fusion
 // pass then runs the integer product alone and adds the bias in the block's fused pass (bias +
-// GELU, bias + residual + LayerNorm) — the same fp32 sum acc + b, one pass over y fewer.
+// GELU, bias + residual + LayerNorm) — the same fp32 sum acc + b, and no separate Add pass
+// (which bought no measurable time on a Zen 5: docs/performance.md, "a later session").
 class Int8Linear : public nn::Module, public nn::SplitBias {
  public:
   Int8Linear(const LinearQuantConfig& config, std::shared_ptr<const Int8Weight> weight,
