@@ -241,7 +241,7 @@ std::string ProfileSummary::table() const {
   const double n = steps > 0 ? double(steps) : 1.0;
   const double nh = held_steps > 0 ? double(held_steps) : 1.0;
   std::string s = "#### " + title + "\n\n";
-  const std::string& dev = device;
+  const std::string& dev = device;  // "GPU" or "CPU", named in the rows
   const bool gpu = dev == "GPU";
   const double span = sum.span_ms / n, busy = held_steps > 0 ? held_sum.span_ms / nh : NAN;
   s += "| per step | ms |\n|---|---:|\n";

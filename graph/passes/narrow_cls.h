@@ -37,7 +37,8 @@
 // kernels take the map (runtime/cpu/layer_norm.cpp, sdpa.cpp; cuda/layer_norm.cu,
 // sdpa_tile.cuh's fill_dropout_tile); the CUDA side's equality with eager is tested by
 // tests/graph/test_narrow_cls.cpp's GPU case (written 2026-11-28 without a GPU: it runs, or says
-// skipped, where one is).
+// skipped, where one is); the CUDA kernels' row arithmetic is also checked on the CPU, in the
+// CUDA emulation CI runs (scripts/cuda_emu/rows_check.cpp).
 // Outputs are eager's up to fp32 reassociation, not bit for bit: a Linear over B rows may sum in
 // another order than one over B·T rows (tests/graph/test_narrow_cls.cpp); so are gradients.
 // Read next: graph/passes/rewrite.h (the tool), graph/compile.h (where it runs).
