@@ -6,6 +6,7 @@
 // Ops never modify their inputs. Shapes follow PyTorch's conventions; dims may be negative.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -63,6 +64,16 @@ Tensor bias_gelu_reference(const Tensor& x, const Tensor& bias);
 // db = Σ_rows dx. The same kernel and bits as the node's backward, one (rows, C) buffer fewer
 // at the moment both would be alive (graph/passes/recompute_gelu.cpp, the training peak).
 Tensor bias_gelu_backward_(const Tensor& dy, const Tensor& x, const Tensor& bias);
+// bias_gelu between two row products, in row chunks, for inference (no autograd, f32 CPU):
+// y (..., out) = p2(gelu(p1(x) + bias)) for x (..., C), bias (I), where p1 maps rows of x to
+// (rows, I) and p2 maps (rows, I) to (rows, out), each on the calling thread alone. Chunks of
+// rows go to the thread pool, and each chunk's (rows, I) intermediate is made, passed through
+// GELU and consumed while it sits in the core's L2 — the whole (rows, I) activation is never
+// written out. Row-wise products give the same bits as the unchunked computation. The FFN of
+// a BERT layer with integer Linears: nn::ffn_in_chunks (models/fusion.h).
+using RowProduct = std::function<void(const float* x, int64_t rows, float* y)>;
+Tensor bias_gelu_in_row_chunks(const Tensor& x, const RowProduct& p1, const Tensor& bias,
+                               const RowProduct& p2, int64_t out_features);
 inline Tensor operator-(const Tensor& x) { return neg(x); }
 
 // ---- matrix products (ops/matmul.cpp) ----------------------------------------------------

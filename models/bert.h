@@ -64,6 +64,9 @@ class BertSelfOutput : public Module {
   std::string type_name() const override { return "BertSelfOutput"; }
   using Module::forward;
   Tensor forward(const Tensor& x, const Tensor& residual);  // x (B, T, in) -> (B, T, C)
+  // The fused pass alone, on the dense's product y (B, T, C) and bias b: what forward runs
+  // after split_dense, and BertLayer after its FFN in chunks
+  Tensor add_norm(const Tensor& y, const Tensor& b, const Tensor& residual) const;
   ModulePtr dense, LayerNorm, dropout;
   bool fused = false;  // run dropout_add_layer_norm: set by nn::fuse_kernels (models/fusion.h)
   void child_replaced(const std::string& name) override;  // clears `fused`
@@ -105,6 +108,9 @@ class BertLayer : public Module {
   std::shared_ptr<BertAttention> attention;
   std::shared_ptr<BertIntermediate> intermediate;
   std::shared_ptr<BertOutput> output;
+  // Under NoGradGuard, run the FFN with nn::ffn_in_chunks (models/fusion.h): set by
+  // nn::fuse_kernels; checked again at every call (a replaced child unfuses its block)
+  bool ffn_chunks = false;
 };
 
 class BertEncoder : public Module {

@@ -15,6 +15,8 @@
 #include "models/bert.h"
 #include "models/fusion.h"
 
+#include "autograd/engine.h"
+
 namespace mase::nn {
 
 BertSelfAttention::BertSelfAttention(const BertConfig& c)
@@ -57,12 +59,16 @@ Tensor BertSelfOutput::forward(const Tensor& x, const Tensor& residual) {
   // x is (B, T, in), residual is (B, T, C)
   if (fused) {  // the fusion pass checked: a plain Linear (or SplitBias), LayerNorm, Dropout or Identity
     const auto [y, b] = split_dense(*dense, x);  // x·Wᵀ and b, added in the fused pass
-    const auto& ln = static_cast<const nn::LayerNorm&>(*LayerNorm);
-    const auto* drop = dynamic_cast<const Dropout*>(dropout.get());  // null: a removed dropout
-    return dropout_add_layer_norm(y, b, residual, ln.weight, ln.bias, drop ? drop->p : 0.0,
-                                  drop && drop->is_training(), ln.eps);
+    return add_norm(y, b, residual);
   }
   return (*LayerNorm)((*dropout)((*dense)(x)) + residual);
+}
+
+Tensor BertSelfOutput::add_norm(const Tensor& y, const Tensor& b, const Tensor& residual) const {
+  const auto& ln = static_cast<const nn::LayerNorm&>(*LayerNorm);
+  const auto* drop = dynamic_cast<const Dropout*>(dropout.get());  // null: a removed dropout
+  return dropout_add_layer_norm(y, b, residual, ln.weight, ln.bias, drop ? drop->p : 0.0,
+                                drop && drop->is_training(), ln.eps);
 }
 
 BertAttention::BertAttention(const BertConfig& c) {
@@ -96,7 +102,15 @@ BertLayer::BertLayer(const BertConfig& c) {
 }
 
 Tensor BertLayer::forward(const Tensor& x, const Tensor& mask) {
-  Tensor a = attention->forward(x, mask);        // (B, T, C)
+  Tensor a = attention->forward(x, mask);  // (B, T, C)
+  if (ffn_chunks && !grad_enabled() && intermediate->fused && output->fused && a.is_cpu()) {
+    // inference, both blocks fused, denses with row products (fusion.h): the (B, T, I)
+    // intermediate lives a chunk of rows at a time, in cache
+    const auto* d1 = dynamic_cast<const SplitBias*>(intermediate->dense.get());
+    const auto* d2 = dynamic_cast<const SplitBias*>(output->dense.get());
+    if (d1 && d2 && d1->has_product_rows() && d2->has_product_rows())
+      return output->add_norm(ffn_in_chunks(*d1, d1->split_bias(), *d2, a), d2->split_bias(), a);
+  }
   return output->forward((*intermediate)(a), a);  // FFN: (B, T, I) -> (B, T, C), + a, LayerNorm
 }
 

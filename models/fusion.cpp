@@ -3,7 +3,9 @@
 
 #include <typeinfo>
 
+#include "autograd/ops.h"
 #include "models/bert.h"
+#include "runtime/error.h"
 
 namespace mase::nn {
 namespace {
@@ -31,6 +33,17 @@ bool can_fuse(const BertSelfOutput& b) {
          (exactly<Dropout>(b.dropout) || exactly<Identity>(b.dropout));
 }
 
+// The FFN of a layer runs in row chunks when both its blocks fused and both denses have row
+// products (the Add & Norm's bias is added there, as in the fused block).
+const SplitBias* row_product(const ModulePtr& dense) {
+  const auto* s = dynamic_cast<const SplitBias*>(dense.get());
+  return s && s->has_product_rows() ? s : nullptr;
+}
+bool can_chunk(const BertLayer& l) {
+  return l.intermediate->fused && l.output->fused && row_product(l.intermediate->dense) &&
+         row_product(l.output->dense);
+}
+
 // Visit every fusable block: f(block, can_fuse(block)).
 template <class F>
 void for_each_block(Module& model, FusionReport& r, F&& f) {
@@ -43,6 +56,9 @@ void for_each_block(Module& model, FusionReport& r, F&& f) {
       r.add_norm += f(out->fused, can_fuse(*out));
     }
   }
+  // after the blocks: a layer's chunked FFN needs its blocks' verdicts
+  for (auto& [path, m] : model.named_modules())
+    if (auto* layer = dynamic_cast<BertLayer*>(m.get())) r.ffn_chunks += f(layer->ffn_chunks, can_chunk(*layer));
 }
 
 }  // namespace
@@ -53,9 +69,25 @@ DenseParts split_dense(Module& dense, const Tensor& x) {
   return {linear(x, lin.weight), lin.bias};
 }
 
+void SplitBias::product_rows(const float*, int64_t, float*) const {
+  throw ConfigError("[product_rows] this module has no row product (has_product_rows() is false)");
+}
+
+Tensor ffn_in_chunks(const SplitBias& dense1, const Tensor& b1, const SplitBias& dense2,
+                     const Tensor& a) {
+  MASE_CHECK(dense1.has_product_rows() && dense2.has_product_rows(), ConfigError,
+             "[ffn_in_chunks] both denses need row products (SplitBias::has_product_rows)");
+  return bias_gelu_in_row_chunks(
+      a, [&](const float* x, int64_t rows, float* y) { dense1.product_rows(x, rows, y); }, b1,
+      [&](const float* x, int64_t rows, float* y) { dense2.product_rows(x, rows, y); },
+      a.size(-1));  // W2's output is the residual's width
+}
+
 std::string FusionReport::str() const {
-  return cat("fusion: ", ffn, " of ", ffn_total, " FFN blocks (bias + GELU), ", add_norm, " of ",
-             add_norm_total, " Add & Norm blocks (bias + dropout + residual + LayerNorm)\n");
+  std::string s = cat("fusion: ", ffn, " of ", ffn_total, " FFN blocks (bias + GELU), ", add_norm,
+                      " of ", add_norm_total, " Add & Norm blocks (bias + dropout + residual + LayerNorm)\n");
+  if (ffn_chunks) s += cat("  ", ffn_chunks, " layer(s) run their FFN in row chunks when not training\n");
+  return s;
 }
 
 FusionReport fuse_kernels(Module& model) {

@@ -39,6 +39,11 @@ class SplitBias {
   virtual bool bias_splits() const = 0;
   virtual Tensor product(const Tensor& x) = 0;   // x (..., in) -> (..., out), without the bias
   virtual const Tensor& split_bias() const = 0;  // (out), or undefined when there is none
+  // Optional: the product of `rows` rows of x (row-major, in_features wide, f32) into y (rows,
+  // out_features), on the calling thread alone, without autograd — what ffn_in_chunks calls
+  // for one chunk. Modules that have it say so in has_product_rows().
+  virtual bool has_product_rows() const { return false; }
+  virtual void product_rows(const float* x, int64_t rows, float* y) const;
 };
 
 // The dense child of a block the pass fused, computed in two parts: x·Wᵀ and the bias to add.
@@ -47,14 +52,28 @@ struct DenseParts {
 };
 DenseParts split_dense(Module& dense, const Tensor& x);
 
+// The FFN in row chunks, for inference: W2·gelu(W1·a + b1) for a (..., C), without W2's bias
+// (the Add & Norm after it adds b2), computed chunk by chunk of rows — each chunk's (rows, I)
+// intermediate is made, passed through GELU and consumed while it sits in the core's L2, so
+// the whole (M, I) activation (16 MB for bert-tiny at 8192 tokens, 4× the block's input) never
+// goes to memory and back. Every step is row-wise, so the result is the same bits as the
+// unchunked fused block. Needs both denses with has_product_rows() (the integer Linear of
+// quant/integer_linear.h has it); no autograd. Measured: docs/performance.md, "FFN in chunks".
+Tensor ffn_in_chunks(const SplitBias& dense1, const Tensor& b1, const SplitBias& dense2,
+                     const Tensor& a);
+
 struct FusionReport {
   int ffn = 0, ffn_total = 0;            // BertIntermediate: bias + GELU
   int add_norm = 0, add_norm_total = 0;  // BertSelfOutput / BertOutput: Add & Norm
-  // "fusion: 2 of 2 FFN blocks (bias + GELU), 4 of 4 Add & Norm blocks\n"
+  int ffn_chunks = 0;                    // BertLayer: the whole FFN in row chunks (inference)
+  // "fusion: 2 of 2 FFN blocks (bias + GELU), 4 of 4 Add & Norm blocks …\n", and when some
+  // layers run their FFN in chunks, "  2 of 2 layers' FFN in row chunks when not training\n"
   std::string str() const;
 };
 
-// Fuse every block of `model` that can be fused (see above); returns what it did.
+// Fuse every block of `model` that can be fused (see above); returns what it did. A BertLayer
+// whose two FFN blocks both fused and whose denses have row products also gets `ffn_chunks`:
+// under NoGradGuard it then runs ffn_in_chunks between them (models/bert_encoder.cpp).
 FusionReport fuse_kernels(Module& model);
 // Every block back to the reference path (what a freshly built model runs).
 void unfuse_kernels(Module& model);

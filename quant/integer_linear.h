@@ -49,8 +49,9 @@ struct Int8Codes {
   Tensor codes;   // i8 (rows, K)
   Tensor scales;  // f32 (rows, nblocks): 2^−f (one block) or 2^(s−133) per 32; NaN marks NaN
   int64_t block;  // K or 32
+  bool offset = false;  // codes stored as a ^ 0x80 (runtime/kernels/int8_gemm.h's offset codes)
 };
-Int8Codes int8_codes(const Tensor& x, const Format& f);
+Int8Codes int8_codes(const Tensor& x, const Format& f, bool offset = false);
 
 // The kernel block of a pair of formats over K: the smaller of their blocks.
 int64_t int8_block(const Format& data_in, const Format& weight, int64_t K);
@@ -75,13 +76,19 @@ class Int8Weight {
 // NoGradGuard (a tensor that requires grad in grad mode is an AutogradError).
 Tensor integer_linear(const Tensor& x, const Format& data_in, const Int8Weight& w,
                       const Tensor& bias = Tensor());
+// The same product, without the bias, for `rows` rows of x (row-major, in wide) into y (rows,
+// out), on the calling thread alone (the codes in thread-local scratch): one chunk of
+// nn::ffn_in_chunks (models/fusion.h). Same bits as integer_linear's rows.
+void integer_linear_rows(const float* x, int64_t rows, const Format& data_in, const Int8Weight& w,
+                         float* y);
 
 // The inference-only Linear: the packed int8 weight and its scales, the bias in its format,
 // the activation format and the optional output format. Forward = integer_linear (+ Q_out).
 // Without an output format its bias splits off (nn::SplitBias, models/fusion.h): the fusion
 // pass then runs the integer product alone and adds the bias in the block's fused pass (bias +
 // GELU, bias + residual + LayerNorm) — the same fp32 sum acc + b, and no separate Add pass
-// (which bought no measurable time on a Zen 5: docs/performance.md, "a later session").
+// (which bought no measurable time on a Zen 5: docs/performance.md, "a later session"). Its
+// row product lets a BERT layer run the whole FFN in cache-sized row chunks (ffn_in_chunks).
 class Int8Linear : public nn::Module, public nn::SplitBias {
  public:
   Int8Linear(const LinearQuantConfig& config, std::shared_ptr<const Int8Weight> weight,
@@ -91,6 +98,8 @@ class Int8Linear : public nn::Module, public nn::SplitBias {
   Tensor forward(const Tensor& x) override;
   bool bias_splits() const override { return !config_.data_out; }
   Tensor product(const Tensor& x) override;  // integer_linear without the bias
+  bool has_product_rows() const override { return bias_splits(); }
+  void product_rows(const float* x, int64_t rows, float* y) const override;  // integer_linear_rows
   const Tensor& split_bias() const override { return bias; }
   const Int8Weight& weight() const { return *w_; }
   size_t weight_nbytes() const { return w_->nbytes(); }  // the packed codes, scales (and comp)

@@ -37,12 +37,30 @@ std::string cpu_bf16_gemm_path();
 void set_cpu_gemm_precision(GemmPrecision p);
 GemmPrecision cpu_gemm_precision();
 
+// A scope in which this thread's parallel_for calls run inline, on this thread alone: for a
+// task that is itself one of many in an outer parallel loop and calls kernels that would
+// otherwise split their small piece again (models/fusion.cpp's FFN in row chunks).
+class SerialRegion {
+ public:
+  SerialRegion() { ++depth(); }
+  ~SerialRegion() { --depth(); }
+  SerialRegion(const SerialRegion&) = delete;
+  SerialRegion& operator=(const SerialRegion&) = delete;
+  static bool active() { return depth() > 0; }
+
+ private:
+  static int& depth() {
+    thread_local int d = 0;
+    return d;
+  }
+};
+
 // f(lo, hi) over [begin, end) in chunks of at least `grain` elements. Runs inline when the
-// range is a single chunk, so small tensors pay no scheduling cost.
+// range is a single chunk, so small tensors pay no scheduling cost, and inside a SerialRegion.
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
   if (end <= begin) return;
-  if (end - begin <= grain || num_threads() == 1) {
+  if (end - begin <= grain || num_threads() == 1 || SerialRegion::active()) {
     f(begin, end);
     return;
   }

@@ -12,10 +12,17 @@
 // The composition (bias_gelu_reference: add, then gelu) makes four passes over the (rows, C)
 // activation forward — bias broadcast, add, gelu; and two more backward — gelu', Σ for db;
 // the fused op makes one each way, and saves x only (x + b is recomputed in the backward).
+// bias_gelu_in_row_chunks: the same pass between two row products, a chunk of rows at a time,
+// for inference — the intermediate never leaves the cache (BERT's FFN with integer Linears).
 // Kernels: runtime/cpu/gelu.cpp, cuda/gelu.cu. Tests: tests/autograd/test_gelu.cpp.
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
 #include "runtime/kernels/gelu.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "runtime/parallel.h"
 
 namespace mase {
 
@@ -103,5 +110,43 @@ Tensor bias_gelu_backward_(const Tensor& dy, const Tensor& x, const Tensor& bias
 }
 
 Tensor bias_gelu_reference(const Tensor& x, const Tensor& bias) { return gelu(x + bias); }
+
+Tensor bias_gelu_in_row_chunks(const Tensor& x, const RowProduct& p1, const Tensor& bias,
+                               const RowProduct& p2, int64_t out_features) {
+  MASE_CHECK(x.is_cpu() && x.dtype() == DType::f32 && x.ndim() >= 1, DTypeError,
+             "[bias_gelu_in_row_chunks] expected an f32 CPU tensor (..., C), got ", x.dtype(),
+             " on ", x.device(), " of shape ", x.shape());
+  MASE_CHECK(!grad_enabled() || !x.requires_grad(), AutogradError,
+             "[bias_gelu_in_row_chunks] computes without autograd: call it under NoGradGuard");
+  ops::check_defined("bias_gelu_in_row_chunks", bias, "bias");
+  MASE_CHECK(bias.ndim() == 1 && bias.dtype() == DType::f32 && bias.is_cpu() && out_features >= 0,
+             ShapeError, "[bias_gelu_in_row_chunks] expected an f32 CPU bias (I) and out ≥ 0, got ",
+             bias.shape(), " and ", out_features);
+  const Tensor xc = ops::packed(x), bc = ops::packed(bias);
+  const int64_t C = x.size(-1), I = bias.numel(), M = C ? x.numel() / C : 0;
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  Tensor y = Tensor::empty(out_shape);
+  if (M == 0) return y;
+  // Rows per chunk: the chunk's two (rows, I) buffers — the product and its GELU — in ~256 KB
+  // of the core's L2, at least 16 rows so the GEMM tiles stay full, at most 256.
+  const int64_t chunk = std::clamp<int64_t>((128 * 1024) / (4 * std::max<int64_t>(I, 1)), 16, 256);
+  const float* xp = xc.data<float>();
+  const float* bp = bc.data<float>();
+  float* yp = y.data<float>();
+  parallel_for(0, (M + chunk - 1) / chunk, 1, [&](int64_t c0, int64_t c1) {
+    SerialRegion serial;  // the products and GELU below run on this thread only
+    thread_local std::vector<float> h, g;
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t r0 = c * chunk, rows = std::min(chunk, M - r0);
+      h.resize(size_t(rows * I));
+      g.resize(size_t(rows * I));
+      p1(xp + r0 * C, rows, h.data());                           // (rows, I)
+      cpu::bias_gelu_forward<float>(g.data(), h.data(), bp, rows, I);  // gelu(· + bias)
+      p2(g.data(), rows, yp + r0 * out_features);                // (rows, out)
+    }
+  });
+  return y;
+}
 
 }  // namespace mase

@@ -3,9 +3,12 @@
 // The contract and the math: runtime/kernels/int8_gemm.h. The microkernels:
 // int8_gemm_vnni.cpp, int8_gemm_avx2.cpp (read int8_tile.h first).
 //
+// The activation quantizers the Linear calls before it: runtime/cpu/int8_quantize.cpp.
+//
 // The loop structure (what GotoBLAS taught every GEMM since):
 //   parallel over tasks = (a block of MC rows of A) × (a range of B's panels)
-//     pack the task's rows of A into a buffer laid out like B's blocks (VNNI: codes + 128)
+//     pack the task's rows of A into a buffer laid out like B's blocks (VNNI: codes + 128) —
+//     or, handed offset codes with no padded block, read them where they lie
 //     for each panel of nr columns
 //       for each slice of K's blocks          — VNNI scaled: 16 blocks, B's slice stays in L1
 //         for the task's MC rows              — VNNI: one call, the kernel walks them 6 at a
@@ -18,8 +21,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-
-#include <immintrin.h>
 
 #include "runtime/cpu/int8_tile.h"
 #include "runtime/cpu_features.h"
@@ -288,9 +289,9 @@ void pack_a(std::vector<uint8_t>& buf, const int8_t* A, int64_t lda, int64_t mc,
   }
 }
 
-// Either output: Ci (int32 mode, sa == nullptr) or C (scaled mode).
+// Either output: Ci (int32 mode, sa == nullptr) or C (scaled mode). a_offset: A holds a ^ 0x80.
 void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const float* sa,
-         int64_t M, const Int8PackedB& B, const float* bias) {
+         int64_t M, const Int8PackedB& B, const float* bias, bool a_offset) {
   const int64_t N = B.N, K = B.K;
   if (M == 0 || N == 0) return;
   if (B.nblocks == 0) {  // K = 0: an empty sum
@@ -301,6 +302,9 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
       }
     return;
   }
+  MASE_CHECK(!a_offset || B.isa == Int8Isa::avx512_vnni || B.isa == Int8Isa::avx2, ConfigError,
+             "[int8_gemm] offset codes need B packed for avx512-vnni or avx2, got ",
+             int8_isa_name(B.isa), " (see int8_reads_offset_codes)");
   if (B.isa == Int8Isa::onednn) {
     MASE_CHECK(!Ci, ConfigError, "[int8_gemm] the int32 product is not available for B packed ",
                "for onednn (its sums are scaled inside oneDNN): pack B for avx512-vnni");
@@ -324,7 +328,10 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
   const int64_t want = 4 * std::max(1, num_threads());
   const int64_t per_chunk = ceil_div(panels, std::clamp<int64_t>(ceil_div(want, mblocks), 1, panels));
   const int64_t chunks = ceil_div(panels, per_chunk);
-  const uint8_t fill = vnni ? 0x80 : 0x00;  // u = a + 128 for VNNI (a ^ 0x80), a for AVX2
+  // the bytes the kernel wants: u = a + 128 for VNNI (a ^ 0x80), a for AVX2; offset codes
+  // already are the first, and packed as they are when no block needs padding
+  const uint8_t fill = uint8_t((vnni ? 0x80 : 0x00) ^ (a_offset ? 0x80 : 0x00));
+  const bool in_place = vnni && a_offset && l.kp == K;
   // Slices of K (VNNI, scaled, many blocks): kVnniSliceBlocks blocks of B's panel (16 KB at
   // blocks of 32) stay in L1 while the strip's rows go by; the fp32 sums wait in C between
   // slices, exactly (a float stored and loaded is the same float). Without slices the tile
@@ -336,7 +343,13 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t m0 = (task / chunks) * MC, mc = std::min(MC, M - m0);
       const int64_t p0 = (task % chunks) * per_chunk, p1 = std::min(panels, p0 + per_chunk);
-      pack_a(abuf, A + m0 * lda, lda, mc, K, l, fill);
+      const uint8_t* a_rows = reinterpret_cast<const uint8_t*>(A + m0 * lda);
+      int64_t a_ld = lda;
+      if (!in_place) {
+        pack_a(abuf, A + m0 * lda, lda, mc, K, l, fill);
+        a_rows = abuf.data();
+        a_ld = l.kp;
+      }
       for (int64_t pan = p0; pan < p1; ++pan)
         for (int64_t b0 = 0; b0 < l.nblocks; b0 += kblk) {  // one slice of K's blocks
           const int64_t nb = std::min(kblk, l.nblocks - b0);
@@ -348,7 +361,7 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
           t.nblocks = nb;
           t.gb = l.gb;
           t.gl = last ? l.gl : l.gb;
-          t.lda = l.kp;
+          t.lda = a_ld;
           t.lds = l.nblocks;
           t.ldc = ldc;
           t.nv = int(std::min(nr, N - pan * nr));
@@ -359,7 +372,7 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
           const int64_t step = vnni ? mc : kAvx2MR;
           for (int64_t i0 = 0; i0 < mc; i0 += step) {
             t.mr = int(std::min(step, mc - i0));
-            t.a = abuf.data() + i0 * l.kp + b0 * l.gb * 4;
+            t.a = a_rows + i0 * a_ld + b0 * l.gb * 4;
             t.sa = sa ? sa + (m0 + i0) * l.nblocks + b0 : nullptr;
             t.c = C ? C + (m0 + i0) * ldc + pan * nr : nullptr;
             t.ci = Ci ? Ci + (m0 + i0) * ldc + pan * nr : nullptr;
@@ -377,129 +390,14 @@ void int8_gemm(int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, int64_t M
                const Int8PackedB& B) {
   MASE_CHECK(B.nblocks <= 1, ConfigError, "[int8_gemm] the int32 product needs B packed with one ",
              "block per row, got ", B.nblocks, " blocks");
-  run(nullptr, Ci, ldc, A, lda, nullptr, M, B, nullptr);
+  run(nullptr, Ci, ldc, A, lda, nullptr, M, B, nullptr, false);
 }
 
 void int8_gemm_scaled(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa,
-                      int64_t M, const Int8PackedB& B, const float* bias) {
-  run(C, nullptr, ldc, A, lda, sa, M, B, bias);
+                      int64_t M, const Int8PackedB& B, const float* bias, bool a_offset) {
+  run(C, nullptr, ldc, A, lda, sa, M, B, bias, a_offset);
 }
 
-// ---- activation codes: integer(width ≤ 8, frac_width) ---------------------------------------
-
-void int8_quantize_integer(int8_t* q, float* row_scale, const float* x, int64_t rows, int64_t K,
-                           int width, int frac_width) {
-  MASE_CHECK(width >= 1 && width <= 8, ConfigError,
-             "[int8_quantize_integer] expected a width of 1..8, got ", width);
-  const float scale = std::ldexp(1.0f, frac_width), inv = std::ldexp(1.0f, -frac_width);
-  const float lo = -std::ldexp(1.0f, width - 1), hi = std::ldexp(1.0f, width - 1) - 1.0f;
-  // One element: RNE in the default rounding mode (as quant_scalar's integer_one), clamped,
-  // NaN noted for the row and coded 0.
-  auto one = [&](float xv, int& nan) {
-    const float v = xv * scale;
-    nan |= v != v;
-    float c = std::nearbyint(v);
-    c = c < lo ? lo : c;
-    c = c > hi ? hi : c;
-    return static_cast<int8_t>(static_cast<int>(v == v ? c : 0.0f));
-  };
-  const __m256 vs = _mm256_set1_ps(scale), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(K, 1)),
-               [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * K;
-      int8_t* qr = q + r * K;
-      int nan = 0;
-      int64_t k = 0;
-      __m256 unordered = _mm256_setzero_ps();
-      for (; k + 32 <= K; k += 32) {  // 32 floats → 32 bytes: round, clamp, convert, pack
-        __m256i w[4];
-        for (int u = 0; u < 4; ++u) {
-          const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xr + k + 8 * u), vs);
-          unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-          __m256 c = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          c = _mm256_min_ps(_mm256_max_ps(c, vlo), vhi);  // NaN → lo here; the row is NaN anyway
-          w[u] = _mm256_cvtps_epi32(c);
-        }
-        // int32 → int16 → int8 with saturation (values are in range already); the packs work
-        // per 128-bit lane, so a final permute puts the 32 bytes back in order
-        const __m256i h01 = _mm256_packs_epi32(w[0], w[1]), h23 = _mm256_packs_epi32(w[2], w[3]);
-        const __m256i b = _mm256_packs_epi16(h01, h23);
-        const __m256i ordered = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + k), ordered);
-      }
-      nan |= _mm256_movemask_ps(unordered) != 0;
-      for (; k < K; ++k) qr[k] = one(xr[k], nan);
-      row_scale[r] = nan ? NAN : inv;
-    }
-  });
-}
-
-// ---- activation codes: mxint8 ------------------------------------------------------------------
-// The codes and exponents of runtime/cpu/mxint8.cpp's quantize_block, 32 at a time in AVX2:
-// amax as bits (|x| orders like its bit pattern), s = its exponent field (0xFF: NaN/inf),
-// q = clamp(RNE((x·f1)·f2), ±127) with f1·f2 = 2^(133−s) split in two when s < 6 — the same
-// multiplies in the same order, so the same codes (tested). Scales come out as fp32 2^(s−133).
-void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows, int64_t K) {
-  const int64_t nb = (K + 31) / 32;
-  // 2^e as float bits for a normal e (−126..127), ldexp (a libm call) only for the subnormal
-  // scales of tiny blocks: three ldexp per block of 32 were a third of this function's time
-  auto pow2 = [](int e) {
-    if (e < -126) return std::ldexp(1.0f, e);
-    const uint32_t bits = uint32_t(e + 127) << 23;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  };
-  parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(K, 1)),
-               [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t blk = 0; blk < nb; ++blk) {
-        const float* xb = x + r * K + blk * 32;
-        int8_t* qb = q + r * K + blk * 32;
-        const int64_t n = std::min<int64_t>(32, K - blk * 32);
-        alignas(32) float buf[32] = {};  // a short last block, zero-padded (zeros change no max)
-        const float* src = xb;
-        if (n < 32) {
-          std::memcpy(buf, xb, size_t(n) * 4);
-          src = buf;
-        }
-        __m256 v[4];
-        __m256i amax = _mm256_setzero_si256();
-        const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
-        for (int u = 0; u < 4; ++u) {
-          v[u] = _mm256_loadu_ps(src + 8 * u);
-          amax = _mm256_max_epi32(amax, _mm256_and_si256(_mm256_castps_si256(v[u]), abs_mask));
-        }
-        // horizontal max of the 8 lanes: halves, then pairs, then neighbours
-        __m128i m4 = _mm_max_epi32(_mm256_castsi256_si128(amax), _mm256_extracti128_si256(amax, 1));
-        m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, _MM_SHUFFLE(1, 0, 3, 2)));
-        m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, _MM_SHUFFLE(2, 3, 0, 1)));
-        const uint32_t m = uint32_t(_mm_cvtsi128_si32(m4));  // lanes are ≥ 0: signed max is fine
-        const uint32_t e = std::min<uint32_t>(m >> 23, 0xFF);
-        float* sc = scales + r * nb + blk;
-        if (e == 0xFF) {  // NaN or inf in the block: codes 0, scale NaN (the block's outputs NaN)
-          std::memset(qb, 0, size_t(n));
-          *sc = NAN;
-          continue;
-        }
-        *sc = pow2(int(e) - 133);
-        const int h = e < 6 ? 6 : 0;
-        const __m256 f1 = _mm256_set1_ps(pow2(133 - int(e) - h)), f2 = _mm256_set1_ps(pow2(h));
-        const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
-        __m256i w[4];
-        for (int u = 0; u < 4; ++u) {
-          __m256 c = _mm256_round_ps(_mm256_mul_ps(_mm256_mul_ps(v[u], f1), f2),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          w[u] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(c, lo), hi));
-        }
-        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(w[0], w[1]), _mm256_packs_epi32(w[2], w[3]));
-        alignas(32) int8_t out[32];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out),
-                           _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-        std::memcpy(qb, out, size_t(n));
-      }
-  });
-}
+bool int8_reads_offset_codes(const Int8PackedB& B) { return B.isa == Int8Isa::avx512_vnni; }
 
 }  // namespace mase::cpu

@@ -16,7 +16,8 @@
 //
 // The u8 × s8 problem, and the offset trick. vpdpbusd multiplies an UNSIGNED byte (first
 // operand) by a signed one. Our activation codes a are signed, −128..127. Feed it u = a + 128
-// instead (0..255: flipping the top bit, a ^ 0x80, which the driver does once while packing A):
+// instead (0..255: flipping the top bit, a ^ 0x80, which the driver does once while packing A,
+// or the activation quantizer as it writes the codes: int8_gemm.h's offset codes):
 //   Σ_k u_k·b_k = Σ_k (a_k + 128)·b_k = Σ_k a_k·b_k + 128·Σ_k b_k
 // The last term depends only on B, which is fixed: the packer stores comp = 128·Σ_k b_k per
 // column and block, and every block's accumulators start at −comp instead of 0. After the

@@ -32,6 +32,11 @@ struct Int8Tile {
 };
 
 void int8_tile_vnni(const Int8Tile& t);  // nr = 32, any mr: it walks the rows 6 at a time
+// MXINT8 activation codes of rows r0..r1 of x (rows, K), AVX-512 (int8_quantize_avx512.cpp):
+// what int8_quantize_mxint8 (runtime/kernels/int8_gemm.h) computes, on CPUs with AVX-512
+// (offset: codes stored as a ^ 0x80)
+void mxint8_codes_avx512(int8_t* q, float* scales, const float* x, int64_t r0, int64_t r1, int64_t K,
+                         bool offset);
 void int8_tile_avx2(const Int8Tile& t);  // nr = 16, mr ≤ 4
 constexpr int kVnniMR = 6, kVnniNR = 32, kAvx2MR = 4, kAvx2NR = 16;
 constexpr int64_t kVnniSliceBlocks = 16;  // scaled VNNI: blocks of K per slice (int8_gemm.cpp)

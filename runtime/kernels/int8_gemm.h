@@ -95,8 +95,16 @@ Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64
 void int8_gemm(int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
                const Int8PackedB& B);
 // C (M, N) = the block-scaled product above, + bias[j] when bias is not null. sa is (M, nblocks).
+// a_offset: A holds offset codes (below) instead of the codes themselves.
 void int8_gemm_scaled(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa,
-                      int64_t M, const Int8PackedB& B, const float* bias);
+                      int64_t M, const Int8PackedB& B, const float* bias, bool a_offset = false);
+
+// Offset codes: each code a stored as the unsigned byte a + 128 (a ^ 0x80), what the VNNI
+// kernel multiplies (int8_gemm_vnni.cpp's offset trick). The GEMM otherwise makes them itself,
+// copying A into a packed buffer; handed offset codes and a B for which this is true, with K
+// and the block multiples of 4 (every BERT shape), it reads A where it lies — no copy. The
+// quantizers below write them directly when asked (offset = true).
+bool int8_reads_offset_codes(const Int8PackedB& B);
 
 // The oracles: plain loops over unpacked B (N, K), the same arithmetic in the same order.
 void int8_gemm_reference(int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const int8_t* B,
@@ -110,11 +118,12 @@ void int8_gemm_scaled_reference(float* C, int64_t ldc, const int8_t* A, int64_t 
 // one scale per row, 2^−f, or NaN for a row holding a NaN (so its outputs are NaN, as in the
 // fp32 reference, where NaN·w reaches every output of the row). x (rows, K) row-major.
 void int8_quantize_integer(int8_t* q, float* row_scale, const float* x, int64_t rows, int64_t K,
-                           int width, int frac_width);
+                           int width, int frac_width, bool offset = false);
 
 // Activation codes for mxint8: the same codes as runtime/kernels/mxint8.h's mxint8_quantize
 // (blocks of 32 along K), with the scales as fp32: 2^(s−133), NaN for a block holding NaN/inf.
 // scales is (rows, ceil(K/32)).
-void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows, int64_t K);
+void int8_quantize_mxint8(int8_t* q, float* scales, const float* x, int64_t rows, int64_t K,
+                          bool offset = false);
 
 }  // namespace mase::cpu

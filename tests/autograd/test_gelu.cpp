@@ -1,6 +1,8 @@
 // tests/autograd/test_gelu.cpp — exact GELU: hand-checked values, PyTorch values, gradcheck,
 // CPU == CUDA, errors.
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
@@ -78,4 +80,55 @@ TEST_CASE("gelu: errors") {
         "[gelu] expected input to be f32 or f64, got i32");
   CHECK_THROWS_AS(gelu(Tensor::zeros({2}, DType::u8)), DTypeError);
   CHECK_THROWS_AS(gelu(Tensor()), Error);
+}
+
+TEST_CASE("bias_gelu_in_row_chunks: the unchunked computation's bits, chunk edges and errors") {
+  // p1, p2: row products written as loops (row by row, so chunked and whole agree exactly):
+  // p1 (rows, C) -> (rows, I) = x·W1ᵀ, p2 (rows, I) -> (rows, O) = ·W2ᵀ. The oracle runs p1 on
+  // every row, then bias_gelu (the fused op), then p2: what the chunks must reproduce.
+  for (const auto [M, C, I] : {std::tuple<int64_t, int64_t, int64_t>{600, 8, 64},  // 256-row chunks
+                               {37, 3, 4096},                                      // 16-row chunks
+                               {1, 5, 7}}) {
+    INFO("M=", M, " C=", C, " I=", I);
+    const int64_t O = 6;
+    const DType f32 = DType::f32;
+    const Tensor xs = random_tensor({M, C}, 2, -1, 1, f32), w1 = random_tensor({I, C}, 3, -1, 1, f32),
+                 w2 = random_tensor({O, I}, 4, -1, 1, f32), b = random_tensor({I}, 5, -1, 1, f32);
+    const float* W1 = w1.data<float>();
+    const float* W2 = w2.data<float>();
+    auto p1 = [&](const float* in, int64_t rows, float* out) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < I; ++j) {
+          float s = 0;
+          for (int64_t k = 0; k < C; ++k) s += in[r * C + k] * W1[j * C + k];
+          out[r * I + j] = s;
+        }
+    };
+    auto p2 = [&](const float* in, int64_t rows, float* out) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < O; ++j) {
+          float s = 0;
+          for (int64_t k = 0; k < I; ++k) s += in[r * I + k] * W2[j * I + k];
+          out[r * O + j] = s;
+        }
+    };
+    NoGradGuard no_grad;
+    const Tensor y = bias_gelu_in_row_chunks(xs, p1, b, p2, O);
+    CHECK(y.shape() == Shape{M, O});
+    Tensor h = Tensor::empty({M, I}), want = Tensor::empty({M, O});
+    p1(xs.data<float>(), M, h.data<float>());
+    const Tensor g = bias_gelu(h, b);
+    p2(g.data<float>(), M, want.data<float>());
+    CHECK(y.to_vector<float>() == want.to_vector<float>());
+  }
+  // (..., C) in, (..., out) back; zero rows; errors
+  auto id = [](const float* in, int64_t rows, float* out) { std::copy(in, in + rows * 2, out); };
+  const Tensor b2 = Tensor::zeros({2});
+  CHECK_THROWS_AS(bias_gelu_in_row_chunks(Tensor::zeros({3, 2}).set_requires_grad(true), id, b2, id, 2),
+                  AutogradError);  // grad mode, and x needs a gradient
+  NoGradGuard no_grad;
+  CHECK(bias_gelu_in_row_chunks(Tensor::zeros({3, 4, 2}), id, b2, id, 2).shape() == Shape{3, 4, 2});
+  CHECK(bias_gelu_in_row_chunks(Tensor::zeros({0, 2}), id, b2, id, 2).numel() == 0);
+  CHECK_THROWS_AS(bias_gelu_in_row_chunks(Tensor::zeros({3, 2}), id, Tensor(), id, 2), Error);
+  CHECK_THROWS_AS(bias_gelu_in_row_chunks(Tensor::zeros({3, 2}, DType::f64), id, b2, id, 2), DTypeError);
 }

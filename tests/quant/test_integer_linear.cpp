@@ -16,6 +16,7 @@
 #include "quant/quantize.h"
 #include "quant/quantized_linear.h"
 #include "quant/tiny_models.h"
+#include "runtime/parallel.h"
 
 using namespace mase;
 using namespace mase::quant;
@@ -187,6 +188,71 @@ TEST_CASE("integer_inference: the fusion pass fuses the integer blocks, the logi
   const nn::FusionReport r = nn::fuse_kernels(*model);
   CHECK(r.ffn == 0);
   CHECK(r.add_norm == 0);
+}
+
+TEST_CASE("integer linear rows: the same bits as integer_linear, on the calling thread") {
+  // what one chunk of nn::ffn_in_chunks computes: the product without the bias for a run of
+  // rows, with its codes in thread-local scratch (and, on VNNI, read in place as offset codes
+  // when K is a multiple of 4: K = 64; packed back otherwise: K = 70)
+  const Format i8 = make_format("integer", {{"width", 8}, {"frac_width", 4}});
+  const Format mx = make_format("mxint8");
+  NoGradGuard no_grad;
+  for (const int64_t K : {int64_t(64), int64_t(70)})
+    for (auto [fin, fw] : {std::pair{i8, i8}, {mx, mx}, {i8, mx}, {mx, i8}}) {
+      INFO("K=", K, " ", fin.str(), " x ", fw.str());
+      manual_seed(uint64_t(K));
+      nn::Linear base(K, 23);
+      const Int8Weight w(base.weight, fw, fin);
+      const Tensor x = hostile_x(13, K, 4);
+      const auto whole = integer_linear(x, fin, w).to_vector<float>();
+      std::vector<float> rows(whole.size(), -1.0f);
+      for (const auto [r0, n] : {std::pair<int64_t, int64_t>{0, 6}, {6, 1}, {7, 6}}) {
+        SerialRegion serial;
+        integer_linear_rows(x.data<float>() + r0 * K, n, fin, w, rows.data() + r0 * 23);
+      }
+      CHECK(std::memcmp(rows.data(), whole.data(), whole.size() * 4) == 0);
+    }
+}
+
+TEST_CASE("integer_inference: the FFN in row chunks gives the fused blocks' bits") {
+  for (const char* fmt : {"integer", "mxint8"}) {
+    CAPTURE(fmt);
+    auto model = test::tiny_bert(9);
+    (void)quantize(*model, {{"by", "type"}, {"default", {{"config", test::config_for(fmt)}}}});
+    (void)integer_inference(*model);
+    const nn::FusionReport r = nn::fuse_kernels(*model);
+    CHECK(r.ffn_chunks == 2);
+    CHECK(r.str().find("2 layer(s) run their FFN in row chunks") != std::string::npos);
+    std::vector<nn::BertLayer*> layers;
+    for (auto& [path, m] : model->named_modules())
+      if (auto* l = dynamic_cast<nn::BertLayer*>(m.get())) layers.push_back(l);
+    REQUIRE(layers.size() == 2);
+    NoGradGuard no_grad;
+    // one layer on 20 × 16 = 320 token rows, every row compared (the logits see only [CLS]):
+    // chunks of 256 rows (I = 64), the second one short
+    manual_seed(11);
+    const Tensor h = randn({20, 16, 32});
+    const Tensor chunked = layers[0]->forward(h, Tensor());
+    layers[0]->ffn_chunks = false;  // the fused blocks, one pass each
+    const Tensor whole = layers[0]->forward(h, Tensor());
+    const auto a = chunked.to_vector<float>(), b = whole.to_vector<float>();
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+    // and the model end to end
+    const Tensor ids = test::tiny_ids(20, 16, 10);
+    const Tensor logits_whole = (*model)(ids);
+    layers[0]->ffn_chunks = true;
+    CHECK((*model)(ids).to_vector<float>() == logits_whole.to_vector<float>());
+    // a flag left set on a layer whose block was replaced is ignored: the block is unfused
+    for (auto* l : layers) l->ffn_chunks = true;
+    model->replace_submodule("bert.encoder.layer.0.intermediate.dense",
+                             std::make_shared<nn::Linear>(32, 64));
+    CHECK_FALSE(layers[0]->intermediate->fused);
+    CHECK((*model)(ids).shape() == logits_whole.shape());
+  }
+  // fp32 Linears have no row product: their layers keep the fused blocks
+  auto model = test::tiny_bert(9);
+  CHECK(nn::fuse_kernels(*model).ffn_chunks == 0);
+  CHECK(nn::fuse_kernels(*model).str().find("row chunks") == std::string::npos);
 }
 
 TEST_CASE("integer linear: errors") {

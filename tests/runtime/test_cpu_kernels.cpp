@@ -3,7 +3,9 @@
 // transposing copies, and sums whose result does not depend on the thread count. Sizes are
 // chosen to cross every boundary (kGrainElems = 32768, 32-wide copy tiles, 256-row and
 // 256-column sum tiles) with ragged ends. The oracles are index arithmetic written out.
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "helpers.h"
@@ -157,4 +159,32 @@ TEST_CASE("dropout_keep_mask draws philox_word i for element i from any start") 
     if (c.p == 0.0) CHECK(kept == c.n);
     if (c.p == 1.0) CHECK(kept == 0);
   }
+}
+
+TEST_CASE("parallel_for inside a SerialRegion runs on the calling thread, in one piece") {
+  set_num_threads(2);
+  const auto me = std::this_thread::get_id();
+  int pieces = 0;
+  bool elsewhere = false;
+  {
+    SerialRegion serial;
+    CHECK(SerialRegion::active());
+    parallel_for(0, 1000000, 1, [&](int64_t lo, int64_t hi) {
+      ++pieces;  // unsynchronised on purpose: one thread, or the count is wrong anyway
+      elsewhere |= std::this_thread::get_id() != me;
+      CHECK(lo == 0);
+      CHECK(hi == 1000000);
+    });
+    {
+      SerialRegion nested;  // regions nest
+    }
+    CHECK(SerialRegion::active());
+  }
+  CHECK(pieces == 1);
+  CHECK_FALSE(elsewhere);
+  CHECK_FALSE(SerialRegion::active());
+  std::atomic<int> split{0};  // and outside it, the same loop is split again
+  parallel_for(0, 1000000, 1, [&](int64_t, int64_t) { ++split; });
+  CHECK(split.load() > 1);
+  set_num_threads(0);
 }

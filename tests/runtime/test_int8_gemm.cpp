@@ -80,7 +80,47 @@ void check_scaled(Int8Isa isa) {
       INFO(int8_isa_name(isa), " K=", K, " bias=", with_bias);
       CHECK(same_bits(got, want));
       CHECK(std::isnan(want[size_t((3 / nb) * N)]));  // the NaN scale reached its row
+      if (isa == Int8Isa::reference) {  // reads no offset codes
+        CHECK_THROWS_AS(int8_gemm_scaled(got.data(), N, A.data(), K, sa.data(), M, p, bp, true), ConfigError);
+        continue;
+      }
+      // the same A as offset codes (a ^ 0x80): read in place when no block is padded (K 32,
+      // 200, 1100 on VNNI), else packed back; the same bits either way
+      std::vector<int8_t> offset(A.size());
+      for (size_t i = 0; i < A.size(); ++i) offset[i] = int8_t(A[i] ^ 0x80);
+      std::vector<float> got_offset(size_t(M * N), -1.0f);
+      int8_gemm_scaled(got_offset.data(), N, offset.data(), K, sa.data(), M, p, bp, true);
+      CHECK(same_bits(got_offset, want));
     }
+}
+
+// The quantizer's offset codes (runtime/kernels/int8_gemm.h) are its codes ^ 0x80, byte by byte.
+template <class F>
+void check_offset_codes(const std::vector<int8_t>& codes, F&& quantize_offset) {
+  std::vector<int8_t> got(codes.size());
+  quantize_offset(got.data());
+  size_t bad = 0;
+  for (size_t i = 0; i < codes.size(); ++i) bad += got[i] != int8_t(codes[i] ^ 0x80);
+  CHECK(bad == 0);
+}
+
+// MXINT8 codes of x (rows, K) by the packing kernel (the definition, runtime/kernels/mxint8.h)
+// and by int8_quantize_mxint8, whose codes must equal it — and whose offset codes must be those
+// codes ^ 0x80; the exponents and scales come back for the caller's checks.
+struct MxCodes {
+  std::vector<uint8_t> exps;
+  std::vector<float> scales;
+  std::vector<int8_t> codes;
+};
+MxCodes check_mxint8_codes(const std::vector<float>& x, int64_t rows, int64_t K) {
+  const size_t nb = size_t(rows * ((K + 31) / 32));
+  MxCodes m{std::vector<uint8_t>(nb), std::vector<float>(nb), std::vector<int8_t>(x.size())};
+  std::vector<int8_t> want(x.size());
+  mxint8_quantize(want.data(), m.exps.data(), x.data(), rows, K);
+  int8_quantize_mxint8(m.codes.data(), m.scales.data(), x.data(), rows, K);
+  CHECK(m.codes == want);
+  check_offset_codes(want, [&](int8_t* q) { int8_quantize_mxint8(q, m.scales.data(), x.data(), rows, K, true); });
+  return m;
 }
 
 }  // namespace
@@ -262,6 +302,13 @@ TEST_CASE("int8 quantize integer: the codes of quant_scalar's integer format, Na
     for (size_t i = 0; i < v.size(); ++i) bad += float(codes[i]) * rs[0] != integer_one(v[i], p);
     INFO("integer(", w, ", ", f, ")");
     CHECK(bad == 0);
+    check_offset_codes(codes, [&](int8_t* q) {  // the vector loop and the 8-wide tail
+      int8_quantize_integer(q, rs.data(), v.data(), 1, int64_t(v.size()) - 8, w, f, true);
+      for (size_t i = v.size() - 8; i < v.size(); ++i) q[i] = int8_t(codes[i] ^ 0x80);
+    });
+    check_offset_codes(std::vector<int8_t>(codes.begin(), codes.begin() + 7), [&](int8_t* q) {
+      int8_quantize_integer(q, rs.data(), v.data(), 1, 7, w, f, true);  // the scalar tail alone
+    });
   }
   v[100] = NAN;  // inside the 32-wide vector loop this time
   std::vector<int8_t> codes(v.size());
@@ -286,12 +333,8 @@ TEST_CASE("int8 quantize mxint8: the codes and exponents of the MXINT8 packing k
   for (int k = 32; k < 64; ++k) x[size_t(K + k)] = 1e-41f * float(k);  // row 1 block 1: subnormal
   for (int k = 0; k < 32; ++k) x[size_t(2 * K + k)] = (k % 2 ? -1.0f : 1.0f) * (k ? 1.999f : 1.0f);
   for (int k = 64; k < 70; ++k) x[size_t(2 * K + k)] = 0.5f + float(k) / 128.0f;  // short block
-  std::vector<int8_t> want(x.size()), got(x.size());
-  std::vector<uint8_t> exps(static_cast<size_t>(rows * nb));
-  std::vector<float> scales(static_cast<size_t>(rows * nb));
-  mxint8_quantize(want.data(), exps.data(), x.data(), rows, K);
-  int8_quantize_mxint8(got.data(), scales.data(), x.data(), rows, K);
-  CHECK(got == want);
+  const auto [exps, scales, got] = check_mxint8_codes(x, rows, K);
+  REQUIRE(exps.size() == size_t(rows * nb));
   for (size_t i = 0; i < exps.size(); ++i) {
     INFO("block ", i, " exponent ", int(exps[i]));
     if (exps[i] == 0xFF) CHECK(std::isnan(scales[i]));
@@ -304,25 +347,57 @@ TEST_CASE("int8 quantize mxint8: the codes and exponents of the MXINT8 packing k
 
 TEST_CASE("int8 quantize mxint8: every block exponent, exhaustively") {
   // one row per exponent field s = 0..254 (a block whose largest |x| has that field), so every
-  // scale 2^(s−133) — subnormal ones included — and every split of 2^(133−s) is checked
-  const int64_t rows = 255, K = 32;
+  // scale 2^(s−133) — subnormal ones included — and every split of 2^(133−s) is checked. K = 32:
+  // one block a row (the one-block loop); K = 128: four, whose fields (s + 67·b) mod 255 put
+  // every s in every quarter of the AVX-512 kernel's four-block step
+  for (const int64_t K : {int64_t(32), int64_t(128)}) {
+    INFO("K = ", K);
+    const int64_t rows = 255, nb = K / 32;
+    std::vector<float> x(static_cast<size_t>(rows * K));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < K; ++k) {
+        const uint32_t field = uint32_t((r + 67 * (k / 32)) % 255);
+        const uint32_t bits = (field << 23) | (uint32_t(k * 262147) & 0x7FFFFF);
+        float v;
+        std::memcpy(&v, &bits, 4);
+        x[size_t(r * K + k)] = (k % 3 ? v : -v) / (k % 5 ? 1.0f : 3.0f);
+      }
+    const auto [exps, scales, codes] = check_mxint8_codes(x, rows, K);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t i = size_t(r * nb + b);
+        INFO("row ", r, " block ", b, " exponent ", int(exps[i]));
+        CHECK(int(exps[i]) == (r + 67 * b) % 255);
+        CHECK(scales[i] == std::ldexp(1.0f, int(exps[i]) - 133));
+      }
+  }
+}
+
+TEST_CASE("int8 quantize mxint8: NaN, inf, zero and tiny blocks in every position of a row") {
+  // rows of K = 160 (a four-block step, then one block alone), each a rotation of the same five
+  // blocks: a NaN, an inf, zeros, subnormals (field 0, f2 = 2^6) and ordinary values
+  const int64_t rows = 5, K = 160, nb = 5;
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
   std::vector<float> x(static_cast<size_t>(rows * K));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < K; ++k) {
-      const uint32_t bits = (uint32_t(r) << 23) | (uint32_t(k * 262147) & 0x7FFFFF);
-      float v;
-      std::memcpy(&v, &bits, 4);
-      x[size_t(r * K + k)] = (k % 3 ? v : -v) / (k % 5 ? 1.0f : 3.0f);
+      const int64_t kind = (k / 32 + r) % 5;
+      float v = u(gen);
+      if (kind == 0) v = k % 32 == 7 ? NAN : v;
+      if (kind == 1) v = k % 32 == 30 ? -INFINITY : v;
+      if (kind == 2) v = 0.0f;
+      if (kind == 3) v = 1e-40f * float(k % 32 + 1) * (k % 2 ? -1.0f : 1.0f);
+      x[size_t(r * K + k)] = v;
     }
-  std::vector<int8_t> want(x.size()), got(x.size());
-  std::vector<uint8_t> exps(static_cast<size_t>(rows));
-  std::vector<float> scales(static_cast<size_t>(rows));
-  mxint8_quantize(want.data(), exps.data(), x.data(), rows, K);
-  int8_quantize_mxint8(got.data(), scales.data(), x.data(), rows, K);
-  CHECK(got == want);
-  for (int64_t r = 0; r < rows; ++r) {
-    INFO("row ", r, " exponent ", int(exps[size_t(r)]));
-    CHECK(int(exps[size_t(r)]) == r);
-    CHECK(scales[size_t(r)] == std::ldexp(1.0f, int(exps[size_t(r)]) - 133));
-  }
+  const auto [exps, scales, codes] = check_mxint8_codes(x, rows, K);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t i = size_t(r * nb + b);
+      INFO("row ", r, " block ", b, " exponent ", int(exps[i]));
+      const int64_t kind = (b + r) % 5;
+      CHECK(exps[i] == (kind < 2 ? 0xFF : kind == 2 || kind == 3 ? 0 : exps[i]));
+      if (exps[i] == 0xFF) CHECK(std::isnan(scales[i]));
+      else CHECK(scales[i] == std::ldexp(1.0f, int(exps[i]) - 133));
+    }
 }
