@@ -15,6 +15,9 @@
 //      vs_fp32   the plain fp32 model's eval forward: its time / the integer model's
 //      vs_fake   the same quantized model run fake-quantized in fp32 (QuantizedLinear with
 //                set_integer_kernels(false)): what the labs measured before
+//      vs_whole_ffn  the same integer model with each layer's FFN run whole (BertLayer::
+//                ffn_chunks off: the (M, I) intermediate written out between the blocks) —
+//                what running the FFN in row chunks buys (models/fusion.h, ffn_in_chunks)
 //    and weight_MB / fp32_weight_MB: the Linear weights as packed int8 (+ scales) and as fp32.
 //    Validated once: the integer model's logits within 2e-3 (absolute, logits are ~0.1) of the
 //    fake-quantized model's.
@@ -30,6 +33,7 @@
 
 #include "bench/common.h"
 #include "bench/peak.h"
+#include "models/bert.h"
 #include "models/fusion.h"
 #include "quant/integer_linear.h"
 #include "quant/passes.h"
@@ -123,9 +127,18 @@ void add_eval(const char* model, const std::string& fmt) {
           return compare(b, a.to_vector<double>(), 2e-3, 0.0);
         }))
       return;
+    std::vector<nn::BertLayer*> layers;
+    for (auto& [path, mod] : m.integer.model->named_modules())
+      if (auto* l = dynamic_cast<nn::BertLayer*>(mod.get())) layers.push_back(l);
+    auto whole_ffn = [&] {
+      for (auto* l : layers) l->ffn_chunks = false;
+      eval_forward(m.integer);
+      for (auto* l : layers) l->ffn_chunks = true;
+    };
     eval_forward(m.integer);  // warm up the allocator's cache
+    whole_ffn();
     time_paired(st, [&] { eval_forward(m.integer); },
-                {{[&] { eval_forward(m.fp32); }, "vs_fp32"}, {fake, "vs_fake"}});
+                {{[&] { eval_forward(m.fp32); }, "vs_fp32"}, {fake, "vs_fake"}, {whole_ffn, "vs_whole_ffn"}});
     st.counters["tokens_per_s"] =
         benchmark::Counter(double(kTokens), benchmark::Counter::kIsIterationInvariantRate);
     st.counters["weight_MB"] = double(r.packed_weight_bytes) / 1e6;

@@ -33,15 +33,23 @@ bool can_fuse(const BertSelfOutput& b) {
          (exactly<Dropout>(b.dropout) || exactly<Identity>(b.dropout));
 }
 
-// The FFN of a layer runs in row chunks when both its blocks fused and both denses have row
-// products (the Add & Norm's bias is added there, as in the fused block).
+// The FFN of a layer runs in row chunks when both its blocks fused, both denses have row
+// products (the Add & Norm's bias is added there, as in the fused block), and the hidden size
+// is at most kChunkMaxHidden. Why the limit: chunking saves writing the (M, I) fp32
+// intermediate out and reading it back, which costs about as much as computing it when the
+// first GEMM's K (the hidden size) is short, and nothing when the GEMMs dominate. Measured
+// (mase-bench --suite int8, vs_whole_ffn, Zen 5, 2 threads): 1.10–1.18× for bert-tiny (128),
+// 1.03–1.10× bert-mini (256), 0.98–1.00× bert-small (512), whose chunks of 16 rows (I = 2048)
+// re-read the second weight from L2 for every chunk.
+constexpr int64_t kChunkMaxHidden = 256;
 const SplitBias* row_product(const ModulePtr& dense) {
   const auto* s = dynamic_cast<const SplitBias*>(dense.get());
   return s && s->has_product_rows() ? s : nullptr;
 }
 bool can_chunk(const BertLayer& l) {
-  return l.intermediate->fused && l.output->fused && row_product(l.intermediate->dense) &&
-         row_product(l.output->dense);
+  if (!l.intermediate->fused || !l.output->fused) return false;
+  const int64_t hidden = static_cast<const LayerNorm&>(*l.output->LayerNorm).weight.numel();
+  return hidden <= kChunkMaxHidden && row_product(l.intermediate->dense) && row_product(l.output->dense);
 }
 
 // Visit every fusable block: f(block, can_fuse(block)).

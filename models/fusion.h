@@ -72,8 +72,9 @@ struct FusionReport {
 };
 
 // Fuse every block of `model` that can be fused (see above); returns what it did. A BertLayer
-// whose two FFN blocks both fused and whose denses have row products also gets `ffn_chunks`:
-// under NoGradGuard it then runs ffn_in_chunks between them (models/bert_encoder.cpp).
+// whose two FFN blocks both fused, whose denses have row products and whose hidden size is at
+// most 256 (where it was measured to pay: fusion.cpp) also gets `ffn_chunks`: under
+// NoGradGuard it then runs ffn_in_chunks between them (models/bert_encoder.cpp).
 FusionReport fuse_kernels(Module& model);
 // Every block back to the reference path (what a freshly built model runs).
 void unfuse_kernels(Module& model);
