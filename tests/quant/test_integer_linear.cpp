@@ -254,14 +254,7 @@ TEST_CASE("integer_inference: the FFN in row chunks gives the fused blocks' bits
   CHECK(nn::fuse_kernels(*model).ffn_chunks == 0);
   CHECK(nn::fuse_kernels(*model).str().find("row chunks") == std::string::npos);
   // nor does a hidden size above 256, where chunks were measured not to pay (fusion.cpp)
-  nn::BertConfig c;
-  c.vocab_size = 50;
-  c.hidden_size = 288;
-  c.num_hidden_layers = 1;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 64;
-  c.max_position_embeddings = 16;
-  auto wide = std::make_shared<nn::BertForSequenceClassification>(c);
+  auto wide = test::tiny_bert(9, /*hidden=*/288, /*layers=*/1);
   (void)quantize(*wide, {{"by", "type"}, {"default", {{"config", test::config_for("integer")}}}});
   (void)integer_inference(*wide);
   const nn::FusionReport r = nn::fuse_kernels(*wide);

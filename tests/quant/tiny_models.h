@@ -12,12 +12,15 @@ namespace mase::test {
 
 // bert: 2 layers, hidden 32 (one MXINT8 block), 2 heads, FFN 64, vocab 50, 16 positions.
 // 14 Linear layers: 6 per encoder layer (query, key, value, attention output, intermediate,
-// output), the pooler and the classifier. Eval mode (no dropout).
-inline std::shared_ptr<nn::BertForSequenceClassification> tiny_bert(uint64_t seed = 1) {
+// output), the pooler and the classifier. Eval mode (no dropout). Another hidden size or
+// layer count on request.
+inline std::shared_ptr<nn::BertForSequenceClassification> tiny_bert(uint64_t seed = 1,
+                                                                    int64_t hidden = 32,
+                                                                    int64_t layers = 2) {
   nn::BertConfig c;
   c.vocab_size = 50;
-  c.hidden_size = 32;
-  c.num_hidden_layers = 2;
+  c.hidden_size = hidden;
+  c.num_hidden_layers = layers;
   c.num_attention_heads = 2;
   c.intermediate_size = 64;
   c.max_position_embeddings = 16;
