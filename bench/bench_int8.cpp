@@ -22,7 +22,11 @@
 //    Validated once: the integer model's logits within 2e-3 (absolute, logits are ~0.1) of the
 //    fake-quantized model's.
 //
-// 3. int8/vnni_peak — vpdpbusd on registers only, every thread (bench/peak.h): the ceiling of
+// 3. int8/quantize/<format>/k<K> — the activation quantizer alone on 8192 rows of K (the codes
+//    every integer Linear makes of its input first), beside a memcpy of its bytes (vs_memcpy).
+//    <format>: mxint8 (a scale per 32) or integer (Q4.4, one scale).
+//
+// 4. int8/vnni_peak — vpdpbusd on registers only, every thread (bench/peak.h): the ceiling of
 //    the int8 kernels, as ladder/fma_peak is the fp32 GEMMs'. flops counts each of its 64
 //    multiply-adds per instruction as 2, like the GEMM lines. Skipped without VNNI.
 //
@@ -149,6 +153,26 @@ void add_eval(const char* model, const std::string& fmt) {
   }, Timing::manual)->MinTime(2.0);
 }
 
+// The activation quantizers alone (runtime/cpu/int8_quantize.cpp), M = 8192 rows of K: a pass
+// over memory (4 bytes read, 1 written per element), so timed beside a memcpy of those bytes.
+void add_quantize(int64_t K, const std::string& fmt) {
+  const std::string name = cat("int8/quantize/", fmt, "/k", K);
+  add(name, [K, fmt](benchmark::State& st) {
+    const int64_t M = kTokens;
+    const Tensor x = normal_tensor({M, K}, 3);
+    std::vector<int8_t> q(size_t(M * K));
+    std::vector<float> scales(size_t(M * ((K + 31) / 32)));
+    auto run = [&] {
+      if (fmt == "mxint8") cpu::int8_quantize_mxint8(q.data(), scales.data(), x.data<float>(), M, K);
+      else cpu::int8_quantize_integer(q.data(), scales.data(), x.data<float>(), M, K, 8, 4);
+    };
+    run();
+    time_vs_memcpy(st, 5 * M * K, run);
+    const bool avx512 = cpu_features().avx512();
+    st.SetLabel(cat("M=", M, " K=", K, fmt == "mxint8" ? (avx512 ? " avx512" : " avx2") : " avx2"));
+  }, Timing::manual);
+}
+
 void add_peak() {
   add("int8/vnni_peak", [](benchmark::State& st) {
     const CpuFeatures& f = cpu_features();
@@ -170,6 +194,8 @@ void register_int8() {
     for (const auto& [in, out] : {std::pair{H, H}, {H, F}, {F, H}})
       for (const char* fmt : {"mxint8", "int8"}) add_gemm(cfg, in, out, fmt);
   }
+  for (const int64_t K : {128, 512})
+    for (const char* fmt : {"mxint8", "integer"}) add_quantize(K, fmt);
   for (const char* model : {"bert-tiny", "bert-mini", "bert-small"})
     for (const char* fmt : {"mxint8", "int8"}) add_eval(model, fmt);
 }
