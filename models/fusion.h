@@ -11,7 +11,9 @@
 // QuantizedLinear, a LoRA wrapper — on the reference path, which calls them. One kind of
 // non-plain Linear opts in: a module that is a SplitBias (below) and says its bias splits off
 // — the integer Linear of quant/integer_linear.h, whose product runs in int8 and whose bias the
-// fused pass adds as it would a plain Linear's.
+// fused pass adds as it would a plain Linear's. Its row products (below) also give a third
+// form, for inference only: the whole FFN of a BertLayer a chunk of rows at a time, its
+// intermediate never leaving the cache (ffn_in_chunks).
 //
 // Replacing a child (Module::replace_submodule) clears its parent's flag: run the pass again
 // after passes that swap modules. A traced model (graph/) shows whichever form runs: the fused
@@ -58,7 +60,7 @@ DenseParts split_dense(Module& dense, const Tensor& x);
 // the whole (M, I) activation (16 MB for bert-tiny at 8192 tokens, 4× the block's input) never
 // goes to memory and back. Every step is row-wise, so the result is the same bits as the
 // unchunked fused block. Needs both denses with has_product_rows() (the integer Linear of
-// quant/integer_linear.h has it); no autograd. Measured: docs/performance.md, "FFN in chunks".
+// quant/integer_linear.h has it); no autograd. Measured: docs/performance.md, "the afternoon".
 Tensor ffn_in_chunks(const SplitBias& dense1, const Tensor& b1, const SplitBias& dense2,
                      const Tensor& a);
 
@@ -67,7 +69,7 @@ struct FusionReport {
   int add_norm = 0, add_norm_total = 0;  // BertSelfOutput / BertOutput: Add & Norm
   int ffn_chunks = 0;                    // BertLayer: the whole FFN in row chunks (inference)
   // "fusion: 2 of 2 FFN blocks (bias + GELU), 4 of 4 Add & Norm blocks …\n", and when some
-  // layers run their FFN in chunks, "  2 of 2 layers' FFN in row chunks when not training\n"
+  // layers run their FFN in chunks, "  2 layer(s) run their FFN in row chunks when not training\n"
   std::string str() const;
 };
 
