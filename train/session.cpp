@@ -18,6 +18,7 @@
 #include "quant/integer_linear.h"
 #include "quant/mxint8_linear.h"
 #include "quant/passes.h"
+#include "quant/quantized_linear.h"
 #include "runtime/cpu_features.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
@@ -387,8 +388,20 @@ EvalResult eval_only(TrainConfig c, std::FILE* out, const ForwardFactory& forwar
   quant::set_integer_kernels(c.int8_kernels == "on");
   set_cpu_gemm_precision(c.precision == "bf16" ? GemmPrecision::bf16 : GemmPrecision::fp32);
   if (c.int8_kernels == "on" && Device::parse(c.device).is_cpu()) {  // integers, weights packed once
-    const quant::IntegerInferenceReport ir = quant::integer_inference(*lm.model);
-    if (!ir.converted.empty() || !ir.kept.empty()) std::fprintf(out, "%s", ir.str().c_str());
+    if (forward) {
+      // --compile traces the model, and an Int8Linear records no op: the compiled graph keeps
+      // the QuantizedLinears (their own integer path under no-grad; fold_mxint8 may unpack
+      // MXINT8 weights once), so say which one runs
+      bool quantized = false;
+      for (auto& [path, lin] : quant::linear_layers(*lm.model))
+        quantized |= dynamic_cast<const quant::QuantizedLinear*>(lin) != nullptr;
+      if (quantized)
+        std::fprintf(out, "integer inference: the compiled graph keeps its QuantizedLinears "
+                          "(Int8Linear cannot be traced); drop --compile for the packed int8 layers\n");
+    } else {
+      const quant::IntegerInferenceReport ir = quant::integer_inference(*lm.model);
+      if (!ir.converted.empty() || !ir.kept.empty()) std::fprintf(out, "%s", ir.str().c_str());
+    }
   }
   if (c.max_len <= 0) c.max_len = lm.max_len;  // 0: what the run was trained with
   c.vocab = lm.tokenizer_file.string();          // the data tokenized with the model's tokenizer

@@ -1,8 +1,9 @@
 // tests/graph/test_compile_train.cpp — mase-train --compile (train/forward.h with
 // graph::compiled_forward): a bert-tiny run on the made-up IMDb of tests/train/trainer_fixture.h
 // takes the same losses, evaluates the same and saves the same weights as the eager run, bit for
-// bit on the CPU, with one plan per batch shape and mode; --eval-only through it likewise. With
-// narrow_cls on (the default) the same within fp32 rounding.
+// bit on the CPU, with one plan per batch shape and mode; --eval-only through it likewise, and
+// with --quant (the QuantizedLinears kept in the graph). With narrow_cls on (the default) the
+// same within fp32 rounding.
 #include "compile_helpers.h"
 #include "graph/compile.h"
 #include "train/trainer_fixture.h"
@@ -76,6 +77,27 @@ TEST_CASE("mase-train --compile: bert-tiny takes the eager run's losses bit for 
   CHECK(ev_eager.accuracy == ev_comp.accuracy);
   CHECK(compiled.size() == 2);
   CHECK(compiled[1]->compiles() >= 1);
+
+  // PTQ through a compiled plan (--eval-only --quant … --compile): the integer Linears of the
+  // eager evaluation cannot be traced, so the compiled graph keeps the QuantizedLinears (their
+  // own integer path) — the eager integer evaluation's numbers within fp32 reassociation, and
+  // a line that says which layers ran
+  test::write_bytes(fx.dir.path / "int8.json",
+                    R"({"by": "type", "default": {"config": {"name": "integer", "data_in_width": 8,
+                        "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4,
+                        "bias_width": 8, "bias_frac_width": 4}}})");
+  e.quant = (fx.dir.path / "int8.json").string();
+  const EvalResult q_eager = eval_only(e, fx.null);
+  std::FILE* log = std::tmpfile();
+  const EvalResult q_comp = eval_only(e, log, compiling(compiled, bitwise));
+  std::rewind(log);
+  std::string text(1 << 16, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), log));
+  std::fclose(log);
+  CHECK(text.find("the compiled graph keeps its QuantizedLinears") != std::string::npos);
+  CHECK(q_comp.loss == doctest::Approx(q_eager.loss).epsilon(1e-5));
+  CHECK(q_comp.accuracy == q_eager.accuracy);
+  CHECK(q_eager.loss != ev_eager.loss);  // quantized
 }
 
 TEST_CASE("mase-train --compile: with narrow_cls the losses stay eager's within fp32 rounding") {
