@@ -324,8 +324,9 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
   const int64_t nr = B.nr, MC = 96;
   const KLayout l = k_layout(K, B.block);
   const int64_t mblocks = ceil_div(M, MC), panels = B.panels();
-  // enough tasks for every thread to have ~4 (small M: split the panels too)
-  const int64_t want = 4 * std::max(1, num_threads());
+  // enough tasks for every thread to have ~4 (small M: split the panels too); one task inside a
+  // SerialRegion (a chunk of ffn_in_chunks), where a split would only pack A once per piece
+  const int64_t want = SerialRegion::active() ? 1 : 4 * std::max(1, num_threads());
   const int64_t per_chunk = ceil_div(panels, std::clamp<int64_t>(ceil_div(want, mblocks), 1, panels));
   const int64_t chunks = ceil_div(panels, per_chunk);
   // the bytes the kernel wants: u = a + 128 for VNNI (a ^ 0x80), a for AVX2; offset codes
