@@ -1,6 +1,7 @@
 // scripts/cuda_emu/check.h — the failure counter and tolerance check shared by the emulator's
-// check programs (attn_check.cpp, rows_check.cpp): a mismatch prints its first 30 lines and
-// counts; each part reports the count and main's exit status says whether any was found.
+// check programs (attn_check.cpp, cols_check.cpp, rows_check.cpp): a mismatch prints its first
+// 30 lines and counts; each part reports the count and main's exit status says whether any was
+// found.
 #pragma once
 #include <cmath>
 #include <cstdio>

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "emu.h"
 
 // what cuda/cublas.h gives the column sums: a grow-only scratch buffer
@@ -38,14 +39,6 @@ using namespace mase;
 
 namespace {
 
-int failures = 0;
-
-void expect(const std::string& what, double got, double want, double tol, long idx) {
-  if (std::abs(got - want) <= tol * (1 + std::abs(want))) return;
-  if (failures < 30) std::printf("FAIL %s [%ld]: got %.9g, want %.9g\n", what.c_str(), idx, got, want);
-  ++failures;
-}
-
 std::vector<float> random_floats(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> U(-1, 1);
@@ -65,8 +58,8 @@ void check_sum(int64_t outer, int64_t rows, int64_t cols) {
       double want = 0;
       for (int64_t r = 0; r < rows; ++r) want += x[size_t((o * rows + r) * cols + c)];
       const size_t j = size_t(o * cols + c);
-      expect("sum", out[j], want, 1e-6, long(j));
-      if (out[j] != again[j]) expect("sum twice", again[j], out[j], 0, long(j));
+      expect_close("sum", out[j], want, 1e-6, 1e-6, long(j));
+      if (out[j] != again[j]) expect_close("sum twice", again[j], out[j], 0, 0, long(j));
     }
   std::printf("sum (%ld, %ld, %ld) over rows: %d mismatches\n", long(outer), long(rows),
               long(cols), failures - before);
@@ -89,8 +82,8 @@ void check_layer_norm(int64_t rows, int64_t cols) {
       sw += double(dy[i]) * (double(x[i]) - mean[size_t(r)]) * rstd[size_t(r)];
       sb += dy[i];
     }
-    expect("layer_norm dweight", dw[size_t(c)], sw, 1e-4, long(c));
-    expect("layer_norm dbias", db[size_t(c)], sb, 1e-4, long(c));
+    expect_close("layer_norm dweight", dw[size_t(c)], sw, 1e-4, 1e-4, long(c));
+    expect_close("layer_norm dbias", db[size_t(c)], sb, 1e-4, 1e-4, long(c));
   }
   std::printf("layer_norm (%ld, %ld): dweight, dbias: %d mismatches\n", long(rows), long(cols),
               failures - before);
@@ -107,7 +100,7 @@ void check_embedding(const std::string& name, const std::vector<int32_t>& ids, i
       for (int64_t c = 0; c < C; ++c) want[size_t(ids[size_t(n)] * C + c)] += dout[size_t(n * C + c)];
   cuda::embedding_backward(dw.data(), dout.data(), ids.data(), N, C, V);
   for (size_t i = 0; i < dw.size(); ++i)
-    if (dw[i] != want[i]) expect("embedding " + name, dw[i], want[i], 0, long(i));
+    if (dw[i] != want[i]) expect_close("embedding " + name, dw[i], want[i], 0, 0, long(i));
   std::printf("embedding backward, %s (N %ld, C %ld, V %ld): %d mismatches (exact)\n",
               name.c_str(), long(N), long(C), long(V), failures - before);
 }
