@@ -51,7 +51,7 @@ int64_t int8_block(const Format& data_in, const Format& weight, int64_t K) {
   return std::max<int64_t>(b, 1);
 }
 
-Int8Codes int8_codes(const Tensor& x, const Format& f, bool offset) {
+Int8Codes int8_codes(const Tensor& x, const Format& f) {
   MASE_CHECK(has_int8_codes(f), ConfigError, "[int8_codes] ", f.str(),
              " has no int8 codes (integer with width ≤ 8, or mxint8)");
   MASE_CHECK(x.dtype() == DType::f32 && x.is_cpu(), DTypeError,
@@ -61,19 +61,17 @@ Int8Codes int8_codes(const Tensor& x, const Format& f, bool offset) {
   const int64_t rows = x.size(0), K = x.size(1);
   Int8Codes c;
   c.codes = Tensor::empty({rows, K}, DType::i8);
-  c.offset = offset;
   if (f.kind == Kind::integer) {
     c.block = K;
     c.scales = Tensor::empty({rows, 1});
     cpu::int8_quantize_integer(c.codes.data<int8_t>(), c.scales.data<float>(), x.data<float>(),
-                               rows, K, f.width, f.frac_width, offset);
+                               rows, K, f.width, f.frac_width);
     return c;
   }
   // mxint8: the codes of the packing kernel (runtime/kernels/mxint8.h), fp32 scales 2^(s−133)
   c.block = cpu::kMxBlock;
   c.scales = Tensor::empty({rows, cpu::mx_blocks(K)});
-  cpu::int8_quantize_mxint8(c.codes.data<int8_t>(), c.scales.data<float>(), x.data<float>(), rows,
-                            K, offset);
+  cpu::int8_quantize_mxint8(c.codes.data<int8_t>(), c.scales.data<float>(), x.data<float>(), rows, K);
   return c;
 }
 
@@ -93,6 +91,35 @@ Int8Weight::Int8Weight(const Tensor& weight, const Format& weight_format,
                        isa ? *isa : cpu::int8_isa_for(N, K, block));
 }
 
+namespace {
+
+// y (rows, N) = the integer product of x (rows, K) and w, + bias when not null: x quantized into
+// `codes` (rows·K bytes) and `scales` (rows·nblocks of w's packing), then the int8 GEMM. The
+// codes are offset codes when the kernel reads them (int8_reads_offset_codes): it then takes
+// them where they lie, without a copy.
+void integer_product(const float* x, int64_t rows, const Format& data_in, const Int8Weight& w,
+                     const float* bias, float* y, int8_t* codes, float* scales) {
+  MASE_CHECK(has_int8_codes(data_in), ConfigError, "[integer_linear] ", data_in.str(),
+             " has no int8 codes (integer with width ≤ 8, or mxint8)");
+  const int64_t K = w.in_features(), N = w.out_features();
+  const cpu::Int8PackedB& p = w.packed();
+  const int64_t nb = std::max<int64_t>(p.nblocks, 1);
+  const bool offset = cpu::int8_reads_offset_codes(p);
+  if (data_in.kind == Kind::integer) {
+    // one scale per row, then repeated for each of the weight's blocks (as expand_scales does,
+    // in place from the last row back, so no value is overwritten before it is read)
+    cpu::int8_quantize_integer(codes, scales, x, rows, K, data_in.width, data_in.frac_width, offset);
+    for (int64_t r = rows - 1; r >= 0 && nb > 1; --r) std::fill(scales + r * nb, scales + (r + 1) * nb, scales[r]);
+  } else {  // mxint8: its blocks of 32 are the kernel's blocks (int8_block)
+    MASE_CHECK(cpu::mx_blocks(K) == nb, ConfigError, "[integer_linear] the weight is packed in ",
+               nb, " blocks, mxint8 codes of K = ", K, " have ", cpu::mx_blocks(K));
+    cpu::int8_quantize_mxint8(codes, scales, x, rows, K, offset);
+  }
+  cpu::int8_gemm_scaled(y, N, codes, K, scales, rows, p, bias, offset);
+}
+
+}  // namespace
+
 Tensor integer_linear(const Tensor& x, const Format& data_in, const Int8Weight& w,
                       const Tensor& bias) {
   const int64_t K = w.in_features(), N = w.out_features();
@@ -102,17 +129,16 @@ Tensor integer_linear(const Tensor& x, const Format& data_in, const Int8Weight& 
              "[integer_linear] computes without autograd: call it under NoGradGuard");
   MASE_CHECK(!bias.defined() || (bias.numel() == N && bias.dtype() == DType::f32), ShapeError,
              "[integer_linear] expected an f32 bias of ", N, " elements, got ", bias.shape());
+  MASE_CHECK(x.dtype() == DType::f32 && x.is_cpu(), DTypeError,
+             "[integer_linear] expected an f32 CPU tensor, got ", x.dtype(), " on ", x.device());
   const int64_t M = K > 0 ? x.numel() / K : x.numel() / std::max<int64_t>(1, x.size(-1));
-  const Tensor xp = x.detach().contiguous();  // (..., K) packed, viewed as (M, K) below
-  const Tensor xc = xp.as_strided({M, K}, {K, 1}, xp.offset());
-  const cpu::Int8PackedB& p = w.packed();
-  // offset codes when the kernel reads them: it then takes A where it lies, without a copy
-  const Int8Codes c = int8_codes(xc, data_in, cpu::int8_reads_offset_codes(p));
-  const Tensor sa = expand_scales(c.scales, std::max<int64_t>(p.nblocks, 1));
+  const Tensor xp = x.detach().contiguous();  // (..., K) packed, read as (M, K)
+  const Tensor codes = Tensor::empty({M, K}, DType::i8);
+  const Tensor scales = Tensor::empty({M, std::max<int64_t>(w.packed().nblocks, 1)});
   Tensor y = Tensor::empty({M, N});
   const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
-  cpu::int8_gemm_scaled(y.data<float>(), N, c.codes.data<int8_t>(), K, sa.data<float>(), M, p,
-                        b.defined() ? b.data<float>() : nullptr, c.offset);
+  integer_product(xp.data<float>(), M, data_in, w, b.defined() ? b.data<float>() : nullptr,
+                  y.data<float>(), codes.data<int8_t>(), scales.data<float>());
   Shape out_shape = x.shape();
   out_shape.back() = N;
   return y.as_strided(out_shape, contiguous_strides(out_shape), 0);
@@ -120,29 +146,11 @@ Tensor integer_linear(const Tensor& x, const Format& data_in, const Int8Weight& 
 
 void integer_linear_rows(const float* x, int64_t rows, const Format& data_in, const Int8Weight& w,
                          float* y) {
-  MASE_CHECK(has_int8_codes(data_in), ConfigError, "[integer_linear_rows] ", data_in.str(),
-             " has no int8 codes (integer with width ≤ 8, or mxint8)");
-  const int64_t K = w.in_features(), N = w.out_features();
-  const cpu::Int8PackedB& p = w.packed();
-  const int64_t nb = std::max<int64_t>(p.nblocks, 1);
-  const bool offset = cpu::int8_reads_offset_codes(p);  // as in integer_linear
   thread_local std::vector<int8_t> codes;
   thread_local std::vector<float> scales;
-  codes.resize(size_t(rows * K));
-  scales.resize(size_t(rows * nb));
-  if (data_in.kind == Kind::integer) {
-    // one scale per row, then repeated for each of the weight's blocks (expand_scales, in
-    // place from the last row back, so no value is overwritten before it is read)
-    cpu::int8_quantize_integer(codes.data(), scales.data(), x, rows, K, data_in.width,
-                               data_in.frac_width, offset);
-    for (int64_t r = rows - 1; r >= 0 && nb > 1; --r)
-      std::fill(scales.begin() + r * nb, scales.begin() + (r + 1) * nb, scales[size_t(r)]);
-  } else {  // mxint8: its blocks of 32 are the kernel's blocks (int8_block)
-    MASE_CHECK(cpu::mx_blocks(K) == nb, ConfigError, "[integer_linear_rows] the weight is packed in ",
-               nb, " blocks, mxint8 codes of K = ", K, " have ", cpu::mx_blocks(K));
-    cpu::int8_quantize_mxint8(codes.data(), scales.data(), x, rows, K, offset);
-  }
-  cpu::int8_gemm_scaled(y, N, codes.data(), K, scales.data(), rows, p, nullptr, offset);
+  codes.resize(size_t(rows * w.in_features()));
+  scales.resize(size_t(rows * std::max<int64_t>(w.packed().nblocks, 1)));
+  integer_product(x, rows, data_in, w, nullptr, y, codes.data(), scales.data());
 }
 
 // ---- Int8Linear ------------------------------------------------------------------------------

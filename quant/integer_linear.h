@@ -49,9 +49,8 @@ struct Int8Codes {
   Tensor codes;   // i8 (rows, K)
   Tensor scales;  // f32 (rows, nblocks): 2^−f (one block) or 2^(s−133) per 32; NaN marks NaN
   int64_t block;  // K or 32
-  bool offset = false;  // codes stored as a ^ 0x80 (runtime/kernels/int8_gemm.h's offset codes)
 };
-Int8Codes int8_codes(const Tensor& x, const Format& f, bool offset = false);
+Int8Codes int8_codes(const Tensor& x, const Format& f);
 
 // The kernel block of a pair of formats over K: the smaller of their blocks.
 int64_t int8_block(const Format& data_in, const Format& weight, int64_t K);

@@ -86,7 +86,7 @@ TEST_CASE("bias_gelu_in_row_chunks: the unchunked computation's bits, chunk edge
   // p1, p2: row products written as loops (row by row, so chunked and whole agree exactly):
   // p1 (rows, C) -> (rows, I) = x·W1ᵀ, p2 (rows, I) -> (rows, O) = ·W2ᵀ. The oracle runs p1 on
   // every row, then bias_gelu (the fused op), then p2: what the chunks must reproduce.
-  for (const auto [M, C, I] : {std::tuple<int64_t, int64_t, int64_t>{600, 8, 64},  // 256-row chunks
+  for (const auto& [M, C, I] : {std::tuple<int64_t, int64_t, int64_t>{600, 8, 64},  // 256-row chunks
                                {37, 3, 4096},                                      // 16-row chunks
                                {1, 5, 7}}) {
     INFO("M=", M, " C=", C, " I=", I);
@@ -94,24 +94,18 @@ TEST_CASE("bias_gelu_in_row_chunks: the unchunked computation's bits, chunk edge
     const DType f32 = DType::f32;
     const Tensor xs = random_tensor({M, C}, 2, -1, 1, f32), w1 = random_tensor({I, C}, 3, -1, 1, f32),
                  w2 = random_tensor({O, I}, 4, -1, 1, f32), b = random_tensor({I}, 5, -1, 1, f32);
-    const float* W1 = w1.data<float>();
-    const float* W2 = w2.data<float>();
-    auto p1 = [&](const float* in, int64_t rows, float* out) {
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < I; ++j) {
-          float s = 0;
-          for (int64_t k = 0; k < C; ++k) s += in[r * C + k] * W1[j * C + k];
-          out[r * I + j] = s;
-        }
+    // rows (rows, in) -> (rows, out) = x·Wᵀ with W (out, in), one row and one output at a time
+    auto times = [](const Tensor& W, int64_t in, int64_t out) {
+      return [W = W.data<float>(), in, out](const float* x, int64_t rows, float* y) {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < out; ++j) {
+            float s = 0;
+            for (int64_t k = 0; k < in; ++k) s += x[r * in + k] * W[j * in + k];
+            y[r * out + j] = s;
+          }
+      };
     };
-    auto p2 = [&](const float* in, int64_t rows, float* out) {
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < O; ++j) {
-          float s = 0;
-          for (int64_t k = 0; k < I; ++k) s += in[r * I + k] * W2[j * I + k];
-          out[r * O + j] = s;
-        }
-    };
+    const auto p1 = times(w1, C, I), p2 = times(w2, I, O);
     NoGradGuard no_grad;
     const Tensor y = bias_gelu_in_row_chunks(xs, p1, b, p2, O);
     CHECK(y.shape() == Shape{M, O});

@@ -58,6 +58,16 @@ Tensor hostile_x(int64_t rows, int64_t K, uint64_t seed) {
   return x;
 }
 
+// tiny_bert with every Linear quantized to `fmt` (test::config_for) and made an Int8Linear.
+std::shared_ptr<nn::BertForSequenceClassification> integer_bert(uint64_t seed, const char* fmt,
+                                                                int64_t hidden = 32,
+                                                                int64_t layers = 2) {
+  auto model = test::tiny_bert(seed, hidden, layers);
+  (void)quantize(*model, {{"by", "type"}, {"default", {{"config", test::config_for(fmt)}}}});
+  (void)integer_inference(*model);
+  return model;
+}
+
 }  // namespace
 
 TEST_CASE("integer linear: integer and mxint8 pairs equal the fake-quantized reference") {
@@ -162,9 +172,7 @@ TEST_CASE("integer_inference replaces eligible layers and keeps the model's outp
 TEST_CASE("integer_inference: the fusion pass fuses the integer blocks, the logits stay") {
   for (const char* fmt : {"integer", "mxint8"}) {
     CAPTURE(fmt);
-    auto model = test::tiny_bert(5);
-    (void)quantize(*model, {{"by", "type"}, {"default", {{"config", test::config_for(fmt)}}}});
-    (void)integer_inference(*model);
+    auto model = integer_bert(5, fmt);
     const Tensor ids = test::tiny_ids(2, 16, 6);
     NoGradGuard no_grad;
     const Tensor plain = (*model)(ids);  // each Int8Linear adds its bias itself, then GELU / Add / LN
@@ -206,7 +214,7 @@ TEST_CASE("integer linear rows: the same bits as integer_linear, on the calling 
       const Tensor x = hostile_x(13, K, 4);
       const auto whole = integer_linear(x, fin, w).to_vector<float>();
       std::vector<float> rows(whole.size(), -1.0f);
-      for (const auto [r0, n] : {std::pair<int64_t, int64_t>{0, 6}, {6, 1}, {7, 6}}) {
+      for (const auto& [r0, n] : {std::pair<int64_t, int64_t>{0, 6}, {6, 1}, {7, 6}}) {
         SerialRegion serial;
         integer_linear_rows(x.data<float>() + r0 * K, n, fin, w, rows.data() + r0 * 23);
       }
@@ -217,9 +225,7 @@ TEST_CASE("integer linear rows: the same bits as integer_linear, on the calling 
 TEST_CASE("integer_inference: the FFN in row chunks gives the fused blocks' bits") {
   for (const char* fmt : {"integer", "mxint8"}) {
     CAPTURE(fmt);
-    auto model = test::tiny_bert(9);
-    (void)quantize(*model, {{"by", "type"}, {"default", {{"config", test::config_for(fmt)}}}});
-    (void)integer_inference(*model);
+    auto model = integer_bert(9, fmt);
     const nn::FusionReport r = nn::fuse_kernels(*model);
     CHECK(r.ffn_chunks == 2);
     CHECK(r.str().find("2 layer(s) run their FFN in row chunks") != std::string::npos);
@@ -254,9 +260,7 @@ TEST_CASE("integer_inference: the FFN in row chunks gives the fused blocks' bits
   CHECK(nn::fuse_kernels(*model).ffn_chunks == 0);
   CHECK(nn::fuse_kernels(*model).str().find("row chunks") == std::string::npos);
   // nor does a hidden size above 256, where chunks were measured not to pay (fusion.cpp)
-  auto wide = test::tiny_bert(9, /*hidden=*/288, /*layers=*/1);
-  (void)quantize(*wide, {{"by", "type"}, {"default", {{"config", test::config_for("integer")}}}});
-  (void)integer_inference(*wide);
+  auto wide = integer_bert(9, "integer", /*hidden=*/288, /*layers=*/1);
   const nn::FusionReport r = nn::fuse_kernels(*wide);
   CHECK(r.ffn == 1);
   CHECK(r.ffn_chunks == 0);
