@@ -131,13 +131,13 @@ void add_eval(const char* model, const std::string& fmt) {
           return compare(b, a.to_vector<double>(), 2e-3, 0.0);
         }))
       return;
-    std::vector<nn::BertLayer*> layers;
+    std::vector<nn::BertLayer*> chunked;  // the layers the fusion pass gave row chunks
     for (auto& [path, mod] : m.integer.model->named_modules())
-      if (auto* l = dynamic_cast<nn::BertLayer*>(mod.get())) layers.push_back(l);
+      if (auto* l = dynamic_cast<nn::BertLayer*>(mod.get()); l && l->ffn_chunks) chunked.push_back(l);
     auto whole_ffn = [&] {
-      for (auto* l : layers) l->ffn_chunks = false;
+      for (auto* l : chunked) l->ffn_chunks = false;
       eval_forward(m.integer);
-      for (auto* l : layers) l->ffn_chunks = true;
+      for (auto* l : chunked) l->ffn_chunks = true;
     };
     eval_forward(m.integer);  // warm up the allocator's cache
     whole_ffn();
