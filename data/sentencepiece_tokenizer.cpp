@@ -19,7 +19,9 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::string serialized, std::stri
       serialized_(std::move(serialized)) {
   auto st = sp_->LoadFromSerializedProto(serialized_);
   MASE_CHECK(st.ok(), IoError, "[sentencepiece] expected a sentencepiece model in ", source,
-             ", got ", st.ToString(), " (delete the file to retrain)");
+             ", got ", st.ToString(),
+             " (a vocab.txt is WordPiece's: --tokenizer wordpiece; a model mase trained and "
+             "cached that no longer loads: delete it to retrain)");
   special_.pad = sp_->pad_id();
   special_.unk = sp_->unk_id();
   special_.cls = sp_->bos_id();

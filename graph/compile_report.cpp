@@ -324,7 +324,8 @@ std::string CompileReport::str() const {
                       o.lora_rank > 0 ? cat(" (LoRA rank ", o.lora_rank, ")") : "", ", batch ",
                       o.batch, ", seq ", o.seq, ", ",
                       o.train ? "train (forward + backward)" : "eval (forward, no grad)", ", ",
-                      o.device == "cpu" ? "CPU" : o.device, ", ", threads, " threads\n");
+                      o.device == "cpu" ? "CPU" : o.device, ", ", threads,
+                      threads == 1 ? " thread\n" : " threads\n");
   s += "signature: " + signature.str() + "\n" + first_call.str() + "\n";
   s += cat("passes (", traced_nodes, " traced nodes -> ", compiled_nodes, "):\n");
   for (const PassRun& p : passes) {

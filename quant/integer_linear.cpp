@@ -207,8 +207,8 @@ std::string IntegerInferenceReport::str() const {
   std::string kernels_str;  // "24 on avx512-vnni, 2 on onednn"
   for (const auto& [name, n] : kernels)
     kernels_str += cat(kernels_str.empty() ? "" : ", ", n, " on ", name);
-  std::string s = cat("integer inference: ", converted.size(), " Linear layer(s) now Int8Linear (",
-                      kernels_str, ")");
+  std::string s = cat("integer inference: ", converted.size(), " Linear layer(s) now Int8Linear",
+                      kernels_str.empty() ? "" : cat(" (", kernels_str, ")"));
   if (!kept.empty()) s += cat(", ", kept.size(), " quantized layer(s) kept on the fp32 path");
   s += "\n";
   if (!converted.empty()) {

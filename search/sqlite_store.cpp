@@ -135,4 +135,13 @@ std::unique_ptr<Database> connect_sqlite(const std::string& path, const std::str
   return std::make_unique<SqliteDatabase>(path, storage);
 }
 
+bool is_sqlite_database(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  // the header is read by the first statement: "file is not a database" (SQLITE_NOTADB) there
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA schema_version", nullptr, nullptr, nullptr);
+  sqlite3_close_v2(db);
+  return (rc & 0xff) != SQLITE_NOTADB;  // busy or locked: a database someone is writing
+}
+
 }  // namespace mase::search::store

@@ -10,9 +10,7 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -150,10 +148,10 @@ void check_study_file(const std::string& storage) {
   MASE_CHECK(!ec && size > 0, IoError, "[study] ", path, " expected a study file, got ",
              ec ? "a file that cannot be read" : "an empty file (0 bytes)",
              " (remove it, or give another --dir)");
-  char header[16] = {};
-  std::ifstream in(path, std::ios::binary);
-  in.read(header, sizeof header);
-  MASE_CHECK(in && std::memcmp(header, "SQLite format 3", 16) == 0, IoError, "[study] ", path,
+  // through SQLite, never std::ifstream: this process may hold a connection to the file
+  // (a worker's heartbeat thread calls load), and a plain close would drop its locks
+  // (store::is_sqlite_database says why)
+  MASE_CHECK(store::is_sqlite_database(path), IoError, "[study] ", path,
              " expected a SQLite study file, got a file that is not one (damaged, or another "
              "file by that name: remove it, or give another --dir)");
 }

@@ -73,6 +73,14 @@ bool is_postgres_url(const std::string& storage);
 std::string redact(const std::string& storage);
 
 std::unique_ptr<Database> connect_sqlite(const std::string& path, const std::string& storage);
+// Whether the file at `path` is a SQLite database, asked through SQLite (a read-only
+// connection, opened and closed). Never read a study file with a plain open() + close() in a
+// process that may hold a connection to it: POSIX drops ALL of a process's locks on a file when
+// ANY of its descriptors to it closes, among them the SHARED lock a WAL-mode connection holds
+// for its whole life; another process closing its connection then gets EXCLUSIVE, takes
+// itself for the last one and deletes the WAL under us (sqlite.org/howtocorrupt.html, 2.2).
+// SQLite's own VFS keeps such descriptors open until the process's locks are released.
+bool is_sqlite_database(const std::string& path);
 std::unique_ptr<Database> connect_postgres(const std::string& url);  // a stub without libpq
 
 // WAL journaling on SQLite (readers never block the writer), set once the caller knows the

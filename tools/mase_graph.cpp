@@ -277,6 +277,15 @@ int main(int argc, char** argv) {
   std::string mode = "eval";
   CLI::App* comp = app.add_subcommand(
       "compile", "compile for one input signature and compare with eager (Lab 4.1, docs/lab4.md)");
+  comp->footer(  // its own, or CLI11 shows the parent's examples under `compile --help`
+      "Examples:\n"
+      "  mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5\n"
+      "  mase-graph compile --model bert-small --batch 1 --seq 128 --freeze --repeat 50\n"
+      "  mase-graph compile --model bert-small --batch 8 --seq 128 --no-pass narrow_cls\n"
+      "  mase-graph compile --model bert-small --batch 8 --seq 128 --lora-rank 8 --repeat 5\n"
+      "  mase-graph compile --model bert-small --batch 8 --seq 128 --device cuda --repeat 50\n"
+      "The report: first call (trace, passes, plan, first run) against steady state, eager\n"
+      "against compiled, and what each pass bought. Walkthrough: docs/lab4.md.");
   comp->add_option("--model", co.model, "preset: bert-tiny, bert-mini, bert-small, bert-base");
   comp->add_option("--batch", co.batch, "sequences per batch")->check(CLI::Range(1, 4096));
   comp->add_option("--seq", co.seq, "tokens per sequence")->check(CLI::Range(1, 512));
@@ -285,7 +294,8 @@ int main(int argc, char** argv) {
   comp->add_option("--no-pass", co.disabled,
                    "turn a pass off (repeatable): remove_dropout, fold_lora, fuse_bias_gelu, "
                    "fuse_add_norm, fold_mxint8, narrow_cls, recompute_gelu, dce, freeze_weights, "
-                   "memory_plan, arena, cuda_graph");
+                   "memory_plan, arena, cuda_graph")
+      ->check(CLI::IsMember(graph::compile_pass_names()));
   comp->add_flag("--freeze", co.freeze,
                  "eval on the CPU: the weights will not change, so pack every Linear weight "
                  "once for oneDNN (pass freeze_weights; outputs within fp32 rounding)");

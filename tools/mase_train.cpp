@@ -280,6 +280,13 @@ int main(int argc, char** argv) {
     MASE_CHECK(!(given("--vocab-size") && (given("--vocab") || c.tokenizer == "wordpiece")),
                ConfigError, "--vocab-size sets the size of a sentencepiece model to train; it ",
                "contradicts --vocab / --tokenizer wordpiece (the vocabulary file decides)");
+    if (given("--vocab")) {  // the file says which tokenizer it is (vocab.txt or a .model)
+      const std::string kind = tokenizer_kind(c.vocab);
+      MASE_CHECK(!given("--tokenizer") || c.tokenizer == kind, ConfigError, "--tokenizer ",
+                 c.tokenizer, " contradicts --vocab ", c.vocab, " (a ", kind,
+                 " file; drop --tokenizer: the file decides)");
+      c.tokenizer = kind;
+    }
     MASE_CHECK(bucketing == "on" || bucketing == "off", ConfigError,
                "expected --bucketing on or off, got '", bucketing, "'");
     c.bucketing = bucketing == "on";

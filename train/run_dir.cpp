@@ -19,9 +19,6 @@ namespace mase::train {
 const char* const kMetricsHeader =
     "step,epoch,train_loss,test_loss,test_accuracy,test_examples,lr,elapsed_s";
 
-namespace {
-
-// "step-000500" -> 500; -1 for any other name (temporaries, stray files).
 int64_t checkpoint_step(const fs::path& p) {
   static const std::regex re("step-([0-9]+)");
   std::smatch m;
@@ -29,6 +26,8 @@ int64_t checkpoint_step(const fs::path& p) {
   if (!std::regex_match(name, m, re) || m[1].length() > 15) return -1;
   return std::stoll(m[1]);
 }
+
+namespace {
 
 // The step of a whole metrics.csv row (8 comma-separated fields, the first an integer);
 // nullopt for a torn or foreign row.
@@ -216,7 +215,17 @@ fs::path find_tokenizer_file(const fs::path& dir) {
   for (const char* name : {"vocab.txt", "tokenizer.model"}) {
     if (fs::is_regular_file(dir / name)) return dir / name;
   }
+  // <run>/checkpoints/step-N: the run's tokenizer (what the divergence message's --init needs)
+  fs::path p = fs::absolute(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "step-N/"
+  const fs::path run = p.parent_path().parent_path();
+  if (p.parent_path().filename() == "checkpoints" && fs::is_regular_file(run / RunDir::kConfig))
+    return find_tokenizer_file(run);
   return {};
+}
+
+std::string tokenizer_kind(const fs::path& file) {
+  return file.extension() == ".model" ? "sentencepiece" : "wordpiece";
 }
 
 std::string tokenizer_file_name(const std::string& kind) {

@@ -79,12 +79,19 @@ class RunDir {
   fs::path path_;
 };
 
+// "step-000500" -> 500; -1 for any other name (temporaries, stray files).
+int64_t checkpoint_step(const fs::path& checkpoint);
+
 // The header line of metrics.csv.
 extern const char* const kMetricsHeader;
 
 // The tokenizer file in a model or run folder: vocab.txt (WordPiece) or tokenizer.model
-// (sentencepiece); empty if neither is there.
+// (sentencepiece); empty if neither is there. A checkpoint of a run (<run>/checkpoints/step-N,
+// which holds no tokenizer) uses its run's.
 fs::path find_tokenizer_file(const fs::path& dir);
+// The tokenizer kind of a tokenizer file, by load_tokenizer's rule: a .model file is
+// sentencepiece, anything else (vocab.txt) WordPiece.
+std::string tokenizer_kind(const fs::path& file);
 // The name a tokenizer is saved under in a run folder: "vocab.txt" or "tokenizer.model".
 std::string tokenizer_file_name(const std::string& tokenizer_kind);
 

@@ -79,11 +79,6 @@ Data load_data(const TrainConfig& c, std::FILE* out) {
   return r;
 }
 
-// The tokenizer kind of a saved tokenizer file (load_tokenizer's rule: .model = sentencepiece).
-std::string tokenizer_kind(const fs::path& file) {
-  return file.extension() == ".model" ? "sentencepiece" : "wordpiece";
-}
-
 void check_vocab(const nn::BertConfig& mc, const data::Tokenizer& tok, const std::string& what) {
   MASE_CHECK(mc.vocab_size == tok.vocab_size(), ConfigError, "[train] ", what, " has vocab_size ",
              mc.vocab_size, " but the tokenizer has ", tok.vocab_size(),
@@ -199,7 +194,8 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
       : c.precision == "tf32" ? "tf32 GEMMs (tensor cores, fp32 accumulation)"
       : on_gpu ? "bf16 GEMMs with fp32 accumulation (bf16 tensor cores)"
       : cat("bf16 GEMMs with fp32 accumulation (", cpu_bf16_gemm_path(), ")");
-  std::fprintf(out, "device    %s, %d threads, precision %s\n", c.device.c_str(), num_threads(),
+  std::fprintf(out, "device    %s, %d thread%s, precision %s\n", c.device.c_str(), num_threads(),
+               num_threads() == 1 ? "" : "s",
                precision.c_str());
   if (dp)
     std::fprintf(out, "dist      %s, %d ranks, each %lld rows of the batch of %lld\n",
@@ -432,7 +428,7 @@ LoadedModel load_model_dir(const fs::path& dir, const std::string& vocab) {
   lm.model->eval();
   fs::path tok = vocab.empty() ? find_tokenizer_file(dir) : fs::path(vocab);
   if (tok.empty()) tok = find_tokenizer_file(folder);
-  MASE_CHECK(!tok.empty(), ConfigError, "[predict] ", dir.string(),
+  MASE_CHECK(!tok.empty(), ConfigError, "[tokenizer] ", dir.string(),
              " has no tokenizer (vocab.txt or tokenizer.model); pass --vocab FILE");
   lm.tokenizer = data::load_tokenizer(tok);
   lm.tokenizer_file = tok;

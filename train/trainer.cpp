@@ -481,14 +481,20 @@ TrainResult Trainer::interrupted() {
 }
 
 TrainResult Trainer::diverged(const char* what, double value) {
-  const auto good = run_.latest_checkpoint();
+  // Step N's loss is computed with the weights step N − 1 left: a checkpoint of step N − 1
+  // holds the very weights that gave the non-finite value (and older ones are not kept).
+  const auto last = run_.latest_checkpoint();
+  const bool good = last && checkpoint_step(*last) < state_.step;
+  const std::string value_text = std::isnan(value) ? std::string("nan") : cat(value);
   return finish(TrainStatus::diverged,
-                cat("[train] ", what, " is ", value, " at step ", state_.step + 1, " (epoch ",
-                    state_.epoch + 1, "): stopped (lower --lr, now ", *config_.lr,
+                cat("[train] ", what, " is ", value_text, " at step ", state_.step + 1,
+                    " (epoch ", state_.epoch + 1, "): stopped (lower --lr, now ", *config_.lr,
                     ", or check the data); ",
-                    good ? cat("the last good checkpoint is ", good->string(),
-                               " (a model folder: --init it with a lower --lr)")
-                         : std::string("no checkpoint was written before it")));
+                    good   ? cat("the last good checkpoint is ", last->string(),
+                                 " (a model folder: --init it with a lower --lr)")
+                    : last ? cat("the latest checkpoint, ", last->string(), ", holds the weights "
+                                 "that gave it: start again with a lower --lr")
+                           : std::string("no checkpoint was written before it")));
 }
 
 void Trainer::write_final(const TrainResult& r) {

@@ -4,9 +4,11 @@
 // objectives are cheap (a few ms of sleep, so that the workers overlap), not training. The
 // oracle is the study file read back afterwards: every trial, its point, state and pid.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -117,4 +119,49 @@ TEST_CASE("workers: one worker forks nothing; fewer than one is a ConfigError") 
   CHECK(s.ask(1));
   CHECK_FALSE(s.ask(1));
   CHECK_THROWS_AS(Workers(0, s), ConfigError);
+}
+
+// The bug `mase-search --workers 2` had: a worker's heartbeat thread loads the study
+// (Study::load), which checked the file's header with std::ifstream — a plain open() and
+// close() in a process whose own connection holds a SHARED lock on the file. POSIX drops all
+// of a process's locks on a file when any of its descriptors to it closes; the other worker,
+// closing a connection, then got EXCLUSIVE, took itself for the last connection and deleted
+// the WAL: from then on the two processes wrote to different WALs, and one's trials were lost.
+TEST_CASE("workers: checking a study file keeps this process's locks (another process's close "
+          "cannot delete the WAL under it)") {
+  TempDir dir;
+  const std::string path = dir.file("locks.db");
+  // The other worker is forked first, while no connection is open (none may cross a fork),
+  // and waits on a pipe until this process has its connection and has checked the file.
+  int go[2];
+  REQUIRE(pipe(go) == 0);
+  const pid_t pid = fork();
+  if (pid == 0) {  // the other worker: opens the study, reads it, closes it again
+    close(go[1]);
+    char c = 0;
+    int status = read(go[0], &c, 1) == 1 ? 0 : 3;
+    try {
+      Study other = Study::load(path, "locks");
+      if (!other.trials().empty()) status = 1;
+    } catch (...) {
+      status = 2;
+    }
+    _exit(status);
+  }
+  close(go[0]);
+  Space space;
+  space.integer("n", 0, 9);
+  Study s = Study::open(path, "locks", space, Direction::maximize, make_sampler("random", 1), 1);
+  CHECK(s.trials().empty());  // this connection has read the file: it holds its SHARED lock
+  check_study_file(path);     // what Study::load does first, as the heartbeat thread calls it
+  REQUIRE(write(go[1], "x", 1) == 1);
+  close(go[1]);
+  int status = -1;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(std::filesystem::exists(path + "-wal"));  // still ours
+  std::optional<Trial> t = s.ask(1);
+  REQUIRE(t);
+  s.tell(t->number, TrialState::complete, 1.0);
+  CHECK(Study::load(path, "locks").trials().size() == 1);  // a new connection sees our trial
 }

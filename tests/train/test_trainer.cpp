@@ -188,6 +188,15 @@ TEST_CASE("trainer: a NaN loss stops the run with the step and a hint and keeps 
   std::snprintf(name, sizeof name, "step-%06lld", static_cast<long long>(r.step));
   CHECK(r.checkpoint.filename() == name);
   CHECK(fs::exists(r.checkpoint / "trainer_state.json"));
+  // that checkpoint holds the weights that gave the NaN (step N's loss uses step N − 1's
+  // weights): the message must not call it good; a NaN prints as nan, never -nan
+  CHECK(r.message.find("holds the weights that gave it") != std::string::npos);
+  CHECK(r.message.find("last good checkpoint") == std::string::npos);
+  CHECK(r.message.find("-nan") == std::string::npos);
+  // --init of a checkpoint folder brings its run's tokenizer (the checkpoint holds none)
+  CHECK_FALSE(find_tokenizer_file(run).empty());
+  CHECK(find_tokenizer_file(r.checkpoint) == find_tokenizer_file(run));
+  CHECK(find_tokenizer_file(r.checkpoint.string() + "/") == find_tokenizer_file(run));
 }
 
 TEST_CASE("trainer: --freeze keeps the matching parameters exactly as initialised") {
