@@ -206,7 +206,9 @@ std::vector<std::pair<uint64_t, std::optional<double>>> code_table(const Format&
   std::vector<std::pair<uint64_t, std::optional<double>>> t;
   for (uint64_t c = 0; c < (uint64_t(1) << w); ++c) {
     const double v = decode(f, c, 127);  // MX elements: scale 2^0
-    const bool held = std::isnan(v) || std::abs(v) <= FLT_MAX;  // NaN codes of E4M3/E5M2 shown as NaN
+    // NaN codes (E4M3, E5M2) are NaN, E5M2's infinity codes ±inf; finite values above f32's
+    // range (8-bit exponents with a small bias) are not values a tensor can hold
+    const bool held = std::isnan(v) || std::isinf(v) || std::abs(v) <= FLT_MAX;
     t.emplace_back(c, held ? std::optional<double>(v) : std::nullopt);
   }
   return t;

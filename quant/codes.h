@@ -40,7 +40,8 @@ int block_shared_param(const float* x, int64_t n, const Format& f);
 std::string code_bits(const Format& f, uint64_t code);
 
 // Every code of a scalar format (or of an MX element format, unscaled) with its value, in code
-// order; values f32 cannot hold are reported as nullopt. ConfigError for a block or sign
+// order; values f32 cannot hold are reported as nullopt (an infinity code, E5M2's, is ±inf,
+// which f32 holds, though the quantizer never produces it: it saturates). ConfigError for a block or sign
 // format, or a code space above 2^16.
 std::vector<std::pair<uint64_t, std::optional<double>>> code_table(const Format& f);
 

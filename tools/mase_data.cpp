@@ -18,6 +18,7 @@
 #include "data/token_cache.h"
 #include "runtime/error.h"
 #include "runtime/parallel.h"
+#include "tools/cli.h"
 
 using namespace mase;
 using namespace mase::data;
@@ -64,8 +65,9 @@ void print_timings(const ImdbData& d) {
     std::printf("trained    in %.1f s on the train split (not counted below)\n",
                 d.train_tokenizer_seconds);
   }
-  std::printf("tokenize   %s reviews -> %s ids in %.2f s on %d threads (%.2f s CPU)\n",
+  std::printf("tokenize   %s reviews -> %s ids in %.2f s on %d thread%s (%.2f s CPU)\n",
               commas(reviews).c_str(), commas(ids).c_str(), d.tokenize_seconds, num_threads(),
+              num_threads() == 1 ? "" : "s",
               d.tokenize_cpu_seconds);
   std::printf("           %s reviews/s, %.2f M ids/s\n",
               commas(static_cast<int64_t>(reviews / d.tokenize_seconds)).c_str(),
@@ -142,12 +144,26 @@ int encode(const ImdbOptions& opt, const std::string& text) {
 int fetch(const ImdbOptions& opt) {
   std::filesystem::path dir = data_dir(opt.data_dir);
   std::filesystem::path p = resolve_imdb(dir, opt.fetch);
-  if (std::filesystem::is_directory(p)) {
-    std::printf("imdb: %s (extracted folder)\n", p.string().c_str());
-  } else {
-    std::printf("imdb: %s (%.1f MB archive)\n", p.string().c_str(), file_mb(p));
-  }
+  // Read it through once (a second or two): a truncated or damaged download is said here,
+  // by the command a user runs to check it, not later by the first training run.
+  const Imdb imdb = read_imdb(p);
+  char what[64] = "extracted folder";
+  if (!std::filesystem::is_directory(p)) std::snprintf(what, sizeof what, "%.1f MB archive", file_mb(p));
+  std::printf("imdb: %s (%s; read through: %s train / %s test reviews)\n", p.string().c_str(),
+              what, commas(int64_t(imdb.train.size())).c_str(),
+              commas(int64_t(imdb.test.size())).c_str());
   return 0;
+}
+
+// The first word that is not a flag or a flag's value: the command (mase-data's flags that
+// take a value are all of the --name VALUE form or --name=VALUE).
+std::string first_command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("-", 0) != 0) return a;
+    if (a.find('=') == std::string::npos && a != "-h" && a != "--help") ++i;  // its value
+  }
+  return "";
 }
 
 }  // namespace
@@ -157,8 +173,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Examples:\n"
       "  mase-data fetch imdb\n"
-      "  mase-data stats imdb --tokenizer wordpiece --vocab bert-uncased-vocab/vocab.txt\n"
-      "  mase-data encode \"A masterpiece!\" --vocab bert-uncased-vocab/vocab.txt\n"
+      "  mase-data stats imdb --tokenizer wordpiece     # <data dir>/bert-uncased-vocab/vocab.txt\n"
+      "  mase-data encode \"A masterpiece!\"             # the same vocab.txt\n"
       "  mase-data stats imdb --tokenizer sentencepiece --vocab-size 16000 \\\n"
       "      --data-dir ../shared/data --cache-dir /tmp/mase\n"
       "Data folder: --data-dir, else $MASE_DATA_DIR, else ~/.cache/mase (see docs/data.md).");
@@ -170,7 +186,7 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", opt.data_dir,
                  "folder with imdb/ in it (default: $MASE_DATA_DIR or ~/.cache/mase)");
   app.add_option("--threads", threads, "threads for tokenization (0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
 
   CLI::App* f = app.add_subcommand("fetch", "find IMDb in the data folder, or download it there");
   f->add_option("dataset", dataset, "dataset name (imdb)")->check(CLI::IsMember({"imdb"}));
@@ -197,17 +213,18 @@ int main(int argc, char** argv) {
                 "vocab.txt (WordPiece) or .model (sentencepiece); default "
                 "<data dir>/bert-uncased-vocab/vocab.txt");
 
-  CLI11_PARSE(app, argc, argv);
-  try {
+  // CLI11 would call an unknown command word a missing one ("A subcommand is required")
+  if (const std::string w = first_command_word(argc, argv);
+      !w.empty() && w != "fetch" && w != "stats" && w != "encode") {
+    std::fprintf(stderr, "mase-data: unknown command '%s' (expected fetch, stats or encode; see "
+                 "--help)\n", w.c_str());
+    return cli::kExitUsage;
+  }
+  if (auto status = cli::parse(app, "mase-data", argc, argv)) return *status;
+  return cli::run("mase-data", [&] {
     set_num_threads(threads);
     if (f->parsed()) return fetch(opt);
     if (e->parsed()) return encode(opt, text);
     return stats(opt);
-  } catch (const mase::Error& e) {
-    std::fprintf(stderr, "mase-data: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mase-data: unexpected error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

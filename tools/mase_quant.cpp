@@ -12,6 +12,7 @@
 // Everything here is a thin layer over quant/: quantize() for values, codes.h for codes,
 // block_shared_param for the per-block exponent or bias. Bad flags: one line on stderr, exit 2.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -114,8 +115,13 @@ void print_values(const Format& f, const std::vector<float>& xs, uint64_t seed) 
   if (f.kind == Kind::binary_scaling || f.kind == Kind::ternary) {
     // the row statistic, recovered from the output: |y| is α wherever it is nonzero
     double alpha = 0;
-    for (float y : ys) alpha = std::max(alpha, double(std::abs(y)));
-    std::printf("alpha = %s (one row)\n", num(alpha).c_str());
+    bool nan = false;
+    for (float y : ys) {
+      alpha = std::max(alpha, double(std::abs(y)));
+      nan = nan || std::isnan(y);
+    }
+    if (nan) std::printf("alpha = nan (one row: it holds a NaN or an infinity)\n");
+    else std::printf("alpha = %s (one row)\n", num(alpha).c_str());
   }
   const int64_t bs = is_block(f.kind) ? f.block_size : n;
   for (int64_t b0 = 0; b0 < n; b0 += std::max<int64_t>(bs, 1)) {
@@ -140,9 +146,12 @@ void print_table(const Format& f) {
   const auto table = code_table(f);  // throws for formats without a fixed table
   std::printf("%s: every code, %s\n", f.str().c_str(), layout(f));
   std::printf("  %-10s %-14s %s\n", "code", "bits", "value");
-  for (auto& [c, v] : table)
-    std::printf("  %-10s %-14s %s\n", hex(c, bits).c_str(), code_bits(f, c).c_str(),
-                v ? num(*v).c_str() : "(beyond f32: not part of the set)");
+  for (auto& [c, v] : table) {
+    const std::string value = !v                 ? "(beyond f32: not part of the set)"
+                              : std::isinf(*v) ? num(*v) + " (never produced: values saturate)"
+                                               : num(*v);
+    std::printf("  %-10s %-14s %s\n", hex(c, bits).c_str(), code_bits(f, c).c_str(), value.c_str());
+  }
 }
 
 template <class F>
@@ -253,10 +262,27 @@ int main(int argc, char** argv) {
   try {
     set_num_threads(threads);
     const bool reads_values = !table && !speed && shapes.empty();
-    if (reads_values && values.empty())
+    if (reads_values && values.empty()) {
+      if (isatty(0))  // a student who forgot the numbers would otherwise see nothing happen
+        std::fprintf(stderr, "mase-quant: reading values from the terminal (end with Ctrl-D; "
+                     "or give them after the flags, or pipe them in)\n");
       for (std::string tok; std::cin >> tok;) values.push_back(tok);
-    // block formats without --block-size: the values given are one block
+    }
     const auto kind = kind_from_name(name);
+    // a flag the format does not take is refused, as a config file's key is (quant/format.cpp):
+    // --exponent-width on an integer format is a mistake, not a no-op
+    if (kind) {
+      const std::vector<std::string>& takes = Format::keys(*kind);
+      for (const auto& [key, value] : params.items()) {
+        if (key == "compat" || std::find(takes.begin(), takes.end(), key) != takes.end()) continue;
+        std::string flag = key, list;
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        for (const std::string& t : takes) list += (list.empty() ? "" : ", ") + t;
+        throw ConfigError(cat("--", flag, " is not a parameter of ", name, " (it takes: ",
+                              list.empty() ? "nothing" : list, ")"));
+      }
+    }
+    // block formats without --block-size: the values given are one block
     if (kind && is_block(*kind) && !is_mx(*kind) && !params.contains("block_size") && !values.empty())
       params["block_size"] = int(values.size());
     const Format f = make_format(name, params, "--format " + name);

@@ -78,6 +78,8 @@ DataParallel::~DataParallel() {
 }
 
 std::pair<int64_t, int64_t> DataParallel::share(int64_t n) const {
+  // every rank computes the same n, so every rank fails alike: rank 0 alone says it
+  collective_failure_ = n % world_ != 0;
   MASE_CHECK(n % world_ == 0, ConfigError, "[dist] expected a batch size that divides by the ",
              world_, " ranks, got ", n, " (each rank trains on batch/ranks rows: try --batch-size ",
              (n / world_ + 1) * world_, ")");

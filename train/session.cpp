@@ -280,6 +280,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
   if (dp) {  // one run folder (rank 0's name: the clocks may differ), one config
     c.out = dp->broadcast(c.out);
     dp->check_same("config (flags)", c.to_json().dump());
+    dp->share(c.batch_size);  // the batch splits evenly, or a ConfigError before any writing
   }
   const bool root = !dp || dp->root();
   // refuse a used --out before the slow work (RunDir::create checks again)

@@ -82,4 +82,14 @@ code=$?
 [ $code -ne 0 ] || fail "ranks with different --seed were accepted"
 [ "$(grep -c '\[dist\]' "$dir/mixed.log")" -eq 1 ] || fail "expected one [dist] line: $(cat "$dir/mixed.log")"
 echo "refused: $(grep '\[dist\]' "$dir/mixed.log")"
+
+# 4. a batch that does not split over the ranks: one line, exit 2, and nothing written (so the
+#    corrected command works with the same --out)
+odd=$(echo "$common" | sed 's/--batch-size 8/--batch-size 7/')
+$mpi "$bin" $odd --max-steps 2 --out "$dir/odd" > "$dir/odd.log" 2>&1
+code=$?
+[ $code -ne 0 ] || fail "a batch of 7 on 2 ranks was accepted"
+[ "$(grep -c 'divides by the 2 ranks' "$dir/odd.log")" -eq 1 ] || fail "expected one [dist] line: $(cat "$dir/odd.log")"
+[ ! -e "$dir/odd" ] || fail "the refused run left $dir/odd behind: $(ls "$dir/odd")"
+echo "refused: $(grep 'divides by' "$dir/odd.log")"
 echo "mpi: ok"
