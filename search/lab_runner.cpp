@@ -87,6 +87,17 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
     fs::create_directories(fs::path(run.db).parent_path());
   {
     Db db(run.db);  // every check before any write
+    std::string names;
+    bool any = false;
+    for (const LabStudy& s : specs) {
+      names += (names.empty() ? "'" : ", '") + s.name + "'";
+      any = any || study_exists(*db.db, s.name);
+    }
+    // --resume continues; with nothing to continue, a typo in --study or --dir (or another
+    // --sampler, which names the study) would quietly start a new search
+    MASE_CHECK(any || !run.resume, ConfigError, "[search] --resume: expected study ", names,
+               " in ", db.db->where(), ", got none (drop --resume to start it, or check "
+               "--study, --sampler and --dir)");
     for (const LabStudy& s : specs) {
       if (!study_exists(*db.db, s.name)) continue;
       Study existing = Study::open(run.db, s.name, s.space, s.direction,

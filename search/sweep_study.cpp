@@ -130,7 +130,8 @@ int run_sweep(const SweepPlan& plan, const PointFn& evaluate, std::FILE* out) {
   std::fflush(out);
 
   constexpr int kMaxFailuresInARow = 3;
-  int failures = 0, evaluated = 0;
+  int failures = 0, evaluated = 0, failed = 0;
+  std::string last_error;
   while (!train::stop_requested()) {
     std::optional<Trial> t = study.ask();
     if (!t) break;
@@ -147,6 +148,8 @@ int run_sweep(const SweepPlan& plan, const PointFn& evaluate, std::FILE* out) {
       study.tell(t->number, TrialState::failed, 0, {{"error", e.what()}});
       sampler->skip.insert(t->values);
       result = cat("failed: ", e.what());
+      last_error = e.what();
+      ++failed;
       MASE_CHECK(++failures < kMaxFailuresInARow, Error, "[sweep] ", kMaxFailuresInARow,
                  " points in a row failed; the last: ", e.what(),
                  " (fix it, then run the same command again: done points are kept)");
@@ -160,6 +163,10 @@ int run_sweep(const SweepPlan& plan, const PointFn& evaluate, std::FILE* out) {
     std::fflush(out);
   }
   write_sweep_outputs(plan, study, out);
+  // a sweep with a failed point has a hole in its curve: say so in the exit status too
+  MASE_CHECK(failed == 0, Error, "[sweep] ", failed, " of the ", evaluated, " points run failed; "
+             "the last: ", last_error, " (fix it, then run the same command again: done points "
+             "are kept)");
   return evaluated;
 }
 

@@ -80,7 +80,8 @@ using PointFn = std::function<Outcome(const Params&)>;
 // Runs the plan: every point not yet complete, one progress line per point on `out` (flushed),
 // then the CSV and the figures. A point that throws is recorded failed with its message and the
 // sweep goes on; three failures in a row end it with that error (something every point trips
-// over, such as missing data). Stops between points when train::stop_requested().
+// over, such as missing data). Stops between points when train::stop_requested(). After the
+// outputs, an Error if any point of this call failed (so the command's exit status says so).
 // Returns the number of points evaluated by this call.
 int run_sweep(const SweepPlan& plan, const PointFn& evaluate, std::FILE* out);
 

@@ -75,6 +75,21 @@ std::optional<int> parse(CLI::App& app, const char* tool, Args&&... args) {
   return std::nullopt;
 }
 
+// A flag whose value names files inside a folder (--study: its CSV, plots and run folders):
+// letters, digits, '.', '_' and '-', not starting with '.', so it cannot leave the folder
+// ("../x"), make sub-folders ("a/b") or hide a file.
+inline CLI::Validator file_name_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        const bool ok = !v.empty() && v[0] != '.' &&
+                        v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-") == std::string::npos;
+        return ok ? "" : "expected a name of letters, digits, '.', '_' or '-' (it names files "
+                         "in --dir), got '" + v + "'";
+      },
+      "NAME");
+}
+
 // Runs body() (which returns the exit status) and reports what it throws as one line.
 template <class F>
 int run(const char* tool, F&& body) {

@@ -142,6 +142,24 @@ bool run_pass(const std::string& spec, graph::Graph& g, const Options& o, bool h
   throw ConfigError(cat("--pass ", spec, ": unknown pass (expected one of: ", kPasses, ")"));
 }
 
+// --export writes graph.json and model.safetensors into a new or empty folder, or over an
+// earlier export; a folder holding anything else (a mase-train run, an HF model) is refused:
+// its model.safetensors would be replaced by this graph's weights.
+void check_export_folder(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  MASE_CHECK(fs::is_directory(dir, ec), ConfigError, "[export] expected a folder, got ", dir,
+             " (a file) (pick another --export folder)");
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    MASE_CHECK(name == "graph.json" || name == "model.safetensors", ConfigError,
+               "[export] expected an empty folder or an earlier export, got ", dir, " holding ",
+               name, " (a mase-train run or a model folder? its model.safetensors would be "
+               "replaced: pick another --export folder)");
+  }
+}
+
 // A reloaded graph's example batch: its traced input shape and its word embedding's vocabulary.
 data::Batch reload_example(const graph::Graph& g, const Options& o) {
   Shape ids(graph::attr_ints(g.at("input_ids").attrs, "shape"));
@@ -324,6 +342,13 @@ int main(int argc, char** argv) {
                o.seq_len);
     MASE_CHECK(o.reload.empty() || o.init.empty(), ConfigError,
                "--reload and --init exclude each other");
+    // refused before any work: checks that need only the flags and the file system
+    MASE_CHECK(!o.check || o.reload.empty(), ConfigError,
+               "--check compares with the model, which --reload has not");
+    MASE_CHECK(!o.check || !o.train, ConfigError,
+               "[check] expected eval mode, got --train (the eager model's dropout draws other "
+               "masks than the graph's run: the difference would be noise)");
+    if (!o.export_dir.empty()) check_export_folder(o.export_dir);
     return run(o);
   });
 }

@@ -30,6 +30,7 @@
 #include "tools/sweep_cli.h"
 #include "runtime/parallel.h"
 #include "search/heartbeat.h"
+#include "search/lab_runner.h"
 #include "search/objectives.h"
 #include "search/plot.h"
 #include "search/study.h"
@@ -121,7 +122,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--trials", trials, "run until the study has this many finished trials")
       ->capture_default_str();
-  app.add_option("--study", study_name, "study name (default arch-<sampler>)");
+  app.add_option("--study", study_name, "study name (default arch-<sampler>)")
+      ->check(cli::file_name_check());
   app.add_option("--dir", dir, "folder of studies.db, the CSVs and the trial runs")
       ->capture_default_str();
   app.add_option("--storage", storage,
@@ -171,21 +173,27 @@ int main(int argc, char** argv) {
     // --resume continues a study file that is there: a missing, empty or damaged one is named
     // in one line before SQLite opens (and would write to) it.
     if (resume) check_study_file(db);
-    fs::create_directories(dir);
+    make_sampler(sampler, seed);  // a misspelled --sampler refused before anything is written
     const Space space = lab2_space();
-    // A study that exists continues only with --resume: a typo in --study must not quietly
-    // add trials to someone else's search.
-    Study study = Study::open(db, study_name, space, Direction::maximize,
-                              make_sampler(sampler, seed), seed);
-    std::vector<TrialRecord> before = study.trials();
-    MASE_CHECK(before.empty() || resume, ConfigError, "study '", study_name, "' in ", study.where(),
-               " already has ", before.size(), " trials: add --resume to continue it, or pick "
-               "another --study");
-    if (resume) {
-      int failed = study.resume();
-      std::printf("resume    %s: %d finished trials kept, %d of a dead process marked failed\n",
-                  study_name.c_str(), finished(before), failed);
-    }
+    // Opened as the lab commands open theirs (search/lab_runner.h): a study that exists
+    // continues only with --resume (a typo in --study must not add trials to someone else's
+    // search), --resume needs one to continue, and the objective — what every trial trains —
+    // is stored with it, so a --resume with another --model or budget is refused instead of
+    // mixing trials that cannot be compared.
+    nlohmann::json key = base.to_json();  // the objective key: what a trial's result depends on
+    for (const char* k : {"threads", "out", "data_dir", "cache_dir", "log_every", "init"})
+      key.erase(k);
+    key["objective"] = "architecture";
+    LabRun lr;
+    lr.db = db;
+    lr.dir = dir;
+    lr.trials = trials;
+    lr.resume = resume;
+    lr.seed = seed;
+    std::vector<Study> opened = open_lab_studies(
+        {LabStudy{study_name, study_name, sampler, space, key, Direction::maximize}}, lr);
+    Study study = std::move(opened.front());
+    fs::create_directories(dir);  // the CSV and the trials' runs (the study may be a server's)
     Objective objective = architecture_objective(space, base, fs::path(dir) / study_name);
     std::printf("study     %s in %s: sampler %s, seed %llu, %d trials; each trial %s with the "
                 "trial's architecture, %lld steps on %lld reviews, tested on %lld\n",

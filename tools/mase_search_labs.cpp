@@ -104,7 +104,8 @@ struct Common {
 
 void add_common(CLI::App* c, LabOptions& o, Common& k) {
   c->add_option("--trials", o.trials, "finished trials per study")->capture_default_str();
-  c->add_option("--study", o.study, "prefix of the study names (default: the command)");
+  c->add_option("--study", o.study, "prefix of the study names (default: the command)")
+      ->check(cli::file_name_check());
   c->add_option("--dir", o.dir, "folder of studies.db, the CSVs and the trial runs")
       ->capture_default_str();
   c->add_option("--storage", o.storage, "the studies: sqlite:///FILE or "
@@ -228,7 +229,8 @@ int lab_main(int argc, char** argv) {
   u->add_flag("--minimize", cus.minimize, "lower values are better");
   u->add_option("--sampler", cus.sampler, "random, grid, tpe")->capture_default_str();
   u->add_option("--trials", cus.trials, "finished trials")->capture_default_str();
-  u->add_option("--study", cus.study, "study name (default custom)");
+  u->add_option("--study", cus.study, "study name (default custom)")
+      ->check(cli::file_name_check());
   u->add_option("--dir", cus.dir, "folder of studies.db and the CSV")->capture_default_str();
   u->add_option("--storage", cus.storage, "the study: sqlite:///FILE or "
                 "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)");

@@ -69,6 +69,14 @@ const std::vector<std::string> kResumeFlags = {"--resume", "--threads", "--devic
                                                "--log-every", "--dist",
                                                "--compile"};
 
+// What --eval-only reads; any other flag (--out, --lr, --lora-rank, ...) would be silently
+// unused: nothing is trained or saved.
+const std::vector<std::string> kEvalOnlyFlags = {
+    "--eval-only", "--init",  "--data",     "--data-dir",      "--cache-dir",    "--vocab",
+    "--test-subset", "--max-len", "--eval-batch-size", "--threads", "--device", "--precision",
+    "--deterministic", "--compile", "--quant", "--prune", "--compress", "--mxint8-weights",
+    "--int8-kernels", "--seed"};
+
 // One line per text: label and probability, then (--logits) every logit with %.9g, enough
 // digits to tell f32 values apart: what to compare with HF transformers' logits.
 int run_predict(const std::string& dir, std::vector<std::string> texts, const std::string& file,
@@ -271,6 +279,16 @@ int main(int argc, char** argv) {
         MASE_CHECK(std::find(kResumeFlags.begin(), kResumeFlags.end(), name) != kResumeFlags.end(),
                    ConfigError, "--resume continues a run with its saved config; ", name,
                    " cannot change it (start a new run with --init ", resume_dir, " instead)");
+      }
+    }
+    if (given("--eval-only")) {
+      for (const CLI::Option* o : app.get_options()) {
+        const std::string name = o->get_name();
+        if (o->count() == 0 || name.rfind("--", 0) != 0) continue;
+        MASE_CHECK(std::find(kEvalOnlyFlags.begin(), kEvalOnlyFlags.end(), name) !=
+                       kEvalOnlyFlags.end(),
+                   ConfigError, "[eval-only] ", name, " has no effect with --eval-only (nothing "
+                   "is trained or saved; drop it)");
       }
     }
     MASE_CHECK(!(given("--eval-only") && !given("--init")), ConfigError,

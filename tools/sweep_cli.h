@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "models/safetensors.h"
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 #include "search/curve_plot.h"
@@ -20,6 +21,7 @@
 #include "search/sweep_list.h"
 #include "search/sweep_model.h"
 #include "search/width_sweep.h"
+#include "tools/cli.h"
 #include "train/trainer.h"
 
 namespace mase::cli {
@@ -60,7 +62,8 @@ struct SweepFlags {
     sub->add_option("--dir", dir, "folder of studies.db, the CSV, the plots and the runs")
         ->capture_default_str();
     sub->add_option("--study", study, "study name (its CSV and plots are named after it)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(cli::file_name_check());
     sub->add_option("--plot", plots, "figures to draw, comma-separated: .svg or .png "
                                      "(default <dir>/<study>.svg,<dir>/<study>.png)");
     sub->add_option("--data-dir", base.data_dir, "folder with imdb/ in it (as mase-train)");
@@ -87,6 +90,8 @@ struct SweepFlags {
                                                 "model.safetensors"),
                ConfigError, "[--model-dir] expected a run folder with model.safetensors, got '",
                base.init, "' (train one with mase-train --out RUN)");
+    // its header read now (truncated? another file?), before a study file is written
+    nn::read_safetensors_header((std::filesystem::path(base.init) / "model.safetensors").string());
     MASE_CHECK(!study.empty(), ConfigError, "[--study] expected a name, got an empty one");
     MASE_CHECK(base.test_subset >= 0, ConfigError, "[--test-subset] expected >= 0, got ",
                base.test_subset);

@@ -40,7 +40,7 @@ void Progress::step(const StepInfo& s, bool log) {
                  "step %lld/%lld  epoch %lld/%lld  loss %.4f  lr %.2e  grad %.2f  %.0f tok/s  "
                  "elapsed %s  ETA %s\n",
                  static_cast<long long>(s.step), static_cast<long long>(s.total_steps),
-                 static_cast<long long>(s.epoch), static_cast<long long>(s.epochs), s.loss, s.lr,
+                 static_cast<long long>(s.epoch), static_cast<long long>(s.epochs), unsigned_nan(s.loss), s.lr,
                  s.grad_norm, s.tokens_per_s, format_duration(s.elapsed_s).c_str(),
                  format_duration(s.eta_s).c_str());
     std::fflush(out_);
@@ -55,7 +55,7 @@ void Progress::step(const StepInfo& s, bool log) {
   std::fprintf(out_, "\r\033[Kepoch %lld/%lld %s %3lld%%  step %lld/%lld  loss %.4f  lr %.1e  %s tok/s  ETA %s",
                static_cast<long long>(s.epoch), static_cast<long long>(s.epochs),
                format_bar(s.step, s.total_steps, 20).c_str(), static_cast<long long>(pct),
-               static_cast<long long>(s.step), static_cast<long long>(s.total_steps), s.loss, s.lr,
+               static_cast<long long>(s.step), static_cast<long long>(s.total_steps), unsigned_nan(s.loss), s.lr,
                format_rate(s.tokens_per_s).c_str(), format_duration(s.eta_s).c_str());
   std::fflush(out_);
   bar_shown_ = true;

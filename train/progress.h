@@ -10,6 +10,7 @@
 // Read next: train/trainer.h.
 #pragma once
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -45,6 +46,9 @@ class Progress {
   std::chrono::steady_clock::time_point last_draw_{};
 };
 
+// x for printf, a NaN with its sign bit cleared: glibc prints a negative NaN as "-nan", and the
+// sign of a NaN means nothing to the reader of a loss.
+inline double unsigned_nan(double x) { return std::isnan(x) ? std::fabs(x) : x; }
 // 3725 -> "1:02:05", 65 -> "0:01:05"; negative or non-finite -> "?".
 std::string format_duration(double seconds);
 // 7912 -> "7.9k", 1234567 -> "1.2M", 950 -> "950".

@@ -223,7 +223,7 @@ void report(const TrainResult& r, const RunDir& run, const Data& d, std::FILE* o
     std::fprintf(out,
                  "done      test_accuracy %.4f  test_loss %.4f  (%lld reviews)  %s tok/s  "
                  "wall %s\n          model and results in %s\n",
-                 r.eval.accuracy, r.eval.loss, (long long)r.eval.examples,
+                 r.eval.accuracy, unsigned_nan(r.eval.loss), (long long)r.eval.examples,
                  format_rate(r.train_tokens_per_s).c_str(), format_duration(r.wall_s).c_str(),
                  run.path().string().c_str());
   } else {
@@ -415,7 +415,7 @@ EvalResult eval_only(TrainConfig c, std::FILE* out, const ForwardFactory& forwar
   eo.device = Device::parse(c.device);
   EvalResult e = evaluate(*lm.model, d.test, eo);
   std::fprintf(out, "eval      %s: test_accuracy %.6f  test_loss %.9g  (%lld reviews, max_len %lld, %s)\n",
-               lm.weights.string().c_str(), e.accuracy, e.loss, (long long)e.examples,
+               lm.weights.string().c_str(), e.accuracy, unsigned_nan(e.loss), (long long)e.examples,
                (long long)c.max_len, format_duration(e.seconds).c_str());
   std::fflush(out);
   return e;

@@ -224,7 +224,8 @@ EvalResult Trainer::run_evaluation() {
   std::snprintf(line, sizeof line,
                 "eval  step %lld  epoch %.2f  train_loss %.4f  test_loss %.4f  "
                 "test_accuracy %.2f%%  (%lld reviews, %s)",
-                static_cast<long long>(state_.step), row.epoch, row.train_loss, e.loss,
+                static_cast<long long>(state_.step), row.epoch, unsigned_nan(row.train_loss),
+                unsigned_nan(e.loss),
                 100 * e.accuracy, static_cast<long long>(e.examples),
                 format_duration(e.seconds).c_str());
   progress_.line(line);

@@ -199,8 +199,14 @@ TEST_CASE("run_sweep: a failing point is recorded and retried on the next run") 
     return Outcome{0.5, {}};
   };
   std::FILE* sink = std::fopen("/dev/null", "w");
-  CHECK(run_sweep(plan, fn, sink) == 6);  // two failures (a2, b2), not in a row: goes on
+  // two failures (a2, b2), not in a row: the sweep goes on to the end and writes its CSV, then
+  // says that points failed (a hole in the curve is an error of the command)
+  CHECK_THROWS_WITH_AS(run_sweep(plan, fn, sink),
+                       doctest::Contains("2 of the 6 points run failed; the last: [toy] x = 2 broke"),
+                       Error);
+  CHECK(calls == 6);
   CHECK(read(plan.csv).find(",2,") == std::string::npos);
+  CHECK(read(plan.csv).find(",1,") != std::string::npos);
   broken = false;
   CHECK(run_sweep(plan, fn, sink) == 2);  // only the failed points again
   CHECK(calls == 8);
