@@ -60,6 +60,11 @@ ImdbData load_imdb(const ImdbOptions& opt) {
   const fs::path dir = data_dir(opt.data_dir);
   out.source = resolve_imdb(dir, opt.fetch);
   const fs::path cache_dir = opt.cache_dir.empty() ? default_cache_dir() / "imdb" : fs::path(opt.cache_dir);
+  // a file there is a mistake, not a cache that cannot be written (which only costs time): it
+  // would retrain the tokenizer on every run, quietly
+  std::error_code ec;
+  MASE_CHECK(!fs::exists(cache_dir, ec) || fs::is_directory(cache_dir, ec), ConfigError,
+             "[--cache-dir] expected a folder, got ", cache_dir.string(), " (a file)");
   const uint64_t data_fp = data_fingerprint(out.source);
 
   std::optional<Imdb> imdb;  // read at most once, only when needed

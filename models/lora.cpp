@@ -1,6 +1,8 @@
 // models/lora.cpp — LoraLinear (see lora.h for the math).
 #include "models/lora.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <regex>
 
@@ -94,6 +96,18 @@ InsertLoraReport insert_lora(Module& model, const LoraConfig& config) {
   MASE_CHECK(
       !chosen.empty(), ConfigError, "[insert_lora] targets '", config.targets,
       "' match no Linear module (paths look like bert.encoder.layer.0.attention.self.query)");
+  // a rank above min(in, out) adds parameters and no expressive power (B·A has at most that
+  // rank), and a huge one would crawl: refused before anything changes
+  int64_t max_rank = INT64_MAX;
+  std::string smallest;
+  for (const auto& [path, lin] : chosen)
+    if (std::min(lin->in_features, lin->out_features) < max_rank) {
+      max_rank = std::min(lin->in_features, lin->out_features);
+      smallest = path;
+    }
+  MASE_CHECK(config.rank >= 1 && config.rank <= max_rank, ConfigError,
+             "[insert_lora] expected a rank in 1..", max_rank, " (min(in, out) of ", smallest,
+             "), got ", config.rank);
   for (const auto& [path, lin] : chosen) {
     auto lora = std::make_shared<LoraLinear>(*lin, config.rank, config.alpha, config.dropout);
     model.replace_submodule(path, lora);

@@ -320,7 +320,8 @@ int main(int argc, char** argv) {
   comp->add_flag("--mxint8-weights", co.mxint8_weights,
                  "store every Linear's weight as MXINT8 first (as mase-train --mxint8-weights)");
   comp->add_option("--lora-rank", co.lora_rank,
-                   "LoRA adapters of this rank on the encoder's Linears first (eval: fold_lora)");
+                   "LoRA adapters of this rank on the encoder's Linears first (eval: fold_lora)")
+      ->check(CLI::Range(0, 1 << 20));
   comp->add_option("--device", co.device, "cpu or cuda[:N] (CUDA eval: the cuda_graph step)")
       ->capture_default_str();
   comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")

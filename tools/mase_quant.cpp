@@ -89,6 +89,11 @@ Shape parse_shape(const std::string& text) {
     s.push_back(v);
     pos = end + 1;
   }
+  // bytes are counted in int64: cap the element count far below where x 4 B would overflow
+  int64_t n = 1;
+  for (int64_t d : s)
+    MASE_CHECK(!__builtin_mul_overflow(n, d, &n) && n <= (int64_t(1) << 48), ConfigError,
+               "[--bytes] expected a shape of at most 2^48 elements, got '", text, "'");
   return s;
 }
 

@@ -233,10 +233,18 @@ int main(int argc, char** argv) {
         result = cat("accuracy ", o.value, "  params ", o.attrs["parameters"]);
         failures_in_a_row = 0;
       } catch (const std::exception& e) {
-        study.tell(t->number, TrialState::failed, 0, {{"error", e.what()}});
-        result = cat("failed: ", e.what());
-        last_error = e.what();
-        ++failures_in_a_row;
+        if (train::stop_requested()) {
+          // Ctrl-C stopped the trial's training: not the trial's failure, and its run's own
+          // "mase-train --resume" hint would not report back to the study. Recorded failed (a
+          // --resume of the search samples a new trial), said as what it was.
+          study.tell(t->number, TrialState::failed, 0, {{"error", "stopped by Ctrl-C"}});
+          result = "stopped by Ctrl-C (recorded failed; mase-search --resume samples again)";
+        } else {
+          study.tell(t->number, TrialState::failed, 0, {{"error", e.what()}});
+          result = cat("failed: ", e.what());
+          last_error = e.what();
+          ++failures_in_a_row;
+        }
       }
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       auto best = study.best();

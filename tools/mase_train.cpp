@@ -149,10 +149,15 @@ int main(int argc, char** argv) {
   app.add_option("--model", c.model,
                  "bert-tiny|bert-mini|bert-small|bert-medium|bert-base, or a config.json")
       ->capture_default_str();
-  app.add_option("--layers", c.num_layers, "encoder layers (default: the preset's)");
-  app.add_option("--heads", c.num_heads, "attention heads (default: the preset's)");
-  app.add_option("--hidden", c.hidden_size, "hidden size (default: the preset's)");
-  app.add_option("--intermediate", c.intermediate_size, "FFN size (default: the preset's)");
+  // when given, >= 1 (the config's 0 means "the preset's", which an explicit 0 must not mean)
+  app.add_option("--layers", c.num_layers, "encoder layers (default: the preset's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--heads", c.num_heads, "attention heads (default: the preset's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--hidden", c.hidden_size, "hidden size (default: the preset's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--intermediate", c.intermediate_size, "FFN size (default: the preset's)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--data", c.data, "dataset (imdb)")->capture_default_str();
   app.add_option("--data-dir", c.data_dir, "folder with imdb/ in it (else $MASE_DATA_DIR, ~/.cache/mase)");
   app.add_option("--cache-dir", c.cache_dir, "tokenizer models and token caches (else $MASE_CACHE_DIR/imdb, ~/.cache/mase/imdb)");

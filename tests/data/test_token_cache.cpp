@@ -172,14 +172,19 @@ TEST_CASE("token cache: an unwritable cache folder is a note not an error") {
   TempDir tmp;
   write_imdb_folder(tmp / "data/imdb", made_up_reviews());
   WordPiece(kVocab).save(tmp / "vocab.txt");
-  write_bytes(tmp / "file", "x");  // the cache "folder" is a file: nothing can go in it
+  // a folder under a file: it cannot be created, so nothing can be written (root or not)
+  write_bytes(tmp / "file", "x");
   std::vector<std::string> notes;
-  ImdbOptions opt = options(tmp, "file", notes);
+  ImdbOptions opt = options(tmp, "file/cache", notes);
   ImdbData d = load_imdb(opt);
   CHECK(d.source == tmp / "data/imdb/aclImdb");  // the extracted folder
   CHECK(d.train.size() == 6);
   REQUIRE(notes.size() == 1);
   CHECK(notes[0].find("token cache not saved") == 0);
+  // the "folder" itself a file is the user's mistake, not a cache to do without: refused
+  ImdbOptions on_file = options(tmp, "file", notes);
+  CHECK_THROWS_WITH_AS(load_imdb(on_file), doctest::Contains("[--cache-dir] expected a folder"),
+                       ConfigError);
 }
 
 TEST_CASE("token cache: load_imdb trains sentencepiece once then reuses the model") {

@@ -125,6 +125,11 @@ TEST_CASE("mase-train LoRA flags: bad values fail before any work") {
   c.lora_targets = "^nothing\\.";
   CHECK_THROWS_WITH_AS(train_new(c, null), doctest::Contains("match no Linear"), ConfigError);
   CHECK_FALSE(fs::exists(fx.run("run")));
+  TrainConfig huge = fx.config("run");  // a rank above min(in, out) of a targeted Linear
+  huge.lora_rank = 100000;
+  CHECK_THROWS_WITH_AS(train_new(huge, null), doctest::Contains("[insert_lora] expected a rank in 1.."),
+                       ConfigError);
+  CHECK_FALSE(fs::exists(fx.run("run")));
   TrainConfig back = TrainConfig::from_json(c.to_json(), "test");
   CHECK(back.lora_rank == 2);
   CHECK(back.lora_targets == c.lora_targets);
