@@ -19,6 +19,7 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include "runtime/error.h"
 
@@ -54,6 +55,15 @@ inline void on_crash(int sig) {
 }
 }  // namespace detail
 
+// CLI11's wording of a flag given twice, in the house form: "--max-len: At Most 1 required but
+// received 2" -> "--max-len: expected once, got 2 times". Other messages pass unchanged.
+inline std::string house_form(const std::string& msg) {
+  const std::string at_most = ": At Most 1 required but received ";
+  if (const size_t p = msg.find(at_most); p != std::string::npos)
+    return msg.substr(0, p) + ": expected once, got " + msg.substr(p + at_most.size()) + " times";
+  return msg;
+}
+
 // Parses `app` (CLI11: argv, or a vector of arguments in reverse order). nullopt: go on;
 // otherwise the status to exit with.
 template <class... Args>
@@ -69,7 +79,7 @@ std::optional<int> parse(CLI::App& app, const char* tool, Args&&... args) {
     std::cout << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", tool, e.what());
+    std::fprintf(stderr, "%s: %s (see --help)\n", tool, house_form(e.what()).c_str());
     return kExitUsage;
   }
   return std::nullopt;

@@ -275,11 +275,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--pad", o.pad,
                  "example batch: padded positions at the end of the second sequence")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   app.add_flag("--train", o.train, "trace in training mode (dropout active)");
   app.add_option("--pass", o.passes,
                  std::string("a pass to run (repeatable, in order): ") + kPasses);
-  app.add_option("--lora-rank", o.lora.rank, "insert_lora: rank r")->check(CLI::PositiveNumber);
+  app.add_option("--lora-rank", o.lora.rank, "insert_lora: rank r")->check(CLI::Range(1, 1 << 20));
   app.add_option("--lora-alpha", o.lora.alpha,
                  "insert_lora: alpha (the update is scaled by alpha/r)");
   app.add_option("--lora-dropout", o.lora.dropout, "insert_lora: dropout on the adapter's input");
@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
       "  mase-graph compile --model bert-small --batch 8 --seq 128 --device cuda --repeat 50\n"
       "The report: first call (trace, passes, plan, first run) against steady state, eager\n"
       "against compiled, and what each pass bought. Walkthrough: docs/lab4.md.");
-  comp->add_option("--model", co.model, "preset: bert-tiny, bert-mini, bert-small, bert-base");
+  comp->add_option("--model", co.model, "preset: bert-tiny, bert-mini, bert-small, bert-medium, bert-base");
   comp->add_option("--batch", co.batch, "sequences per batch")->check(CLI::Range(1, 4096));
   comp->add_option("--seq", co.seq, "tokens per sequence")->check(CLI::Range(1, 512));
   comp->add_option("--mode", mode, "eval (forward, no grad) or train (forward + backward)")
@@ -350,6 +350,10 @@ int main(int argc, char** argv) {
                "[check] expected eval mode, got --train (the eager model's dropout draws other "
                "masks than the graph's run: the difference would be noise)");
     if (!o.export_dir.empty()) check_export_folder(o.export_dir);
+    MASE_CHECK(o.print || o.check || o.run || !o.draw.empty() || !o.export_dir.empty() ||
+                   !o.passes.empty(),
+               ConfigError, "expected something to do: --print, --draw FILE, --export DIR, "
+               "--check, --run or --pass NAME (or the compile command; see --help)");
     return run(o);
   });
 }

@@ -205,6 +205,7 @@ void print_speed(const Format& f, int64_t n) {
 
 int main(int argc, char** argv) {
   CLI::App app{"mase-quant: quantize numbers with a number format and show the values and codes"};
+  app.name("mase-quant");  // parsed from a vector (below), CLI11 would not know argv[0]
   app.footer(
       "Examples:\n"
       "  mase-quant --format minifloat_ieee --width 8 --exponent-width 4 0.7 1.97 1000 nan\n"

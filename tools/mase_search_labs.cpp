@@ -195,7 +195,7 @@ int lab_main(int argc, char** argv) {
       ->required();
   c->add_option("--post-steps", cmp.post_steps, "training steps after compressing")
       ->capture_default_str();
-  c->add_option("--sampler", cmp.sampler, "random, grid, tpe")->capture_default_str();
+  c->add_option("--sampler", cmp.sampler, "random, grid, tpe or tpe-independent")->capture_default_str();
   c->add_option("--variants", variants, "studies to run: plain, compressed, post-trained")
       ->capture_default_str();
   c->add_option("--linear-choice", linear_c, "shared, per-layer, none")->capture_default_str();
@@ -213,7 +213,7 @@ int lab_main(int argc, char** argv) {
   p->add_flag("--mixed-only", mixed_only, "only that study");
   p->add_option("--qat-steps", pre.qat_steps, "quantized fine-tuning steps after PTQ")
       ->capture_default_str();
-  p->add_option("--sampler", pre.sampler, "random, grid, tpe")->capture_default_str();
+  p->add_option("--sampler", pre.sampler, "random, grid, tpe or tpe-independent")->capture_default_str();
   p->add_option("--bits-weight", pre.bits_weight,
                 "two objectives in one: value = accuracy - W * avg weight bits / 32")
       ->capture_default_str();
@@ -227,7 +227,7 @@ int lab_main(int argc, char** argv) {
   u->add_option("--command", cus.command, "shell command; its last stdout line is the value")
       ->required();
   u->add_flag("--minimize", cus.minimize, "lower values are better");
-  u->add_option("--sampler", cus.sampler, "random, grid, tpe")->capture_default_str();
+  u->add_option("--sampler", cus.sampler, "random, grid, tpe or tpe-independent")->capture_default_str();
   u->add_option("--trials", cus.trials, "finished trials")->capture_default_str();
   u->add_option("--study", cus.study, "study name (default custom)")
       ->check(cli::file_name_check());

@@ -104,7 +104,7 @@ RunDir RunDir::create(const fs::path& path) {
 
 RunDir RunDir::open(const fs::path& path) {
   MASE_CHECK(fs::is_directory(path), ConfigError, "[resume] expected a run folder, got ",
-             path.string(), " (no such folder)");
+             path.string(), fs::exists(path) ? " (a file)" : " (no such folder)");
   MASE_CHECK(fs::is_regular_file(path / kConfig), ConfigError, "[resume] expected a run folder ",
              "written by mase-train, got ", path.string(), " (it has no ", kConfig, ")");
   MASE_CHECK(!fs::exists(path / kFinal), ConfigError, "[resume] ", path.string(),

@@ -36,7 +36,7 @@ json read_json(const fs::path& p, const char* op) { return nn::parse_json_file(p
 // in progress, its latest checkpoint.
 fs::path model_folder(const fs::path& dir) {
   MASE_CHECK(fs::is_directory(dir), ConfigError, "[init] expected a model or run folder, got ",
-             dir.string(), " (no such folder)");
+             dir.string(), fs::exists(dir) ? " (a file)" : " (no such folder)");
   if (fs::is_regular_file(dir / "model.safetensors")) return dir;
   if (fs::is_regular_file(dir / RunDir::kConfig)) {
     RunDir probe = RunDir::open(dir);  // unfinished run: its latest checkpoint
@@ -284,6 +284,8 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
   }
   const bool root = !dp || dp->root();
   // refuse a used --out before the slow work (RunDir::create checks again)
+  MASE_CHECK(!root || !fs::exists(c.out) || fs::is_directory(c.out), ConfigError, "[run] --out ",
+             c.out, " exists and is not a folder (pass another --out)");
   MASE_CHECK(!root || !fs::exists(c.out) || (fs::is_directory(c.out) && fs::is_empty(c.out)),
              ConfigError,
              "[run] --out ", c.out, " is not empty (pass another --out, or continue that run with "
