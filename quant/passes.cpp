@@ -216,12 +216,16 @@ json QuantizeReport::to_json() const {
 
 // ---- the compression pipeline --------------------------------------------------------------
 
-CompressReport compress(nn::Module& model, const json& config) {
+void check_compress_sections(const json& config) {
   MASE_CHECK(config.is_object(), ConfigError, "[compress] expected a config object, got ",
              config.dump());
   for (const auto& [key, v] : config.items())
     MASE_CHECK(key == "quantize" || key == "prune", ConfigError, "[compress] unknown section '",
                key, "' (sections are quantize and prune, applied in that order)");
+}
+
+CompressReport compress(nn::Module& model, const json& config) {
+  check_compress_sections(config);
   CompressReport r;
   if (config.contains("quantize")) {
     r.quantize = quantize(model, config["quantize"]);

@@ -88,6 +88,10 @@ struct CompressReport {
 };
 
 [[nodiscard]] CompressReport compress(nn::Module& model, const nlohmann::json& config);
+// What compress checks of `config` before it touches a model: an object whose sections are
+// quantize and prune (ConfigError naming the first other one). For a search to refuse a
+// misspelled section before it creates a study.
+void check_compress_sections(const nlohmann::json& config);
 
 // What the model's Linear layers are now, for a run's final.json: one entry per layer that is
 // quantized, pruned or packed ({"layer", "type", "data_in", "weight", "bias", "data_out",

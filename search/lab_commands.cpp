@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "quant/passes.h"
 #include "runtime/error.h"
 #include "search/command_objective.h"
 #include "search/lab_objectives.h"
@@ -113,6 +114,7 @@ LabResult run_compress_aware(CompressAwareOptions o) {
   check_common(o, "compress-aware");
   MASE_CHECK(o.compress.is_object() && !o.compress.empty(), ConfigError,
              "[search] expected --compress FILE with {\"quantize\": ..., \"prune\": ...}");
+  quant::check_compress_sections(o.compress);  // a typo refused before any study is written
   MASE_CHECK(!o.variants.empty(), ConfigError, "[search] expected a non-empty list for --variants");
   (void)make_sampler(o.sampler, o.seed);
   const Space space = tutorial_space(o.linear, arch_space(o.arch));
