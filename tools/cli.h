@@ -14,12 +14,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/error.h"
 
@@ -98,6 +100,18 @@ inline CLI::Validator file_name_check() {
                          "in --dir), got '" + v + "'";
       },
       "NAME");
+}
+
+// The first flag of `app` given on the command line that `allowed` does not list, or "": what a
+// mode that reads only some flags refuses (mase-train --resume, --eval-only; mase-search
+// --plot), since a flag it does not read would be silently ignored.
+inline std::string flag_outside(const CLI::App& app, const std::vector<std::string>& allowed) {
+  for (const CLI::Option* o : app.get_options()) {
+    const std::string name = o->get_name();
+    if (o->count() == 0 || name.rfind("--", 0) != 0) continue;
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) return name;
+  }
+  return "";
 }
 
 // Runs body() (which returns the exit status) and reports what it throws as one line.

@@ -222,6 +222,10 @@ int main(int argc, char** argv) {
   }
   if (auto status = cli::parse(app, "mase-data", argc, argv)) return *status;
   return cli::run("mase-data", [&] {
+    MASE_CHECK(s->count("--vocab-size") == 0 ||
+                   (opt.tokenizer == "sentencepiece" && s->count("--vocab") == 0),
+               ConfigError, "--vocab-size sets the size of a sentencepiece model to train; it "
+               "contradicts --vocab / --tokenizer wordpiece (the vocabulary file decides)");
     set_num_threads(threads);
     if (f->parsed()) return fetch(opt);
     if (e->parsed()) return encode(opt, text);

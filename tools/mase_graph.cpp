@@ -332,6 +332,11 @@ int main(int argc, char** argv) {
   if (auto status = cli::parse(app, "mase-graph", argc, argv)) return *status;
   if (comp->parsed())
     return cli::run("mase-graph", [&] {
+      const std::string flag = cli::flag_outside(app, {});  // given before the word "compile"
+      MASE_CHECK(flag.empty(), ConfigError, flag, " is a flag of mase-graph itself, not of "
+                 "compile (put compile's flags after it; see mase-graph compile --help)");
+      MASE_CHECK(!co.freeze || mode == "eval", ConfigError, "--freeze packs the weights for "
+                 "eval (training changes them every step); drop it or use --mode eval");
       co.train = mode == "train";
       co.progress = true;
       const graph::CompileReport r = graph::compile_report(co);
@@ -350,6 +355,17 @@ int main(int argc, char** argv) {
                "[check] expected eval mode, got --train (the eager model's dropout draws other "
                "masks than the graph's run: the difference would be noise)");
     if (!o.export_dir.empty()) check_export_folder(o.export_dir);
+    // flags a mode does not read would be silently ignored
+    if (!o.reload.empty())  // the reloaded graph brings its model and its traced input shape
+      for (const char* f : {"--model", "--vocab-size", "--seq-len", "--batch-size", "--inputs",
+                            "--pad", "--train"})
+        MASE_CHECK(app.count(f) == 0, ConfigError, f, " has no effect with --reload (the "
+                   "exported graph brings its modules and its traced input shape; drop it)");
+    const bool lora_pass =
+        std::find(o.passes.begin(), o.passes.end(), "insert_lora") != o.passes.end();
+    for (const char* f : {"--lora-rank", "--lora-alpha", "--lora-dropout", "--lora-targets"})
+      MASE_CHECK(app.count(f) == 0 || lora_pass, ConfigError, f, " sets the adapters of --pass "
+                 "insert_lora, which is not given (add it, or drop ", f, ")");
     MASE_CHECK(o.print || o.check || o.run || !o.draw.empty() || !o.export_dir.empty() ||
                    !o.passes.empty(),
                ConfigError, "expected something to do: --print, --draw FILE, --export DIR, "

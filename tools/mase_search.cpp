@@ -155,14 +155,29 @@ int main(int argc, char** argv) {
   cli::SweepCommands sweeps(app);  // sweep-width, sweep-sparsity: Lab 1 (tools/sweep_cli.h)
 
   if (auto status = cli::parse(app, "mase-search", argc, argv)) return *status;
-  if (sweeps.chosen()) return cli::run("mase-search", [&] { return sweeps.run(); });
+  if (sweeps.chosen())
+    return cli::run("mase-search", [&] {
+      // a search flag before the command word is the search's, and a sweep would ignore it
+      const std::string flag = cli::flag_outside(app, {});
+      MASE_CHECK(flag.empty(), ConfigError, flag, " is a flag of the architecture search, not of "
+                 "the sweep (put the sweep's own flags after its name; see its --help)");
+      return sweeps.run();
+    });
 
   return cli::run("mase-search", [&]() -> int {
     if (workers > 1 && base.threads == 0)  // share the cores, not oversubscribe them
       base.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / workers);
     set_num_threads(base.threads);
     const std::string db = storage.empty() ? (fs::path(dir) / "studies.db").string() : storage;
-    if (!plot.empty()) return run_plot(db, split_commas(compare), plot);
+    if (!plot.empty()) {  // drawing reads the studies only: a search flag would be ignored
+      const std::string flag =
+          cli::flag_outside(app, {"--plot", "--compare", "--dir", "--storage", "--threads"});
+      MASE_CHECK(flag.empty(), ConfigError, flag, " has no effect with --plot (it draws studies "
+                 "already run; drop it)");
+      return run_plot(db, split_commas(compare), plot);
+    }
+    MASE_CHECK(compare.empty(), ConfigError, "--compare names the studies --plot draws; give "
+               "--plot FILE.svg too");
     MASE_CHECK(trials >= 1, ConfigError, "expected --trials >= 1, got ", trials);
     MASE_CHECK(workers >= 1, ConfigError, "expected --workers >= 1, got ", workers);
     if (app.count("--lr")) base.lr = lr;

@@ -278,24 +278,19 @@ int main(int argc, char** argv) {
     // ---- flags that contradict each other: refused before anything is read or written ----
     auto given = [&](const char* flag) { return app.count(flag) > 0; };
     if (given("--resume")) {
-      for (const CLI::Option* o : app.get_options()) {
-        const std::string name = o->get_name();
-        if (o->count() == 0 || name.rfind("--", 0) != 0) continue;
-        MASE_CHECK(std::find(kResumeFlags.begin(), kResumeFlags.end(), name) != kResumeFlags.end(),
-                   ConfigError, "--resume continues a run with its saved config; ", name,
-                   " cannot change it (start a new run with --init ", resume_dir, " instead)");
-      }
+      const std::string flag = cli::flag_outside(app, kResumeFlags);
+      MASE_CHECK(flag.empty(), ConfigError, "--resume continues a run with its saved config; ",
+                 flag, " cannot change it (start a new run with --init ", resume_dir, " instead)");
     }
     if (given("--eval-only")) {
-      for (const CLI::Option* o : app.get_options()) {
-        const std::string name = o->get_name();
-        if (o->count() == 0 || name.rfind("--", 0) != 0) continue;
-        MASE_CHECK(std::find(kEvalOnlyFlags.begin(), kEvalOnlyFlags.end(), name) !=
-                       kEvalOnlyFlags.end(),
-                   ConfigError, "[eval-only] ", name, " has no effect with --eval-only (nothing "
-                   "is trained or saved; drop it)");
-      }
+      const std::string flag = cli::flag_outside(app, kEvalOnlyFlags);
+      MASE_CHECK(flag.empty(), ConfigError, "[eval-only] ", flag, " has no effect with "
+                 "--eval-only (nothing is trained or saved; drop it)");
     }
+    // the LoRA settings mean nothing without adapters
+    for (const char* f : {"--lora-alpha", "--lora-dropout", "--lora-targets"})
+      MASE_CHECK(!given(f) || given("--lora-rank"), ConfigError, f, " sets the LoRA adapters of "
+                 "--lora-rank R, which is not given (add --lora-rank, or drop ", f, ")");
     MASE_CHECK(!(given("--eval-only") && !given("--init")), ConfigError,
                "--eval-only needs a model to evaluate: add --init RUN_OR_MODEL_DIR");
     MASE_CHECK(!(given("--init") && given("--model")), ConfigError,
