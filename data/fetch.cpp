@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "runtime/error.h"
 
@@ -84,6 +85,9 @@ void download(const std::string& url, const fs::path& dest, bool progress, bool 
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 
   std::error_code ec;
+  std::vector<fs::path> made;  // the folders this call creates, innermost first: removed on failure
+  for (fs::path p = dest.parent_path(); !p.empty() && !fs::exists(p, ec); p = p.parent_path())
+    made.push_back(p);
   fs::create_directories(dest.parent_path(), ec);
   MASE_CHECK(!ec, IoError, "[fetch] cannot create ", dest.parent_path().string(), ": ",
              ec.message());
@@ -140,6 +144,7 @@ void download(const std::string& url, const fs::path& dest, bool progress, bool 
   }
   if (!why.empty()) {
     fs::remove(tmp, ec);
+    for (const fs::path& p : made) fs::remove(p, ec);  // only empty ones: nothing left behind
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     throw IoError(cat("[fetch] downloading ", url, " failed: ", why));
   }

@@ -81,7 +81,12 @@ TEST_CASE("fetch: a failed download is one line and leaves nothing") {
   msg = error_message(
       [&] { download(file_url(tmp / "page.html"), tmp / "cache/x.tar.gz", false, true); });
   CHECK(msg.find("not a gzip archive") != std::string::npos);
-  CHECK(list_files(tmp / "cache").empty());
+  CHECK_FALSE(std::filesystem::exists(tmp / "cache"));  // the folder it made is gone too
+  // a folder that was there before stays (only what the failed call made is removed)
+  std::filesystem::create_directories(tmp / "kept");
+  CHECK_THROWS_AS(download(url, tmp / "kept/sub/out.tar.gz", false), IoError);
+  CHECK(std::filesystem::is_directory(tmp / "kept"));
+  CHECK_FALSE(std::filesystem::exists(tmp / "kept/sub"));
 }
 
 TEST_CASE("fetch: resolve_imdb downloads into the cache then finds it") {
