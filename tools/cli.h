@@ -114,6 +114,17 @@ inline std::string flag_outside(const CLI::App& app, const std::vector<std::stri
   return "";
 }
 
+// A seed: a whole number >= 0. CLI11 reads "-1" into an unsigned flag as 2^64 - 1 without a
+// word; refused here instead.
+inline CLI::Validator seed_check() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        const bool ok = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+        return ok ? "" : "expected a whole number >= 0, got '" + v + "'";
+      },
+      "UINT");
+}
+
 // Runs body() (which returns the exit status) and reports what it throws as one line.
 template <class F>
 int run(const char* tool, F&& body) {

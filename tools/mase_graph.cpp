@@ -265,7 +265,8 @@ int main(int argc, char** argv) {
                  "with a compression.json (mase-train --quant/--prune/--mxint8-weights) the "
                  "quantized, pruned or MXINT8 layers come back as they were trained");
   app.add_option("--reload", o.reload, "start from a graph exported with --export");
-  app.add_option("--seed", o.seed, "seed of the preset's init and of the example batch");
+  app.add_option("--seed", o.seed, "seed of the preset's init and of the example batch")
+      ->check(cli::seed_check());
   app.add_option("--inputs", o.inputs,
                  "comma-separated: input_ids[,attention_mask][,token_type_ids][,labels]")
       ->delimiter(',');
@@ -326,7 +327,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")
       ->check(CLI::Range(1, 10000));
-  comp->add_option("--seed", co.seed, "seed of the model's init and of the batch");
+  comp->add_option("--seed", co.seed, "seed of the model's init and of the batch")
+      ->check(cli::seed_check());
   comp->add_option("--threads", co.threads, "threads (default: the runtime's)")
       ->check(CLI::Range(1, 256));
   if (auto status = cli::parse(app, "mase-graph", argc, argv)) return *status;

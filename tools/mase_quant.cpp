@@ -32,6 +32,7 @@
 #include "quant/quantize.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
+#include "tools/cli.h"
 
 using namespace mase;
 using namespace mase::quant;
@@ -244,7 +245,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t(1024), int64_t(1) << 30));
   app.add_option("--bytes", shapes, "mxint8: fp32 vs packed bytes of tensors of these shapes, e.g. 768x3072")
       ->take_all();
-  app.add_option("--seed", seed, "seed of the stochastic formats");
+  app.add_option("--seed", seed, "seed of the stochastic formats")->check(cli::seed_check());
   app.add_option("--threads", threads, "threads (0 = all cores)");
   app.add_option("values", values, "numbers to quantize (read from stdin when none are given)");
   // "-inf" and "-nan" look like flags to CLI11; a leading space (which strtod skips) makes

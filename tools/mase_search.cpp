@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
                  "where the studies live: sqlite:///FILE or postgresql://USER:PASSWORD@HOST:PORT/DB "
                  "(default <dir>/studies.db)");
   app.add_option("--seed", seed, "seed of the sampler and of every trial's training")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::seed_check());
   app.add_flag("--resume", resume, "continue an existing study");
   app.add_option("--workers", workers,
                  "processes running trials of the study at once (--threads 0: cores / N each)")

@@ -110,7 +110,9 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
       ->capture_default_str();
   c->add_option("--storage", o.storage, "the studies: sqlite:///FILE or "
                 "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)");
-  c->add_option("--seed", o.seed, "seed of the samplers and of the trials")->capture_default_str();
+  c->add_option("--seed", o.seed, "seed of the samplers and of the trials")
+      ->capture_default_str()
+      ->check(cli::seed_check());
   c->add_flag("--resume", o.resume, "continue the studies (same flags)");
   c->add_option("--plot", o.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
   c->add_option("--model", o.base.model, "preset giving everything the space does not vary")
@@ -234,7 +236,9 @@ int lab_main(int argc, char** argv) {
   u->add_option("--dir", cus.dir, "folder of studies.db and the CSV")->capture_default_str();
   u->add_option("--storage", cus.storage, "the study: sqlite:///FILE or "
                 "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)");
-  u->add_option("--seed", cus.seed, "seed of the sampler")->capture_default_str();
+  u->add_option("--seed", cus.seed, "seed of the sampler")
+      ->capture_default_str()
+      ->check(cli::seed_check());
   u->add_flag("--resume", cus.resume, "continue the study (same flags)");
   u->add_option("--plot", cus.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
 

@@ -185,7 +185,9 @@ int main(int argc, char** argv) {
   app.add_option("--pooling", pooling, "cls or mean (default: cls from scratch, as HF; the model's with --init). mean is ours: HF transformers would pool [CLS] and predict differently");
   app.add_option("--bucketing", bucketing, "on|off: batch reviews of similar length")
       ->capture_default_str();
-  app.add_option("--seed", c.seed, "seed of weights, dropout and data order")->capture_default_str();
+  app.add_option("--seed", c.seed, "seed of weights, dropout and data order")
+      ->capture_default_str()
+      ->check(cli::seed_check());
   app.add_option("--threads", c.threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--device", c.device, "cpu or cuda[:N]")->capture_default_str();
   app.add_option("--dist", dist, "data parallelism: auto (mpi under mpirun, else none), none, "

@@ -79,7 +79,8 @@ struct SweepFlags {
     sub->add_option("--lr", lr, "peak learning rate of QAT / fine-tuning (default: mase-train's "
                                 "recipe for --init)");
     sub->add_option("--seed", base.seed, "training seed (and random masks' seed)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(cli::seed_check());
     sub->add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
   }
 
