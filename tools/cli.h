@@ -57,6 +57,31 @@ inline void on_crash(int sig) {
 }
 }  // namespace detail
 
+// `msg` with every byte a terminal should not be sent escaped as \xNN: control characters and
+// bytes that are not part of valid UTF-8 (an error that quotes a binary file given by mistake,
+// a PNG as a TOML, would otherwise print raw bytes). Valid UTF-8 text passes unchanged.
+inline std::string printable(const std::string& msg) {
+  std::string out;
+  const auto* b = reinterpret_cast<const unsigned char*>(msg.data());
+  const size_t n = msg.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = b[i];
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len > 0 && i + len <= n && (len > 1 || (c >= 0x20 && c != 0x7f));
+    for (size_t k = 1; ok && k < len; ++k) ok = (b[i + k] & 0xc0) == 0x80;
+    if (ok) {
+      out.append(msg, i, len);
+      i += len;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+      ++i;
+    }
+  }
+  return out;
+}
+
 // CLI11's wording of a flag given twice, in the house form: "--max-len: At Most 1 required but
 // received 2" -> "--max-len: expected once, got 2 times". Other messages pass unchanged.
 inline std::string house_form(const std::string& msg) {
@@ -81,7 +106,7 @@ std::optional<int> parse(CLI::App& app, const char* tool, Args&&... args) {
     std::cout << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", tool, house_form(e.what()).c_str());
+    std::fprintf(stderr, "%s: %s (see --help)\n", tool, printable(house_form(e.what())).c_str());
     return kExitUsage;
   }
   return std::nullopt;
@@ -131,13 +156,13 @@ int run(const char* tool, F&& body) {
   try {
     return body();
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    std::fprintf(stderr, "%s: %s\n", tool, printable(e.what()).c_str());
     return kExitUsage;
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    std::fprintf(stderr, "%s: %s\n", tool, printable(e.what()).c_str());
     return kExitError;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: unexpected error: %s\n", tool, e.what());
+    std::fprintf(stderr, "%s: unexpected error: %s\n", tool, printable(e.what()).c_str());
     return kExitError;
   }
 }

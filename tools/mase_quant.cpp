@@ -313,10 +313,10 @@ int main(int argc, char** argv) {
     for (const std::string& v : values) xs.push_back(parse_value(v));
     print_values(f, xs, seed);
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "mase-quant: %s\n", e.what());
+    std::fprintf(stderr, "mase-quant: %s\n", cli::printable(e.what()).c_str());
     return 2;
   } catch (const Error& e) {
-    std::fprintf(stderr, "mase-quant: %s\n", e.what());
+    std::fprintf(stderr, "mase-quant: %s\n", cli::printable(e.what()).c_str());
     return 1;
   }
   return 0;

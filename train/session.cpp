@@ -139,10 +139,17 @@ std::shared_ptr<nn::BertForSequenceClassification> build_model(const TrainConfig
 // --quant / --prune / --compress as one compress config ({"quantize": ..., "prune": ...}),
 // read now so that a bad file fails before the data is loaded.
 json read_compression(const TrainConfig& c) {
+  // an empty file would quietly do nothing (a wrong file, or one not saved yet): refused
+  auto read = [](const std::string& file, const char* flag) {
+    json j = quant::read_config_file(file);
+    MASE_CHECK(!(j.is_object() && j.empty()), ConfigError, "[", flag, "] expected a config, got "
+               "an empty one in ", file, " (docs/lab1.md shows one)");
+    return j;
+  };
   json cfg = json::object();
-  if (!c.compress.empty()) cfg = quant::read_config_file(c.compress);
-  if (!c.quant.empty()) cfg["quantize"] = quant::read_config_file(c.quant);
-  if (!c.prune.empty()) cfg["prune"] = quant::read_config_file(c.prune);
+  if (!c.compress.empty()) cfg = read(c.compress, "--compress");
+  if (!c.quant.empty()) cfg["quantize"] = read(c.quant, "--quant");
+  if (!c.prune.empty()) cfg["prune"] = read(c.prune, "--prune");
   return cfg;
 }
 
