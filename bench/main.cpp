@@ -14,6 +14,7 @@
 // Read next: bench/common.h (helpers every suite uses), docs/benchmarks.md (how to read it).
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
+#include <regex.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -176,7 +177,29 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (e2e && !suites.empty()) {
+    std::fprintf(stderr, "mase-bench: --e2e is --suite e2e; give the suites in one --suite list\n");
+    return 2;
+  }
   if (e2e) suites.push_back("e2e");
+  // Google Benchmark's flags are read (and a bad one refused) before the suites register,
+  // which is when the GPU suites say they skip on a machine without a GPU
+  std::vector<std::string> rest = app.remaining();
+  std::vector<char*> args{argv[0]};
+  for (std::string& a : rest) args.push_back(a.data());
+  int bargc = static_cast<int>(args.size());
+  benchmark::Initialize(&bargc, args.data());
+  if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
+  if (const std::string filter = flag(rest, "filter", ""); !filter.empty()) {
+    regex_t re;  // the library compiles it the same way (POSIX extended) and would run nothing
+    const int rc = regcomp(&re, filter.c_str(), REG_EXTENDED | REG_NOSUB);
+    if (rc == 0) regfree(&re);
+    if (rc != 0) {
+      std::fprintf(stderr, "mase-bench: --benchmark_filter: expected a regular expression, got "
+                   "'%s' (see --help)\n", filter.c_str());
+      return 2;
+    }
+  }
   mase::bench::set_e2e_compiled(compiled);
   try {
     const int n = mase::set_num_threads(threads);
@@ -192,12 +215,6 @@ int main(int argc, char** argv) {
       if (on) s.register_all();
     }
 
-    std::vector<std::string> rest = app.remaining();
-    std::vector<char*> args{argv[0]};
-    for (std::string& a : rest) args.push_back(a.data());
-    int bargc = static_cast<int>(args.size());
-    benchmark::Initialize(&bargc, args.data());
-    if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
 
     benchmark::AddCustomContext("mase_threads", std::to_string(n));
     benchmark::AddCustomContext("openblas_core", mase::blas::corename());
