@@ -93,9 +93,20 @@ InsertLoraReport insert_lora(Module& model, const LoraConfig& config) {
   for (const auto& [path, m] : model.named_modules())
     if (auto lin = std::dynamic_pointer_cast<Linear>(m); lin && std::regex_search(path, targets))
       chosen.push_back({path, lin});
-  MASE_CHECK(
-      !chosen.empty(), ConfigError, "[insert_lora] targets '", config.targets,
-      "' match no Linear module (paths look like bert.encoder.layer.0.attention.self.query)");
+  if (chosen.empty()) {
+    // the paths may match modules that are not plain Linears: quantized or MXINT8 layers,
+    // whose weights an adapter cannot be added to
+    std::string other;
+    for (const auto& [path, m] : model.named_modules())
+      if (!path.empty() && std::regex_search(path, targets) && m->type_name() != "Linear" &&
+          other.empty() && m->type_name().find("Linear") != std::string::npos)
+        other = cat(path, " is a ", m->type_name());
+    MASE_CHECK(other.empty(), ConfigError, "[insert_lora] targets '", config.targets,
+               "' match no plain Linear: ", other, " (LoRA adds a low-rank update to fp32 weights, "
+               "which quantized and MXINT8 layers do not keep: use one or the other)");
+    throw ConfigError(cat("[insert_lora] targets '", config.targets, "' match no Linear module "
+                          "(paths look like bert.encoder.layer.0.attention.self.query)"));
+  }
   // a rank above min(in, out) adds parameters and no expressive power (B·A has at most that
   // rank), and a huge one would crawl: refused before anything changes
   int64_t max_rank = INT64_MAX;

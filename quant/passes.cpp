@@ -150,8 +150,10 @@ QuantizeReport quantize(nn::Module& model, const json& config) {
     const std::vector<std::string> known = by == "type" ? std::vector<std::string>{"linear"} : paths;
     std::string list;
     for (const std::string& p : known) list += (list.empty() ? "" : ", ") + p;
+    std::vector<std::string> suggest = known;  // "defualt" is the fallback section misspelled
+    suggest.push_back("default");
     throw ConfigError(cat("[quantize] expected each ", by, " key to match a layer, got '", e.key,
-                          "' which matches none (did you mean '", nearest(e.key, known), "'? the ",
+                          "' which matches none (did you mean '", nearest(e.key, suggest), "'? the ",
                           by == "type" ? "quantizable types are: " : "Linear layers are: ", list,
                           ")"));
   }
