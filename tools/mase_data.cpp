@@ -206,7 +206,15 @@ int main(int argc, char** argv) {
                 "where models and token caches go (default $MASE_CACHE_DIR/imdb, else ~/.cache/mase/imdb)");
   s->add_option("--url", opt.fetch.url, "where to download IMDb from if it is missing");
 
+  // each command its own examples (CLI11 would show mase-data's under `fetch --help`)
+  f->footer("Examples:\n  mase-data fetch imdb --data-dir ../shared/data\n"
+            "  mase-data fetch imdb --url https://mirror.example/aclImdb_v1.tar.gz");
+  s->footer("Examples:\n  mase-data stats imdb --tokenizer wordpiece --data-dir ../shared/data\n"
+            "  mase-data stats imdb --tokenizer sentencepiece --vocab-size 16000 "
+            "--data-dir ../shared/data --cache-dir /tmp/mase");
   CLI::App* e = app.add_subcommand("encode", "tokenize one text and print its pieces and ids");
+  e->footer("Examples:\n  mase-data encode \"A masterpiece!\" --data-dir ../shared/data\n"
+            "  mase-data encode \"Quote the text: one argument\" --vocab runs/x/tokenizer.model");
   std::string text;
   e->add_option("text", text, "the text")->required();
   e->add_option("--vocab", opt.vocab,

@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
   int64_t epochs = 0;
   app.add_option("--epochs", epochs, "passes over the training split (default: 1 from scratch, "
                  "3 from --init)");
-  app.add_option("--max-steps", c.max_steps, "train exactly this many steps (overrides --epochs)");
+  app.add_option("--max-steps", c.max_steps,
+                 "train exactly this many steps (overrides --epochs; 0, the default: --epochs)");
   app.add_option("--train-subset", c.train_subset, "train on N reviews (label-balanced, seeded)");
   app.add_option("--test-subset", c.test_subset, "evaluate on N test reviews (label-balanced, fixed)");
   app.add_option("--lr", lr, "peak learning rate (default: by model, see docs/training.md)");
@@ -208,7 +209,10 @@ int main(int argc, char** argv) {
   app.add_flag("--deterministic", c.deterministic,
                "GPU: deterministic kernels only (bitwise-identical losses run to run)");
   app.add_option("--init", c.init, "start from a model: an HF folder or a mase-train run folder");
-  app.add_option("--out", c.out, "run folder (default runs/<model>-<data>-<date>-<time>)");
+  app.add_option("--out", c.out, "run folder (default runs/<model>-<data>-<date>-<time>)")
+      ->check([](const std::string& v) {
+        return v.empty() ? std::string("expected a folder, got an empty name") : std::string();
+      });
   app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint");
   app.add_flag("--eval-only", eval_only_flag, "evaluate --init on the test split, train nothing");
   app.add_flag("--compile", compile,
