@@ -360,7 +360,7 @@ int main(int argc, char** argv) {
     // flags a mode does not read would be silently ignored
     if (!o.reload.empty())  // the reloaded graph brings its model and its traced input shape
       for (const char* f : {"--model", "--vocab-size", "--seq-len", "--batch-size", "--inputs",
-                            "--pad", "--train"})
+                            "--train"})  // (--pad and --seed still shape the example batch)
         MASE_CHECK(app.count(f) == 0, ConfigError, f, " has no effect with --reload (the "
                    "exported graph brings its modules and its traced input shape; drop it)");
     const bool lora_pass =
