@@ -65,13 +65,20 @@ std::string common_settings(const std::string& title, const std::string& xlabel,
              "set grid\n");
 }
 
-// Style i of n: colour, dash pattern and marker all change, and earlier curves are drawn
-// wider, so a curve lying on another shows as a thin line inside a thick one.
-// (n = 0: points, no line width.)
+// Style i of n: colour, dash pattern and marker all change, and with a few curves the earlier
+// ones are drawn wider, so a curve lying on another shows as a thin line inside a thick one.
+// (n = 0: points, no line width; a curve i >= n is drawn at the base width.) The colours are
+// 20 distinct ones (Tableau's 20, dark and light in pairs), not gnuplot's 8, which repeat from
+// the 9th curve: Lab 3.2 draws 18.
 std::string style(size_t i, size_t n = 0) {
-  std::string s = cat("linecolor ", i + 1, " dashtype ", i % 5 + 1, " pointtype ", i % 13 + 1);
+  static constexpr const char* kColours[] = {
+      "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+      "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
+      "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"};
+  std::string s = cat("linecolor rgb \"", kColours[i % 20], "\" dashtype ", i % 5 + 1,
+                      " pointtype ", i % 13 + 1);
   if (n == 0) return s;
-  const double wider = n <= 4 ? 2.0 * static_cast<double>(n - 1 - i) : 0.0;  // i < n
+  const double wider = n <= 4 && i < n ? 2.0 * static_cast<double>(n - 1 - i) : 0.0;
   return cat(s, " linewidth ", 1.5 + wider);
 }
 
