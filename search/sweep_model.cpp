@@ -7,6 +7,7 @@
 #include "data/dataset.h"
 #include "runtime/atomic_file.h"
 #include "quant/passes.h"
+#include "quant/quantized_linear.h"
 #include "runtime/error.h"
 #include "train/evaluate.h"
 #include "train/run_dir.h"
@@ -29,8 +30,11 @@ PassEvaluator::PassEvaluator(const train::TrainConfig& c, std::FILE* out)
   eval_.pad_id = lm_.tokenizer->special().pad;
   eval_.device = Device::parse(c.device);
   lm_.model->to(eval_.device);
-  for (const auto& [path, linear] : quant::linear_layers(*lm_.model))
+  for (const auto& [path, linear] : quant::linear_layers(*lm_.model)) {
     originals_[path] = lm_.model->submodule(path);
+    if (const auto* q = dynamic_cast<const quant::QuantizedLinear*>(linear))
+      prune_state_[path] = {q->weight_mask().defined(), q->activation_pruning()};
+  }
   for (const auto& [name, t] : lm_.model->state_dict()) weights_[name] = t.detach().clone();  // values only
   std::fprintf(out, "model     %s (%s), %lld test reviews, max_len %lld, loaded once\n",
                lm_.weights.string().c_str(), lm_.tokenizer_file.filename().string().c_str(),
@@ -40,6 +44,12 @@ PassEvaluator::PassEvaluator(const train::TrainConfig& c, std::FILE* out)
 
 void PassEvaluator::restore() {
   for (const auto& [path, module] : originals_) lm_.model->replace_submodule(path, module);
+  for (const auto& [path, state] : prune_state_) {  // what prune() set in place
+    auto* q = dynamic_cast<quant::QuantizedLinear*>(originals_.at(path).get());
+    if (!state.had_mask) q->clear_weight_mask();
+    if (state.activation) q->set_activation_pruning(*state.activation);
+    else q->clear_activation_pruning();
+  }
   lm_.model->load_state_dict(weights_);
   lm_.model->eval();
 }

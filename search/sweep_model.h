@@ -19,8 +19,10 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "quant/prune.h"
 #include "search/study.h"
 #include "train/session.h"
 #include "train/train_config.h"
@@ -46,6 +48,14 @@ class PassEvaluator {
   int64_t max_len_ = 0;
   std::map<std::string, nn::ModulePtr> originals_;  // the Linear modules, by path
   std::map<std::string, Tensor> weights_;           // copies of every parameter and buffer
+  // A QuantizedLinear (a QAT or PTQ model's layers) is pruned in place, not replaced: what
+  // restore() must undo besides the values (whether it had a weight mask, its activation
+  // pruning), by path.
+  struct PruneState {
+    bool had_mask = false;
+    std::optional<quant::PruneSpec> activation;
+  };
+  std::map<std::string, PruneState> prune_state_;
 };
 
 // One training run from config (config.init = the model folder) with `pass` written to

@@ -101,5 +101,16 @@ else
   bad '\[--scopes\]' --scopes locale
   bad '\[--targets\]' --targets weights
   steps=3; bad 'finetune_steps 2, not 3'
+
+  # 4. from a quantized model (Lab 1.2 "from the best model of 1.1", a QAT run): prune works on
+  #    its QuantizedLinears in place, and every point must start again from the unpruned model
+  printf '{"by": "type", "default": {"config": {"name": "integer", "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4, "bias_width": 8, "bias_frac_width": 4}}}' > "$dir/int8.json"
+  "$train" --init "$dir/run" --quant "$dir/int8.json" --data-dir "$data" --cache-dir "$dir/cache" \
+    --max-len 64 --train-subset 32 --test-subset 32 --max-steps 2 --batch-size 8 --ckpt-every 0 \
+    --threads 1 --out "$dir/qat" > "$dir/qat.log" 2>&1 || fail "QAT run exited $?: $(tail -n 3 "$dir/qat.log")"
+  "$search" sweep-sparsity --model-dir "$dir/qat" $common --sparsities 0.25,0.75 --methods l1-norm \
+    --scopes local --study from-qat > "$dir/qsweep.log" 2>&1 || fail "sweep of a QAT model exited $?: $(tail -n 3 "$dir/qsweep.log")"
+  [ "$(tail -n +2 "$dir/s/from-qat.csv" | wc -l)" -eq 2 ] || fail "sweep of a QAT model: $(cat "$dir/s/from-qat.csv")"
+  echo "from a QAT model: $(grep -c '^point ' "$dir/qsweep.log") points"
 fi
 echo "sweeps: ok"
