@@ -28,14 +28,19 @@ bool comparable(const benchmark::BenchmarkReporter::Run& run, std::string* agg) 
 }  // namespace
 
 RatioReporter::RatioReporter(const std::string& format, bool color, bool interleaved)
-    : interleaved_(interleaved) {
+    : interleaved_(interleaved), csv_(format == "csv") {
   if (format == "console") {
     inner_ = std::make_unique<benchmark::ConsoleReporter>(
         color ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None);
   } else if (format == "json") {
     inner_ = std::make_unique<benchmark::JSONReporter>();
+  } else if (format == "csv") {  // a table for a spreadsheet or a plot (counters as columns)
+#pragma GCC diagnostic push  // Google Benchmark marks its CSV reporter deprecated, not removed
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    inner_ = std::make_unique<benchmark::CSVReporter>();
+#pragma GCC diagnostic pop
   } else {
-    throw ConfigError(cat("[mase-bench] expected --benchmark_format console or json, got '",
+    throw ConfigError(cat("[mase-bench] expected --benchmark_format console, json or csv, got '",
                           format, "'"));
   }
 }
@@ -47,7 +52,7 @@ void RatioReporter::sync_streams() {
 
 bool RatioReporter::ReportContext(const Context& context) {
   sync_streams();
-  return inner_->ReportContext(context);
+  return csv_ || inner_->ReportContext(context);
 }
 
 void RatioReporter::ReportRuns(const std::vector<Run>& runs) {

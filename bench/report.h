@@ -36,6 +36,7 @@ class RatioReporter : public benchmark::BenchmarkReporter {
   void report(std::vector<Run> runs);              // add the ratios, pass on to inner_
   std::unique_ptr<benchmark::BenchmarkReporter> inner_;
   bool interleaved_ = false;
+  bool csv_ = false;  // a CSV file holds the table only (the machine context goes to the console)
   std::map<std::string, double> rates_;  // "benchmark name|aggregate" -> bytes/s or FLOP/s
   std::vector<std::vector<Run>> held_;   // waiting for their baseline (interleaved only)
 };

@@ -282,6 +282,28 @@ CompileReport compile_report(const CompileReportOptions& o) {
   return r;
 }
 
+std::string CompileReport::csv() const {
+  std::string s = "section,name,value,unit,cpu_ms,vs_eager\n";
+  // an empty field where a column does not apply (a CSV reader's missing value)
+  auto num = [](double v) { return std::isnan(v) ? std::string() : cat(v); };
+  auto row = [&](const char* section, const std::string& name, double value, const char* unit,
+                 double cpu_ms = std::nan(""), double vs = std::nan("")) {
+    s += cat(section, ",\"", name, "\",", num(value), ",", unit, ",", num(cpu_ms), ",", num(vs),
+             "\n");
+  };
+  row("first_call", "trace", 1e3 * first_call.trace, "ms", 1e3 * first_call.trace_cpu);
+  row("first_call", "passes", 1e3 * first_call.passes, "ms");
+  row("first_call", "plan", 1e3 * first_call.plan, "ms");
+  row("first_call", "first_run", 1e3 * first_call.first_run, "ms", 1e3 * first_call.first_run_cpu);
+  for (const PassRun& p : passes) row("pass", p.name, 1e3 * p.seconds, "ms");
+  const double eager_cpu = times.size() > 1 ? times[1].cpu_median_s : std::nan("");
+  for (const TimedVariant& t : times)
+    row("step", t.name, 1e3 * t.median_s, "ms", 1e3 * t.cpu_median_s, eager_cpu / t.cpu_median_s);
+  row("memory", "eager peak", double(eager_peak_bytes) / 1e6, "MB");
+  row("memory", "compiled peak", double(compiled_peak_bytes) / 1e6, "MB");
+  return s;
+}
+
 std::string CompileReport::bought() const {
   const TimedVariant* compiled = nullptr;
   for (const TimedVariant& v : times)

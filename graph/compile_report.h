@@ -71,6 +71,12 @@ struct CompileReport {
   // "what each pass bought": each pass's gain in CPU time, flagged when within this run's
   // noise (the identical "compiled without dce" row) or when it loses
   std::string bought() const;
+  // The numbers of str() as CSV, one row per measurement, for a table or a plot of Lab 4.1:
+  //   section,name,value,unit,cpu_ms,vs_eager
+  // section: first_call (trace, passes, plan, first_run: ms), pass (each pass's time), step
+  // (each timed variant, wall ms per step; vs_eager = eager fused's CPU time / this one's),
+  // memory (peak MB of one step); a field that does not apply is empty.
+  std::string csv() const;
 };
 
 CompileReport compile_report(const CompileReportOptions& o);

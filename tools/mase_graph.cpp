@@ -46,6 +46,7 @@
 #include "models/lora.h"
 #include "models/parameters.h"
 #include "quant/checkpoint.h"
+#include "runtime/atomic_file.h"
 #include "tools/cli.h"
 
 using namespace mase;
@@ -327,6 +328,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")
       ->check(CLI::Range(1, 10000));
+  std::string csv;
+  comp->add_option("--csv", csv, "also write the report's numbers as CSV (first call, passes, "
+                   "steps, memory) to this file");
   comp->add_option("--seed", co.seed, "seed of the model's init and of the batch")
       ->check(cli::seed_check());
   comp->add_option("--threads", co.threads, "threads (default: the runtime's)")
@@ -343,6 +347,10 @@ int main(int argc, char** argv) {
       co.progress = true;
       const graph::CompileReport r = graph::compile_report(co);
       std::cout << r.str();
+      if (!csv.empty()) {  // the same numbers for a table or a plot
+        write_text_atomic(csv, r.csv());
+        std::cout << "csv: " << csv << "\n";
+      }
       return r.outputs_equal ? 0 : 1;
     });
   return cli::run("mase-graph", [&] {
