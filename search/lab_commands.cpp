@@ -216,6 +216,11 @@ LabResult run_precision(PrecisionOptions o) {
   plot_pareto(series, "avg_weight_bits", title, "average bits per weight (fp32 = 32)", pareto);
   res.plots.push_back(pareto);
   std::fprintf(o.out, "pareto    %s\n", pareto.c_str());
+  const std::string summary = (fs::path(o.dir) / (o.study + "-summary.csv")).string();
+  write_summary_csv(series, "avg_weight_bits", summary);  // one row per format
+  res.csvs.push_back(summary);
+  std::fprintf(o.out, "summary   %s (one row per study: best, worst, fewest bits)\n",
+               summary.c_str());
   return res;
 }
 

@@ -171,4 +171,31 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
   draw(path, data, cat(common_settings(title, xlabel, "test accuracy", wide), plot, "\n"), wide);
 }
 
+void write_summary_csv(const Series& series, const std::string& x_attr, const std::string& path) {
+  std::string csv = cat("study,trials,best_accuracy,best_trial,", x_attr, "_of_best,worst_accuracy,",
+                        "fewest_", x_attr, ",accuracy_at_fewest\n");
+  for (const auto& [label, trials] : series) {
+    const TrialRecord *best = nullptr, *worst = nullptr, *fewest = nullptr;
+    int n = 0;
+    auto acc = [](const TrialRecord& r) {
+      const double a = attr_value(r, "accuracy");
+      return std::isnan(a) ? r.trial.value : a;
+    };
+    for (const TrialRecord& r : trials) {
+      const double x = attr_value(r, x_attr);
+      if (r.trial.state != TrialState::complete || std::isnan(x)) continue;
+      ++n;
+      if (!best || acc(r) > acc(*best) || (acc(r) == acc(*best) && x < attr_value(*best, x_attr)))
+        best = &r;
+      if (!worst || acc(r) < acc(*worst)) worst = &r;
+      if (!fewest || x < attr_value(*fewest, x_attr)) fewest = &r;
+    }
+    if (!best) continue;  // nothing complete yet
+    csv += cat("\"", label, "\",", n, ",", acc(*best), ",", best->trial.number, ",",
+               attr_value(*best, x_attr), ",", acc(*worst), ",", attr_value(*fewest, x_attr), ",",
+               acc(*fewest), "\n");
+  }
+  write_text_atomic(path, csv);
+}
+
 }  // namespace mase::search

@@ -27,6 +27,13 @@ void plot_best_so_far(const Series& series, const std::string& title, const std:
 void plot_pareto(const Series& series, const std::string& x_attr, const std::string& title,
                  const std::string& xlabel, const std::string& path);
 
+// One row per series (study) of what a reader compares first, written to `path` (CSV):
+//   study,trials,best_accuracy,best_trial,<x_attr>_of_best,worst_accuracy,fewest_<x_attr>,
+//   accuracy_at_fewest
+// over the complete trials, accuracy as in plot_pareto; ties of the best: the smaller x.
+// (Lab 3.2: which format keeps fp32's accuracy at how many bits, in one table.)
+void write_summary_csv(const Series& series, const std::string& x_attr, const std::string& path);
+
 // The trials on the Pareto front of (x_attr low, value high), sorted by x.
 std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,
                                       const std::string& x_attr);

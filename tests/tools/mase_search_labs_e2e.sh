@@ -67,6 +67,12 @@ case "$lab" in
       for s in integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2 mxfp6_e2m3 mxfp4_e2m1 mixed; do
         check_csv "precision-$s"
       done
+      # the one-row-per-format summary: header, and a row for each of the 18 studies
+      sum="$dir/s/precision-summary.csv"
+      [ "$(head -n 1 "$sum")" = "study,trials,best_accuracy,best_trial,avg_weight_bits_of_best,worst_accuracy,fewest_avg_weight_bits,accuracy_at_fewest" ] ||
+        fail "summary header: $(head -n 1 "$sum" 2>&1)"
+      [ "$(tail -n +2 "$sum" | wc -l)" -eq 18 ] || fail "summary rows: $(cat "$sum")"
+      grep -q '^"each layer picks",' "$sum" || fail "no mixed row in the summary"
     fi
     check_plot "$dir/p.svg"
     check_plot "$dir/p-pareto.svg"
