@@ -60,16 +60,36 @@ inline void on_crash(int sig) {
 // `msg` with every byte a terminal should not be sent escaped as \xNN: control characters and
 // bytes that are not part of valid UTF-8 (an error that quotes a binary file given by mistake,
 // a PNG as a TOML, would otherwise print raw bytes). Valid UTF-8 text passes unchanged.
+// The length of the UTF-8 character at s[i] when it is a valid one and, for one byte, not a
+// control character other than those `allowed`; 0 otherwise.
+inline size_t utf8_char(const std::string& s, size_t i, const char* allowed = "") {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const unsigned char c = b[i];
+  const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  bool ok = len > 0 && i + len <= s.size() &&
+            (len > 1 || (c >= 0x20 && c != 0x7f) || (c != 0 && std::strchr(allowed, c)));
+  for (size_t k = 1; ok && k < len; ++k) ok = (b[i + k] & 0xc0) == 0x80;
+  return ok ? len : 0;
+}
+
+// Whether `s` is text a user wrote: valid UTF-8, no control characters but tab and CR.
+inline bool is_text(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_char(s, i, "\t\r");
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
 inline std::string printable(const std::string& msg) {
   std::string out;
   const auto* b = reinterpret_cast<const unsigned char*>(msg.data());
   const size_t n = msg.size();
   for (size_t i = 0; i < n;) {
     const unsigned char c = b[i];
-    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool ok = len > 0 && i + len <= n && (len > 1 || (c >= 0x20 && c != 0x7f));
-    for (size_t k = 1; ok && k < len; ++k) ok = (b[i + k] & 0xc0) == 0x80;
-    if (ok) {
+    const size_t len = utf8_char(msg, i);
+    if (len > 0) {
       out.append(msg, i, len);
       i += len;
     } else {

@@ -85,8 +85,13 @@ int run_predict(const std::string& dir, std::vector<std::string> texts, const st
   if (!file.empty()) {  // one review per line, empty lines skipped
     std::ifstream in(file);
     if (!in) throw IoError(cat("[predict] cannot read --file ", file));
-    for (std::string line; std::getline(in, line);)
+    int64_t n = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++n;
+      MASE_CHECK(cli::is_text(line), ConfigError, "[predict] expected text in --file ", file,
+                 ", got bytes that are not UTF-8 text on line ", n, " (a binary file?)");
       if (!line.empty()) texts.push_back(line);
+    }
   }
   if (texts.empty()) throw ConfigError("[predict] expected texts or --file FILE, got neither");
   LoadedModel lm = load_model_dir(dir, vocab);
