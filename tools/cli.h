@@ -57,9 +57,6 @@ inline void on_crash(int sig) {
 }
 }  // namespace detail
 
-// `msg` with every byte a terminal should not be sent escaped as \xNN: control characters and
-// bytes that are not part of valid UTF-8 (an error that quotes a binary file given by mistake,
-// a PNG as a TOML, would otherwise print raw bytes). Valid UTF-8 text passes unchanged.
 // The length of the UTF-8 character at s[i] when it is a valid one and, for one byte, not a
 // control character other than those `allowed`; 0 otherwise.
 inline size_t utf8_char(const std::string& s, size_t i, const char* allowed = "") {
@@ -82,6 +79,9 @@ inline bool is_text(const std::string& s) {
   return true;
 }
 
+// `msg` with every byte a terminal should not be sent escaped as \xNN: control characters and
+// bytes that are not part of valid UTF-8 (an error that quotes a binary file given by mistake,
+// a PNG as a TOML, would otherwise print raw bytes). Valid UTF-8 text passes unchanged.
 inline std::string printable(const std::string& msg) {
   std::string out;
   const auto* b = reinterpret_cast<const unsigned char*>(msg.data());
