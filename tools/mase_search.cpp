@@ -197,7 +197,9 @@ int main(int argc, char** argv) {
     // is stored with it, so a --resume with another --model or budget is refused instead of
     // mixing trials that cannot be compared.
     nlohmann::json key = base.to_json();  // the objective key: what a trial's result depends on
-    for (const char* k : {"threads", "out", "data_dir", "cache_dir", "log_every", "init"})
+    for (const char* k : {"threads", "out", "data_dir", "cache_dir", "log_every", "init", "device",
+                          "cuda_graphs", "deterministic", "profile", "ckpt_every", "eval_every",
+                          "eval_batch_size"})  // where and how a worker runs, not what it trains
       key.erase(k);
     key["objective"] = "architecture";
     LabRun lr;
