@@ -29,10 +29,13 @@ std::string budget_text(const train::TrainConfig& c) {
 
 // What every trial's result depends on besides its parameters (the objective key).
 json budget_key(const train::TrainConfig& c) {
-  return {{"model", c.model},         {"max_steps", c.max_steps},
-          {"batch_size", c.batch_size}, {"train_subset", c.train_subset},
-          {"test_subset", c.test_subset}, {"max_len", c.max_len},
-          {"lr", c.lr ? json(*c.lr) : json(nullptr)}, {"seed", c.seed}};
+  json key = {{"model", c.model},         {"max_steps", c.max_steps},
+              {"batch_size", c.batch_size}, {"train_subset", c.train_subset},
+              {"test_subset", c.test_subset}, {"max_len", c.max_len},
+              {"lr", c.lr ? json(*c.lr) : json(nullptr)}, {"seed", c.seed}};
+  // another tokenizer is another objective (studies made before --vocab existed have none)
+  if (!c.vocab.empty()) key["vocab"] = fs::absolute(c.vocab).lexically_normal().string();
+  return key;
 }
 
 LabRun make_run(const LabOptions& o) {
@@ -168,6 +171,8 @@ LabResult run_precision(PrecisionOptions o) {
   MASE_CHECK(o.per_format || o.mixed, ConfigError,
              "[search] nothing to search: --mixed-only needs --mixed");
   (void)make_sampler(o.sampler, o.seed);
+  MASE_CHECK(o.base.vocab.empty(), ConfigError, "[precision] --vocab: the trials use --init's "
+             "tokenizer (the model was trained with it); drop --vocab");
   train::LoadedModel lm = train::load_model_dir(o.init);  // its tokenizer and max_len
   o.base.vocab = lm.tokenizer_file.string();
   o.base.tokenizer = lm.tokenizer_file.extension() == ".model" ? "sentencepiece" : "wordpiece";
@@ -176,6 +181,7 @@ LabResult run_precision(PrecisionOptions o) {
   const LayerList layers = linear_layer_list(o.init);
 
   json key = budget_key(o.base);
+  key.erase("vocab");  // the tokenizer is --init's: "init" below says it
   key["objective"] = "precision";
   key["init"] = fs::absolute(o.init).lexically_normal().string();
   key["qat_steps"] = o.qat_steps;

@@ -127,6 +127,9 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
   c->add_option("--lr", k.lr, "peak learning rate (default: the recipe's)");
   c->add_option("--data-dir", o.base.data_dir, "folder with imdb/ in it (as mase-train)");
   c->add_option("--cache-dir", o.base.cache_dir, "tokenizer models and token caches");
+  c->add_option("--vocab", o.base.vocab, "tokenizer file for the trials' data: a vocab.txt "
+                "(WordPiece) or a sentencepiece .model (default: a sentencepiece model trained "
+                "on IMDb's training reviews and cached; precision: --init's)");
   c->add_option("--threads", o.base.threads, "threads (0 = all cores)")->capture_default_str();
 }
 
@@ -247,6 +250,9 @@ int lab_main(int argc, char** argv) {
   return cli::run("mase-search", [&]() -> int {
     train::clear_stop();
     train::install_stop_handlers();
+    for (LabOptions* o : {static_cast<LabOptions*>(&tut), static_cast<LabOptions*>(&cmp),
+                          static_cast<LabOptions*>(&pre)})
+      if (!o->base.vocab.empty()) o->base.tokenizer = train::tokenizer_kind(o->base.vocab);
     if (t->parsed()) {
       if (t->count("--lr")) tut.base.lr = ct.lr;
       tut.samplers = split_list(samplers);

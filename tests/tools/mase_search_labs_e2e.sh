@@ -48,6 +48,15 @@ case "$lab" in
     [ $? -eq 2 ] || fail "another budget: expected exit 2: $(cat "$dir/log2")"
     grep -q "key 'max_steps' was 3, now 4" "$dir/log2" || fail "message: $(cat "$dir/log2")"
     check_csv tutorial-grid
+    # --vocab: the trials' data through the shared WordPiece vocabulary (a study of its own:
+    # the tokenizer is part of the objective)
+    vocab="$data/bert-uncased-vocab/vocab.txt"
+    if [ -f "$vocab" ]; then
+      "$search" tutorial $common $small --max-steps 3 --samplers random --study wp --vocab "$vocab" > "$dir/log3" 2>&1 ||
+        fail "--vocab: exit $?: $(tail -n 3 "$dir/log3")"
+      check_csv wp-random
+      ls "$dir"/s/wp-random/trial-*/vocab.txt > /dev/null 2>&1 || fail "--vocab: the trials' runs have no vocab.txt"
+    fi
     ;;
   compress-aware)
     printf '%s' '{"quantize": {"by": "type", "default": {"config": {"name": "integer", "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4, "bias_width": 8, "bias_frac_width": 4}}}, "prune": {"weight": {"sparsity": 0.5}}}' > "$dir/c.json"
