@@ -31,7 +31,8 @@ void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
 
 // gnuplot's terminal for a file name (.svg -> svg, .png -> pngcairo), or "" for another one.
 std::string terminal_for(const std::string& path);
-// Runs gnuplot on `script` (which must `set output` to `tmp`), then renames `tmp` to `path`:
+// Runs gnuplot on the script file `script` (which must `set output` to `tmp`), then renames
+// `tmp` to `path`:
 // the figure appears whole or not at all. IoError with gnuplot's own output when it fails.
 // Every plot of search/ (plot.cpp, curve_plot.cpp, lab_plot.cpp) draws through here.
 void run_gnuplot(const std::string& script, const std::string& tmp, const std::string& path);

@@ -47,6 +47,7 @@
 #include "models/parameters.h"
 #include "quant/checkpoint.h"
 #include "runtime/atomic_file.h"
+#include "search/curve_plot.h"
 #include "tools/cli.h"
 
 using namespace mase;
@@ -159,6 +160,31 @@ void check_export_folder(const std::string& dir) {
                name, " (a mase-train run or a model folder? its model.safetensors would be "
                "replaced: pick another --export folder)");
   }
+}
+
+// Lab 4.1 as a figure: each timed variant's speed-up over eager fused (CPU time per step), one
+// bar each, the line at 1 where a variant is no faster than eager. `path` .svg or .png, its
+// numbers in `path`.dat and its gnuplot script in `path`.gp (search/curve_plot.h draws).
+void plot_speedups(const graph::CompileReport& r, const std::string& path) {
+  MASE_CHECK(r.times.size() > 1, ConfigError, "[plot] the report has no timed variants");
+  std::string dat = "# variant  speed-up over eager fused (CPU time per step)\n";
+  const double eager = r.times[1].cpu_median_s;
+  for (const graph::TimedVariant& t : r.times)
+    dat += cat("\"", t.name, "\" ", eager / t.cpu_median_s, "\n");
+  write_text_atomic(path + ".dat", dat);
+  const std::string tmp = path + ".tmp";
+  const std::string script = cat(
+      "set terminal ", search::terminal_for(path), "\n", "set output '", tmp, "'\n",
+      "set title '", r.options.model, ", batch ", r.options.batch, ", seq ", r.options.seq, ", ",
+      r.options.train ? "train" : "eval", ", ", r.options.device, ": speed-up over eager fused' noenhanced\n",
+      "set ylabel 'eager fused CPU time / this CPU time'\n", "set style data histograms\n",
+      "set style fill solid 0.6 border -1\n", "set boxwidth 0.7\n", "set grid ytics\n",
+      "set xtics rotate by -35 noenhanced\n", "set key off\n", "set yrange [0:*]\n",
+      "set bmargin 11\n",
+      "plot '", path, ".dat' using 2:xtic(1) linecolor rgb '#1f77b4', 1 with lines dashtype 2 "
+      "linecolor rgb '#d62728'\n");
+  write_text_atomic(path + ".gp", script);
+  search::run_gnuplot(path + ".gp", tmp, path);
 }
 
 // A reloaded graph's example batch: its traced input shape and its word embedding's vocabulary.
@@ -331,6 +357,9 @@ int main(int argc, char** argv) {
   std::string csv;
   comp->add_option("--csv", csv, "also write the report's numbers as CSV (first call, passes, "
                    "steps, memory) to this file");
+  std::string plot;
+  comp->add_option("--plot", plot, "also draw each variant's speed-up over eager as a bar chart "
+                   "(.svg or .png; its numbers and gnuplot script beside it)");
   comp->add_option("--seed", co.seed, "seed of the model's init and of the batch")
       ->check(cli::seed_check());
   comp->add_option("--threads", co.threads, "threads (default: the runtime's)")
@@ -338,6 +367,7 @@ int main(int argc, char** argv) {
   if (auto status = cli::parse(app, "mase-graph", argc, argv)) return *status;
   if (comp->parsed())
     return cli::run("mase-graph", [&] {
+      if (!plot.empty()) search::check_plot_path(plot, "--plot");  // before the slow part
       const std::string flag = cli::flag_outside(app, {});  // given before the word "compile"
       MASE_CHECK(flag.empty(), ConfigError, flag, " is a flag of mase-graph itself, not of "
                  "compile (put compile's flags after it; see mase-graph compile --help)");
@@ -350,6 +380,10 @@ int main(int argc, char** argv) {
       if (!csv.empty()) {  // the same numbers for a table or a plot
         write_text_atomic(csv, r.csv());
         std::cout << "csv: " << csv << "\n";
+      }
+      if (!plot.empty()) {
+        plot_speedups(r, plot);
+        std::cout << "plot: " << plot << " (data " << plot << ".dat, script " << plot << ".gp)\n";
       }
       return r.outputs_equal ? 0 : 1;
     });
