@@ -16,6 +16,34 @@
 
 namespace mase::data {
 
+Utf8Prefix utf8_prefix(std::string_view in, size_t i) {
+  const auto* s = reinterpret_cast<const unsigned char*>(in.data());
+  const size_t n = in.size();
+  const unsigned char lead = s[i];
+  if (lead < 0x80) return {1, 1};
+  int len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  // The rows of the table in the header comment.
+  // clang-format off
+  if (lead >= 0xC2 && lead <= 0xDF) len = 2;
+  else if (lead == 0xE0)                 { len = 3; lo = 0xA0; }
+  else if (lead >= 0xE1 && lead <= 0xEC) len = 3;
+  else if (lead == 0xED)                 { len = 3; hi = 0x9F; }
+  else if (lead >= 0xEE && lead <= 0xEF) len = 3;
+  else if (lead == 0xF0)                 { len = 4; lo = 0x90; }
+  else if (lead >= 0xF1 && lead <= 0xF3) len = 4;
+  else if (lead == 0xF4)                 { len = 4; hi = 0x8F; }
+  // clang-format on
+  int ok = len == 0 ? 0 : 1;  // bytes of a valid prefix seen so far
+  while (ok > 0 && ok < len && i + ok < n) {
+    const unsigned char c = s[i + ok];
+    const bool good = ok == 1 ? (c >= lo && c <= hi) : (c >= 0x80 && c <= 0xBF);
+    if (!good) break;
+    ++ok;
+  }
+  return {len, ok};
+}
+
 int64_t sanitize_utf8(std::string_view in, std::string& out) {
   const auto* s = reinterpret_cast<const unsigned char*>(in.data());
   const size_t n = in.size();
@@ -30,35 +58,14 @@ int64_t sanitize_utf8(std::string_view in, std::string& out) {
     i = j;
     if (i >= n) break;
 
-    const unsigned char lead = s[i];
-    int len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    // The rows of the table in the header comment.
-    // clang-format off
-    if (lead >= 0xC2 && lead <= 0xDF) len = 2;
-    else if (lead == 0xE0)                 { len = 3; lo = 0xA0; }
-    else if (lead >= 0xE1 && lead <= 0xEC) len = 3;
-    else if (lead == 0xED)                 { len = 3; hi = 0x9F; }
-    else if (lead >= 0xEE && lead <= 0xEF) len = 3;
-    else if (lead == 0xF0)                 { len = 4; lo = 0x90; }
-    else if (lead >= 0xF1 && lead <= 0xF3) len = 4;
-    else if (lead == 0xF4)                 { len = 4; hi = 0x8F; }
-    // clang-format on
-
-    int ok = len == 0 ? 0 : 1;  // bytes of a valid prefix seen so far
-    while (ok > 0 && ok < len && i + ok < n) {
-      const unsigned char c = s[i + ok];
-      const bool good = ok == 1 ? (c >= lo && c <= hi) : (c >= 0x80 && c <= 0xBF);
-      if (!good) break;
-      ++ok;
-    }
-    if (len > 0 && ok == len) {
-      out.append(in.data() + i, len);
-      i += len;
+    const Utf8Prefix p = utf8_prefix(in, i);
+    if (p.well_formed()) {
+      out.append(in.data() + i, p.len);
+      i += p.len;
     } else {
       append_utf8(out, kReplacementChar);
       ++replaced;
-      i += ok > 0 ? ok : 1;  // the maximal subpart, or the one byte that starts nothing
+      i += p.ok > 0 ? p.ok : 1;  // the maximal subpart, or the one byte that starts nothing
     }
   }
   return replaced;

@@ -14,6 +14,16 @@ namespace mase::data {
 
 constexpr char32_t kReplacementChar = 0xFFFD;
 
+// The sequence that starts at in[i], by Unicode's Table 3-7 (utf8.cpp): `len` bytes long (1 for
+// ASCII; 0 when in[i] starts none) of which the first `ok` are well-formed (ok < len: the
+// maximal subpart of an ill-formed one). Shared by sanitize_utf8 and by the tools' check that
+// an error message or an input file is text (tools/cli.h).
+struct Utf8Prefix {
+  int len = 0, ok = 0;
+  bool well_formed() const { return len > 0 && ok == len; }
+};
+Utf8Prefix utf8_prefix(std::string_view in, size_t i);
+
 // Appends `in` to `out` with ill-formed sequences replaced by U+FFFD; returns how many
 // replacements were made (0 for valid input). Example: "a\xC3(" -> "a\uFFFD(", returns 1.
 int64_t sanitize_utf8(std::string_view in, std::string& out);

@@ -86,8 +86,7 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
   // what the flags alone decide, before a folder or a file exists: the sampler's name, and
   // whether a grid can walk the space (a continuous parameter, too many points)
   for (const LabStudy& s : specs)
-    if (auto sampler = make_sampler(s.sampler, run.seed); sampler->name() == "grid")
-      sampler->sample(s.space, {}, 0);
+    if (make_sampler(s.sampler, run.seed)->name() == "grid") GridSampler::check_space(s.space);
   if (run.db.find("://") == std::string::npos)  // a file (not a server's URL): its folder
     fs::create_directories(fs::path(run.db).parent_path());
   {

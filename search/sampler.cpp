@@ -108,8 +108,7 @@ static int64_t grid_index(const Space& space, const Values& v) {
   return index;
 }
 
-std::optional<Values> GridSampler::sample(const Space& space, const std::vector<Trial>& history,
-                                          int64_t) {
+void GridSampler::check_space(const Space& space) {
   for (const Param& p : space.params())
     MASE_CHECK(p.kind != Param::Kind::real, ConfigError, "[grid] parameter '", p.name,
                "' is continuous: a grid needs every parameter finite (make it categorical or integer)");
@@ -117,6 +116,12 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
   constexpr int64_t kMaxGrid = int64_t{1} << 20;  // the shuffled order is rebuilt on each ask
   MASE_CHECK(n <= kMaxGrid, ConfigError, "[grid] expected at most ", kMaxGrid, " grid points, got ", n,
              " (use the random or tpe sampler for a space this large)");
+}
+
+std::optional<Values> GridSampler::sample(const Space& space, const std::vector<Trial>& history,
+                                          int64_t) {
+  check_space(space);
+  const int64_t n = space.grid_size();
 
   // Points already taken: by a finished trial, or by a running one (maybe in another process).
   // A failed trial's point is free again — that is how a resumed grid retries it.

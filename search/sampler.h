@@ -63,6 +63,9 @@ class GridSampler : public Sampler {
   // ConfigError if the space has a continuous parameter (give it choices instead).
   std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
                                int64_t number) override;
+  // What sample checks first, alone: a continuous parameter, or more points than a grid
+  // walks (ConfigError). For a command to refuse a space before it writes anything.
+  static void check_space(const Space& space);
 
  private:
   uint64_t seed_;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "data/utf8.h"
 #include "runtime/error.h"
 
 namespace mase::cli {
@@ -57,16 +58,13 @@ inline void on_crash(int sig) {
 }
 }  // namespace detail
 
-// The length of the UTF-8 character at s[i] when it is a valid one and, for one byte, not a
-// control character other than those `allowed`; 0 otherwise.
+// The length of the UTF-8 character at s[i] when it is well-formed (data/utf8.h) and, for one
+// byte, not a control character other than those `allowed`; 0 otherwise.
 inline size_t utf8_char(const std::string& s, size_t i, const char* allowed = "") {
-  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char c = b[i];
-  const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-  bool ok = len > 0 && i + len <= s.size() &&
-            (len > 1 || (c >= 0x20 && c != 0x7f) || (c != 0 && std::strchr(allowed, c)));
-  for (size_t k = 1; ok && k < len; ++k) ok = (b[i + k] & 0xc0) == 0x80;
-  return ok ? len : 0;
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return (c >= 0x20 && c != 0x7f) || (c != 0 && std::strchr(allowed, c)) ? 1 : 0;
+  const data::Utf8Prefix p = data::utf8_prefix(s, i);
+  return p.well_formed() ? static_cast<size_t>(p.len) : 0;
 }
 
 // Whether `s` is text a user wrote: valid UTF-8, no control characters but tab and CR.

@@ -189,7 +189,6 @@ int main(int argc, char** argv) {
     // --resume continues a study file that is there: a missing, empty or damaged one is named
     // in one line before SQLite opens (and would write to) it.
     if (resume) check_study_file(db);
-    make_sampler(sampler, seed);  // a misspelled --sampler refused before anything is written
     const Space space = lab2_space();
     // Opened as the lab commands open theirs (search/lab_runner.h): a study that exists
     // continues only with --resume (a typo in --study must not add trials to someone else's
