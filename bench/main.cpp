@@ -17,8 +17,11 @@
 #include <regex.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,7 @@
 #include "runtime/kernels/matmul.h"
 #include "runtime/kernels/sgemm_packed.h"
 #include "runtime/parallel.h"
+#include "search/curve_plot.h"
 
 namespace mase::bench {
 void register_gemm();         // bench/bench_gemm.cpp
@@ -113,6 +117,8 @@ std::string footer() {
       "\nExample:\n"
       "  mase-bench --suite elementwise --threads 2 --benchmark_repetitions=5 \\\n"
       "             --benchmark_report_aggregates_only=true\n"
+      "  mase-bench --suite sdpa --plot sdpa.svg\n"
+      "      Lab 4.2: fused attention against the naive composition (vs_naive), as bars\n"
       "  mase-bench --e2e --compile --benchmark_filter='bert-tiny'\n"
       "      eager and compiled (graph::compile) training and eval steps side by side\n";
   return s;
@@ -127,6 +133,54 @@ std::string flag(const std::vector<std::string>& args, const std::string& name,
   for (const std::string& a : args)
     if (a.rfind(key, 0) == 0) value = a.substr(key.size());
   return value;
+}
+
+// --plot: each benchmark's ratios to its baselines (vs_naive, vs_memcpy, vs_4096, …) as bars,
+// one cluster per benchmark, the dashed line at 1 (as fast as the baseline). With repetitions
+// the median aggregate is drawn where there is one, else the median of the single runs.
+void plot_ratios(const std::vector<mase::bench::RatioReporter::Ratios>& runs,
+                 const std::string& path, const std::string& title) {
+  std::vector<std::string> names;  // in the order they ran
+  std::map<std::string, std::map<std::string, std::vector<double>>> single, median;
+  for (const auto& r : runs) {
+    if (r.aggregate != "" && r.aggregate != "median") continue;
+    auto& into = r.aggregate.empty() ? single : median;
+    if (!single.count(r.name) && !median.count(r.name)) names.push_back(r.name);
+    for (const auto& [key, v] : r.values) into[r.name][key].push_back(v);
+  }
+  mase::search::BarChart chart;
+  chart.title = title;
+  chart.ylabel = "rate / the baseline's rate (1 = as fast)";
+  chart.reference = 1;
+  std::map<std::string, size_t> series;  // counter -> its index in chart.series
+  for (const std::string& name : names) {
+    const auto& from = median.count(name) ? median.at(name) : single.at(name);
+    // "int8/eval/bert-tiny/int8/min_time:2.000/manual_time" -> "int8/eval/bert-tiny/int8":
+    // the parts Google Benchmark appends to a name say how it was timed, not what
+    std::string label;
+    for (size_t at = 0; at <= name.size();) {
+      const size_t end = std::min(name.find('/', at), name.size());
+      const std::string part = name.substr(at, end - at);
+      if (part != "manual_time" && part != "real_time" && !part.starts_with("min_time:") &&
+          !part.starts_with("repeats:") && !part.starts_with("iterations:"))
+        label += (label.empty() ? "" : "/") + part;
+      at = end + 1;
+    }
+    const size_t c = chart.categories.size();
+    chart.categories.push_back(label);
+    for (auto [key, values] : from) {
+      if (!series.count(key)) {
+        series[key] = chart.series.size();
+        chart.series.push_back({key, {}});
+      }
+      std::sort(values.begin(), values.end());
+      auto& column = chart.series[series[key]].values;
+      column.resize(c + 1, std::nan(""));
+      column[c] = values[values.size() / 2];
+    }
+  }
+  for (auto& s : chart.series) s.values.resize(chart.categories.size(), std::nan(""));
+  mase::search::plot_bars(chart, path);
 }
 
 }  // namespace
@@ -166,6 +220,10 @@ int main(int argc, char** argv) {
                  "absent (on), or always "
                  "OpenBLAS (off): A/B of runtime/kernels/sgemm_packed.h")
       ->check(CLI::IsMember({"on", "off"}));
+  std::string plot;
+  app.add_option("--plot", plot,
+                 "also draw each benchmark's ratios to its baselines (vs_naive, vs_memcpy, ...) "
+                 "as bars: FILE.svg or FILE.png, its numbers and gnuplot script beside it");
   app.footer(footer());
   try {
     app.parse(argc, argv);
@@ -182,6 +240,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (e2e) suites.push_back("e2e");
+  try {
+    if (!plot.empty()) mase::search::check_plot_path(plot, "--plot");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mase-bench: %s\n", e.what());
+    return 2;
+  }
+  if (precision == "tf32") {  // a GPU mode: a CPU suite would quietly time fp32 under its name
+    std::string cpu_suite = suites.empty() ? "every suite (the default)" : "";
+    for (const std::string& s : suites)
+      if (s.rfind("gpu-", 0) != 0 && cpu_suite.empty()) cpu_suite = "suite '" + s + "'";
+    if (!cpu_suite.empty()) {
+      std::fprintf(stderr, "mase-bench: --precision tf32 is a GPU mode, and %s runs on the CPU "
+                   "(give --suite gpu-...; the CPU takes fp32 or bf16)\n", cpu_suite.c_str());
+      return 2;
+    }
+  }
   // Google Benchmark's flags are read (and a bad one refused) before the suites register,
   // which is when the GPU suites say they skip on a machine without a GPU
   std::vector<std::string> rest = app.remaining();
@@ -206,7 +280,7 @@ int main(int argc, char** argv) {
     mase::set_gpu_gemm_precision(precision);  // runtime/gpu_math.h: nothing without a GPU
     mase::cpu::set_sgemm_packed_enabled(packed == "on");
     mase::cpu::set_onednn_enabled(onednn == "on");
-    // the CPU has no tf32: its GEMMs stay fp32 under --precision tf32 (a GPU mode)
+    // the CPU has no tf32 (refused above for CPU suites)
     mase::set_cpu_gemm_precision(precision == "bf16" ? mase::GemmPrecision::bf16
                                                      : mase::GemmPrecision::fp32);
     for (const Suite& s : kSuites) {
@@ -238,6 +312,12 @@ int main(int argc, char** argv) {
       benchmark::RunSpecifiedBenchmarks(&display, &file);
     }
     benchmark::Shutdown();
+    if (!plot.empty()) {
+      plot_ratios(display.ratios(), plot,
+                  mase::cat("mase-bench: each benchmark against its baseline; ",
+                            mase::cpu_features().brand, ", ", n, n == 1 ? " thread" : " threads"));
+      std::cout << "plot: " << plot << " (data " << plot << ".dat, script " << plot << ".gp)\n";
+    }
   } catch (const std::exception& e) {
     std::cerr << "mase-bench: " << e.what() << "\n";
     return 1;

@@ -91,6 +91,13 @@ void RatioReporter::report(std::vector<Run> runs) {
     if (base != rates_.end() && base->second > 0)
       run.counters[rel->counter] = benchmark::Counter(rate_of(run)->value / base->second);
   }
+  for (const Run& run : runs) {
+    if (run.error_occurred) continue;
+    Ratios r{run.benchmark_name(), run.aggregate_name, {}};
+    for (const auto& [key, counter] : run.counters)
+      if (key.starts_with("vs_")) r.values[key] = counter.value;
+    if (!r.values.empty()) ratios_.push_back(std::move(r));
+  }
   inner_->ReportRuns(runs);
 }
 

@@ -26,6 +26,14 @@ class RatioReporter : public benchmark::BenchmarkReporter {
   // `interleaved`: runs may arrive before their baseline's (random interleaving).
   RatioReporter(const std::string& format, bool color, bool interleaved);
 
+  // Every ratio counter (vs_*) of every run reported so far, for mase-bench --plot:
+  // the benchmark's name, its aggregate ("" for a single run, "median", …) and the ratios.
+  struct Ratios {
+    std::string name, aggregate;
+    std::map<std::string, double> values;
+  };
+  const std::vector<Ratios>& ratios() const { return ratios_; }
+
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;
@@ -39,6 +47,7 @@ class RatioReporter : public benchmark::BenchmarkReporter {
   bool csv_ = false;  // a CSV file holds the table only (the machine context goes to the console)
   std::map<std::string, double> rates_;  // "benchmark name|aggregate" -> bytes/s or FLOP/s
   std::vector<std::vector<Run>> held_;   // waiting for their baseline (interleaved only)
+  std::vector<Ratios> ratios_;
 };
 
 }  // namespace mase::bench

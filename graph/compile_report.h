@@ -4,7 +4,9 @@
 // For one model, batch, sequence length and mode (eval: forward under no-grad, logits; train:
 // forward with labels and dropout, then backward — no optimizer step, which compiling does
 // not touch), it measures in one sitting:
-//   * the first call of the compiled model, split into trace / passes / plan / first run;
+//   * eager's first step, in a process that has run nothing yet (what any first call pays:
+//     pages, threads, libraries), then the first call of the compiled model, split into
+//     trace / passes / plan / first run (what compiling pays);
 //   * steady-state time per step, median of `repeat` steps taken round-robin (so a shared
 //     machine's load falls on all of them alike), in wall time and in CPU time: eager
 //     reference (no fusion), eager fused (nn::fuse_kernels: what mase-train runs), compiled,
@@ -54,6 +56,10 @@ struct CompileReport {
   CompileReportOptions options;
   int threads = 1;
   Signature signature;
+  double eager_first_s = 0, eager_first_cpu_s = 0;  // eager's first step in a fresh process
+  // the compiled model's first step, right after eager's: its first call (split below) and,
+  // in train mode, the backward after it
+  double compiled_first_s = 0, compiled_first_cpu_s = 0;
   FirstCallSplit first_call;
   std::vector<PassRun> passes;
   size_t traced_nodes = 0, compiled_nodes = 0;
@@ -73,7 +79,8 @@ struct CompileReport {
   std::string bought() const;
   // The numbers of str() as CSV, one row per measurement, for a table or a plot of Lab 4.1:
   //   section,name,value,unit,cpu_ms,vs_eager
-  // section: first_call (trace, passes, plan, first_run: ms), pass (each pass's time), step
+  // section: first_step (eager, compiled: ms), first_call (the compiled one's trace, passes,
+  // plan, first_run: ms), pass (each pass's time), step
   // (each timed variant, wall ms per step; vs_eager = eager fused's CPU time / this one's),
   // memory (peak MB of one step); a field that does not apply is empty.
   std::string csv() const;

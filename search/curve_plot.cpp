@@ -2,6 +2,7 @@
 #include "search/curve_plot.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -72,6 +73,45 @@ void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
   script += "\n";
   write_text_atomic(gp, script);
 
+  run_gnuplot(gp, tmp, path);
+}
+
+void plot_bars(const BarChart& chart, const std::string& path) {
+  check_plot_path(path, "plot");
+  MASE_CHECK(!chart.categories.empty() && !chart.series.empty(), ConfigError,
+             "[plot] expected bars to draw, got ", chart.categories.size(), " categories and ",
+             chart.series.size(), " series (did every benchmark fail, or have no ratio?)");
+  const std::string dat = path + ".dat", gp = path + ".gp", tmp = path + ".tmp";
+  // "category" v1 v2 …, '?' where a series has no value (gnuplot's missing-data mark)
+  std::string data = "category";
+  for (const BarSeries& b : chart.series) data += " " + gp_string(b.label);
+  data += "\n";
+  for (size_t c = 0; c < chart.categories.size(); ++c) {
+    data += gp_string(chart.categories[c]);
+    for (const BarSeries& b : chart.series)
+      data += c < b.values.size() && std::isfinite(b.values[c]) ? cat(" ", b.values[c]) : " ?";
+    data += "\n";
+  }
+  write_text_atomic(dat, data);
+  // names stand upright under their bars (slanted ones run off the figure's edge); the bottom
+  // margin, in character heights, grows with the longest (a character is under half as wide)
+  size_t longest = 0;
+  for (const std::string& c : chart.categories) longest = std::max(longest, c.size());
+  const size_t bmargin = std::clamp<size_t>(longest / 2 + 3, 4, 40);
+  std::string script = cat(
+      "set terminal ", terminal_for(path), "\n", "set output ", gp_string(tmp), "\n",
+      "set title ", gp_string(chart.title), " noenhanced\n", "set ylabel ",
+      gp_string(chart.ylabel), " noenhanced\n", "set datafile missing '?'\n",
+      "set style data histograms\nset style histogram clustered gap 1\n",
+      "set style fill solid 0.6 border -1\nset grid ytics\nset yrange [0:*]\n",
+      "set xrange [-0.6:", double(chart.categories.size()) - 0.4, "]\n",  // cluster i is at x = i
+      "set xtics rotate by 90 right noenhanced\nset bmargin ", bmargin, "\n", "set key autotitle columnheader noenhanced\n",  // the first row names the series
+      chart.series.size() > 1 ? "set key above\n" : "set key off\n",
+      "plot for [i=2:", chart.series.size() + 1, "] ", gp_string(dat), " using i:xtic(1)");
+  if (chart.reference > 0)
+    script += cat(", ", chart.reference, " with lines dashtype 2 linecolor rgb '#d62728' notitle");
+  script += "\n";
+  write_text_atomic(gp, script);
   run_gnuplot(gp, tmp, path);
 }
 

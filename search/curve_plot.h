@@ -1,4 +1,5 @@
-// search/curve_plot.h — Lab 1's figures: y against x, one curve per method, through gnuplot.
+// search/curve_plot.h — Lab 1's figures: y against x, one curve per method, through gnuplot;
+// and Lab 4's bar charts (plot_bars).
 //
 // Where search/plot.h draws the running best of studies against the trial, this draws sweep
 // points: accuracy against width (Lab 1.1) or against sparsity (Lab 1.2). The file's
@@ -28,6 +29,24 @@ struct CurvePlotText {
 // another extension or no curve; IoError if gnuplot is missing or fails (with its output).
 void plot_curves(const std::vector<Curve>& curves, const CurvePlotText& text,
                  const std::string& path);
+
+// Bars: one cluster per category, one bar per series in each (Lab 4's figures: each compiled
+// variant's speed-up over eager; each benchmark's ratio to its baseline). A value that is NaN
+// draws no bar. With `reference` set, a dashed line at that height: the line at 1 where a
+// ratio means "as fast as the baseline".
+struct BarSeries {
+  std::string label;
+  std::vector<double> values;  // one per category
+};
+struct BarChart {
+  std::string title, ylabel;
+  std::vector<std::string> categories;
+  std::vector<BarSeries> series;
+  double reference = 0;  // 0: no line
+};
+// Writes `path` (.svg or .png), `path`.dat (a header row, then one row per category) and
+// `path`.gp, as plot_curves does; ConfigError when there is nothing to draw.
+void plot_bars(const BarChart& chart, const std::string& path);
 
 // gnuplot's terminal for a file name (.svg -> svg, .png -> pngcairo), or "" for another one.
 std::string terminal_for(const std::string& path);

@@ -167,24 +167,19 @@ void check_export_folder(const std::string& dir) {
 // numbers in `path`.dat and its gnuplot script in `path`.gp (search/curve_plot.h draws).
 void plot_speedups(const graph::CompileReport& r, const std::string& path) {
   MASE_CHECK(r.times.size() > 1, ConfigError, "[plot] the report has no timed variants");
-  std::string dat = "# variant  speed-up over eager fused (CPU time per step)\n";
+  search::BarChart chart;
+  chart.title = cat(r.options.model, ", batch ", r.options.batch, ", seq ", r.options.seq, ", ",
+                    r.options.train ? "train" : "eval", ", ", r.options.device,
+                    ": speed-up over eager fused");
+  chart.ylabel = "speed-up (CPU time per step)";
+  chart.series.push_back({"speed-up", {}});
   const double eager = r.times[1].cpu_median_s;
-  for (const graph::TimedVariant& t : r.times)
-    dat += cat("\"", t.name, "\" ", eager / t.cpu_median_s, "\n");
-  write_text_atomic(path + ".dat", dat);
-  const std::string tmp = path + ".tmp";
-  const std::string script = cat(
-      "set terminal ", search::terminal_for(path), "\n", "set output '", tmp, "'\n",
-      "set title '", r.options.model, ", batch ", r.options.batch, ", seq ", r.options.seq, ", ",
-      r.options.train ? "train" : "eval", ", ", r.options.device, ": speed-up over eager fused' noenhanced\n",
-      "set ylabel 'eager fused CPU time / this CPU time'\n", "set style data histograms\n",
-      "set style fill solid 0.6 border -1\n", "set boxwidth 0.7\n", "set grid ytics\n",
-      "set xtics rotate by -35 noenhanced\n", "set key off\n", "set yrange [0:*]\n",
-      "set bmargin 11\n",
-      "plot '", path, ".dat' using 2:xtic(1) linecolor rgb '#1f77b4', 1 with lines dashtype 2 "
-      "linecolor rgb '#d62728'\n");
-  write_text_atomic(path + ".gp", script);
-  search::run_gnuplot(path + ".gp", tmp, path);
+  for (const graph::TimedVariant& t : r.times) {
+    chart.categories.push_back(t.name);
+    chart.series[0].values.push_back(eager / t.cpu_median_s);
+  }
+  chart.reference = 1;
+  search::plot_bars(chart, path);
 }
 
 // A reloaded graph's example batch: its traced input shape and its word embedding's vocabulary.
