@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -143,6 +144,22 @@ inline CLI::Validator file_name_check() {
                          "in --dir), got '" + v + "'";
       },
       "NAME");
+}
+
+// A flag naming a file to read (a config, a vocabulary, a file of reviews): it must be there
+// and not be a folder. Checked as the command line is read, so a typo is one line and exit 2
+// before anything starts (a download, a run folder), like any other bad flag.
+inline CLI::Validator existing_file(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& v) -> std::string {
+        std::error_code ec;
+        const auto st = std::filesystem::status(v, ec);
+        if (v.empty()) return "expected " + what + ", got an empty name";
+        if (!std::filesystem::exists(st)) return "expected " + what + ", got '" + v + "' (no such file)";
+        if (std::filesystem::is_directory(st)) return "expected " + what + ", got '" + v + "' (a folder)";
+        return "";
+      },
+      "FILE");
 }
 
 // The first flag of `app` given on the command line that `allowed` does not list, or "": what a

@@ -198,7 +198,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"wordpiece", "sentencepiece"}));
   s->add_option("--vocab", opt.vocab,
                 "wordpiece: vocab.txt (default <data dir>/bert-uncased-vocab/vocab.txt); "
-                "sentencepiece: a .model (default: trained on the train split and cached)");
+                "sentencepiece: a .model (default: trained on the train split and cached)")
+      ->check(cli::existing_file("a tokenizer file (vocab.txt or .model)"));
   s->add_option("--vocab-size", opt.sentencepiece.vocab_size,
                 "sentencepiece vocabulary when training")
       ->check(CLI::Range(8, 1 << 20));
@@ -219,7 +220,8 @@ int main(int argc, char** argv) {
   e->add_option("text", text, "the text")->required();
   e->add_option("--vocab", opt.vocab,
                 "vocab.txt (WordPiece) or .model (sentencepiece); default "
-                "<data dir>/bert-uncased-vocab/vocab.txt");
+                "<data dir>/bert-uncased-vocab/vocab.txt")
+      ->check(cli::existing_file("a tokenizer file (vocab.txt or .model)"));
 
   // CLI11 would call an unknown command word a missing one ("A subcommand is required")
   if (const std::string w = first_command_word(argc, argv);

@@ -129,7 +129,8 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
   c->add_option("--cache-dir", o.base.cache_dir, "tokenizer models and token caches");
   c->add_option("--vocab", o.base.vocab, "tokenizer file for the trials' data: a vocab.txt "
                 "(WordPiece) or a sentencepiece .model (default: a sentencepiece model trained "
-                "on IMDb's training reviews and cached; precision: --init's)");
+                "on IMDb's training reviews and cached; precision: --init's)")
+      ->check(cli::existing_file("a tokenizer file (vocab.txt or .model)"));
   c->add_option("--threads", o.base.threads, "threads (0 = all cores)")->capture_default_str();
 }
 
@@ -197,7 +198,8 @@ int lab_main(int argc, char** argv) {
   c->footer(kCompressHelp);
   add_common(c, cmp, cc);
   c->add_option("--compress", compress_file, "pipeline config (TOML/JSON): quantize + prune")
-      ->required();
+      ->required()
+      ->check(cli::existing_file("a compress config (TOML or JSON)"));
   c->add_option("--post-steps", cmp.post_steps, "training steps after compressing")
       ->capture_default_str();
   c->add_option("--sampler", cmp.sampler, "random, grid, tpe or tpe-independent")->capture_default_str();

@@ -168,7 +168,8 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", c.cache_dir, "tokenizer models and token caches (else $MASE_CACHE_DIR/imdb, ~/.cache/mase/imdb)");
   app.add_option("--tokenizer", c.tokenizer, "sentencepiece (trained on IMDb train) or wordpiece")
       ->capture_default_str();
-  app.add_option("--vocab", c.vocab, "tokenizer file: a vocab.txt or a sentencepiece .model");
+  app.add_option("--vocab", c.vocab, "tokenizer file: a vocab.txt or a sentencepiece .model")
+      ->check(cli::existing_file("a tokenizer file (vocab.txt or .model)"));
   app.add_option("--vocab-size", c.vocab_size, "sentencepiece pieces to train")->capture_default_str();
   app.add_option("--max-len", c.max_len, "tokens per review, [CLS] and [SEP] included")
       ->capture_default_str();
@@ -227,9 +228,12 @@ int main(int argc, char** argv) {
                "every Linear weight packed once for the CPU's GEMM (freeze_weights)");
   app.add_option("--freeze", c.freeze, "regex: parameters whose path matches are not trained");
   app.add_option("--quant", c.quant,
-                 "quantize config (TOML/JSON): before training (QAT), or with --eval-only (PTQ)");
-  app.add_option("--prune", c.prune, "prune config (TOML/JSON): weight and activation masks");
-  app.add_option("--compress", c.compress, "quantize-then-prune config in one TOML/JSON file");
+                 "quantize config (TOML/JSON): before training (QAT), or with --eval-only (PTQ)")
+      ->check(cli::existing_file("a quantize config (TOML or JSON)"));
+  app.add_option("--prune", c.prune, "prune config (TOML/JSON): weight and activation masks")
+      ->check(cli::existing_file("a prune config (TOML or JSON)"));
+  app.add_option("--compress", c.compress, "quantize-then-prune config in one TOML/JSON file")
+      ->check(cli::existing_file("a compress config (TOML or JSON)"));
   app.add_flag("--mxint8-weights", c.mxint8_weights,
                "store the plain Linear weights as packed MXINT8 (prints the bytes saved)");
   app.add_option("--int8-kernels", c.int8_kernels,
@@ -260,7 +264,8 @@ int main(int argc, char** argv) {
   bool pred_logits = false;
   pred->add_option("run_dir", pred_dir, "a run folder (or an HF folder with vocab.txt)")->required();
   pred->add_option("texts", texts, "review texts");
-  pred->add_option("--file", pred_file, "a file of reviews, one per line");
+  pred->add_option("--file", pred_file, "a file of reviews, one per line")
+      ->check(cli::existing_file("a file of reviews"));
   pred->add_flag("--logits", pred_logits, "also print every logit at full f32 precision");
   pred->footer("Examples:\n  mase-train predict runs/bert-tiny-imdb-20250101-120000 \"A wonderful film.\"\n"
                "  mase-train predict runs/bert-tiny-imdb-20250101-120000 --logits --file reviews.txt");
