@@ -76,7 +76,9 @@ TrialRun run_one_trial(Study& study, const Objective& objective, const Trial& t)
     r.ok = true;
   } catch (const std::exception& e) {  // the trial failed, not the search: recorded, go on
     r.error = e.what();
-    study.tell(t.number, TrialState::failed, 0, {{"error", r.error}});
+    // stopped by Ctrl-C: not the parameters' fault, so --resume runs them again first
+    if (train::stop_requested()) study.interrupted(t.number, r.error);
+    else study.tell(t.number, TrialState::failed, 0, {{"error", r.error}});
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
@@ -126,8 +128,11 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
     put.bind(1, s.name).bind(2, s.objective.dump()).run();
     if (run.resume) {
       const int failed = studies.back().resume();
+      const std::vector<TrialRecord> trials = studies.back().trials();
+      const size_t again = retries_due(trials).size();
       std::fprintf(run.out, "resume    %s: %d finished trials kept, %d of a dead process marked "
-                   "failed\n", s.name.c_str(), finished(studies.back().trials()), failed);
+                   "failed%s\n", s.name.c_str(), finished(trials), failed,
+                   again ? cat(", ", again, " interrupted to run again first").c_str() : "");
     }
   }
   return studies;
@@ -154,9 +159,11 @@ std::string run_lab_study(Study& study, const Objective& objective, const LabRun
     std::string values = study.space().format(t->values);
     if (values.size() > 160) values = cat(values.substr(0, 150), " …");
     auto best = study.best();
-    std::fprintf(run.out, "%-18s trial %-3lld %s\n%-18s           %s  (%.1f s)  best %.4f\n",
-                 study.name().c_str(), static_cast<long long>(t->number), values.c_str(), "",
-                 result.c_str(), s, best ? best->trial.value : 0.0);
+    const std::string again =
+        t->retry_of >= 0 ? cat("  (trial ", t->retry_of, " again: it was interrupted)") : "";
+    std::fprintf(run.out, "%-18s trial %-3lld %s%s\n%-18s           %s  (%.1f s)  best %.4f\n",
+                 study.name().c_str(), static_cast<long long>(t->number), values.c_str(),
+                 again.c_str(), "", result.c_str(), s, best ? best->trial.value : 0.0);
     std::fflush(run.out);
   }
   const std::string csv = (fs::path(run.dir) / (study.name() + ".csv")).string();

@@ -34,6 +34,7 @@ struct Trial {
   TrialState state = TrialState::running;
   Values values;       // internal form (search/space.h)
   double value = 0;    // the objective; meaningful when state == complete
+  int64_t retry_of = -1;  // Study::ask: the interrupted trial whose parameters these are, or -1
 };
 
 class Sampler {

@@ -47,6 +47,27 @@ std::string distributions_difference(const std::vector<Param>& stored, const Spa
   return "";
 }
 
+// A failed trial that was stopped rather than wrong (Ctrl-C, a dead worker): ask() runs its
+// parameters again.
+void mark_retryable(Database& db, int64_t trial_id) {
+  insert_attrs(db, trial_id, {{"mase:retry", "interrupted"}}, "trial_system_attributes");
+}
+
+// The trial whose parameters ask() runs again: the first of retries_due().
+const TrialRecord* retry_candidate(const std::vector<TrialRecord>& records) {
+  const std::vector<int64_t> due = retries_due(records);
+  for (const TrialRecord& r : records)
+    if (!due.empty() && r.trial.number == due.front()) return &r;
+  return nullptr;
+}
+
+// [3, 7] as Python's json.dumps writes it (what Optuna's own callback stores)
+std::string json_list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
 Space space_of(const std::vector<Param>& params) {
   Space space;
   for (const Param& p : params) {
@@ -201,6 +222,18 @@ Study::~Study() = default;
 
 // --- the trial life cycle ---
 
+std::vector<int64_t> retries_due(const std::vector<TrialRecord>& trials) {
+  std::set<int64_t> retried;
+  for (const TrialRecord& r : trials)
+    if (r.retry_of >= 0) retried.insert(r.retry_of);
+  std::vector<int64_t> due;
+  for (const TrialRecord& r : trials)  // by number (load_trials' order)
+    if (r.trial.state == TrialState::failed && r.retryable && !retried.count(r.trial.number) &&
+        static_cast<int>(r.retry_history.size()) < kMaxRetries)
+      due.push_back(r.trial.number);
+  return due;
+}
+
 int Study::resume(double stale_after_s) {
   const std::string host = store::host_name();
   const int64_t me = getpid();
@@ -244,9 +277,10 @@ int Study::resume(double stale_after_s) {
   Statement mark(*db_,
                  "UPDATE trials SET state = 'FAIL', datetime_complete = ?2 WHERE trial_id = ?1",
                  "mark trial failed");
-  for (const auto& [id, why] : gone) {
+  for (const auto& [id, why] : gone) {  // its worker died, not its parameters: retried
     mark.bind(1, id).bind(2, optuna::time_now()).run();
     insert_attrs(*db_, id, {{"error", why}});
+    mark_retryable(*db_, id);
   }
   tx.commit();
   return static_cast<int>(gone.size());
@@ -256,17 +290,20 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
   // Reading the history, sampling and inserting happen under one write lock: another process
   // asking at the same moment waits, then sees this trial (running) in its history.
   Transaction tx(*db_);
+  std::vector<TrialRecord> records = load_trials(*db_, study_id_, space_);
   std::vector<Trial> history;
   int64_t number = 0, taken = 0;  // taken: finished or running, what a budget counts
-  for (TrialRecord& r : load_trials(*db_, study_id_, space_)) {
+  for (const TrialRecord& r : records) {
+    history.push_back(r.trial);
     // Samplers maximize (search/sampler.h): a minimizing study shows them -value.
-    if (direction_ == Direction::minimize) r.trial.value = -r.trial.value;
+    if (direction_ == Direction::minimize) history.back().value = -r.trial.value;
     number = std::max(number, r.trial.number + 1);
     taken += r.trial.state != TrialState::failed;
-    history.push_back(std::move(r.trial));
   }
+  const TrialRecord* retry = budget && taken >= *budget ? nullptr : retry_candidate(records);
   std::optional<Values> values;
-  if (!budget || taken < *budget) values = sampler_->sample(space_, history, number);
+  if (retry) values = retry->trial.values;
+  else if (!budget || taken < *budget) values = sampler_->sample(space_, history, number);
   if (!values) {
     tx.commit();  // nothing was written; committing just ends the transaction
     return std::nullopt;
@@ -286,12 +323,23 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
                 "insert trial");
   who.bind(1, trial_id).bind(2, std::to_string(getpid()));
   who.bind(3, optuna::attr_json(store::host_name())).run();
+  Trial trial{number, TrialState::running, {}, 0.0};
+  if (retry) {  // Optuna's RetryFailedTrialCallback's attributes (raw JSON, not strings)
+    std::vector<int64_t> chain = retry->retry_history;
+    chain.push_back(retry->trial.number);
+    Statement why(*db_,
+                  "INSERT INTO trial_system_attributes(trial_id, key, value_json) "
+                  "VALUES(?1, 'failed_trial', ?2), (?1, 'retry_history', ?3)",
+                  "insert trial");
+    why.bind(1, trial_id).bind(2, std::to_string(retry->trial.number));
+    why.bind(3, json_list(chain)).run();
+    trial.retry_of = retry->trial.number;
+  }
 
   Statement ins_param(*db_,
                       "INSERT INTO trial_params(trial_id, param_name, param_value, "
                       "distribution_json) VALUES(?1, ?2, ?3, ?4)",
                       "write trial values");
-  Trial trial{number, TrialState::running, {}, 0.0};
   for (const Param& p : space_.params()) {
     auto it = values->find(p.name);
     MASE_CHECK(it != values->end() && p.contains(it->second), ConfigError, "[study] sampler ",
@@ -332,6 +380,18 @@ void Study::tell(int64_t number, TrialState state, double value,
     val.run();
   }
   insert_attrs(*db_, trial_id, all);
+  tx.commit();
+}
+
+void Study::interrupted(int64_t number, const std::string& why) {
+  Transaction tx(*db_);  // failed and retryable together: no worker sees one without the other
+  const int64_t trial_id = running_trial(number);
+  Statement upd(*db_,
+                "UPDATE trials SET state = 'FAIL', datetime_complete = ?2 WHERE trial_id = ?1",
+                "record trial outcome");
+  upd.bind(1, trial_id).bind(2, optuna::time_now()).run();
+  insert_attrs(*db_, trial_id, {{"error", why}});
+  mark_retryable(*db_, trial_id);
   tx.commit();
 }
 

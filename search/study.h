@@ -41,7 +41,21 @@ struct TrialRecord {
   std::string started_at, ended_at;  // ISO 8601 UTC; ended_at empty while running
   int64_t pid = 0;
   std::string host;
+  // Retries (Study::interrupted, Study::resume): a failed trial that was stopped, not wrong, is
+  // `retryable`; the trial that runs its parameters again names it in `retry_of` and lists
+  // every trial of the chain, oldest first, in `retry_history` — Optuna's system attributes
+  // "failed_trial" and "retry_history", as its RetryFailedTrialCallback writes them.
+  bool retryable = false;
+  int64_t retry_of = -1;
+  std::vector<int64_t> retry_history;
 };
+
+// How many times one trial's parameters run again after interruptions (a trial whose worker
+// is killed by its own parameters — out of memory — must not be retried forever).
+inline constexpr int kMaxRetries = 3;
+// The retryable failed trials no trial has retried yet, whose chain is shorter than kMaxRetries,
+// by number: what the next asks run again, in this order.
+std::vector<int64_t> retries_due(const std::vector<TrialRecord>& trials);
 
 // What an objective returns: its value and any attributes worth keeping with the trial.
 struct Outcome {
@@ -90,7 +104,9 @@ class Study {
   // Refreshes trial `number`'s row in trial_heartbeats, as Optuna's record_heartbeat does (read
   // by resume and by Optuna's fail_stale_trials). ConfigError if the trial is not running.
   void heartbeat(int64_t number);
-  // A new running trial, or nullopt when the sampler has nothing left (an exhausted grid) or,
+  // A new running trial — the parameters of a retryable failed trial not yet retried (lowest
+  // number first; Trial::retry_of names it), else the sampler's — or nullopt when the sampler
+  // has nothing left (an exhausted grid) or,
   // given a budget, when the study already has `budget` trials finished (complete, pruned) or
   // running. Counted in the same write transaction as the insert, so N processes sharing a
   // study with the same budget end with exactly `budget` finished trials, not N - 1 more
@@ -99,6 +115,13 @@ class Study {
   // Records the outcome of a running trial (ConfigError if it is not running).
   void tell(int64_t number, TrialState state, double value,
             const std::map<std::string, std::string>& attrs = {});
+  // Records a running trial that was stopped before it finished (Ctrl-C): failed, with `why` as
+  // its "error", and retryable — the next ask() (here or in any worker, e.g. after --resume)
+  // runs the same parameters again as a new trial, before the sampler draws anything new, up to
+  // kMaxRetries times. resume() does the same for a trial whose worker died. A trial that
+  // failed by its own error (tell(failed)) is not retried: a grid hands its point out again,
+  // random and TPE draw afresh, as in Optuna.
+  void interrupted(int64_t number, const std::string& why);
   // Records the objective's value at `step` of a running trial (Optuna's trial.report; shown
   // by optuna-dashboard as the trial's curve). ConfigError if not running or not finite.
   void report(int64_t number, int64_t step, double value);

@@ -133,6 +133,16 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
         r.pid = std::atoll(named.text(2).c_str());
       } else if (key == "mase:host") {
         r.host = optuna::attr_text(named.text(2));
+      } else if (key == "mase:retry") {
+        r.retryable = true;
+      } else if (key == "failed_trial") {  // JSON: 3
+        r.retry_of = std::atoll(named.text(2).c_str());
+        r.trial.retry_of = r.retry_of;
+      } else if (key == "retry_history") {  // JSON: [3, 7]
+        const nlohmann::json h = nlohmann::json::parse(named.text(2), nullptr, false);
+        if (h.is_array())
+          for (const auto& n : h)
+            if (n.is_number_integer()) r.retry_history.push_back(n.get<int64_t>());
       }
     }
   }

@@ -252,10 +252,10 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         if (train::stop_requested()) {
           // Ctrl-C stopped the trial's training: not the trial's failure, and its run's own
-          // "mase-train --resume" hint would not report back to the study. Recorded failed (a
-          // --resume of the search samples a new trial), said as what it was.
-          study.tell(t->number, TrialState::failed, 0, {{"error", "stopped by Ctrl-C"}});
-          result = "stopped by Ctrl-C (recorded failed; mase-search --resume samples again)";
+          // "mase-train --resume" hint would not report back to the study. Recorded failed and
+          // retryable: a --resume of the search runs its parameters again first.
+          study.interrupted(t->number, "stopped by Ctrl-C");
+          result = "stopped by Ctrl-C (recorded failed; mase-search --resume runs it again)";
         } else {
           study.tell(t->number, TrialState::failed, 0, {{"error", e.what()}});
           result = cat("failed: ", e.what());
@@ -269,9 +269,11 @@ int main(int argc, char** argv) {
       if (best)
         std::snprintf(best_text, sizeof best_text, "best %.4f (trial %lld)", best->trial.value,
                       static_cast<long long>(best->trial.number));
-      std::printf("trial %-3lld %s  %s  (%s)  %s\n", static_cast<long long>(t->number),
+      const std::string again =
+          t->retry_of >= 0 ? cat("  (trial ", t->retry_of, " again: it was interrupted)") : "";
+      std::printf("trial %-3lld %s  %s  (%s)  %s%s\n", static_cast<long long>(t->number),
                   space.format(t->values).c_str(), result.c_str(), clock_time(s).c_str(),
-                  best_text);
+                  best_text, again.c_str());
       std::fflush(stdout);
     }
     if (copies.is_copy()) return train::stop_requested() ? kExitInterrupted : 0;

@@ -159,6 +159,24 @@ TEST_CASE("postgres: trials values states and attributes read back the same") {
   CHECK(pg.query_one("SELECT value_type FROM trial_values WHERE value IS NULL") == "INF_NEG");
 }
 
+TEST_CASE("postgres: an interrupted trial's parameters run again, with Optuna's retry attributes") {
+  PgSchema pg;
+  if (!pg.available()) return;
+  Space space;
+  space.integer("x", 0, 999999);
+  Study s = Study::open(pg.url(), "retry", space, Direction::maximize,
+                        std::make_unique<RandomSampler>(3), 3);
+  const Trial a = *s.ask();
+  s.interrupted(a.number, "stopped by Ctrl-C");
+  const Trial b = *Study::load(pg.url(), "retry").ask();  // another connection retries it
+  CHECK(b.retry_of == a.number);
+  CHECK(b.values == a.values);
+  CHECK(pg.query_one("SELECT a.value_json FROM trial_system_attributes a JOIN trials t ON "
+                     "t.trial_id = a.trial_id WHERE t.number = 1 AND a.key = 'retry_history'") ==
+        "[0]");
+  CHECK(s.ask()->retry_of == -1);  // once
+}
+
 TEST_CASE("postgres: 4 worker processes on a grid study evaluate every cell exactly once") {
   PgSchema pg;
   if (!pg.available()) return;
