@@ -130,8 +130,11 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
       const int failed = studies.back().resume();
       const std::vector<TrialRecord> trials = studies.back().trials();
       const size_t again = retries_due(trials).size();
+      size_t queued = 0;  // enqueued by an Optuna script (study.enqueue_trial)
+      for (const TrialRecord& r : trials) queued += r.waiting;
       std::fprintf(run.out, "resume    %s: %d finished trials kept, %d of a dead process marked "
-                   "failed%s\n", s.name.c_str(), finished(trials), failed,
+                   "failed%s%s\n", s.name.c_str(), finished(trials),
+                   failed, queued ? cat(", ", queued, " queued by Optuna to run first").c_str() : "",
                    again ? cat(", ", again, " interrupted to run again first").c_str() : "");
     }
   }

@@ -61,6 +61,38 @@ const TrialRecord* retry_candidate(const std::vector<TrialRecord>& records) {
   return nullptr;
 }
 
+// An enqueued trial's values: its fixed_params (Optuna's external form: a categorical's choice,
+// a number) in mase's internal form, the sampler's `drawn` values for the parameters it does
+// not fix; nullopt when it leaves one open and the sampler has nothing (an exhausted grid).
+// ConfigError for a fixed value the space does not have.
+std::optional<Values> fixed_values(const Space& space, const TrialRecord& r,
+                                   std::optional<Values> drawn) {
+  const json fixed = json::parse(r.fixed_params.empty() ? "{}" : r.fixed_params, nullptr, false);
+  MASE_CHECK(fixed.is_object(), ConfigError, "[study] enqueued trial ", r.trial.number,
+             ": expected fixed_params as a JSON object, got ", r.fixed_params);
+  Values v = drawn.value_or(Values{});
+  for (const Param& p : space.params()) {
+    if (!fixed.contains(p.name)) {
+      if (!drawn) return std::nullopt;
+      continue;
+    }
+    const json& x = fixed.at(p.name);
+    double internal = NAN;
+    if (p.kind == Param::Kind::categorical) {  // Optuna keeps the choice; mase its index
+      const std::string text = x.is_string() ? x.get<std::string>() : x.dump();
+      for (size_t i = 0; i < p.choices.size(); ++i)
+        if (p.choices[i] == text) internal = static_cast<double>(i);
+    } else if (x.is_number()) {
+      internal = x.get<double>();
+    }
+    MASE_CHECK(!std::isnan(internal) && p.contains(internal), ConfigError, "[study] enqueued trial ",
+               r.trial.number, " fixes ", p.name, " = ", x.dump(), ", which its space (",
+               describe(param_to_json(p)), ") does not have");
+    v[p.name] = internal;
+  }
+  return v;
+}
+
 // [3, 7] as Python's json.dumps writes it (what Optuna's own callback stores)
 std::string json_list(const std::vector<int64_t>& v) {
   std::string s = "[";
@@ -293,30 +325,51 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
   std::vector<TrialRecord> records = load_trials(*db_, study_id_, space_);
   std::vector<Trial> history;
   int64_t number = 0, taken = 0;  // taken: finished or running, what a budget counts
+  const TrialRecord* waiting = nullptr;  // the first trial an Optuna script enqueued
   for (const TrialRecord& r : records) {
+    number = std::max(number, r.trial.number + 1);
+    if (r.waiting) {  // not started: no params, nothing a sampler can learn from
+      if (!waiting) waiting = &r;
+      continue;
+    }
     history.push_back(r.trial);
     // Samplers maximize (search/sampler.h): a minimizing study shows them -value.
     if (direction_ == Direction::minimize) history.back().value = -r.trial.value;
-    number = std::max(number, r.trial.number + 1);
     taken += r.trial.state != TrialState::failed;
   }
-  const TrialRecord* retry = budget && taken >= *budget ? nullptr : retry_candidate(records);
+  const bool room = !budget || taken < *budget;
+  const TrialRecord* retry = room && !waiting ? retry_candidate(records) : nullptr;
   std::optional<Values> values;
-  if (retry) values = retry->trial.values;
-  else if (!budget || taken < *budget) values = sampler_->sample(space_, history, number);
+  if (retry) {
+    values = retry->trial.values;
+  } else if (room) {
+    if (waiting) number = waiting->trial.number;
+    values = sampler_->sample(space_, history, number);
+    if (waiting) values = fixed_values(space_, *waiting, values);
+  }
   if (!values) {
     tx.commit();  // nothing was written; committing just ends the transaction
     return std::nullopt;
   }
 
-  Statement ins(*db_,
-                "INSERT INTO trials(number, study_id, state, datetime_start) "
-                "VALUES(?1, ?2, 'RUNNING', ?3) RETURNING trial_id",
-                "insert trial");
-  MASE_CHECK(ins.bind(1, number).bind(2, study_id_).bind(3, optuna::time_now()).step(), IoError,
-             "[study] insert trial ", number, " on ", db_->where(), ": expected its id, got none");
-  const int64_t trial_id = ins.int64(0);
-  ins.reset();  // (the row is in; a RETURNING statement left open would block the COMMIT)
+  int64_t trial_id = 0;
+  if (waiting) {  // the enqueued row starts, with the number Optuna gave it
+    trial_id = waiting->trial_id;
+    Statement start(*db_,
+                    "UPDATE trials SET state = 'RUNNING', datetime_start = ?2 WHERE trial_id = ?1",
+                    "start enqueued trial");
+    start.bind(1, trial_id).bind(2, optuna::time_now()).run();
+  } else {
+    Statement ins(*db_,
+                  "INSERT INTO trials(number, study_id, state, datetime_start) "
+                  "VALUES(?1, ?2, 'RUNNING', ?3) RETURNING trial_id",
+                  "insert trial");
+    MASE_CHECK(ins.bind(1, number).bind(2, study_id_).bind(3, optuna::time_now()).step(), IoError,
+               "[study] insert trial ", number, " on ", db_->where(),
+               ": expected its id, got none");
+    trial_id = ins.int64(0);
+    ins.reset();  // (the row is in; a RETURNING statement left open would block the COMMIT)
+  }
   Statement who(*db_,
                 "INSERT INTO trial_system_attributes(trial_id, key, value_json) "
                 "VALUES(?1, 'mase:pid', ?2), (?1, 'mase:host', ?3)",

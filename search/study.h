@@ -48,6 +48,12 @@ struct TrialRecord {
   bool retryable = false;
   int64_t retry_of = -1;
   std::vector<int64_t> retry_history;
+  // A trial an Optuna script put in the queue (study.enqueue_trial): WAITING in the storage
+  // (shown as running here), with its "fixed_params" as JSON ({"num_layers": 4}). ask() runs it
+  // before anything else.
+  bool waiting = false;
+  std::string fixed_params;
+  int64_t trial_id = 0;  // the storage's key of the row
 };
 
 // How many times one trial's parameters run again after interruptions (a trial whose worker
@@ -104,8 +110,10 @@ class Study {
   // Refreshes trial `number`'s row in trial_heartbeats, as Optuna's record_heartbeat does (read
   // by resume and by Optuna's fail_stale_trials). ConfigError if the trial is not running.
   void heartbeat(int64_t number);
-  // A new running trial — the parameters of a retryable failed trial not yet retried (lowest
-  // number first; Trial::retry_of names it), else the sampler's — or nullopt when the sampler
+  // A new running trial — a trial an Optuna script enqueued (its fixed params, the sampler's
+  // for the rest; it keeps its number), else the parameters of a retryable failed trial not yet
+  // retried (lowest number first; Trial::retry_of names it), else the sampler's — or nullopt
+  // when the sampler
   // has nothing left (an exhausted grid) or,
   // given a budget, when the study already has `budget` trials finished (complete, pruned) or
   // running. Counted in the same write transaction as the insert, so N processes sharing a

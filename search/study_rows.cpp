@@ -93,6 +93,8 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
     TrialRecord r;
     r.trial.number = rows.int64(1);
     r.trial.state = optuna::state_from_name(rows.text(2));
+    r.waiting = rows.text(2) == "WAITING";
+    r.trial_id = rows.int64(0);
     const std::string type = rows.text(4);
     r.trial.value = type == "INF_POS"   ? INFINITY
                     : type == "INF_NEG" ? -INFINITY
@@ -133,6 +135,8 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
         r.pid = std::atoll(named.text(2).c_str());
       } else if (key == "mase:host") {
         r.host = optuna::attr_text(named.text(2));
+      } else if (key == "fixed_params") {
+        r.fixed_params = named.text(2);
       } else if (key == "mase:retry") {
         r.retryable = true;
       } else if (key == "failed_trial") {  // JSON: 3

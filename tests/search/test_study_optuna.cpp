@@ -130,6 +130,43 @@ TEST_CASE("optuna: mase continues an Optuna study where the spaces agree") {
   CHECK(mine == theirs);
 }
 
+TEST_CASE("optuna: trials an Optuna script enqueued run first, with their fixed params") {
+  TempDir dir;
+  const std::string path = dir.file("studies.db");
+  std::filesystem::copy_file(std::string(MASE_FIXTURES_DIR) + "/search/optuna_enqueued.db", path);
+  Study s = Study::open(path, "queue", fixture_space(), Direction::maximize,
+                        std::make_unique<RandomSampler>(5), 5);
+  const Params fixed0(s.space(), s.trials().at(0).trial.values);
+  CHECK(fixed0.category("act") == "relu");
+
+  const Trial a = *s.ask();  // Optuna's trial 1: act and layers fixed, lr the sampler's
+  CHECK(a.number == 1);
+  const Params pa(s.space(), a.values);
+  CHECK(pa.category("act") == "silu");
+  CHECK(pa.integer("layers") == 5);
+  CHECK(pa.real("lr") >= 1e-5);
+  CHECK(pa.real("lr") <= 1e-2);
+  CHECK(query_one(path, "SELECT state FROM trials WHERE number = 1") == "RUNNING");
+  CHECK(query_one(path, "SELECT count(*) FROM trial_params p JOIN trials t USING(trial_id) "
+                        "WHERE t.number = 1") == "3");
+  s.tell(a.number, TrialState::complete, 0.625);
+
+  CHECK_FALSE(s.ask(2).has_value());  // a budget counts what ran, not what waits: 2 are done
+  const Trial b = *s.ask(3);          // trial 2, all fixed
+  CHECK(b.number == 2);
+  const Params pb(s.space(), b.values);
+  CHECK(pb.category("act") == "gelu");
+  CHECK(pb.integer("layers") == 3);
+  CHECK(pb.real("lr") == 0.002);
+  s.tell(b.number, TrialState::complete, 0.75);
+
+  // trial 3 fixes act = "tanh", which the space does not have: refused, left in the queue
+  const std::string err = error_of<ConfigError>([&] { s.ask(); });
+  CHECK(contains(err, "enqueued trial 3 fixes act = \"tanh\""));
+  CHECK(query_one(path, "SELECT state FROM trials WHERE number = 3") == "WAITING");
+  CHECK(s.trials().size() == 4);
+}
+
 TEST_CASE("optuna: a space that disagrees with the Optuna study is a ConfigError naming it") {
   TempDir dir;
   const std::string path = fixture_copy(dir);

@@ -175,6 +175,14 @@ TEST_CASE("postgres: an interrupted trial's parameters run again, with Optuna's 
                      "t.trial_id = a.trial_id WHERE t.number = 1 AND a.key = 'retry_history'") ==
         "[0]");
   CHECK(s.ask()->retry_of == -1);  // once
+  // a trial an Optuna script enqueued (WAITING, fixed_params: Optuna's rows) runs next
+  pg.sql("INSERT INTO trials(number, study_id, state) SELECT 3, study_id, 'WAITING' FROM studies");
+  pg.sql("INSERT INTO trial_system_attributes(trial_id, key, value_json) SELECT trial_id, "
+         "'fixed_params', '{\"x\": 4242}' FROM trials WHERE number = 3");
+  const Trial queued = *s.ask();
+  CHECK(queued.number == 3);
+  CHECK(queued.values.at("x") == 4242);
+  CHECK(pg.query_one("SELECT state FROM trials WHERE number = 3") == "RUNNING");
 }
 
 TEST_CASE("postgres: 4 worker processes on a grid study evaluate every cell exactly once") {
