@@ -302,48 +302,88 @@ MASE_HOST_DEVICE inline BlockStats block_stats(const T* x, int64_t n) {
   return s;
 }
 
-// y = Q(x) for one block of n elements (y may equal x). The CPU kernel calls it per block on
-// a thread of its pool, the CUDA kernel on one GPU thread per block.
-template <class T>
-MASE_HOST_DEVICE inline void block_quantize(T* y, const T* x, int64_t n, const FormatParams& f) {
-  const BlockStats s = block_stats(x, n);
-  if (!s.finite) {
-    for (int64_t i = 0; i < n; ++i) y[i] = std::numeric_limits<T>::quiet_NaN();
-    return;
-  }
-  if (s.amax == 0) {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i];  // ±0 stay
-    return;
-  }
+// What every element of one block needs once the block's max |x| is known: the format's
+// element function and its parameters (from the shared parameter), or "all NaN" (a NaN or
+// inf in the block) or "keep" (an all-zero block: ±0 stay). block_plan builds it from the
+// block's stats, block_one applies it to one element: block_quantize is the two in a loop,
+// and the CUDA kernel (cuda/quant_block.cu) runs block_one on one lane per element.
+struct BlockPlan {
+  Kind kind = Kind::block_fp;
+  bool nan = false, keep = false;
+  double q = 0, kmax = 0, scale = 0;  // block_fp: q, kmax; mxint8 and mxfp*: 2^s
+  MinifloatParams<double> mf{};       // block_minifloat, mxfp*
+  LogParams<double> lg{};             // block_log
+};
+MASE_HOST_DEVICE inline BlockPlan block_plan(const BlockStats& s, const FormatParams& f) {
+  BlockPlan b;
+  b.kind = f.kind;
+  b.nan = !s.finite;
+  b.keep = s.finite && s.amax == 0;
+  if (b.nan || b.keep) return b;
   const int p = block_shared_param(s.amax, s.finite, f);
   switch (f.kind) {
     case Kind::block_fp: {
       const int M = f.width - 1;
-      const double q = std::ldexp(1.0, p + 1 - M), kmax = std::ldexp(1.0, M) - 1;
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(block_fp_one(double(x[i]), q, kmax));
-      return;
+      b.q = std::ldexp(1.0, p + 1 - M);
+      b.kmax = std::ldexp(1.0, M) - 1;
+      break;
     }
-    case Kind::block_minifloat: {
-      const auto prm = minifloat_params<double>(minifloat_ieee_spec(f.width, f.exponent_width, p));
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(minifloat_one(double(x[i]), prm));
+    case Kind::block_minifloat:
+      b.mf = minifloat_params<double>(minifloat_ieee_spec(f.width, f.exponent_width, p));
+      break;
+    case Kind::block_log:
+      b.lg = log_params<double>(log_spec(f.width, p));
+      break;
+    case Kind::mxint8:
+      b.scale = std::ldexp(1.0, p - 127);  // 2^s
+      break;
+    default:  // mxfp*
+      b.scale = std::ldexp(1.0, p - 127);
+      b.mf = minifloat_params<double>(minifloat_spec(f));
+      break;
+  }
+  return b;
+}
+template <class T>
+MASE_HOST_DEVICE inline T block_one(T x, const BlockPlan& b) {
+  if (b.nan) return std::numeric_limits<T>::quiet_NaN();
+  if (b.keep) return x;
+  switch (b.kind) {
+    case Kind::block_fp: return static_cast<T>(block_fp_one(double(x), b.q, b.kmax));
+    case Kind::block_minifloat: return static_cast<T>(minifloat_one(double(x), b.mf));
+    case Kind::block_log: return static_cast<T>(log_one(double(x), b.lg));
+    case Kind::mxint8: return static_cast<T>(mxint8_ref_one(double(x), b.scale));
+    default: return static_cast<T>(mxfp_one(double(x), b.scale, b.mf));
+  }
+}
+
+// y = Q(x) for one block of n elements (y may equal x). The CPU kernel calls it per block on
+// a thread of its pool; the CUDA kernel runs block_plan and block_one on a group of lanes.
+// (One loop per kind rather than block_one in one loop: the switch stays outside the loop,
+// which the compiler then vectorizes where it can; the arithmetic is block_one's.)
+template <class T>
+MASE_HOST_DEVICE inline void block_quantize(T* y, const T* x, int64_t n, const FormatParams& f) {
+  const BlockPlan b = block_plan(block_stats(x, n), f);
+  if (b.nan || b.keep) {
+    for (int64_t i = 0; i < n; ++i) y[i] = block_one(x[i], b);
+    return;
+  }
+  switch (b.kind) {
+    case Kind::block_fp:
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(block_fp_one(double(x[i]), b.q, b.kmax));
       return;
-    }
-    case Kind::block_log: {
-      const auto prm = log_params<double>(log_spec(f.width, p));
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(log_one(double(x[i]), prm));
+    case Kind::block_minifloat:
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(minifloat_one(double(x[i]), b.mf));
       return;
-    }
-    case Kind::mxint8: {
-      const double scale = std::ldexp(1.0, p - 127);  // 2^s
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(mxint8_ref_one(double(x[i]), scale));
+    case Kind::block_log:
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(log_one(double(x[i]), b.lg));
       return;
-    }
-    default: {  // mxfp*
-      const double scale = std::ldexp(1.0, p - 127);
-      const auto prm = minifloat_params<double>(minifloat_spec(f));
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(mxfp_one(double(x[i]), scale, prm));
+    case Kind::mxint8:
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(mxint8_ref_one(double(x[i]), b.scale));
       return;
-    }
+    default:
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(mxfp_one(double(x[i]), b.scale, b.mf));
+      return;
   }
 }
 

@@ -127,6 +127,8 @@ std::vector<Format> formats_under_test() {
       {"block_fp", {{"width", 6}, {"exponent_width", 8}, {"block_size", 8}}},
       {"block_fp", {{"width", 8}, {"exponent_width", 4}, {"block_size", 16}}},
       {"block_fp", {{"width", 4}, {"exponent_width", 8}, {"block_size", 32}}},
+      // not a power of two: one thread per block (cuda/quant_block.cu), the others a group
+      {"block_fp", {{"width", 8}, {"exponent_width", 8}, {"block_size", 12}}},
       {"block_minifloat", {{"width", 6}, {"exponent_width", 3}, {"exponent_bias_width", 8}, {"block_size", 8}}},
       {"block_minifloat", {{"width", 8}, {"exponent_width", 4}, {"exponent_bias_width", 4}, {"block_size", 16}}},
       {"block_log", {{"width", 6}, {"exponent_bias_width", 8}, {"block_size", 8}}},
