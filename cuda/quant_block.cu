@@ -27,7 +27,7 @@
 namespace mase::cuda {
 namespace {
 
-constexpr int kThreads = 256;  // a multiple of 32: the grid-stride loop moves whole warps
+constexpr int kBlockThreads = 256;  // a multiple of 32: the grid-stride loop moves whole warps
 
 // (rows, cols) row-major; block g of the row-major list of blocks is columns
 // [(g % per_row)·G, +G) of row g / per_row (the last one of a row may be short: its lanes past
@@ -66,9 +66,9 @@ __global__ void thread_kernel(float* out, const float* inp, int64_t rows, int64_
   }
 }
 
-// blocks of kThreads threads for `work` threads' worth, at most 65,536 (grid-stride loops)
-unsigned blocks_for(int64_t work) {
-  const int64_t b = (work + kThreads - 1) / kThreads;
+// blocks of kBlockThreads threads for `work` threads' worth, at most 65,536 (grid-stride loops)
+unsigned grid_blocks(int64_t work) {
+  const int64_t b = (work + kBlockThreads - 1) / kBlockThreads;
   return static_cast<unsigned>(b < 65536 ? b : 65536);
 }
 
@@ -84,11 +84,11 @@ void block_forward(float* out, const float* inp, int64_t rows, int64_t cols,
   if (rows == 0 || cols == 0) return;
   const int64_t bs = f.block_size, per_row = (cols + bs - 1) / bs;
   if (block_grouped(f.block_size)) {
-    const dim3 grid(blocks_for(rows * per_row * bs));
-    group_kernel<<<grid, kThreads, 0, stream()>>>(out, inp, rows, cols, f);
+    const dim3 grid(grid_blocks(rows * per_row * bs));
+    group_kernel<<<grid, kBlockThreads, 0, stream()>>>(out, inp, rows, cols, f);
   } else {
-    const dim3 grid(blocks_for(rows * per_row));
-    thread_kernel<<<grid, kThreads, 0, stream()>>>(out, inp, rows, cols, f);
+    const dim3 grid(grid_blocks(rows * per_row));
+    thread_kernel<<<grid, kBlockThreads, 0, stream()>>>(out, inp, rows, cols, f);
   }
   MASE_CUDA_CHECK(cudaGetLastError());
 }

@@ -24,7 +24,7 @@ python3 "$repo/scripts/cuda_emu/prep.py" "$repo" "$work/src" cuda/block_reduce.c
   cuda/sdpa_mma.cuh cuda/sdpa_forward.cuh cuda/sdpa_forward.cu cuda/sdpa_forward_tc.cu \
   cuda/sdpa_backward.cuh cuda/sdpa_backward.cu cuda/sdpa_backward_fused.cu \
   cuda/sdpa_backward_tc.cu cuda/column_sums.cuh cuda/reduce.cu cuda/layer_norm.cu \
-  cuda/embedding.cu cuda/quant_block.cu
+  cuda/embedding.cu cuda/quant_block.cu cuda/quant_scalar.cu
 for check in attn_check cols_check rows_check quant_check; do
   g++ -std=c++20 -O1 -pthread -DMASE_HAS_CUDA -I"$repo/scripts/cuda_emu" -I"$work/src" -I"$repo" \
     -x c++ "$repo/scripts/cuda_emu/$check.cpp" -o "$work/$check"
