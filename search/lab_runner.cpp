@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "search/study_store.h"
+#include "search/trial_queue.h"
 #include "train/trainer.h"
 
 namespace mase::search {

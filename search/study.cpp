@@ -20,6 +20,7 @@
 #include "search/space_json.h"
 #include "search/study_rows.h"
 #include "search/study_store.h"
+#include "search/trial_queue.h"
 
 namespace mase::search {
 
@@ -45,59 +46,6 @@ std::string distributions_difference(const std::vector<Param>& stored, const Spa
       return "parameter " + describe(param_to_json(p)) + ", not " + describe(param_to_json(*mine));
   }
   return "";
-}
-
-// A failed trial that was stopped rather than wrong (Ctrl-C, a dead worker): ask() runs its
-// parameters again.
-void mark_retryable(Database& db, int64_t trial_id) {
-  insert_attrs(db, trial_id, {{"mase:retry", "interrupted"}}, "trial_system_attributes");
-}
-
-// The trial whose parameters ask() runs again: the first of retries_due().
-const TrialRecord* retry_candidate(const std::vector<TrialRecord>& records) {
-  const std::vector<int64_t> due = retries_due(records);
-  for (const TrialRecord& r : records)
-    if (!due.empty() && r.trial.number == due.front()) return &r;
-  return nullptr;
-}
-
-// An enqueued trial's values: its fixed_params (Optuna's external form: a categorical's choice,
-// a number) in mase's internal form, the sampler's `drawn` values for the parameters it does
-// not fix; nullopt when it leaves one open and the sampler has nothing (an exhausted grid).
-// ConfigError for a fixed value the space does not have.
-std::optional<Values> fixed_values(const Space& space, const TrialRecord& r,
-                                   std::optional<Values> drawn) {
-  const json fixed = json::parse(r.fixed_params.empty() ? "{}" : r.fixed_params, nullptr, false);
-  MASE_CHECK(fixed.is_object(), ConfigError, "[study] enqueued trial ", r.trial.number,
-             ": expected fixed_params as a JSON object, got ", r.fixed_params);
-  Values v = drawn.value_or(Values{});
-  for (const Param& p : space.params()) {
-    if (!fixed.contains(p.name)) {
-      if (!drawn) return std::nullopt;
-      continue;
-    }
-    const json& x = fixed.at(p.name);
-    double internal = NAN;
-    if (p.kind == Param::Kind::categorical) {  // Optuna keeps the choice; mase its index
-      const std::string text = x.is_string() ? x.get<std::string>() : x.dump();
-      for (size_t i = 0; i < p.choices.size(); ++i)
-        if (p.choices[i] == text) internal = static_cast<double>(i);
-    } else if (x.is_number()) {
-      internal = x.get<double>();
-    }
-    MASE_CHECK(!std::isnan(internal) && p.contains(internal), ConfigError, "[study] enqueued trial ",
-               r.trial.number, " fixes ", p.name, " = ", x.dump(), ", which its space (",
-               describe(param_to_json(p)), ") does not have");
-    v[p.name] = internal;
-  }
-  return v;
-}
-
-// [3, 7] as Python's json.dumps writes it (what Optuna's own callback stores)
-std::string json_list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 Space space_of(const std::vector<Param>& params) {
@@ -254,18 +202,6 @@ Study::~Study() = default;
 
 // --- the trial life cycle ---
 
-std::vector<int64_t> retries_due(const std::vector<TrialRecord>& trials) {
-  std::set<int64_t> retried;
-  for (const TrialRecord& r : trials)
-    if (r.retry_of >= 0) retried.insert(r.retry_of);
-  std::vector<int64_t> due;
-  for (const TrialRecord& r : trials)  // by number (load_trials' order)
-    if (r.trial.state == TrialState::failed && r.retryable && !retried.count(r.trial.number) &&
-        static_cast<int>(r.retry_history.size()) < kMaxRetries)
-      due.push_back(r.trial.number);
-  return due;
-}
-
 int Study::resume(double stale_after_s) {
   const std::string host = store::host_name();
   const int64_t me = getpid();
@@ -312,7 +248,7 @@ int Study::resume(double stale_after_s) {
   for (const auto& [id, why] : gone) {  // its worker died, not its parameters: retried
     mark.bind(1, id).bind(2, optuna::time_now()).run();
     insert_attrs(*db_, id, {{"error", why}});
-    mark_retryable(*db_, id);
+    queue::mark_retryable(*db_, id);
   }
   tx.commit();
   return static_cast<int>(gone.size());
@@ -338,14 +274,14 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
     taken += r.trial.state != TrialState::failed;
   }
   const bool room = !budget || taken < *budget;
-  const TrialRecord* retry = room && !waiting ? retry_candidate(records) : nullptr;
+  const TrialRecord* retry = room && !waiting ? queue::retry_candidate(records) : nullptr;
   std::optional<Values> values;
   if (retry) {
     values = retry->trial.values;
   } else if (room) {
     if (waiting) number = waiting->trial.number;
     values = sampler_->sample(space_, history, number);
-    if (waiting) values = fixed_values(space_, *waiting, values);
+    if (waiting) values = queue::fixed_values(space_, *waiting, values);
   }
   if (!values) {
     tx.commit();  // nothing was written; committing just ends the transaction
@@ -385,7 +321,7 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
                   "VALUES(?1, 'failed_trial', ?2), (?1, 'retry_history', ?3)",
                   "insert trial");
     why.bind(1, trial_id).bind(2, std::to_string(retry->trial.number));
-    why.bind(3, json_list(chain)).run();
+    why.bind(3, queue::json_list(chain)).run();
     trial.retry_of = retry->trial.number;
   }
 
@@ -444,7 +380,7 @@ void Study::interrupted(int64_t number, const std::string& why) {
                 "record trial outcome");
   upd.bind(1, trial_id).bind(2, optuna::time_now()).run();
   insert_attrs(*db_, trial_id, {{"error", why}});
-  mark_retryable(*db_, trial_id);
+  queue::mark_retryable(*db_, trial_id);
   tx.commit();
 }
 

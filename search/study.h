@@ -41,10 +41,11 @@ struct TrialRecord {
   std::string started_at, ended_at;  // ISO 8601 UTC; ended_at empty while running
   int64_t pid = 0;
   std::string host;
-  // Retries (Study::interrupted, Study::resume): a failed trial that was stopped, not wrong, is
-  // `retryable`; the trial that runs its parameters again names it in `retry_of` and lists
-  // every trial of the chain, oldest first, in `retry_history` — Optuna's system attributes
-  // "failed_trial" and "retry_history", as its RetryFailedTrialCallback writes them.
+  // Retries (Study::interrupted, Study::resume; search/trial_queue.h): a failed trial that was
+  // stopped, not wrong, is `retryable`; the trial that runs its parameters again names it in
+  // `retry_of` and lists every trial of the chain, oldest first, in `retry_history` — Optuna's
+  // system attributes "failed_trial" and "retry_history", as its RetryFailedTrialCallback
+  // writes them.
   bool retryable = false;
   int64_t retry_of = -1;
   std::vector<int64_t> retry_history;
@@ -56,12 +57,6 @@ struct TrialRecord {
   int64_t trial_id = 0;  // the storage's key of the row
 };
 
-// How many times one trial's parameters run again after interruptions (a trial whose worker
-// is killed by its own parameters — out of memory — must not be retried forever).
-inline constexpr int kMaxRetries = 3;
-// The retryable failed trials no trial has retried yet, whose chain is shorter than kMaxRetries,
-// by number: what the next asks run again, in this order.
-std::vector<int64_t> retries_due(const std::vector<TrialRecord>& trials);
 
 // What an objective returns: its value and any attributes worth keeping with the trial.
 struct Outcome {

@@ -10,6 +10,7 @@
 
 #include "models/temp_dir.h"
 #include "search/study.h"
+#include "search/trial_queue.h"
 #include "search/study_test_util.h"
 
 using namespace mase;

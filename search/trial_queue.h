@@ -1,0 +1,52 @@
+// search/trial_queue.h — what Study::ask hands out before its sampler draws anything new.
+//
+// In this order:
+//   1. a trial an Optuna script put in the queue (study.enqueue_trial: a WAITING row with its
+//      "fixed_params"): it keeps its number; the parameters it does not fix are the sampler's;
+//   2. the parameters of a trial that was stopped, not wrong — Ctrl-C (Study::interrupted) or
+//      a worker that died (Study::resume) — again, as a new trial, at most kMaxRetries times
+//      for one set of parameters, recorded as Optuna's RetryFailedTrialCallback records it;
+//   3. the sampler's draw.
+// A trial that failed by its own error is not run again (as in Optuna): a grid hands its cell
+// out again, random and TPE draw afresh. Everything here runs inside ask()'s write
+// transaction, so two workers never take the same queued trial or retry the same one twice.
+// Read next: search/study.cpp (ask, interrupted, resume).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/study.h"
+
+namespace mase::search {
+
+namespace store {
+class Database;
+}
+
+// How many times one trial's parameters run again after interruptions (a trial whose worker
+// is killed by its own parameters — out of memory — must not be retried forever).
+inline constexpr int kMaxRetries = 3;
+
+// The retryable failed trials no trial has retried yet, whose chain is shorter than
+// kMaxRetries, by number: what the next asks run again, in this order.
+std::vector<int64_t> retries_due(const std::vector<TrialRecord>& trials);
+
+namespace queue {
+
+// Marks a failed trial retryable (system attribute "mase:retry").
+void mark_retryable(store::Database& db, int64_t trial_id);
+// The trial whose parameters ask() runs again (the first of retries_due), or nullptr.
+const TrialRecord* retry_candidate(const std::vector<TrialRecord>& records);
+// An enqueued trial's values: its fixed_params (Optuna's external form: a categorical's
+// choice, a number) in mase's internal form, the sampler's `drawn` values for the parameters it
+// does not fix; nullopt when it leaves one open and the sampler has nothing (an exhausted
+// grid). ConfigError for a fixed value the space does not have.
+std::optional<Values> fixed_values(const Space& space, const TrialRecord& r,
+                                   std::optional<Values> drawn);
+// [3, 7] as Python's json.dumps writes it (what Optuna's own callback stores)
+std::string json_list(const std::vector<int64_t>& v);
+
+}  // namespace queue
+}  // namespace mase::search
