@@ -50,6 +50,7 @@ void register_gpu_base();     // bench/bench_gpu_base.cpp
 void register_gpu_softmax();  // bench/bench_gpu_softmax.cpp
 void register_gpu_sdpa();     // bench/bench_gpu_sdpa.cpp
 void register_gpu_quant();    // bench/bench_gpu_quant.cpp
+void register_gpu_fused();    // bench/bench_gpu_fused.cpp
 void register_gpu_step();     // bench/bench_gpu_step.cpp
 }  // namespace mase::bench
 
@@ -91,6 +92,8 @@ const Suite kSuites[] = {
      mase::bench::register_gpu_sdpa},
     {"gpu-quant", "GPU: every quantizer and MXINT8 pack/unpack vs the D2D copy, MXINT8 Linear vs cuBLAS, memory",
      mase::bench::register_gpu_quant},
+    {"gpu-fused", "GPU: LayerNorm, bias+GELU, bias gradients, embedding gradient, AdamW vs the D2D copy",
+     mase::bench::register_gpu_fused},
     {"gpu-step",
      "GPU: a BERT training step profiled per phase and op class: before, fp32, tf32, bf16, graphs",
      mase::bench::register_gpu_step},

@@ -29,6 +29,15 @@ cases plans test_runtime 'profiler*,batch_grid*,plan_multi_tensor*'
 cases matmul test_autograd 'matmul batched*,cross_entropy: CPU == CUDA,profiler hooks*,matmul*CUDA*'
 cases train test_train 'gpu step*,graph step*,train_step*,AdamW: CPU == CUDA,clip_grad_norm: CPU == CUDA'
 
+# 1b. the step's memory-bound kernels one by one against the copy (bench/bench_gpu_fused.cpp):
+#     LayerNorm, bias gradients, bias + GELU, embedding gradient, AdamW
+t0=$SECONDS
+plot=()
+command -v gnuplot > /dev/null && plot=(--plot "$OUT/gpu-fused.svg")
+timeout 120 "$BIN/mase-bench" --suite gpu-fused "${plot[@]}" > "$LOGS/gpu-fused.txt" 2>&1
+row "mase-bench --suite gpu-fused" "exit $?; $((SECONDS - t0)) s; $(grep -E '^gpu-fused/' "$LOGS/gpu-fused.txt" | sed -E 's/ +/ /g' | awk '{for (i=1;i<=NF;i++) if ($i ~ /^vs_copy=/) v=$i; print $1, v}' | sed 's|/manual_time||' | tr '\n' ';')"
+{ echo; echo '```'; grep -E '^gpu-fused/|Benchmark|---' "$LOGS/gpu-fused.txt" | cut -c1-200; echo '```'; } >> "$sum"
+
 # 2. the gpu-step profile: per model, variants before | fp32 | tf32 | bf16 and the three with
 #    CUDA graphs (bench/bench_gpu_step.cpp)
 prof="$OUT/gpu-step.md"
