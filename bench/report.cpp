@@ -93,7 +93,7 @@ void RatioReporter::report(std::vector<Run> runs) {
   }
   for (const Run& run : runs) {
     if (run.error_occurred) continue;
-    Ratios r{run.benchmark_name(), run.aggregate_name, {}};
+    Ratios r{run.run_name.str(), run.aggregate_name, {}};  // (benchmark_name() has "_median")
     for (const auto& [key, counter] : run.counters)
       if (key.starts_with("vs_")) r.values[key] = counter.value;
     if (!r.values.empty()) ratios_.push_back(std::move(r));
