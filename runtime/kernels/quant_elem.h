@@ -50,10 +50,23 @@ template <> struct FloatBits<double> {
   static constexpr U kSqrt2Mant = 0x6A09E667F3BCDull;  // the smallest f64 above √2
 };
 
-// 2^e as T, exact for every e T can hold (ldexp is exact; used when building parameters).
+// 2^e as T, exact for every e T can hold. A normal power of two is its exponent field alone,
+// built from bits (the block formats build several per block of 16 or 32 elements, where a
+// call of libm's ldexp cost a quarter of the CPU kernel's time); subnormal powers and those
+// outside T's range take ldexp (exact too), so the value is the same either way.
 template <class T>
 MASE_HOST_DEVICE inline T pow2(int64_t e) {
+  using B = FloatBits<T>;
+  if (e >= 1 - B::kBias && e <= B::kBias)
+    return std::bit_cast<T>(static_cast<typename B::U>(e + B::kBias) << B::kMant);
   return std::ldexp(T(1), static_cast<int>(std::clamp<int64_t>(e, -2000, 2000)));
+}
+
+// floor(log2 a) for a finite a > 0, exact: std::ilogb's value, from the exponent field where a
+// is a normal double (every float is, widened), else ilogb itself.
+MASE_HOST_DEVICE inline int64_t ilogb_pos(double a) {
+  const int64_t field = static_cast<int64_t>((std::bit_cast<uint64_t>(a) >> 52) & 0x7FF);
+  return field != 0 ? field - 1023 : std::ilogb(a);
 }
 
 // Round to nearest, ties to even (the default rounding mode; the device's rint is RNE).
@@ -97,7 +110,7 @@ MASE_HOST_DEVICE inline MinifloatSpec minifloat_ieee_spec(int W, int E, int b) {
   s.F = W - E - 1;
   s.emin = 1 - b;
   s.emax = std::min((1 << E) - 1 - b, 127);  // binades above f32's are not part of the set
-  s.max = (2.0 - std::ldexp(1.0, -s.F)) * std::ldexp(1.0, s.emax);
+  s.max = (2.0 - pow2<double>(-s.F)) * pow2<double>(s.emax);
   // With no fraction bits a tie sits between 2^e (code c) and 2^(e+1) (code c+1); the kernel
   // sees the parity of the f32 exponent field e + 127, the code's parity is that of e + b.
   s.tie_flip = s.F == 0 ? ((b + 1) & 1) : 0;
@@ -116,7 +129,7 @@ MASE_HOST_DEVICE inline MinifloatSpec minifloat_spec(const FormatParams& f) {
       s.F = M - 1;
       s.emin = -b - 1;
       s.emax = std::min((1 << f.exponent_width) - 2 - b, 127);
-      s.max = (2.0 - std::ldexp(1.0, -s.F)) * std::ldexp(1.0, s.emax);
+      s.max = (2.0 - pow2<double>(-s.F)) * pow2<double>(s.emax);
       // M = 1: the values are 2^j; a tie 1.5·2^j is between 2^j (top of grid j) and 2^(j+1)
       // (m = 1 on grid j+1, the finest grid covering x): formats.md picks the covering grid.
       s.tie_up = s.F == 0;
@@ -253,14 +266,14 @@ MASE_HOST_DEVICE inline int mx_emax(Kind k) {
 MASE_HOST_DEVICE inline int block_shared_param(double amax, bool finite, const FormatParams& f) {
   const int E = f.exponent_width, W = f.width;
   if (is_mx(f.kind) && !finite) return 0xFF;
-  const int64_t fl = amax > 0 ? std::ilogb(amax) : -100000;  // all-zero block: clamps low
+  const int64_t fl = amax > 0 ? ilogb_pos(amax) : -100000;  // all-zero block: clamps low
   switch (f.kind) {
     case Kind::block_fp:
       return int(std::clamp<int64_t>(fl, -f.exponent_bias, (1 << E) - 1 - f.exponent_bias));
     case Kind::block_minifloat:
       return int(std::clamp<int64_t>((1 << E) - 1 - fl, 0, (1 << f.exponent_bias_width) - 1));
     case Kind::block_log: {
-      const int64_t cl = amax > 0 ? (std::ldexp(1.0, int(fl)) == amax ? fl : fl + 1) : -100000;
+      const int64_t cl = amax > 0 ? (pow2<double>(fl) == amax ? fl : fl + 1) : -100000;
       return int(std::clamp<int64_t>((int64_t(1) << (W - 1)) - 1 - cl, 0,
                                      (int64_t(1) << f.exponent_bias_width) - 1));
     }
@@ -271,9 +284,11 @@ MASE_HOST_DEVICE inline int block_shared_param(double amax, bool finite, const F
   }
 }
 
-// block_fp element: sign·min(RNE(|x|/q), kmax)·q with q = 2^(e+1−M), kmax = 2^M − 1.
-MASE_HOST_DEVICE inline double block_fp_one(double x, double q, double kmax) {
-  const double k = std::min(rne(std::abs(x) / q), kmax);
+// block_fp element: sign·min(RNE(|x|/q), kmax)·q with q = 2^(e+1−M), kmax = 2^M − 1. |x|/q
+// is |x|·inv_q, inv_q = 1/q: a power of two, so both are exact and equal (a multiply instead of
+// a division per element).
+MASE_HOST_DEVICE inline double block_fp_one(double x, double q, double inv_q, double kmax) {
+  const double k = std::min(rne(std::abs(x) * inv_q), kmax);
   return std::copysign(k * q, x);
 }
 // mxint8 element (reference, f64): clamp(RNE(x·64/2^s), ±127)·2^s/64, with scale = 2^s.
@@ -291,14 +306,22 @@ struct BlockStats {
   double amax = 0;
   bool finite = true;
 };
+// On |x|'s bit pattern the same thing: a non-negative float's bits order as its value, so the
+// largest pattern (a NaN's counted as 0) is the largest magnitude — an integer max, which the
+// compiler vectorizes where the float loop's NaN rule keeps it scalar.
 template <class T>
 MASE_HOST_DEVICE inline BlockStats block_stats(const T* x, int64_t n) {
-  BlockStats s;
+  using B = FloatBits<T>;
+  using U = typename B::U;
+  U top = 0, bad = 0;  // the largest non-NaN |x| pattern; the largest pattern of all
   for (int64_t i = 0; i < n; ++i) {
-    const double a = std::abs(double(x[i]));
-    s.finite &= std::isfinite(a);
-    s.amax = std::max(s.amax, a);  // std::max(m, NaN) is m: NaN is caught by `finite`
+    const U a = std::bit_cast<U>(x[i]) & ~B::kSign;
+    top = std::max(top, a & (U(0) - U(a <= B::kInf)));  // a NaN counts as 0 (mask, no branch)
+    bad = std::max(bad, a);
   }
+  BlockStats s;
+  s.amax = double(std::bit_cast<T>(top));
+  s.finite = bad < B::kInf;  // no inf (== kInf) and no NaN (> kInf)
   return s;
 }
 
@@ -310,7 +333,7 @@ MASE_HOST_DEVICE inline BlockStats block_stats(const T* x, int64_t n) {
 struct BlockPlan {
   Kind kind = Kind::block_fp;
   bool nan = false, keep = false;
-  double q = 0, kmax = 0, scale = 0;  // block_fp: q, kmax; mxint8 and mxfp*: 2^s
+  double q = 0, inv_q = 0, kmax = 0, scale = 0;  // block_fp: q, 1/q, kmax; MX: 2^s
   MinifloatParams<double> mf{};       // block_minifloat, mxfp*
   LogParams<double> lg{};             // block_log
 };
@@ -324,8 +347,9 @@ MASE_HOST_DEVICE inline BlockPlan block_plan(const BlockStats& s, const FormatPa
   switch (f.kind) {
     case Kind::block_fp: {
       const int M = f.width - 1;
-      b.q = std::ldexp(1.0, p + 1 - M);
-      b.kmax = std::ldexp(1.0, M) - 1;
+      b.q = pow2<double>(p + 1 - M);
+      b.inv_q = pow2<double>(M - 1 - p);
+      b.kmax = pow2<double>(M) - 1;
       break;
     }
     case Kind::block_minifloat:
@@ -335,10 +359,10 @@ MASE_HOST_DEVICE inline BlockPlan block_plan(const BlockStats& s, const FormatPa
       b.lg = log_params<double>(log_spec(f.width, p));
       break;
     case Kind::mxint8:
-      b.scale = std::ldexp(1.0, p - 127);  // 2^s
+      b.scale = pow2<double>(p - 127);  // 2^s
       break;
     default:  // mxfp*
-      b.scale = std::ldexp(1.0, p - 127);
+      b.scale = pow2<double>(p - 127);
       b.mf = minifloat_params<double>(minifloat_spec(f));
       break;
   }
@@ -349,7 +373,7 @@ MASE_HOST_DEVICE inline T block_one(T x, const BlockPlan& b) {
   if (b.nan) return std::numeric_limits<T>::quiet_NaN();
   if (b.keep) return x;
   switch (b.kind) {
-    case Kind::block_fp: return static_cast<T>(block_fp_one(double(x), b.q, b.kmax));
+    case Kind::block_fp: return static_cast<T>(block_fp_one(double(x), b.q, b.inv_q, b.kmax));
     case Kind::block_minifloat: return static_cast<T>(minifloat_one(double(x), b.mf));
     case Kind::block_log: return static_cast<T>(log_one(double(x), b.lg));
     case Kind::mxint8: return static_cast<T>(mxint8_ref_one(double(x), b.scale));
@@ -370,7 +394,8 @@ MASE_HOST_DEVICE inline void block_quantize(T* y, const T* x, int64_t n, const F
   }
   switch (b.kind) {
     case Kind::block_fp:
-      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(block_fp_one(double(x[i]), b.q, b.kmax));
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = static_cast<T>(block_fp_one(double(x[i]), b.q, b.inv_q, b.kmax));
       return;
     case Kind::block_minifloat:
       for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(minifloat_one(double(x[i]), b.mf));
