@@ -1,10 +1,28 @@
 // train/stop.cpp — stopping a run cleanly: what Ctrl-C and SIGTERM do (train/trainer.h,
 // "Stopping"). The loop polls stop_requested() between steps; the signal handler only sets a
 // flag and writes one line, the two things a handler may safely do.
+//
+// Which thread runs the handler matters. Debian's oneDNN (2.6.3) points its JIT'd GEMM kernels'
+// rsp at a heap buffer while they run; a signal handled on a thread inside one of them has its
+// frame written there by the kernel, over the heap (uxlfoundation/oneDNN#4845, fixed in oneDNN
+// 3.12 by #4855). Measured on a 2-core Zen 5 (a bert-tiny-sized run of 8 layers, Ctrl-C 2-3 s
+// in, a busy loop on the other core): 6 of 96 Ctrl-Cs aborted a few ms later with "corrupted
+// size vs. prev_size" in a oneDNN GEMM; none of 40 with oneDNN off (MASE_SGEMM=openblas), none
+// of 40 with one thread, and none of 60 since the signals moved off those threads. So the
+// threads that run kernels — the one that installs the handlers (main) and every oneTBB worker
+// (a task_scheduler_observer blocks them as they join) — block SIGINT and SIGTERM, and one idle
+// thread of ours, which runs nothing else, takes them: a signal sent to the process is handled
+// by a thread that does not block it. A fork (mase-search --workers) gets that thread again in
+// the child (pthread_atfork), which would otherwise have none and never see its Ctrl-C.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <mutex>
+#include <thread>
+
+#include <tbb/task_scheduler_observer.h>
 
 #include "train/trainer.h"
 
@@ -29,6 +47,32 @@ extern "C" void on_stop_signal(int sig) {
   ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
 }
+
+sigset_t stop_signals() {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  return s;
+}
+
+// The thread that takes the signals: it waits in pause(), which returns after each handler.
+void start_signal_thread() {
+  std::thread([] {
+    const sigset_t s = stop_signals();
+    pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+    for (;;) ::pause();
+  }).detach();
+}
+
+// Every thread that joins oneTBB's arena (the kernels' workers) blocks the stop signals.
+struct BlockStopSignals : tbb::task_scheduler_observer {
+  BlockStopSignals() { observe(true); }
+  void on_scheduler_entry(bool) override {
+    const sigset_t s = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &s, nullptr);
+  }
+};
 }  // namespace
 
 void request_stop() { g_stop.store(true); }
@@ -37,6 +81,14 @@ void clear_stop() { g_stop.store(false); }
 void install_stop_handlers() {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
+  static std::once_flag once;
+  std::call_once(once, [] {
+    start_signal_thread();  // before this thread blocks: it starts with the signals open
+    new BlockStopSignals;   // never destroyed: workers may join until the process exits
+    const sigset_t s = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &s, nullptr);
+    pthread_atfork(nullptr, nullptr, [] { start_signal_thread(); });
+  });
 }
 
 }  // namespace mase::train

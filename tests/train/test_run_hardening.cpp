@@ -1,13 +1,16 @@
 // tests/train/test_run_hardening.cpp — a run folder left by a kill or edited by hand: a
 // half-written last log line, a torn metrics row, a kill between the two renames of a re-saved
-// checkpoint, a trainer state whose step is impossible; and the second Ctrl-C/SIGTERM.
+// checkpoint, a trainer state whose step is impossible; the second Ctrl-C/SIGTERM, and which
+// threads take the signals.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <sstream>
 
 #include "helpers.h"
+#include "runtime/parallel.h"
 #include "train/trainer_fixture.h"
 
 using namespace mase;
@@ -78,21 +81,66 @@ TEST_CASE("resume: a trainer state with an impossible step is refused naming the
                        doctest::Contains("expected JSON nested at most 64 levels deep"), IoError);
 }
 
+// Signals sent to the process (as a terminal's Ctrl-C and kill(1) send them) are taken by the
+// handlers' own thread (train/stop.cpp), asynchronously: the child waits for the flag.
 TEST_CASE("stop handlers: a second signal exits at once with 128 + signal") {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {  // child: first SIGINT asks for a stop, the SIGTERM after it must not wait
     ::close(STDERR_FILENO);
     install_stop_handlers();
-    std::raise(SIGINT);
+    ::kill(::getpid(), SIGINT);
+    for (int i = 0; i < 500 && !stop_requested(); ++i) ::usleep(10'000);
     if (!stop_requested()) ::_exit(3);
-    std::raise(SIGTERM);
+    ::kill(::getpid(), SIGTERM);
+    ::usleep(5'000'000);
     ::_exit(0);  // reached only when the second signal was swallowed
   }
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
+}
+
+// oneDNN's JIT'd GEMMs point rsp at the heap: a handler run inside one corrupts it
+// (train/stop.cpp). So the installing thread and every kernel worker block the stop signals.
+TEST_CASE("stop handlers: the threads that run kernels block SIGINT and SIGTERM") {
+  const pid_t pid = ::fork();  // a child: the mask and the signal thread stay out of this process
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // workers that started before the handlers (with the signals open) must block them too
+    parallel_for(0, 64, 1, [](int64_t, int64_t) { ::usleep(200); });
+    install_stop_handlers();
+    auto blocked = [] {
+      sigset_t now;
+      pthread_sigmask(SIG_BLOCK, nullptr, &now);
+      return sigismember(&now, SIGINT) == 1 && sigismember(&now, SIGTERM) == 1;
+    };
+    std::atomic<int> open{0}, tasks{0};
+    for (int round = 0; round < 20; ++round)  // workers join the arena as the rounds run
+      parallel_for(0, 64, 1, [&](int64_t, int64_t) {
+        ++tasks;
+        if (!blocked()) ++open;
+        ::usleep(200);
+      });
+    // and a fork of this process (mase-search --workers) still takes a Ctrl-C
+    const pid_t grandchild = ::fork();
+    if (grandchild == 0) {
+      ::kill(::getpid(), SIGINT);
+      for (int i = 0; i < 500 && !stop_requested(); ++i) ::usleep(10'000);
+      ::_exit(stop_requested() ? 0 : 5);
+    }
+    int gs = 0;
+    ::waitpid(grandchild, &gs, 0);
+    const int code = !blocked() ? 2 : open > 0 ? 3 : tasks != 20 * 64 ? 4
+                     : !(WIFEXITED(gs) && WEXITSTATUS(gs) == 0) ? 5 : 0;
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  INFO("2: the installing thread, 3: a worker, did not block them; 5: the fork saw no Ctrl-C");
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("report: accuracy at chance on a balanced test set warns that the budget was too small") {
