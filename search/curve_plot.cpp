@@ -105,7 +105,8 @@ void plot_bars(const BarChart& chart, const std::string& path) {
       "set style data histograms\nset style histogram clustered gap 1\n",
       "set style fill solid 0.6 border -1\nset grid ytics\nset yrange [0:*]\n",
       "set xrange [-0.6:", double(chart.categories.size()) - 0.4, "]\n",  // cluster i is at x = i
-      "set xtics rotate by 90 right noenhanced\nset bmargin ", bmargin, "\n", "set key autotitle columnheader noenhanced\n",  // the first row names the series
+      "set xtics rotate by 90 right noenhanced\nset bmargin ", bmargin, "\n",
+      "set key autotitle columnheader noenhanced\n",  // the first row names the series
       chart.series.size() > 1 ? "set key above\n" : "set key off\n",
       "plot for [i=2:", chart.series.size() + 1, "] ", gp_string(dat), " using i:xtic(1)");
   if (chart.reference > 0)
