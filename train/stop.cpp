@@ -65,12 +65,17 @@ void start_signal_thread() {
   }).detach();
 }
 
-// Every thread that joins oneTBB's arena (the kernels' workers) blocks the stop signals.
+// Every thread that joins oneTBB's arena (the kernels' workers) blocks the stop signals, once:
+// a worker re-enters the arena at every parallel region it wakes up for, and the mask, once
+// set, stays.
 struct BlockStopSignals : tbb::task_scheduler_observer {
   BlockStopSignals() { observe(true); }
   void on_scheduler_entry(bool) override {
+    thread_local bool blocked = false;
+    if (blocked) return;
     const sigset_t s = stop_signals();
     pthread_sigmask(SIG_BLOCK, &s, nullptr);
+    blocked = true;
   }
 };
 }  // namespace
