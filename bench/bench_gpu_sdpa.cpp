@@ -109,8 +109,20 @@ std::string check_backward(const Problem& p, const Inputs& in) {
                              tolerance(p));
 }
 
+// The process-wide attention choices as they were (what --precision chose: runtime/gpu_math.h),
+// put back when a benchmark ends, however it ends.
+struct KeepAttentionChoices {
+  SdpaMath math = sdpa_cuda_math();
+  SdpaBackward alg = sdpa_cuda_backward();
+  ~KeepAttentionChoices() {
+    sdpa_cuda_math() = math;
+    sdpa_cuda_backward() = alg;
+  }
+};
+
 void add_problem(const std::string& name, const Problem& p) {
   add(name, [name, p](benchmark::State& st) {
+    const KeepAttentionChoices keep;  // run() sets them for this problem
     const Inputs in = make_inputs(p);
     if (!validate_once(st, name, [&] {
           return p.backward ? check_backward(p, in) : check_forward(p, in);
@@ -126,8 +138,6 @@ void add_problem(const std::string& name, const Problem& p) {
     st.SetLabel(cat("B=", p.B, " NH=", p.NH, " T=", p.T, " HS=", kHeadSize,
                     p.dropout > 0 ? cat(" p=", p.dropout) : std::string(), " ", math_name(p.math),
                     fp32_bwd ? cat(" bwd=", backward_name(p.alg)) : std::string()));
-    sdpa_cuda_math() = SdpaMath::fp32;
-    sdpa_cuda_backward() = SdpaBackward::fused;
   }, Timing::manual)->Iterations(kIters);
 }
 

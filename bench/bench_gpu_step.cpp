@@ -10,8 +10,12 @@
 //            (MASE_ADAMW=per-tensor), so the host reads loss and norm in the middle of the step
 //   fp32     strided/pointer-batched GEMMs, clip and AdamW as multi-tensor kernels gated on
 //            the device, one host sync per step (the readback)
-//   tf32     fp32 with cuBLAS's TF32 tensor-core math (runtime/kernels/matmul.h)
-//   bf16     GEMM inputs rounded to bf16, fp32 accumulation (cuda/matmul_bf16.cu)
+//   tf32     fp32 with cuBLAS's TF32 tensor-core math (runtime/kernels/matmul.h), attention on
+//            the TF32 tensor cores (SdpaMath::tf32), as --precision tf32 sets them
+//   bf16     GEMM inputs rounded to bf16, fp32 accumulation (cuda/matmul_bf16.cu), attention on
+//            the TF32 tensor cores, as --precision bf16 sets them (runtime/gpu_math.h)
+//   tf32-fma-attn, bf16-fma-attn   the same with attention on the CUDA cores (SdpaMath::fp32,
+//            what both precisions ran before; MASE_SDPA_MATH=fp32 selects it in mase-train)
 //   fp32-graphs, tf32-graphs, bf16-graphs   the same step captured as a CUDA graph and replayed
 //            (train/graph_step.h): counters capture_ms (the first captured step: capture,
 //            instantiation, replay) and kernels (the launches one replay stands for)
@@ -38,6 +42,7 @@
 #include "runtime/cuda_graph.h"
 #include "runtime/kernels/gpu_timing.h"
 #include "runtime/kernels/matmul.h"
+#include "runtime/kernels/sdpa.h"
 #include "runtime/profiler.h"
 #include "runtime/random.h"
 #include "train/graph_step.h"
@@ -51,6 +56,7 @@ struct Variant {
   std::vector<std::pair<const char*, const char*>> env;  // set for the benchmark's duration
   GemmPrecision precision;
   bool graphs = false;
+  SdpaMath attention = precision == GemmPrecision::fp32 ? SdpaMath::fp32 : SdpaMath::tf32;
 };
 
 const std::vector<Variant>& variants() {
@@ -60,6 +66,8 @@ const std::vector<Variant>& variants() {
       {"fp32", {}, GemmPrecision::fp32},
       {"tf32", {}, GemmPrecision::tf32},
       {"bf16", {}, GemmPrecision::bf16},
+      {"tf32-fma-attn", {}, GemmPrecision::tf32, false, SdpaMath::fp32},
+      {"bf16-fma-attn", {}, GemmPrecision::bf16, false, SdpaMath::fp32},
       {"fp32-graphs", {}, GemmPrecision::fp32, true},
       {"tf32-graphs", {}, GemmPrecision::tf32, true},
       {"bf16-graphs", {}, GemmPrecision::bf16, true},
@@ -67,15 +75,19 @@ const std::vector<Variant>& variants() {
   return v;
 }
 
-// Sets a variant's switches and precision, and puts everything back on scope exit.
+// Sets a variant's switches, precision and attention arithmetic, and puts everything back on
+// scope exit.
 struct VariantScope {
-  explicit VariantScope(const Variant& v) : prev_(cuda::gemm_precision()) {
+  explicit VariantScope(const Variant& v)
+      : prev_(cuda::gemm_precision()), prev_attention_(sdpa_cuda_math()) {
     for (const auto& [k, val] : v.env) setenv(k, val, 1);
     for (const auto& [k, val] : v.env) names_.push_back(k);
     cuda::set_gemm_precision(v.precision);
+    sdpa_cuda_math() = v.attention;
   }
   ~VariantScope() {
     for (const char* k : names_) unsetenv(k);
+    sdpa_cuda_math() = prev_attention_;
     try {
       cuda::set_gemm_precision(prev_);
     } catch (...) {
@@ -83,6 +95,7 @@ struct VariantScope {
   }
   std::vector<const char*> names_;
   GemmPrecision prev_;
+  SdpaMath prev_attention_;
 };
 
 struct GpuStep {

@@ -280,7 +280,7 @@ int main(int argc, char** argv) {
   mase::bench::set_e2e_compiled(compiled);
   try {
     const int n = mase::set_num_threads(threads);
-    mase::set_gpu_gemm_precision(precision);  // runtime/gpu_math.h: nothing without a GPU
+    mase::set_gpu_precision(precision);  // runtime/gpu_math.h: nothing without a GPU
     mase::cpu::set_sgemm_packed_enabled(packed == "on");
     mase::cpu::set_onednn_enabled(onednn == "on");
     // the CPU has no tf32 (refused above for CPU suites)

@@ -7,6 +7,10 @@
 //         accumulated in fp32 — about 8x the fp32 rate of an H100
 //   bf16  GEMM inputs rounded to bf16 (8 significant bits), bf16 tensor cores (2x tf32),
 //         fp32 accumulation; all tensors stay fp32 (cuda/matmul_bf16.cu)
+// Attention's tile products follow (runtime/kernels/sdpa.h, SdpaMath): fp32 runs them on the
+// CUDA cores; tf32 and bf16 on the TF32 tensor cores (11 significant bits: bf16's arithmetic or
+// better, and the one tensor-core attention mase-cpp has). MASE_SDPA_MATH=fp32|tf32x3|tf32
+// overrides the choice (to time one against another: bench/bench_gpu_step.cpp's variants).
 // Determinism: every CUDA kernel of mase-cpp is deterministic by construction — no atomics in
 // reductions (fixed trees, fixed partial orders), the embedding gradient summed row by row
 // (cuda/embedding.cu), one stream and a fixed cuBLAS workspace — so the same run gives the
@@ -19,9 +23,14 @@
 
 namespace mase {
 
-// ConfigError on a name other than fp32 / tf32 / bf16. Does nothing in a build without CUDA or on a
-// machine without a GPU (nothing runs there to be affected).
-void set_gpu_gemm_precision(const std::string& precision);
+// Sets the GEMMs' precision and the attention's arithmetic for CUDA tensors. ConfigError on a
+// name other than fp32 / tf32 / bf16 (or a bad MASE_SDPA_MATH). Sets nothing in a build without
+// CUDA or on a machine without a GPU (nothing runs there to be affected).
+void set_gpu_precision(const std::string& precision);
+
+// The attention's arithmetic on CUDA tensors in words, for a run's header: "fp32 (CUDA cores)",
+// "on TF32 tensor cores" or "on tensor cores, tf32x3".
+const char* gpu_attention_math();
 
 void set_deterministic(bool on);
 bool deterministic();

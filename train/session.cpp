@@ -20,6 +20,7 @@
 #include "quant/passes.h"
 #include "quant/quantized_linear.h"
 #include "runtime/cpu_features.h"
+#include "runtime/gpu_math.h"
 #include "runtime/parallel.h"
 #include "runtime/random.h"
 
@@ -201,9 +202,10 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
       : c.precision == "tf32" ? "tf32 GEMMs (tensor cores, fp32 accumulation)"
       : on_gpu ? "bf16 GEMMs with fp32 accumulation (bf16 tensor cores)"
       : cat("bf16 GEMMs with fp32 accumulation (", cpu_bf16_gemm_path(), ")");
-  std::fprintf(out, "device    %s, %d thread%s, precision %s\n", c.device.c_str(), num_threads(),
-               num_threads() == 1 ? "" : "s",
-               precision.c_str());
+  // on a GPU the attention's arithmetic follows the precision (runtime/gpu_math.h)
+  const std::string attention = on_gpu ? cat("; attention ", gpu_attention_math()) : "";
+  std::fprintf(out, "device    %s, %d thread%s, precision %s%s\n", c.device.c_str(), num_threads(),
+               num_threads() == 1 ? "" : "s", precision.c_str(), attention.c_str());
   if (dp)
     std::fprintf(out, "dist      %s, %d ranks, each %lld rows of the batch of %lld\n",
                  dp->backend() == DistBackend::nccl ? "nccl" : "mpi", dp->world(),

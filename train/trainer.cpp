@@ -87,7 +87,7 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
              "[train] the config's recipe is not resolved (call resolve_recipe)");
   MASE_CHECK(batches_.num_batches() > 0, ConfigError,
              "[train] expected training reviews, got an empty training split");
-  if (device_.is_cuda()) set_gpu_gemm_precision(config_.precision);  // runtime/gpu_math.h
+  if (device_.is_cuda()) set_gpu_precision(config_.precision);  // runtime/gpu_math.h
   set_deterministic(config_.deterministic);
   const int64_t nb = batches_.num_batches();
   total_steps_ = config_.max_steps > 0 ? config_.max_steps : *config_.epochs * nb;

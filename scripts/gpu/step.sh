@@ -38,8 +38,9 @@ timeout 120 "$BIN/mase-bench" --suite gpu-fused "${plot[@]}" > "$LOGS/gpu-fused.
 row "mase-bench --suite gpu-fused" "exit $?; $((SECONDS - t0)) s; $(grep -E '^gpu-fused/' "$LOGS/gpu-fused.txt" | sed -E 's/ +/ /g' | awk '{for (i=1;i<=NF;i++) if ($i ~ /^vs_copy=/) v=$i; print $1, v}' | sed 's|/manual_time||' | tr '\n' ';')"
 { echo; echo '```'; grep -E '^gpu-fused/|Benchmark|---' "$LOGS/gpu-fused.txt" | cut -c1-200; echo '```'; } >> "$sum"
 
-# 2. the gpu-step profile: per model, variants before | fp32 | tf32 | bf16 and the three with
-#    CUDA graphs (bench/bench_gpu_step.cpp)
+# 2. the gpu-step profile: per model, variants before | fp32 | tf32 | bf16, tf32 and bf16 with
+#    the attention on the CUDA cores (*-fma-attn: what the tensor-core attention of --precision
+#    tf32/bf16 buys), and three with CUDA graphs (bench/bench_gpu_step.cpp)
 prof="$OUT/gpu-step.md"
 echo "# gpu-step profile, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo ?)" > "$prof"
 bench() {  # label filter timeout
@@ -65,7 +66,7 @@ PY
   echo "<!-- gpu-step $1: exit $rc, $((SECONDS - t0)) s -->" >> "$prof"
 }
 bench small 'gpu-step/bert-(tiny|small)/' 120
-bench base 'gpu-step/bert-base/(fp32|tf32|bf16|bf16-graphs)/' 90
+bench base 'gpu-step/bert-base/(fp32|tf32|bf16|bf16-fma-attn|bf16-graphs)/' 100
 # the bf16 experiment (cuda/matmul_bf16.cu): cuBLAS rounds the fp32 inputs itself, no
 # conversion kernels; its test first, then the same bf16 steps
 MASE_BF16_GEMM=fast timeout 60 "$BIN/test_autograd" -tc='matmul batched: bf16*' > "$LOGS/step-bf16-fast.log" 2>&1

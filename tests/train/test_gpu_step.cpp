@@ -10,6 +10,7 @@
 #include "optim_helpers.h"
 #include "runtime/gpu_math.h"
 #include "runtime/kernels/multi_tensor.h"
+#include "runtime/kernels/sdpa.h"
 #include "runtime/random.h"
 #include "train/clip_grad_norm.h"
 #include "train/train_step.h"
@@ -236,10 +237,30 @@ TEST_CASE("gpu step: --precision bf16 trains like fp32 (losses within bf16's rou
     const Generator g0 = default_generator();
     const StepResult fp32 = a.step(Device::cuda());
     default_generator() = g0;
-    set_gpu_gemm_precision("bf16");
+    set_gpu_precision("bf16");
     const StepResult bf16 = b.step(Device::cuda());
-    set_gpu_gemm_precision("fp32");
+    set_gpu_precision("fp32");
     CHECK(std::abs(bf16.loss - fp32.loss) < 1e-2);
     CHECK(std::abs(bf16.grad_norm - fp32.grad_norm) < 5e-2 * fp32.grad_norm);
   }
+}
+
+TEST_CASE("gpu step: --precision sets the attention's arithmetic; MASE_SDPA_MATH overrides it") {
+  {  // a bad override is refused on every machine, before anything is set
+    EnvScope e("MASE_SDPA_MATH", "bf16");
+    CHECK_THROWS_AS(set_gpu_precision("fp32"), ConfigError);
+  }
+  CHECK_THROWS_AS(set_gpu_precision("fp16"), ConfigError);
+  if (!test::have_gpu()) return;  // without a GPU nothing is set (runtime/gpu_math.h)
+  set_gpu_precision("bf16");
+  CHECK(sdpa_cuda_math() == SdpaMath::tf32);  // TF32 tensor cores: bf16's arithmetic or better
+  set_gpu_precision("tf32");
+  CHECK(sdpa_cuda_math() == SdpaMath::tf32);
+  {
+    EnvScope e("MASE_SDPA_MATH", "fp32");
+    set_gpu_precision("bf16");
+    CHECK(sdpa_cuda_math() == SdpaMath::fp32);
+  }
+  set_gpu_precision("fp32");
+  CHECK(sdpa_cuda_math() == SdpaMath::fp32);
 }
