@@ -2,7 +2,9 @@
 // all-reduce, and the checks that keep ranks in step. Read train/data_parallel.h first.
 #include "train/data_parallel.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "runtime/error.h"
@@ -17,6 +19,26 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) 
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
+}
+
+// Whether each row of a (rows, cols) gradient holds anything but +0.0, by bit pattern: a -0.0
+// counts, so a row left out of the sparse all-reduce is +0 on every rank, where the dense sum
+// would give +0 too (the same bits either way). A used row usually stops at its first value.
+void mark_rows(const Tensor& g, uint8_t* mask) {
+  const int64_t rows = g.size(0), cols = g.numel() / std::max<int64_t>(rows, 1);
+  const auto* bits = reinterpret_cast<const uint32_t*>(g.data<float>());
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint32_t* row = bits + r * cols;
+    mask[r] = std::any_of(row, row + cols, [](uint32_t b) { return b != 0; }) ? 1 : 0;
+  }
+}
+
+RowSparsity row_sparsity_from_env() {  // MASE_DP_SPARSE=auto|on|off (auto when unset)
+  const char* e = std::getenv("MASE_DP_SPARSE");
+  const std::string v = e && *e ? e : "auto";
+  MASE_CHECK(v == "auto" || v == "on" || v == "off", ConfigError,
+             "[dist] MASE_DP_SPARSE expected auto, on or off, got '", v, "'");
+  return v == "on" ? RowSparsity::on : v == "off" ? RowSparsity::off : RowSparsity::auto_;
 }
 
 // Rows [lo, hi) of a (B, ...) tensor, packed (the batch's tensors are CPU i32).
@@ -50,6 +72,7 @@ std::unique_ptr<DataParallel> DataParallel::start(DistBackend backend, Device de
              " (GPUs all-reduce with NCCL: --dist nccl)");
   std::unique_ptr<DataParallel> dp(new DataParallel());
   dp->backend_ = backend;
+  dp->row_sparsity = row_sparsity_from_env();
   const bool mpi = backend == DistBackend::mpi || cpu::mpi_launched();
   if (mpi) {
     MASE_CHECK(cpu::mpi_built(), ConfigError, "[dist] ",
@@ -118,32 +141,109 @@ void DataParallel::average_gradients(const std::vector<Tensor>& params) {
     }
     cuda::nccl_allreduce_sum(bufs.data(), sizes.data(), static_cast<int>(bufs.size()), scale);
   } else {
-    // Gradients packed into buckets of ~bucket_mb, one MPI_Allreduce each, unpacked scaled.
-    const auto cap = static_cast<int64_t>(bucket_mb * 1e6 / sizeof(float));
-    size_t first = 0;
-    while (first < grads.size()) {
-      size_t last = first;
-      int64_t n = 0;
-      while (last < grads.size() && (n == 0 || n + grads[last].numel() <= cap))
-        n += grads[last++].numel();
-      bucket_.resize(static_cast<size_t>(n));
-      int64_t at = 0;
-      for (size_t i = first; i < last; ++i) {
-        std::memcpy(bucket_.data() + at, grads[i].data<float>(), grads[i].nbytes());
-        at += grads[i].numel();
-      }
-      cpu::mpi_allreduce_sum(bucket_.data(), n);
-      at = 0;
-      for (size_t i = first; i < last; ++i) {
-        float* g = grads[i].data<float>();
-        for (int64_t j = 0; j < grads[i].numel(); ++j) g[j] = bucket_[at + j] * scale;
-        at += grads[i].numel();
-      }
-      first = last;
-    }
+    std::vector<Tensor> dense;
+    std::vector<SparseGrad> sparse;
+    split_by_rows(grads, dense, sparse);
+    allreduce_buckets(dense, scale);
+    allreduce_rows(sparse, scale);
   }
   last_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Which gradients go as rows (runtime/kernels/allreduce.h has the collectives): every rank marks
+// the rows its gradient uses, one OR over the ranks gives the union (the same on every rank, so
+// every rank makes the same choices and the same MPI calls), and a matrix whose union is at
+// most half its rows (auto; every matrix with `on`) sends only those rows.
+void DataParallel::split_by_rows(const std::vector<Tensor>& grads, std::vector<Tensor>& dense,
+                                 std::vector<SparseGrad>& sparse) {
+  std::vector<size_t> candidates;  // the matrices (a vector's rows are single values)
+  int64_t mask_bytes = 0;
+  if (row_sparsity != RowSparsity::off)
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (grads[i].ndim() == 2 && grads[i].size(0) > 1) {
+        candidates.push_back(i);
+        mask_bytes += grads[i].size(0);
+      }
+  mask_.assign(static_cast<size_t>(mask_bytes), 0);
+  int64_t at = 0;
+  for (size_t i : candidates) {
+    mark_rows(grads[i], mask_.data() + at);
+    at += grads[i].size(0);
+  }
+  if (mask_bytes > 0) cpu::mpi_allreduce_or(mask_.data(), mask_bytes);
+  sent_values_ = 0;
+  at = 0;
+  size_t next = 0;  // the next candidate, in grads' order
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (next == candidates.size() || candidates[next] != i) {
+      dense.push_back(grads[i]);
+      sent_values_ += grads[i].numel();
+      continue;
+    }
+    ++next;
+    const int64_t rows = grads[i].size(0);
+    SparseGrad sg{grads[i], {}};
+    for (int64_t r = 0; r < rows; ++r)
+      if (mask_[static_cast<size_t>(at + r)]) sg.rows.push_back(r);
+    at += rows;
+    if (row_sparsity == RowSparsity::on || 2 * int64_t(sg.rows.size()) <= rows) {
+      sent_values_ += int64_t(sg.rows.size()) * grads[i].size(1);
+      sparse.push_back(std::move(sg));
+    } else {
+      dense.push_back(grads[i]);
+      sent_values_ += grads[i].numel();
+    }
+  }
+}
+
+// Gradients packed into buckets of ~bucket_mb, one MPI_Allreduce each, unpacked scaled.
+void DataParallel::allreduce_buckets(const std::vector<Tensor>& grads, float scale) {
+  const auto cap = static_cast<int64_t>(bucket_mb * 1e6 / sizeof(float));
+  size_t first = 0;
+  while (first < grads.size()) {
+    size_t last = first;
+    int64_t n = 0;
+    while (last < grads.size() && (n == 0 || n + grads[last].numel() <= cap))
+      n += grads[last++].numel();
+    bucket_.resize(static_cast<size_t>(n));
+    int64_t at = 0;
+    for (size_t i = first; i < last; ++i) {
+      std::memcpy(bucket_.data() + at, grads[i].data<float>(), grads[i].nbytes());
+      at += grads[i].numel();
+    }
+    cpu::mpi_allreduce_sum(bucket_.data(), n);
+    at = 0;
+    for (size_t i = first; i < last; ++i) {
+      float* g = grads[i].data<float>();
+      for (int64_t j = 0; j < grads[i].numel(); ++j) g[j] = bucket_[at + j] * scale;
+      at += grads[i].numel();
+    }
+    first = last;
+  }
+}
+
+// The union's rows of every sparse gradient in one buffer, one all-reduce, written back scaled.
+// The other rows are +0 on every rank (mark_rows) and stay so: +0 · scale.
+void DataParallel::allreduce_rows(const std::vector<SparseGrad>& sparse, float scale) {
+  int64_t n = 0;
+  for (const SparseGrad& s : sparse) n += int64_t(s.rows.size()) * s.grad.size(1);
+  if (n == 0) return;
+  bucket_.resize(static_cast<size_t>(n));
+  float* at = bucket_.data();
+  for (const SparseGrad& s : sparse) {
+    const int64_t cols = s.grad.size(1);
+    const float* g = s.grad.data<float>();
+    for (int64_t r : s.rows) at = std::copy(g + r * cols, g + (r + 1) * cols, at);
+  }
+  cpu::mpi_allreduce_sum(bucket_.data(), n);
+  const float* from = bucket_.data();
+  for (const SparseGrad& s : sparse) {
+    const int64_t cols = s.grad.size(1);
+    float* g = s.grad.data<float>();
+    for (int64_t r : s.rows)
+      for (int64_t j = 0; j < cols; ++j) g[r * cols + j] = *from++ * scale;
+  }
 }
 
 void DataParallel::sum(std::vector<double>& v) const {

@@ -8,7 +8,9 @@
 //   rows    = rank r's rows [r·B/N, (r+1)·B/N) of the global batch of B (B % N == 0)
 //   loss_r  = mean cross-entropy over its rows;  backward  -> each rank's gradients
 //   grads   = (1/N) Σ_r grads_r     all-reduce, in buckets of ~bucket_mb (MPI_Allreduce on
-//                                   the CPU; one grouped ncclAllReduce with ncclAvg on GPUs)
+//                                   the CPU; one grouped ncclAllReduce with ncclAvg on GPUs);
+//                                   on the CPU a matrix most of whose rows no rank used (the
+//                                   word embedding's) sends only the used rows (RowSparsity)
 //   loss    = (1/N) Σ_r loss_r      with the tokens and a stop flag: one small fp64 all-reduce
 // Equal row counts make (1/N) Σ_r mean_r the global batch's mean, so the step is a single
 // process's on the whole batch up to the order of fp32 sums (tests/train/test_data_parallel.cpp,
@@ -16,8 +18,9 @@
 // same AdamW step on the same gradients: the weights stay equal without being sent again.
 // The all-reduce runs after the backward, not overlapped with it: on the CPU a shared-memory
 // all-reduce is copies done by the ranks' own cores, so there is nothing to overlap it with
-// (bert-tiny: 17.5 MB, 43-77 ms against a ~430 ms rank step here); on NVLink GPUs it is < 1%
-// of a step (docs/scaling.md). Overlap would need gradient-ready hooks in autograd/.
+// (bert-tiny on a Zen 5: 17.5 MB whole, 12-13 ms against a 37 ms rank step; as rows in use,
+// 2.4 MB and 2.2 ms); on NVLink GPUs it is < 1% of a step (docs/scaling.md). Overlap would
+// need gradient-ready hooks in autograd/.
 //
 // Rank 0 does everything that writes or prints (logs, evaluations, checkpoints, the final
 // model); the others compute. At the start the ranks compare their configs (a hash: a rank
@@ -40,6 +43,13 @@
 namespace mase::train {
 
 enum class DistBackend { none, mpi, nccl };
+
+// Which gradients the MPI all-reduce sends as rows (DataParallel::average_gradients):
+//   auto  a matrix whose rows in use on any rank are at most half of its rows — the word
+//         embedding's, of which a batch touches a few thousand of 30,522 — sends those rows
+//   on    every matrix sends its rows in use (for the tests); off: every gradient whole
+// MASE_DP_SPARSE=auto|on|off sets it (auto by default). The sums are the dense ones' values.
+enum class RowSparsity { auto_, on, off };
 // "none", "mpi", "nccl"; "auto": mpi under mpirun, else none. ConfigError otherwise.
 DistBackend parse_dist(const std::string& s);
 
@@ -69,6 +79,8 @@ class DataParallel {
   // every rank). `seconds` of the last call, for the measurement: last_seconds().
   void average_gradients(const std::vector<Tensor>& params);
   double last_seconds() const { return last_seconds_; }
+  // Gradient values the last call sent (of the rows in use, where sent as rows).
+  int64_t last_sent_values() const { return sent_values_; }
   // Sums of a few host numbers over the ranks, in place.
   void sum(std::vector<double>& v) const;
   std::string broadcast(const std::string& s) const;  // rank 0's string
@@ -83,8 +95,18 @@ class DataParallel {
   void abandon() { abandoned_ = true; }
 
   double bucket_mb = 25;  // PyTorch DDP's default bucket size
+  RowSparsity row_sparsity = RowSparsity::auto_;  // MASE_DP_SPARSE, read by start()
 
  private:
+  struct SparseGrad {
+    Tensor grad;                // (rows, cols)
+    std::vector<int64_t> rows;  // the rows in use on some rank, ascending
+  };
+  void split_by_rows(const std::vector<Tensor>& grads, std::vector<Tensor>& dense,
+                     std::vector<SparseGrad>& sparse);
+  void allreduce_buckets(const std::vector<Tensor>& grads, float scale);
+  void allreduce_rows(const std::vector<SparseGrad>& sparse, float scale);
+
   DataParallel() = default;
   DistBackend backend_ = DistBackend::none;
   bool nccl_ = false;
@@ -93,6 +115,8 @@ class DataParallel {
   mutable bool collective_failure_ = false;
   bool abandoned_ = false;
   std::vector<float> bucket_;  // host staging of one bucket (MPI)
+  std::vector<uint8_t> mask_;  // the rows in use of every matrix, then their union (MPI)
+  int64_t sent_values_ = 0;
 };
 
 // The dropout seed of rank r: rank 0 keeps `seed` (what checkpoints record); the others mix it.

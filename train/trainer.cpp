@@ -251,6 +251,7 @@ StepResult Trainer::data_parallel_step(const data::Batch& batch) {
   backward(loss);                                            // every parameter's .grad
   dp_->average_gradients(dp_params_);                        // the mean over the ranks
   dp_allreduce_s_ += dp_->last_seconds();
+  dp_sent_values_ += dp_->last_sent_values();
   s.grad_norm = config_.clip > 0 ? clip_grad_norm(*optimizer_, config_.clip)
                                  : grad_norm(model_.parameters());
   if (!std::isfinite(s.grad_norm)) return s;                 // diverged: weights untouched
@@ -485,9 +486,11 @@ void Trainer::write_final(const TrainResult& r) {
   j["parameters"] = model_.num_parameters();
   j["trainable_parameters"] = model_.num_parameters(/*trainable_only=*/true);
   j["threads"] = num_threads();
-  if (dp_) {  // data parallel: ranks, and rank 0's seconds in the gradient all-reduce
+  if (dp_) {  // data parallel: ranks, rank 0's seconds in the gradient all-reduce and the
+              // gradient bytes it sent (fp32; fewer than the parameters' where rows are sparse)
     j["ranks"] = dp_->world();
     j["allreduce_s"] = dp_allreduce_s_;
+    j["allreduce_bytes"] = dp_sent_values_ * int64_t(sizeof(float));
   }
   // memory held from the OS at the peak (the caching allocator's view: runtime/allocator.h)
   j["peak_memory_bytes"] = allocator_stats(device_).peak_os_bytes;

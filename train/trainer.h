@@ -179,6 +179,7 @@ class Trainer {
   DataParallel* dp_ = nullptr;
   std::vector<Tensor> dp_params_;  // the trainable parameters, in the optimizer's order
   double dp_allreduce_s_ = 0;      // seconds in the gradient all-reduce, this process
+  int64_t dp_sent_values_ = 0;     // gradient values it sent, all steps
   fs::path last_ckpt_;
   int64_t last_ckpt_step_ = -1;  // a checkpoint of this very step needs no second save
 };

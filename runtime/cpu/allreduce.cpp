@@ -87,6 +87,12 @@ void mpi_allreduce_min_max(uint64_t v, uint64_t* min, uint64_t* max) {
   check(MPI_Allreduce(&v, max, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
 }
 
+void mpi_allreduce_or(uint8_t* buf, int64_t n) {
+  in_chunks(buf, n, [](uint8_t* p, int c) {
+    check(MPI_Allreduce(MPI_IN_PLACE, p, c, MPI_UINT8_T, MPI_BOR, MPI_COMM_WORLD), "MPI_Allreduce");
+  });
+}
+
 void mpi_broadcast(void* buf, int64_t bytes, int root) {
   in_chunks(static_cast<char*>(buf), bytes, [root](char* p, int c) {
     check(MPI_Bcast(p, c, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
@@ -110,6 +116,7 @@ void mpi_stop() {}
 void mpi_allreduce_sum(float*, int64_t) { no_mpi("mpi_allreduce_sum"); }
 void mpi_allreduce_sum(double*, int64_t) { no_mpi("mpi_allreduce_sum"); }
 void mpi_allreduce_min_max(uint64_t, uint64_t*, uint64_t*) { no_mpi("mpi_allreduce_min_max"); }
+void mpi_allreduce_or(uint8_t*, int64_t) { no_mpi("mpi_allreduce_or"); }
 void mpi_broadcast(void*, int64_t, int) { no_mpi("mpi_broadcast"); }
 void mpi_barrier() { no_mpi("mpi_barrier"); }
 

@@ -29,6 +29,8 @@ void mpi_allreduce_sum(float* buf, int64_t n);
 void mpi_allreduce_sum(double* buf, int64_t n);
 // Both the minimum and the maximum of v over the ranks (MPI_MIN, MPI_MAX).
 void mpi_allreduce_min_max(uint64_t v, uint64_t* min, uint64_t* max);
+// The bitwise OR of n bytes over the ranks, in place (MPI_BOR): a union of row masks.
+void mpi_allreduce_or(uint8_t* buf, int64_t n);
 void mpi_broadcast(void* buf, int64_t bytes, int root);
 void mpi_barrier();
 

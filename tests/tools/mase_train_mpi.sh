@@ -2,7 +2,8 @@
 # tests/tools/mase_train_mpi.sh MASE_TRAIN — data-parallel training over MPI on localhost
 # (train/data_parallel.h), on a made-up IMDb written here:
 #   1. 2 ranks give the loss curve of 1 process with the same global batch and seed, step by
-#      step within fp32 reassociation (relative 1e-4; dropout off: its masks are per rank);
+#      step within fp32 reassociation (relative 1e-4; dropout off: its masks are per rank),
+#      and the same losses bit for bit whether gradients go as their rows in use or whole;
 #   2. 2 ranks stopped with SIGTERM in the middle (exit 130, one checkpoint by rank 0) and
 #      resumed by 2 ranks end with exactly the losses of an uninterrupted 2-rank run;
 #   3. resuming that 2-rank checkpoint with 1 process, and ranks started with different
@@ -48,6 +49,22 @@ paste "$dir/one.loss" "$dir/two.loss" | awk '
     if ($1 != $3 || r > 1e-4) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
   END { printf "loss curves: 12 steps, largest relative difference %.2e\n", worst; exit bad }' ||
   fail "2 ranks' losses differ from 1 process's beyond fp32 reassociation"
+
+# 1b. gradients sent as rows in use (train/data_parallel.h, RowSparsity) or whole: with 2 ranks
+#     each sum is a + b either way, so the losses must be identical, bit for bit, and the rows
+#     must send fewer bytes (this model's position table: 64 rows, 16 in use)
+for m in off on auto; do
+  $mpi -x MASE_DP_SPARSE=$m "$bin" $common --max-steps 12 --out "$dir/rows-$m" > "$dir/rows-$m.log" 2>&1 ||
+    fail "2 ranks with MASE_DP_SPARSE=$m exited $?: $(tail -n 5 "$dir/rows-$m.log")"
+  loss "$dir/rows-$m/train_log.jsonl" > "$dir/rows-$m.loss"
+done
+cmp -s "$dir/rows-off.loss" "$dir/rows-on.loss" || fail "rows in use ('on') and whole gradients ('off') gave different losses: $(paste "$dir/rows-off.loss" "$dir/rows-on.loss" | head -n 3)"
+cmp -s "$dir/rows-off.loss" "$dir/rows-auto.loss" || fail "MASE_DP_SPARSE=auto gave other losses than off"
+bytes() { sed -n 's/.*"allreduce_bytes": *\([0-9]*\).*/\1/p' "$1/final.json"; }
+b_off=$(bytes "$dir/rows-off"); b_on=$(bytes "$dir/rows-on"); b_auto=$(bytes "$dir/rows-auto")
+[ -n "$b_off" ] && [ -n "$b_auto" ] && [ "$b_auto" -lt "$b_off" ] && [ "$b_on" -le "$b_auto" ] ||
+  fail "expected fewer bytes sent as rows: off $b_off, auto $b_auto, on $b_on"
+echo "rows: losses identical with MASE_DP_SPARSE=off/on/auto; bytes sent in 12 steps: $b_off / $b_on / $b_auto"
 
 # 2. SIGTERM in the middle, resume with 2 ranks: the same losses as without the stop
 $mpi "$bin" $common --max-steps 200 --out "$dir/full" > "$dir/full.log" 2>&1 || fail "full run exited $?: $(tail -n 5 "$dir/full.log")"
