@@ -10,16 +10,17 @@
 //     keep the SMs full even when rows are short. float4 loads when the rows are 16-byte
 //     aligned (cols % 4 == 0): a quarter of the load instructions.
 //   1024 < cols ≤ 12032: one BLOCK per row, the row copied into shared memory as it is read
-//     (48 KB, the most a block gets without opting in), so the write sweep reads it from
-//     there: still one read of global memory.
+//     (47 KB: a block gets 48 KB without opting in, its static part included), so the write
+//     sweep reads it from there: still one read of global memory.
 //   longer rows: one block per row, online (max, sum) in the first sweep, a second read of
 //     the row to write it (2 reads + 1 write: the price of not holding the row anywhere).
 // Backward the same way: dx needs Σ dy·y (or Σ dy) over the row, then one elementwise pass;
 // the warp kernel holds dy and y in registers, the block kernel caches them (≤ 6016 cols).
 //
 // The kernel ladder that led here (three sweeps → online → cached → warp per row), each
-// version timed by `mase-bench --suite gpu-ladder`, is cuda/softmax_ladder.cu; the lesson is in
-// docs/performance.md ("GPU kernels"). Same math and fully-masked-row rule as the CPU.
+// version timed by `mase-bench --suite gpu-softmax` (gpu-softmax/ladder/v<k>), is
+// cuda/softmax_ladder.cu; the lesson is docs/gpu-kernels.md ("Softmax: the ladder"), the
+// figures docs/performance.md ("GPU kernels"). Same math and fully-masked-row rule as the CPU.
 #include "cuda/softmax_rows.cuh"
 #include "runtime/kernels/softmax.h"
 

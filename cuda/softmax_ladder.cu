@@ -1,5 +1,5 @@
 // cuda/softmax_ladder.cu — the softmax kernel ladder (llm.c dev/cuda style): each version that
-// led to cuda/softmax.cu, kept runnable so `mase-bench --suite gpu-ladder` can validate and time
+// led to cuda/softmax.cu, kept runnable so `mase-bench --suite gpu-softmax` can validate and time
 // them side by side. Students read this file top to bottom; docs/performance.md ("GPU kernels")
 // says what each step bought on a real GPU.
 //

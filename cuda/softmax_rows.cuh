@@ -2,8 +2,9 @@
 // header so that the kernel ladder (cuda/softmax_ladder.cu) times the very same kernels.
 // Included by .cu files only. Read cuda/softmax.cu first (which kernel runs when, and why).
 //
-// Two shapes of kernel, both reading each input element from global memory ONCE and writing
-// each output element once — the least traffic any softmax can have (2 × 4 bytes an element):
+// Two shapes of kernel, both reading each input element from global memory ONCE (when the row
+// fits in registers or shared memory) and writing each output element once — the least
+// traffic any softmax can have (2 × 4 bytes an element):
 //
 //   warp_row_*    one warp per row, the row held in registers: lane l owns the vectors
 //                 l, l + 32, l + 64, … of the row (kIters of them, kVec floats each: float4

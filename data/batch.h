@@ -13,10 +13,11 @@
 // Order, a function of (seed, epoch) only:
 //   no shuffle:  0, 1, 2, … cut into batches;
 //   shuffle:     a seeded permutation cut into batches;
-//   bucketing:   the permutation cut into windows of `bucket_batches` batches, each window
-//                sorted by length and cut into batches, then the batches shuffled. Batches
-//                hold similar lengths, so little padding is computed; the windows keep it
-//                random. (IMDb lengths vary 10x: bucketing saves a large share of compute.)
+//   bucketing:   that order cut into windows of `bucket_batches` batches, each window
+//                sorted by length and cut into batches, then (with shuffle) the batches
+//                shuffled. Batches hold similar lengths, so little padding is computed; the
+//                windows keep it random. (IMDb lengths vary 10x: bucketing saves a large
+//                share of compute.)
 //
 // Read next: dataset.h (where the splits come from), ../train (the consumer).
 #pragma once

@@ -42,8 +42,9 @@ Tensor BertSelfAttention::forward(const Tensor& x, const Tensor& mask) {
   const double p = drop ? drop->p : 0.0;
   const bool training = drop ? drop->is_training() : false;
   Tensor ctx = sdpa(q, k, v, mask, p, training);  // (B, NH, T, HS)
-  // merge heads: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C); sdpa writes its output in
-  // (B, T, NH, HS) layout, so on the CPU this is a view (the reference path: a packing copy)
+  // merge heads: (B, NH, T, HS) -> (B, T, NH, HS) -> (B, T, C); sdpa's fused kernels (CPU, and
+  // CUDA for the head sizes it has) write (B, T, NH, HS), so this is a view; the reference
+  // path (other CUDA head sizes, a mask that needs a gradient) pays a packing copy
   return reshape(transpose(ctx, 1, 2), {B, T, C});
 }
 

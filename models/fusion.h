@@ -7,13 +7,13 @@
 // never decides this itself. fuse_kernels() is a pass over the module tree, run by whoever
 // runs the model (mase-train, mase-bench, the searches): it sets the `fused` flag of every
 // BertIntermediate / BertSelfOutput / BertOutput whose children are exactly the plain modules
-// (Linear with a bias, GELU, LayerNorm, Dropout or Identity), and leaves the others — a
-// QuantizedLinear, a LoRA wrapper — on the reference path, which calls them. One kind of
-// non-plain Linear opts in: a module that is a SplitBias (below) and says its bias splits off
-// — the integer Linear of quant/integer_linear.h, whose product runs in int8 and whose bias the
-// fused pass adds as it would a plain Linear's. Its row products (below) also give a third
-// form, for inference only: the whole FFN of a BertLayer a chunk of rows at a time, its
-// intermediate never leaving the cache (ffn_in_chunks).
+// (Linear, with a bias in the FFN; GELU, LayerNorm, Dropout or Identity), and leaves the
+// others — a QuantizedLinear, a LoRA wrapper — on the reference path, which calls them. One
+// kind of non-plain Linear opts in: a module that is a SplitBias (below) and says its bias
+// splits off — the integer Linear of quant/integer_linear.h, whose product runs in int8 and
+// whose bias the fused pass adds as it would a plain Linear's. Its row products (below) also
+// give a third form, for inference only: the whole FFN of a BertLayer a chunk of rows at a
+// time, its intermediate never leaving the cache (ffn_in_chunks).
 //
 // Replacing a child (Module::replace_submodule) clears its parent's flag: run the pass again
 // after passes that swap modules. A traced model (graph/) shows whichever form runs: the fused

@@ -134,7 +134,8 @@ void set_grad_enabled(bool on);
 
 // ---- raw in-place helpers (no autograd) used by optimizers, init and kernels' callers -----
 void fill_(const Tensor& t, double value);         // every element = value
-void copy_(const Tensor& dst, const Tensor& src);  // same shape; any strides/devices; converts dtype
+// same shape; any strides; one device, or CPU <-> GPU (not GPU to GPU); converts dtype
+void copy_(const Tensor& dst, const Tensor& src);
 
 // ---- template definitions ---------------------------------------------------------------
 template <class T>

@@ -16,7 +16,10 @@ StepResult host_checked_step(nn::BertForSequenceClassification& model, AdamW& op
   backward(loss);                                           // every parameter's .grad
   profile::mark_phase("clip");
   s.grad_norm = clip > 0 ? clip_grad_norm(opt, clip) : grad_norm(model.parameters());
-  if (!std::isfinite(s.grad_norm)) return s;                // diverged: weights untouched
+  if (!std::isfinite(s.grad_norm)) {                        // diverged: weights untouched,
+    opt.zero_grad();                                        // no NaN left for the next step
+    return s;
+  }
   profile::mark_phase("optimizer");
   opt.set_gate(Tensor());
   opt.step();                                               // AdamW

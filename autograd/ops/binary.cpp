@@ -1,5 +1,5 @@
 // autograd/ops/binary.cpp — add, sub, mul, div (tensor ⊙ tensor with broadcasting, and with
-// a scalar), plus the raw helpers accumulate_ and sum_to.
+// a scalar), plus the raw helpers accumulate_, mul_ and sum_to.
 //
 //   forward                 backward (then each gradient is summed down to its input's shape)
 //   y = a + b               da = dy            db = dy

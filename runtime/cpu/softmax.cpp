@@ -10,20 +10,24 @@
 //
 // Memory traffic (Lab 4). The naive composition max, x − m, exp, Σ, ÷ (softmax_reference)
 // reads the (M, N) input ~5 times and writes ~3 (M·N floats each), and each write to memory
-// also costs a read (the cache line is fetched before it is overwritten). Here x is read from memory once and y written once: pass 1 reads x and
-// keeps the exps in a per-thread row buffer (L1/L2: a BERT row is 1 KB, a 4096-wide row
-// 16 KB), pass 2 writes y — for big outputs with non-temporal stores, which skip the fetch
-// of y's old lines. To DRAM the kernel looks like a copy: M·N read, M·N written.
+// also costs a read (the cache line is fetched before it is overwritten). Here x is read from
+// memory once and y written once: pass 1 reads x and keeps the exps in a per-thread row buffer
+// (L1/L2: a BERT row is 1 KB, a 4096-wide row 16 KB), pass 2 writes y — for big outputs with
+// non-temporal stores, which skip the fetch of y's old lines. To DRAM the kernel looks like a
+// copy: M·N read, M·N written.
 // The online update is what lets pass 1 produce the exps before the row max is known: each
 // chunk uses the max so far, and pass 2 rescales it by one multiply (no second exp). Updating
 // per chunk rather than per element costs one scalar exp when the max rises, instead of two
 // exps per element (s·exp(m − m') + exp(x − m') element by element).
 //
-// exp is exp_f32 (fast_math.h), 8 lanes per AVX2 instruction; with scalar libm exp the
-// kernel was compute-bound (docs/performance.md). Rows are spread over threads, one row
-// never split, and each row is summed in a fixed order, so results do not depend on the
-// thread count. Chunk sums are in T (≤ kChunk terms, each ≤ 1), the row sum in double.
-// Backward reads y and dy once each and writes dx once, the sums in double (rowwise.h).
+// exp is exp_f32_flush (fast_math.h: results below ~1.6e-38 become 0), 8 lanes per AVX2
+// instruction. Even so a core takes about as long for the exps as a memcpy of the same bytes,
+// so the kernel stays compute-bound, at ~0.6 of memcpy (docs/performance.md, "Kernels: fused
+// against the composition they replace"). Rows are spread over threads, one row never split,
+// and each row is summed in a fixed order, so results do not depend on the thread count.
+// Chunk sums are in T (≤ kChunk terms, each ≤ 1), the row sum in double.
+// Backward reads y and dy from memory once each (its second sweep finds the row in cache) and
+// writes dx once, the sums in double (rowwise.h).
 #include "runtime/kernels/softmax.h"
 
 #include <algorithm>

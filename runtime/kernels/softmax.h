@@ -40,15 +40,16 @@ MASE_CUDA_FN(void, log_softmax_forward, (float* out, const float* inp, int64_t r
 MASE_CUDA_FN(void, log_softmax_backward, (float* dinp, const float* dout, const float* out,
                                           int64_t rows, int64_t cols))
 
-// ---- the kernel ladder (cuda/softmax_ladder.cu; timed by bench/bench_gpu_ladder.cpp) ----
+// ---- the kernel ladder (cuda/softmax_ladder.cu; timed by bench/bench_gpu_softmax.cpp) ----
 // Version v of the softmax forward, kept to teach what each step buys: 1 = one block per row,
 // three sweeps of global memory (max, Σ exp, write); 2 = one block per row, online (max, sum)
 // in one sweep, then the write; 3 = one block per row, the row cached in shared memory (one
-// read);
-// 4 = one warp per row, the row in registers. softmax_forward runs 4, else 3, else 2.
+// read); 4 = one warp per row, the row in registers. softmax_forward runs 4, else 3, else 2.
 constexpr int kSoftmaxVersions = 4;
 inline bool softmax_version_applies(int version, int64_t cols) {
-  if (version == 3) return cols * 4 <= 48 * 1024;  // the row fits in 48 KB of shared memory
+  // the row fits in the 47 KB of shared memory the kernels use (cuda/softmax_rows.cuh,
+  // kCacheBytes: 48 KB less room for the kernel's own static shared memory)
+  if (version == 3) return cols * 4 <= 47 * 1024;
   if (version == 4) return cols <= 1024;           // 32 registers a lane
   return version == 1 || version == 2;
 }

@@ -1,4 +1,5 @@
-// tests/autograd/test_binary.cpp — add/sub/mul/div: values, broadcasting, gradcheck, errors.
+// tests/autograd/test_binary.cpp — add/sub/mul/div: values, broadcasting, gradcheck, errors,
+// CPU == CUDA.
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "helpers.h"
