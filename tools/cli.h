@@ -17,8 +17,9 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -30,6 +31,17 @@
 namespace mase::cli {
 
 constexpr int kExitError = 1, kExitUsage = 2;
+
+// Set by a tool whose processes run as one job (mase-train under mpirun): given an error line,
+// true when this process is not to print it (every process raised it; rank 0 prints it).
+// Unset, or false: the line is printed.
+inline std::function<bool(const std::string&)> quiet_error;
+
+// Prints "tool: message" on stderr unless quiet_error says another process prints it.
+inline void say_error(const char* tool, const std::string& message) {
+  const std::string line = std::string(tool) + ": " + message;
+  if (!(quiet_error && quiet_error(line))) std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 namespace detail {
 inline const char* crash_tool = "mase";
@@ -125,7 +137,7 @@ std::optional<int> parse(CLI::App& app, const char* tool, Args&&... args) {
     std::cout << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", tool, printable(house_form(e.what())).c_str());
+    say_error(tool, printable(house_form(e.what())) + " (see --help)");
     return kExitUsage;
   }
   return std::nullopt;
@@ -191,13 +203,13 @@ int run(const char* tool, F&& body) {
   try {
     return body();
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "%s: %s\n", tool, printable(e.what()).c_str());
+    say_error(tool, printable(e.what()));
     return kExitUsage;
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s: %s\n", tool, printable(e.what()).c_str());
+    say_error(tool, printable(e.what()));
     return kExitError;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: unexpected error: %s\n", tool, printable(e.what()).c_str());
+    say_error(tool, "unexpected error: " + printable(e.what()));
     return kExitError;
   }
 }

@@ -34,6 +34,7 @@ namespace {
 
 constexpr int kExitDiverged = 3, kExitInterrupted = 130;  // 1 and 2: tools/cli.h
 
+
 const char* kFooter = R"(Examples:
   mase-train --model bert-tiny --data imdb --data-dir ../shared/data
       from scratch with the recipe for bert-tiny (sentencepiece 16k trained on IMDb train,
@@ -270,6 +271,7 @@ int main(int argc, char** argv) {
   pred->footer("Examples:\n  mase-train predict runs/bert-tiny-imdb-20250101-120000 \"A wonderful film.\"\n"
                "  mase-train predict runs/bert-tiny-imdb-20250101-120000 --logits --file reviews.txt");
 
+  cli::quiet_error = quiet_rank;  // under mpirun: one error line per job (train/data_parallel.h)
   if (auto status = cli::parse(app, "mase-train", argc, argv)) return *status;
 
   return cli::run("mase-train", [&]() -> int {

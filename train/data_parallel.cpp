@@ -58,6 +58,19 @@ DistBackend parse_dist(const std::string& s) {
   throw ConfigError(cat("[dist] expected --dist auto, none, mpi or nccl, got '", s, "'"));
 }
 
+bool quiet_rank(const std::string& line) {
+  if (!cpu::mpi_launched()) return false;
+  try {
+    int rank = 0;
+    const int agreed = cpu::mpi_agree(fnv1a(line.data(), line.size()), 2.0, &rank);
+    if (agreed < 0) return false;
+    cpu::mpi_stop();  // every rank is here
+    return agreed == 1 && rank != 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 uint64_t rank_seed(uint64_t seed, int rank) {
   return rank == 0 ? seed : seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(rank));
 }
@@ -266,6 +279,14 @@ void DataParallel::check_same(const std::string& what, const std::string& text) 
   collective_failure_ = lo != hi;
   MASE_CHECK(lo == hi, ConfigError, "[dist] expected every rank to have the same ", what,
              ", got ranks that differ (start every rank with the same flags and files)");
+}
+
+void DataParallel::check_same_bytes(
+    const std::string& what, const std::vector<std::pair<const void*, size_t>>& parts) const {
+  if (world_ == 1) return;
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& [p, n] : parts) h = fnv1a(p, n, h);
+  check_same(what, std::to_string(h));
 }
 
 void DataParallel::check_same_values(const std::string& what,

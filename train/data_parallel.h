@@ -87,6 +87,10 @@ class DataParallel {
   // ConfigError (`what`, hint) on every rank unless every rank passed the same text / values.
   void check_same(const std::string& what, const std::string& text) const;
   void check_same_values(const std::string& what, const std::vector<Tensor>& tensors) const;
+  // The same for byte ranges (the token ids and labels each rank loaded: its data folder and
+  // cache may come from the environment, which the config does not record).
+  void check_same_bytes(const std::string& what,
+                        const std::vector<std::pair<const void*, size_t>>& parts) const;
   // Whether the last error was one every rank raised together (check_same): then rank 0
   // alone prints it.
   bool collective_failure() const { return collective_failure_; }
@@ -121,5 +125,13 @@ class DataParallel {
 
 // The dropout seed of rank r: rank 0 keeps `seed` (what checkpoints record); the others mix it.
 uint64_t rank_seed(uint64_t seed, int rank);
+
+// For the error line of a process under mpirun: true when it is not to print it. Every rank
+// runs with the same flags and files, so most errors are every rank's alike: those are printed
+// once, by rank 0. The ranks compare the line (a hash) on a communicator of their own
+// (cpu::mpi_agree) and then end the job cleanly; a line of one rank's own, or one that the
+// other ranks do not reach within 2 s (they went on), is printed by the rank that has it.
+// Outside mpirun: false. For tools/cli.h's quiet_error.
+bool quiet_rank(const std::string& line);
 
 }  // namespace mase::train

@@ -114,7 +114,9 @@ RunDir RunDir::open(const fs::path& path) {
   restore_moved_aside(path / "checkpoints");
   remove_temporaries(path / "checkpoints");
   MASE_CHECK(run.latest_checkpoint().has_value(), ConfigError, "[resume] ", path.string(),
-             " has no checkpoint yet (it stopped before its first one); start it again");
+             " has no checkpoint yet (it stopped before its first one): start it again with "
+             "another --out, or delete ", path.string(), " and reuse the name (it holds only ",
+             "its config and logs)");
   return run;
 }
 

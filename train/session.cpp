@@ -80,6 +80,19 @@ Data load_data(const TrainConfig& c, std::FILE* out) {
   return r;
 }
 
+// Ranks must train on the same reviews: their data folders and caches may come from the
+// environment ($MASE_DATA_DIR, $MASE_CACHE_DIR), which the compared config does not record.
+void check_same_data(const DataParallel* dp, const Data& d) {
+  if (!dp) return;
+  std::vector<std::pair<const void*, size_t>> parts;
+  for (const data::TokenizedSplit* s : {&d.train, &d.test}) {
+    parts.emplace_back(s->ids.data(), s->ids.size() * sizeof(int32_t));
+    parts.emplace_back(s->offsets.data(), s->offsets.size() * sizeof(int64_t));
+    parts.emplace_back(s->labels.data(), s->labels.size() * sizeof(int32_t));
+  }
+  dp->check_same_bytes("data (the token ids and labels of the reviews)", parts);
+}
+
 void check_vocab(const nn::BertConfig& mc, const data::Tokenizer& tok, const std::string& what) {
   MASE_CHECK(mc.vocab_size == tok.vocab_size(), ConfigError, "[train] ", what, " has vocab_size ",
              mc.vocab_size, " but the tokenizer has ", tok.vocab_size(),
@@ -313,6 +326,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
   }
   const json compression = read_compression(c);
   Data d = load_data(c, out);
+  check_same_data(dp, d);
   auto model = build_model(c, *d.tokenizer, out);
   apply_compression(*model, c, compression, out);  // before the optimizer exists (QAT)
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);
@@ -360,8 +374,10 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
              " has no tokenizer file (vocab.txt or tokenizer.model)");
   c.vocab = tok.string();
   c.tokenizer = tokenizer_kind(tok);
-  Data d = load_data(c, out);
   const fs::path ckpt = *run.latest_checkpoint();
+  check_world_size(ckpt, dp ? dp->world() : 1);  // before the batch is split over the ranks
+  Data d = load_data(c, out);
+  check_same_data(dp, d);
   nn::BertConfig mc = nn::load_config((ckpt / "config.json").string());
   check_vocab(mc, *d.tokenizer, (ckpt / "config.json").string());
   auto model = std::make_shared<nn::BertForSequenceClassification>(mc);

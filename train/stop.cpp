@@ -37,7 +37,7 @@ static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be sign
 // loop (a library's thread shutdown at exit). Only async-signal-safe calls: write(2), _exit(2).
 extern "C" void on_stop_signal(int sig) {
   if (g_stop.exchange(true)) {
-    const char quit[] = "\n[train] second signal: quitting at once (no checkpoint)\n";
+    const char quit[] = "\n[train] second signal: quitting at once (no checkpoint from now on)\n";
     ssize_t ignored = ::write(STDERR_FILENO, quit, sizeof quit - 1);
     (void)ignored;
     ::_exit(128 + sig);

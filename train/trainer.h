@@ -96,6 +96,10 @@ struct TrainResult {
   fs::path checkpoint;          // the last checkpoint written (may be empty)
 };
 
+// ConfigError unless the checkpoint folder was written by a run of `world` ranks (resume needs
+// as many: each rank's share of the batch and its dropout stream depend on it).
+void check_world_size(const fs::path& checkpoint, int64_t world);
+
 class Trainer {
  public:
   // `config` must be resolved (resolve_recipe); `model` already on config.device, with its

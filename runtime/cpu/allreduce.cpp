@@ -10,7 +10,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <thread>
 #endif
 
 namespace mase::cpu {
@@ -26,6 +28,7 @@ bool mpi_launched() {
 namespace {
 
 bool g_started = false;
+MPI_Comm g_agree = MPI_COMM_NULL;  // mpi_agree's own communicator
 
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -61,13 +64,39 @@ void mpi_start(int* rank, int* world) {
   }
   check(MPI_Comm_rank(MPI_COMM_WORLD, rank), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, world), "MPI_Comm_size");
+  // every rank's first collective after MPI_Init (wherever it starts MPI): they all match
+  if (g_agree == MPI_COMM_NULL) check(MPI_Comm_dup(MPI_COMM_WORLD, &g_agree), "MPI_Comm_dup");
 }
 
 void mpi_stop() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (g_started && !finalized) MPI_Finalize();
+  if (g_started && !finalized) {
+    if (g_agree != MPI_COMM_NULL) MPI_Comm_free(&g_agree);
+    MPI_Finalize();
+  }
   g_started = false;
+}
+
+int mpi_agree(uint64_t value, double timeout_s, int* rank) {
+  *rank = 0;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return -1;
+  int world = 1;
+  mpi_start(rank, &world);  // started already: reads rank and world
+  // min over the ranks of (v, ~v): min(v) == v and min(~v) == ~v mean every v is the same
+  uint64_t in[2] = {value, ~value}, out[2] = {0, 0};
+  MPI_Request req;
+  check(MPI_Iallreduce(in, out, 2, MPI_UINT64_T, MPI_MIN, g_agree, &req), "MPI_Iallreduce");
+  const double deadline = MPI_Wtime() + timeout_s;
+  for (int done = 0; !done;) {
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) break;
+    if (MPI_Wtime() > deadline) return -1;  // left pending: the process is about to exit
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return out[0] == value && out[1] == ~value ? 1 : 0;
 }
 
 void mpi_allreduce_sum(float* buf, int64_t n) {
@@ -117,6 +146,10 @@ void mpi_allreduce_sum(float*, int64_t) { no_mpi("mpi_allreduce_sum"); }
 void mpi_allreduce_sum(double*, int64_t) { no_mpi("mpi_allreduce_sum"); }
 void mpi_allreduce_min_max(uint64_t, uint64_t*, uint64_t*) { no_mpi("mpi_allreduce_min_max"); }
 void mpi_allreduce_or(uint8_t*, int64_t) { no_mpi("mpi_allreduce_or"); }
+int mpi_agree(uint64_t, double, int* rank) {
+  *rank = 0;
+  return -1;
+}
 void mpi_broadcast(void*, int64_t, int) { no_mpi("mpi_broadcast"); }
 void mpi_barrier() { no_mpi("mpi_barrier"); }
 

@@ -31,6 +31,13 @@ void mpi_allreduce_sum(double* buf, int64_t n);
 void mpi_allreduce_min_max(uint64_t v, uint64_t* min, uint64_t* max);
 // The bitwise OR of n bytes over the ranks, in place (MPI_BOR): a union of row masks.
 void mpi_allreduce_or(uint8_t* buf, int64_t n);
+// Whether every rank calls this with the same value within timeout_s: 1 (every rank called,
+// all values equal), 0 (every rank called, values differ), -1 (not every rank called in time,
+// or MPI is finalized or not built). Starts MPI when it has not started (an error can come
+// before the job's start); *rank is this process's rank (0 on -1). Runs on a communicator of
+// its own (duplicated at mpi_start), so a rank that never calls it never mismatches another
+// collective: tools use it to print an error that every rank raised alike once, from rank 0.
+int mpi_agree(uint64_t value, double timeout_s, int* rank);
 void mpi_broadcast(void* buf, int64_t bytes, int root);
 void mpi_barrier();
 

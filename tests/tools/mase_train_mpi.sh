@@ -109,4 +109,21 @@ code=$?
 [ "$(grep -c 'divides by the 2 ranks' "$dir/odd.log")" -eq 1 ] || fail "expected one [dist] line: $(cat "$dir/odd.log")"
 [ ! -e "$dir/odd" ] || fail "the refused run left $dir/odd behind: $(ls "$dir/odd")"
 echo "refused: $(grep 'divides by' "$dir/odd.log")"
+# 5. an error every rank raises alike is one line, not one per rank (train/data_parallel.h,
+#    quiet_rank): a bad flag, and a 2-rank checkpoint resumed by 3 ranks
+$mpi "$bin" --no-such-flag > "$dir/flag.log" 2>&1
+[ "$(grep -c '^mase-train:' "$dir/flag.log")" -eq 1 ] || fail "a bad flag under mpirun: expected one line, got: $(grep '^mase-train:' "$dir/flag.log")"
+cp -r "$dir/cut" "$dir/np3" && rm -f "$dir/np3/final.json"  # its 2-rank checkpoint, unfinished
+mpirun -np 3 --oversubscribe --bind-to none $([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root) \
+  "$bin" --resume "$dir/np3" > "$dir/np3.log" 2>&1
+[ "$(grep -c '^mase-train:' "$dir/np3.log")" -eq 1 ] && grep -q 'written by a run of 2 rank(s), expected 3' "$dir/np3.log" ||
+  fail "a 2-rank run resumed by 3 ranks: expected one line, got: $(grep '^mase-train:' "$dir/np3.log")"
+echo "once: $(grep '^mase-train:' "$dir/np3.log")"
+# 6. ranks reading different reviews through the environment (the flags are the same)
+cp -r "$dir/data" "$dir/data1"
+find "$dir/data1" -name '*.txt' | head -n 1 | while read -r f; do echo "other words entirely" > "$f"; done
+$mpi sh -c "MASE_DATA_DIR=$dir/data\$(echo \$OMPI_COMM_WORLD_RANK | sed s/^0\$//) MASE_CACHE_DIR=$dir/cache\$OMPI_COMM_WORLD_RANK exec \"$bin\" $(echo "$common" | sed 's/--data-dir [^ ]*//; s/--cache-dir [^ ]*//') --max-steps 2 --out $dir/envdata" > "$dir/envdata.log" 2>&1
+[ $? -ne 0 ] || fail "ranks with different data were accepted"
+[ "$(grep -c 'expected every rank to have the same data' "$dir/envdata.log")" -eq 1 ] || fail "expected one [dist] line about the data: $(grep 'mase-train' "$dir/envdata.log")"
+echo "refused: $(grep '\[dist\]' "$dir/envdata.log")"
 echo "mpi: ok"
