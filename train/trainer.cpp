@@ -116,15 +116,6 @@ void Trainer::set_forward(Forward f) {
   forward_ = f ? std::move(f) : eager_forward(model_);
 }
 
-void check_world_size(const fs::path& ckpt, int64_t world) {
-  const std::string state_file = (ckpt / RunDir::kState).string();
-  const TrainerState s =
-      TrainerState::from_json(nn::parse_json_file(state_file, "resume"), state_file);
-  MASE_CHECK(s.world_size == world, ConfigError, "[resume] ", ckpt.string(), " was written by a ",
-             "run of ", s.world_size, " rank(s), expected ", world, " (resume with mpirun -np ",
-             s.world_size, ": each rank's share of the batch and its dropout stream depend on it)");
-}
-
 void Trainer::restore(const fs::path& ckpt) {
   const std::string state_file = (ckpt / RunDir::kState).string();
   TrainerState s = TrainerState::from_json(nn::parse_json_file(state_file, "resume"), state_file);

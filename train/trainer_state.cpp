@@ -1,5 +1,6 @@
 // train/trainer_state.cpp — a checkpoint's trainer_state.json: TrainerState to and from JSON
-// (what it holds: train/trainer.h).
+// (what it holds: train/trainer.h), and the world-size check of --resume.
+#include "models/json_io.h"
 #include "runtime/error.h"
 #include "train/trainer.h"
 
@@ -73,6 +74,15 @@ TrainerState TrainerState::from_json(const json& j, const std::string& source) {
   } catch (const json::exception& e) {
     throw IoError(cat("[resume] ", source, " is not a trainer state (", e.what(), ")"));
   }
+}
+
+void check_world_size(const fs::path& ckpt, int64_t world) {
+  const std::string state_file = (ckpt / RunDir::kState).string();
+  const TrainerState s =
+      TrainerState::from_json(nn::parse_json_file(state_file, "resume"), state_file);
+  MASE_CHECK(s.world_size == world, ConfigError, "[resume] ", ckpt.string(), " was written by a ",
+             "run of ", s.world_size, " rank(s), expected ", world, " (resume with mpirun -np ",
+             s.world_size, ": each rank's share of the batch and its dropout stream depend on it)");
 }
 
 }  // namespace mase::train
