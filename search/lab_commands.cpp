@@ -58,6 +58,7 @@ void check_common(LabOptions& o, const std::string& command) {
              "[search] expected --plot ending in .svg or .png, got '", o.plot, "'");
   o.base.seed = o.seed;
   o.base.validate();
+  require_device(Device::parse(o.base.device));  // a missing GPU: one line, before any trial
 }
 
 // The trials run; one figure of the studies' best-so-far curves.

@@ -152,6 +152,8 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", base.data_dir, "folder with imdb/ in it (as mase-train)");
   app.add_option("--cache-dir", base.cache_dir, "tokenizer models and token caches");
   app.add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
+  app.add_option("--device", base.device, "where the trials train: cpu or cuda[:N]")
+      ->capture_default_str();
 
   cli::SweepCommands sweeps(app);  // sweep-width, sweep-sparsity: Lab 1 (tools/sweep_cli.h)
 
@@ -184,6 +186,12 @@ int main(int argc, char** argv) {
     if (app.count("--lr")) base.lr = lr;
     base.seed = seed;
     base.validate();
+    // a process that has touched CUDA cannot fork children that use it: --workers forks
+    MASE_CHECK(workers == 1 || Device::parse(base.device).is_cpu(), ConfigError,
+               "--workers ", workers, " expected --device cpu, got ", base.device, " (a forked "
+               "worker cannot use the GPU: start one mase-search per GPU with --resume and "
+               "CUDA_VISIBLE_DEVICES, all on the same --storage; docs/scaling.md)");
+    require_device(Device::parse(base.device));  // a missing GPU: one line, before any trial
     if (study_name.empty()) study_name = "arch-" + sampler;
 
     // --resume continues a study file that is there: a missing, empty or damaged one is named

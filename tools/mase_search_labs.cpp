@@ -132,6 +132,8 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
                 "on IMDb's training reviews and cached; precision: --init's)")
       ->check(cli::existing_file("a tokenizer file (vocab.txt or .model)"));
   c->add_option("--threads", o.base.threads, "threads (0 = all cores)")->capture_default_str();
+  c->add_option("--device", o.base.device, "where the trials train: cpu or cuda[:N]")
+      ->capture_default_str();
 }
 
 void defaults(LabOptions& o) {

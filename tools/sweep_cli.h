@@ -82,6 +82,8 @@ struct SweepFlags {
         ->capture_default_str()
         ->check(cli::seed_check());
     sub->add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
+    sub->add_option("--device", base.device, "where the points train and test: cpu or cuda[:N]")
+        ->capture_default_str();
   }
 
   // Checks what both sweeps need; resolves max_len from the run. ConfigError naming the flag.
@@ -100,6 +102,7 @@ struct SweepFlags {
     if (base.max_len == 0) base.max_len = search::trained_max_len(base.init);
     base.log_every = 25;
     base.validate();
+    require_device(Device::parse(base.device));  // a missing GPU: one line, before any point
   }
 
   // --plot's files; each must end in .svg or .png.

@@ -10,7 +10,8 @@
 #   1. the CPU == CUDA cases of test_quant: every format, MXINT8 packing, prune masks, QAT step
 #   2. test_quant's MXINT8 and prune cases with the GPU present (incl. the old CPU == CUDA case)
 #   3. mase-train --device cuda, 20 steps of QAT in 8-bit integer, then 20 with activation pruning
-#      and MXINT8 fake quantization (--compress), then --mxint8-weights (the packed Linear)
+#      and MXINT8 fake quantization (--compress), then --mxint8-weights (the packed Linear), LoRA,
+#      plain fp32; mase-search --device cuda (2 trials) and sweep-width (2 PTQ points)
 #   4. the GPU memory of bert-small and bert-base, fp32 vs MXINT8 weights (mase-bench counters)
 #   5. mase-bench --suite gpu-quant (each quantizer vs the D2D copy, MXINT8 pack/unpack, the MXINT8
 #      Linear vs cuBLAS), short minimum times
@@ -77,6 +78,20 @@ train() {  # train <name> <extra flags...>
 train int8 --quant "$cfg/int8.toml"
 train compress --compress "$cfg/compress.toml"
 train mxint8-weights --mxint8-weights
+train lora --lora-rank 8  # LoRA adapters on the GPU (issue 23: "works with LoRA, QAT, pruning")
+train plain               # the model the width sweep below quantizes
+# the searches on the GPU (--device since 2026-11-28): two trials of the Lab 2 space, then two
+# points of Lab 1.1's width sweep (PTQ) of the plain run
+t0=$SECONDS
+timeout 90 "$BIN/mase-search" --device "$DEVICE" --sampler random --trials 2 --max-steps 5 \
+  --train-subset 256 --test-subset 128 --batch-size 16 --max-len 64 --data-dir "$DATA" \
+  --cache-dir /tmp/mase-cache --dir /tmp/gpu-search > "$LOGS/search-gpu.log" 2>&1
+row "mase-search --device $DEVICE, 2 trials" "exit $?; $((SECONDS - t0)) s; $(grep -E '^best' "$LOGS/search-gpu.log" | cut -c1-120)"
+t0=$SECONDS
+timeout 90 "$BIN/mase-search" sweep-width --model-dir /tmp/run-quant-plain --device "$DEVICE" \
+  --widths 4,8 --curves ptq --test-subset 128 --data-dir "$DATA" --cache-dir /tmp/mase-cache \
+  --dir /tmp/gpu-sweep > "$LOGS/sweep-gpu.log" 2>&1
+row "mase-search sweep-width --device $DEVICE (PTQ, widths 4 and 8)" "exit $?; $((SECONDS - t0)) s; $(grep -E '^point' "$LOGS/sweep-gpu.log" | tail -2 | tr '\n' ';' | cut -c1-160)"
 
 # 4. memory: fp32 weights vs packed MXINT8 on the GPU (allocator and cudaMemGetInfo)
 timeout 60 "$BIN/mase-bench" --suite gpu-quant --benchmark_filter='gpu-quant/memory' \
