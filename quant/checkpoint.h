@@ -30,7 +30,8 @@
 
 namespace mase::quant {
 
-// The sidecar's "layers" object for `model` (QuantizedLinear and MxInt8Linear layers).
+// The sidecar's "layers" object for `model` (QuantizedLinear, MxInt8Linear and LoraLinear
+// layers).
 nlohmann::json compression_layers(nn::Module& model);
 // Rebuild those layers in a freshly built `model` (values are loaded afterwards). ConfigError
 // naming `source` for a path the model does not have or an entry that does not parse.

@@ -8,7 +8,7 @@
 //   minifloat_denorm  sign | c | m: 2^(c−b)·m/2^M (several codes can share a value; encode
 //                     picks the finest grid, i.e. the smallest c)
 //   log               sign | c: c = 0 is zero, else 2^(c−b)
-//   block formats     the element code, given the block's shared parameter (block.h)
+//   block formats     the element code, given the block's shared parameter (quant_block.h)
 //   mxint8            the int8 q; mxfp*: the OCP element code (E4M3, E5M2, E3M2, E2M3, E2M1)
 //   binary            1 bit: 1 = +, 0 = − (or 0); ternary: 2 bits, 00 = 0, 01 = +, 11 = −
 #pragma once

@@ -4,7 +4,8 @@
 // block_size ≥ 1, ...) and f32 storage. Fake-quantized tensors are stored in f32, so a format
 // whose values f32 cannot hold exactly is refused with a ConfigError that says why, e.g. a
 // minifloat with more than 23 mantissa bits, or a bias whose smallest subnormal is below
-// f32's 2^-149. (Values above f32's max are simply not part of the set: see kernels/scalar.h.)
+// f32's 2^-149. (Values above f32's max are simply not part of the set: see
+// runtime/kernels/quant_scalar.h.)
 #include "quant/format.h"
 
 #include <algorithm>

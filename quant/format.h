@@ -1,8 +1,9 @@
 // quant/format.h — what a number format is: its kind and parameters, parsed from MASE keys.
 //
 // A Format names one entry of ../shared/specs/formats.md (docs/formats.md explains each with
-// examples) plus its parameters. It is plain data: the kernels (runtime/kernels/quant_*.h) and the autograd
-// op (quant/quantize.h) read it, mase-quant prints it, and QuantizedLinear will hold four of them.
+// examples) plus its parameters. It is plain data: the kernels (runtime/kernels/quant_*.h) and
+// the autograd op (quant/quantize.h) read it, mase-quant prints it, and a QuantizedLinear holds
+// three or four of them (LinearQuantConfig, below).
 //
 // Configs use MASE's key names. One tensor's format reads `name` and `<prefix><param>`:
 //   {"name": "minifloat_ieee", "weight_width": 8, "weight_exponent_width": 4}
@@ -40,7 +41,8 @@ struct Format : FormatParams {
   // The parameter keys this kind takes, without prefix, e.g. {"width", "frac_width"}.
   static const std::vector<std::string>& keys(Kind k);
   // Bits per element of the stored format (block formats include their share of the scale):
-  // integer 8 -> 8, mxint8 -> 8.25, binary -> 1, ternary -> log2(3) rounded up to 2.
+  // integer 8 -> 8, mxint8 -> 8.25, binary -> 1, ternary -> log2(3) rounded up to 2,
+  // binary_residual -> levels (its activation form; its weight form |γ|·sign(w) is 1 bit).
   double bits_per_element() const;
   // Throws ConfigError "[quant] <where>: expected <prefix>width in 1..32, got 40" and the like.
   void validate(std::string_view where = "format", std::string_view prefix = "") const;

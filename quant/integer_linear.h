@@ -12,7 +12,7 @@
 // Each block's sum is exact in int32 and every scale is a power of two, so this equals the
 // fake-quantized fp32 reference Q_in(x)·Q_w(W)ᵀ + Q_b(b) up to the order of fp32 additions
 // (the reference rounds after every product-add; here only after each block). The int8 GEMM
-// (runtime/kernels/int8_gemm.h: AVX512-VNNI, AVX2, reference) does the work.
+// (runtime/kernels/int8_gemm.h: oneDNN, AVX512-VNNI, AVX2, reference) does the work.
 //
 // Where it runs: QuantizedLinear::forward takes this path by itself when it is allowed — no
 // autograd (eval under NoGradGuard), no graph tracer listening, f32 CPU tensors, and a config

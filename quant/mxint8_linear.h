@@ -3,11 +3,13 @@
 //
 // MxInt8Linear keeps the weight packed (quant/mxint8.h): int8 elements (out, in) and one E8M0
 // scale byte per block of 32 along `in`, the dimension the matmul reduces over. There is no
-// fp32 copy of the weight: forward dequantizes it into a temporary, uses it, and drops it:
+// lasting fp32 copy of the weight:
 //   y = x · dequant(Wq)ᵀ + b        x (..., in), Wq (out, in) packed, b (out) fp32
-// so y equals a Linear with the fake-quantized weight quantize(W, mxint8) exactly (same
-// dequantized values, same GEMM). Trading compute for memory: every forward pays one
-// dequantization, K + K/32 bytes read and 4K written per row (mase-quant --speed measures it).
+// On the CPU forward dequantizes Wq into a temporary, uses it, and drops it, so y equals a
+// Linear with the fake-quantized weight quantize(W, mxint8) exactly (same dequantized values,
+// same GEMM). Trading compute for memory: every forward pays one dequantization, K + K/32
+// bytes read and 4K written per row (mase-quant --speed measures it). On a GPU the GEMM
+// decodes Wq tile by tile (mxint8_linear, quant/mxint8.h): equal within rounding.
 // The packed weight is a buffer (not trainable); x and the bias still get gradients.
 //
 // Keys: "weight_elements" (i8) and "weight_scales" (u8) replace "weight"; "bias" is kept.

@@ -17,7 +17,7 @@
 //             regexes is a ConfigError (which one wins would otherwise depend on key order).
 //   "default" applies to every Linear no key matched. A config whose "name" is missing or
 //   null (or "bypass": true) leaves the layer unquantized. A key that matches no layer is a
-//   warning (printed to stderr and kept in the report) listing the layer names.
+//   ConfigError, before any layer changes, naming the nearest layer and listing them all.
 //   Stochastic quantizers of layer i (model order) are seeded with seed + 4·i.
 // prune: {"weight": {sparsity, method, scope, seed}, "activation": {...}} (prune.h), both
 //   optional; every Linear is pruned (plain ones become PrunedLinear). Weight masks are
@@ -44,7 +44,7 @@ struct QuantizeRow {
 
 struct QuantizeReport {
   std::vector<QuantizeRow> layers;    // every Linear the pass looked at, in model order
-  std::vector<std::string> warnings;  // keys that matched no layer
+  std::vector<std::string> warnings;  // printed after the table (the pass adds none now)
   int64_t quantized() const;          // layers whose new type quantizes
   std::string str() const;            // a table, then the warnings
   nlohmann::json to_json() const;

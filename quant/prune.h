@@ -4,7 +4,8 @@
 //   {"sparsity": 0.5, "method": "l1-norm" | "random", "scope": "local" | "global", "seed": 0}
 // Sparsity is exact: k = round(s·n) elements are pruned, with round half to even (Python's
 // round, which torch.nn.utils.prune uses too), e.g. s = 0.5 of n = 5 prunes round(2.5) = 2.
-//   l1-norm  the k smallest |x|, ties broken by position (flat index, then tensor order);
+//   l1-norm  the k smallest |x|, ties broken by position (global: tensor order, then flat
+//            index);
 //   random   k elements chosen uniformly, reproducibly from a Philox stream (seed);
 //   local    k per tensor (weights) or per row (activations: each token vector);
 //   global   k of all pruned weights together / of the whole activation tensor.

@@ -15,8 +15,8 @@
 // optimizer given quantizer.parameters() trains them. Bias under binary_residual is left
 // unquantized, as in MASE's LinearBinaryResidualSign.
 //
-// QuantizedLinear (next) is LinearQuantizers (four Quantizers built from parse_linear_config)
-// around quantized_linear() below. Read next: quant/mxint8.h.
+// QuantizedLinear (quant/quantized_linear.h) holds a LinearQuantizers (four Quantizers built
+// from parse_linear_config) and computes quantized_linear() below. Read next: quant/mxint8.h.
 #pragma once
 #include <optional>
 #include <string>
@@ -85,7 +85,8 @@ LinearQuantizers make_linear_quantizers(const LinearQuantConfig& config, uint64_
                                         DType dtype = DType::f32, Device device = Device::cpu());
 
 // y = Q_out(Q_in(x) · Q_w(W)ᵀ + Q_b(b)), in fp32 (formats.md, "Quantized Linear wrapper").
-// x (..., in), weight (out, in), bias (out) or undefined. QuantizedLinear's forward is this.
+// x (..., in), weight (out, in), bias (out) or undefined. QuantizedLinear's forward computes
+// this, with its masks, and under no-grad on the CPU by the integer path (integer_linear.h).
 Tensor quantized_linear(LinearQuantizers& q, const Tensor& x, const Tensor& weight,
                         const Tensor& bias = Tensor());
 

@@ -84,7 +84,8 @@ class QuantizedLinear : public nn::Linear {
   bool is_pruned() const { return weight_mask_.defined() || act_.has_value(); }
 
   // What this layer is, without its tensors (checkpoint sidecars, graph export):
-  //   {"quant": <config>, "seed": s, "weight_mask": bool, "activation": <spec>, "offset": n}
+  //   {"quant": <config>, "seed": s, "weight_mask": bool, "activation": <spec> or null,
+  //    "activation_offset": n (only with a spec)}
   nlohmann::json describe() const;
   // A QuantizedLinear over base's tensors as described (masks all-ones: values come from the
   // checkpoint loaded next).

@@ -57,7 +57,8 @@ const char* int8_isa_name(Int8Isa isa);  // "reference", "avx2", "avx512-vnni", 
 bool int8_isa_supported(Int8Isa isa);    // can this CPU run it (runtime/cpu_features.h)
 Int8Isa int8_isa_best();                 // the fastest one it can, in general
 // The one to pack a B (N, K) with scale blocks of `block` for: int8_isa_best(), except where
-// our own kernel beats oneDNN's on this CPU (runtime/cpu/onednn_gemm.h, kOnednnVnniMinK).
+// oneDNN cannot take B (several blocks per row, N or K under kOnednnMinNK) or our own kernel
+// beats oneDNN's on this CPU (runtime/cpu/onednn_gemm.h, kOnednnVnniMinK).
 Int8Isa int8_isa_for(int64_t N, int64_t K, int64_t block);
 
 // Blocks longer than this could overflow the int32 sums of the VNNI kernel (255·128 per term).
@@ -91,7 +92,8 @@ struct Int8PackedB {
 Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64_t N, int64_t K,
                         int64_t block, Int8Isa isa);
 
-// Ci (M, N) = A (M, K)·Bᵀ in int32. B must have one block (ConfigError otherwise).
+// Ci (M, N) = A (M, K)·Bᵀ in int32. B must have one block and not be packed for onednn
+// (ConfigError otherwise).
 void int8_gemm(int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
                const Int8PackedB& B);
 // C (M, N) = the block-scaled product above, + bias[j] when bias is not null. sa is (M, nblocks).

@@ -13,8 +13,8 @@
 // A block of zeros stays zeros; a block holding NaN or ±inf becomes all NaN (MX: scale 0xFF).
 // The arithmetic is in f64 (every f32 input and every power of two involved is exact there),
 // so these kernels favour clarity over speed; the packed MXINT8 kernels (mxint8.h) are the
-// fast path for MXINT8. One block is quant::block_quantize (quant_elem.h), which the CPU and
-// the CUDA kernel both call.
+// fast path for MXINT8. The arithmetic of one block is quant_elem.h's (block_plan, block_one;
+// block_quantize is the two in a loop), which the CPU and the CUDA kernels both run.
 #pragma once
 #include <cstdint>
 
@@ -38,8 +38,10 @@ int block_shared_param(const float* x, int64_t n, const quant::FormatParams& f);
 }  // namespace mase::cpu
 
 // ---- the CUDA twin: cuda/quant_block.cu ----
-// One GPU thread per block runs quant::block_quantize, the CPU's own function: the same bits.
-// f32 device pointers. (mxint8 has a faster twin: cuda::mxint8_fake_quantize in mxint8.h.)
+// block_size a power of two up to 32: a group of block_size lanes per block, lane i running
+// block_one on element i; other sizes: one thread per block running block_quantize. The CPU's
+// own functions, so the same bits. f32 device pointers. (mxint8 has a faster twin:
+// cuda::mxint8_fake_quantize in mxint8.h.)
 namespace mase::cuda {
 
 MASE_CUDA_FN(void, block_forward, (float* out, const float* inp, int64_t rows, int64_t cols,

@@ -382,7 +382,8 @@ MASE_HOST_DEVICE inline T block_one(T x, const BlockPlan& b) {
 }
 
 // y = Q(x) for one block of n elements (y may equal x). The CPU kernel calls it per block on
-// a thread of its pool; the CUDA kernel runs block_plan and block_one on a group of lanes.
+// a thread of its pool; the CUDA kernel runs block_plan and block_one on a group of lanes (or,
+// for a block size that is not a power of two up to 32, calls this on one thread per block).
 // (One loop per kind rather than block_one in one loop: the switch stays outside the loop,
 // which the compiler then vectorizes where it can; the arithmetic is block_one's.)
 template <class T>

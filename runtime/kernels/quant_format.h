@@ -1,9 +1,9 @@
 // runtime/kernels/quant_format.h — a number format as the quantization kernels see it: its kind
 // and its parameters, plain data.
 //
-// The kernels (runtime/cpu/quant_*.cpp, prune.cpp, mxint8.cpp and their CUDA twins) read only
-// these fields. Parsing MASE's config keys, printing and validating a format are quant/'s
-// business: quant::Format (quant/format.h) is this struct plus those methods.
+// The kernels that take a format (runtime/cpu/quant_scalar.cpp, quant_block.cpp and their CUDA
+// twins) read only these fields. Parsing MASE's config keys, printing and validating a format
+// are quant/'s business: quant::Format (quant/format.h) is this struct plus those methods.
 #pragma once
 #include <cstdint>
 

@@ -11,10 +11,11 @@
 // element math both run is one definition in quant_elem.h, so CPU == CUDA bit for bit.
 // The element functions are inline so the array loops vectorise (8 floats per AVX2 op).
 //
-// The rule every format follows (../shared/specs/formats.md): the output is the representable
-// value nearest to x, ties to the value whose code has an even last bit; beyond the largest
-// magnitude saturate; NaN stays NaN. Outputs are stored in f32, so a format's values above
-// f32's max (2^128 and up, only for 8-bit exponents) are not part of its set.
+// The rule every format follows unless it says otherwise (../shared/specs/formats.md; log
+// rounds in the log domain, below): the output is the representable value nearest to x, ties
+// to the value whose code has an even last bit; beyond the largest magnitude saturate; NaN
+// stays NaN. Outputs are stored in f32, so a format's values above f32's max (2^128 and up:
+// wide exponent fields or small biases) are not part of its set.
 //
 // How each one rounds, and why it is exact:
 //  * integer: k = RNE(x·2^f) clamped to [−2^(w−1), 2^(w−1)−1], then k·2^−f. Scaling by a power
