@@ -47,10 +47,13 @@
 //                    mask), as one CUDA graph over an arena holding every block; each later
 //                    call is: copy inputs in, the prologue, one cudaGraphLaunch, copy outputs
 //                    out (graph/cuda_graph_plan.h). A plan CUDA refuses to capture runs
-//                    without it, the reason kept in CompiledGraph::cuda_graph_note.
+//                    without it, the reason kept in CompiledGraph::cuda_graph_note. It uses
+//                    the arena's recording: with "arena" off there is no capture either.
 // Trace the UNFUSED model (never nn::fuse_kernels before compiling): the fusions are decided
 // here, on the graph. The compiled graph then runs the eager fused model's ops in its order,
-// so its outputs and gradients equal eager's after nn::fuse_kernels, bit for bit on the CPU.
+// so its outputs and gradients equal eager's after nn::fuse_kernels, bit for bit on the CPU —
+// except where a pass changes the sums: fold_lora, narrow_cls and freeze_weights agree within
+// fp32 rounding only (disable narrow_cls, on by default, for the bitwise comparison).
 //
 // The plan binds the model's modules and parameter tensors when it is built: after replacing
 // a module or a parameter tensor (LoRA, quantization), call clear().

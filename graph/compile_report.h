@@ -11,8 +11,9 @@
 //     machine's load falls on all of them alike), in wall time and in CPU time: eager
 //     reference (no fusion), eager fused (nn::fuse_kernels: what mase-train runs), compiled,
 //     and compiled with each pass off;
-//   * outputs: compiled vs eager fused, bitwise (logits; in train mode the loss and every
-//     gradient, dropout masks from the same seed);
+//   * outputs: compiled vs eager fused (logits; in train mode the loss and every gradient,
+//     dropout masks from the same seed): bitwise, or within 1e-4 when fold_lora,
+//     freeze_weights or narrow_cls (on by default) changed the sums;
 //   * memory: the plan's arena vs the sum of all intermediates, the arena the replays run out
 //     of (every allocation of a run, recorded), and the allocator's measured peak
 //     (runtime/allocator.h) of one eager fused and one compiled step above what was in use
@@ -50,6 +51,7 @@ struct TimedVariant {
   double cpu_median_s = 0;  // CPU time of the process (all threads) per step: steadier on a
                             // shared machine (time slices lost to others are not counted)
   double cpu_spread = 0;    // (3rd quartile - 1st quartile) / 2 / median of the CPU times
+  int64_t fused_nodes = -1;  // compiled variants: nodes running a fused kernel (-1: eager)
 };
 
 struct CompileReport {
@@ -71,7 +73,8 @@ struct CompileReport {
   std::string cuda_graph;     // CUDA: nodes captured, or why capture failed
   double max_abs_diff = 0;    // compiled vs eager fused, over the compared tensors
   std::vector<TimedVariant> times;  // [0] reference, [1] eager fused, [2] compiled, then ablations
-  bool outputs_equal = false;  // bitwise; with LoRA folded: within 1e-4 relative
+  bool outputs_equal = false;  // bitwise; with LoRA folded, frozen weights or a narrowed
+                               // last layer: max |difference| within 1e-4
   std::string compared;  // "logits" or "loss and 40 gradients"
   std::string str() const;
   // "what each pass bought": each pass's gain in CPU time, flagged when within this run's

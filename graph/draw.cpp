@@ -35,7 +35,7 @@ std::string result_of(const Node& n) {
   return s.empty() ? std::string("-") : s;
 }
 
-// Text inside a double-quoted DOT string: quotes and backslashes escaped, lines left-aligned.
+// Text inside a double-quoted DOT string: quotes and backslashes escaped.
 std::string dot_escape(const std::string& s) {
   std::string out;
   for (char c : s) {

@@ -22,8 +22,8 @@ std::string node_table(const Graph& g);
 
 std::string to_dot(const Graph& g);
 
-// Writes `path` (.dot, .svg, .png or .pdf). IoError when `dot` is missing or fails (its
-// message is included); ConfigError for another extension.
+// Writes `path` (.dot, .svg, .png or .pdf). IoError when `dot` is missing or fails (with its
+// exit status; dot's own message goes to stderr); ConfigError for another extension.
 void draw(const Graph& g, const std::string& path);
 
 bool have_dot();  // the `dot` program is on PATH

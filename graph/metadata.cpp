@@ -38,7 +38,8 @@ std::string snake_case(const std::string& type) {
 
 std::pair<std::string, std::string> module_mase_op(const nn::Module& m) {
   // The standard layers (torch.nn's), as MASE names them. Wrappers that compute a Linear
-  // (quantized, pruned) may be added here as "linear" to be treated like one by passes.
+  // (quantized, pruned) could be listed here as "linear" for the metadata; the graph passes
+  // do not read mase_op (they match module types: rewrite.h's module_exactly).
   static const std::map<std::string, std::string> standard{
       {"Linear", "linear"},   {"Embedding", "embedding"}, {"LayerNorm", "layer_norm"},
       {"Dropout", "dropout"}, {"GELU", "gelu"},           {"Tanh", "tanh"},

@@ -8,9 +8,9 @@
 // The entry also says how the node is shown (call_function or call_method, as torch.fx would
 // trace it) and its MASE metadata (mase_type, mase_op).
 //
-// Ops that take a training flag (dropout, sdpa) get the graph's current mode, not the one
-// recorded at trace time, as modules do; dropout draws fresh masks from the default
-// generator (the recorded seed/offset only describe the trace run).
+// Ops that take a training flag (dropout, dropout_add_layer_norm, sdpa) get the graph's
+// current mode, not the one recorded at trace time, as modules do; dropout draws fresh masks
+// from the default generator (the recorded seed/offset only describe the trace run).
 // A new op in autograd/ops.h needs a line in op_table.cpp: tests/graph/test_op_table.cpp
 // fails until it has one, and trace() refuses a model that records an unknown name.
 // Read next: graph/trace.h.

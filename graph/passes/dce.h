@@ -18,7 +18,7 @@ namespace mase::graph {
 struct DceReport {
   int64_t removed = 0;
   std::vector<std::string> names;  // removed nodes, in graph order
-  std::string str() const;         // "dce: removed 1 dead node\n  bert_pooler_dropout\n"
+  std::string str() const;         // "dce: removed 1 dead node\n  bert_embeddings_dropout\n"
 };
 DceReport dead_code_elimination(Graph& g);
 

@@ -8,7 +8,8 @@
 //                                                         LayerNorm.weight, LayerNorm.bias)
 //
 // Matched: a call_module exactly nn::LayerNorm whose input is an add read by nothing else; one
-// of the add's inputs is either the Linear itself or a Dropout / Identity module of it (each
+// of the add's inputs is either the dense layer itself (a call_module nn::Linear or a
+// linear(x, w, b) call: match_dense, rewrite.h) or a Dropout / Identity module of it (each
 // read only by the next step of the pattern); the other input is the residual. p is the
 // Dropout's (0 for Identity or no dropout node: after remove_dropout); whether the dropout is
 // active is the graph's mode when it runs, as for every dropout node (graph/op_table.h).

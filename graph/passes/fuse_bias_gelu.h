@@ -6,8 +6,10 @@
 //   x -> linear(x, dense.weight) -> bias_gelu(·, dense.bias)        (after this pass)
 //
 // Matched: a call_module GELU (exactly nn::GELU) or a call_function gelu whose input is a
-// call_module exactly nn::Linear with a bias, read by nothing else. A QuantizedLinear or a
-// LoRA wrapper is not a plain Linear: left alone, as models/fusion.h leaves such blocks.
+// dense layer with a bias, read by nothing else: a call_module exactly nn::Linear, or a
+// linear(x, w, b) call (a folded LoRA or MXINT8 layer; match_dense, rewrite.h). A
+// QuantizedLinear or a LoRA wrapper is not a plain Linear: left alone, as models/fusion.h
+// leaves such blocks.
 // This is the graph twin of nn::fuse_kernels' FFN half: trace an UNFUSED model (never call
 // fuse_kernels before tracing), and the graph then runs the same ops as the fused eager model,
 // so outputs and gradients are equal bit for bit on the CPU (tests/graph/test_fusion_passes.cpp).

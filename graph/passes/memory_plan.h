@@ -64,7 +64,8 @@ struct MemoryPlan {
   size_t arena_bytes = 0;              // the planned peak
   size_t total_bytes = 0;              // sum of every buffer (no reuse)
   size_t live_peak_bytes = 0;          // most bytes alive at one step (a lower bound)
-  // "memory_plan: 41 buffers, arena 1.20 MB (greedy by size), live peak 1.10 MB, sum 3.40 MB"
+  // "memory_plan: 41 buffers, arena 1.20 MB (greedy by size), live peak 1.10 MB (lower
+  // bound), sum 3.40 MB (no reuse)"
   std::string str() const;
 };
 

@@ -4,6 +4,7 @@
 // in eval and in training (loss and every gradient, dropout on), and a block whose Linear is
 // not a plain Linear with a bias is left alone.
 #include "compile_helpers.h"
+#include "graph/compile_report.h"
 #include "graph/passes/dropout.h"
 #include "graph/passes/fuse_add_norm.h"
 #include "graph/passes/fuse_bias_gelu.h"
@@ -95,4 +96,35 @@ TEST_CASE("fusion passes: a Linear without a bias is not fused") {
   NoGradGuard ng;
   CHECK(bitwise_equal(g.run(graph_inputs(g, b)).at("logits"),
                       eager_outputs(*model, b, false).at("logits")));
+}
+
+// compile_report's ablations trace at their first call, which comes right after the eager
+// fused step: they must see the unfused model, or "compiled without fuse_bias_gelu" would still
+// run eager's fused kernels and the report's "what each pass bought" would read 0 for both
+// fusions (it did, until the ablations unfused the model first).
+TEST_CASE("compile_report: an ablation without the fusion passes runs no fused kernel") {
+  graph::CompileReportOptions o;
+  o.model = "bert-tiny";
+  o.batch = 2;
+  o.seq = 16;
+  o.vocab_size = 1000;
+  o.repeat = 1;
+  for (bool train : {false, true}) {
+    INFO("train " << train);
+    o.train = train;
+    const graph::CompileReport r = graph::compile_report(o);
+    auto fused = [&](const std::string& name) {
+      for (const graph::TimedVariant& t : r.times)
+        if (t.name == name) return t.fused_nodes;
+      FAIL("no variant " << name);
+      return int64_t{-2};
+    };
+    // bert-tiny: 2 layers, each one bias + GELU and two dropout + residual + LayerNorm (in
+    // training with every pass on, recompute_gelu turns the bias + GELU nodes into its own)
+    CHECK(fused("compiled") == (train ? 4 : 6));
+    CHECK(fused("compiled without all passes") == 0);
+    CHECK(fused("compiled without fuse_bias_gelu") == 4);
+    CHECK(fused("compiled without fuse_add_norm") == 2);
+    CHECK(fused("eager fused (nn::fuse_kernels)") == -1);
+  }
 }
