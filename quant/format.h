@@ -44,6 +44,11 @@ struct Format : FormatParams {
   // integer 8 -> 8, mxint8 -> 8.25, binary -> 1, ternary -> log2(3) rounded up to 2,
   // binary_residual -> levels (its activation form; its weight form |γ|·sign(w) is 1 bit).
   double bits_per_element() const;
+  // The same for a weight: binary_residual's weight form |γ|·sign(w) is 1 bit (Lab 3's
+  // average bits per weight).
+  double weight_bits_per_element() const {
+    return kind == Kind::binary_residual ? 1 : bits_per_element();
+  }
   // Throws ConfigError "[quant] <where>: expected <prefix>width in 1..32, got 40" and the like.
   void validate(std::string_view where = "format", std::string_view prefix = "") const;
 };

@@ -10,10 +10,12 @@ namespace mase::quant {
 namespace {
 
 // Q(0) == 0 for every format except the sign family without a zero: binary and
-// binary_scaling (sign(0) = +1) and binary_residual (Σ|μ_l|·sign(r_l) of 0 is μ1 − μ2 + …).
+// binary_scaling (sign(0) = +1) and binary_residual (Σ|μ_l|·sign(r_l) of 0 is μ1 − μ2 + …),
+// and log with "compat": "mase" (MASE's log has no zero: 0 maps to 2^−bias).
 bool maps_zero_to_zero(const Quantizer& q) {
   if (q.is_identity()) return true;
   const Kind k = q.format()->kind;
+  if (k == Kind::log && q.format()->mase_compat) return false;
   return k != Kind::binary && k != Kind::binary_scaling && k != Kind::binary_residual;
 }
 

@@ -227,7 +227,8 @@ double average_weight_bits(const json& quant, const std::vector<std::string>& la
   for (size_t i = 0; i < layers.size(); ++i) {
     double b = 32;
     if (quant.contains(layers[i]) && !quant[layers[i]]["config"]["name"].is_null())
-      b = quant::parse_format(quant[layers[i]]["config"], "weight_", layers[i]).bits_per_element();
+      b = quant::parse_format(quant[layers[i]]["config"], "weight_", layers[i])
+              .weight_bits_per_element();
     bits += b * static_cast<double>(sizes[i]);
     weights += static_cast<double>(sizes[i]);
   }

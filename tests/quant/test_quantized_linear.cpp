@@ -127,6 +127,23 @@ TEST_CASE("pruned weights and activations are zero for formats without a zero") 
   CHECK(p.pruned_weights() == 5);
 }
 
+TEST_CASE("pruned weights are zero under MASE's log, which has no zero (0 -> 2^-bias)") {
+  auto base = make_linear(6, 2, 7);
+  const nlohmann::json cfg = {{"name", "log"},          {"data_in_width", 4},
+                              {"weight_width", 4},      {"bias_width", 4},
+                              {"compat", "mase"}};
+  QuantizedLinear q(*base, cfg);
+  Tensor keep = Tensor::from(std::vector<uint8_t>{1, 0, 1, 0, 1, 1, 0, 0, 1, 1, 1, 0}, {2, 6});
+  q.set_weight_mask(keep);
+  Tensor x = Tensor::from({0.1f, -2.f, 0.3f, 4.f, -0.05f, 1.f}, {1, 6});
+  const Format lg = parse_format(cfg, "weight_");
+  CHECK(quantize(zero(), lg).item() == 0.125);  // the reason: 2^-3, not 0
+  const Format lx = parse_format(cfg, "data_in_"), lb = parse_format(cfg, "bias_");
+  Tensor wq = where(keep, quantize(where(keep, base->weight, zero()), lg), zero());
+  Tensor ref = linear(quantize(x, lx), wq, quantize(base->bias, lb));
+  CHECK(q(x).to_vector<float>() == ref.to_vector<float>());
+}
+
 TEST_CASE(
     "quantization-aware training through QuantizedLinear and AdamW lowers the loss for every "
     "format") {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "models/bert.h"
+#include "quant/format.h"
 #include "quant/passes.h"
 #include "runtime/error.h"
 #include "search/lab_plot.h"
@@ -182,4 +183,12 @@ TEST_CASE("pareto front: the trials no other beats on both bits and accuracy") {
   std::vector<int64_t> numbers;
   for (const auto& r : pareto_front(t, "avg_weight_bits")) numbers.push_back(r.trial.number);
   CHECK(numbers == std::vector<int64_t>{5, 1, 0});
+}
+
+TEST_CASE("precision space: a binary_residual weight counts 1 bit, whatever its levels") {
+  // |γ|·sign(w) is one bit per weight; `levels` is the activations' residual depth
+  const nlohmann::json cfg = {
+      {"fc", {{"config", {{"name", "binary_residual"}, {"levels", 3}}}}}};
+  CHECK(average_weight_bits(cfg, {"fc", "rest"}, {100, 100}) == doctest::Approx((1 + 32) / 2.0));
+  CHECK(quant::make_format("binary_residual", {{"levels", 3}}).bits_per_element() == 3);
 }
