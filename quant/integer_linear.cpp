@@ -156,8 +156,9 @@ void integer_linear_rows(const float* x, int64_t rows, const Format& data_in, co
 // ---- Int8Linear ------------------------------------------------------------------------------
 
 Int8Linear::Int8Linear(const LinearQuantConfig& config, std::shared_ptr<const Int8Weight> weight,
-                       const Tensor& quantized_bias)
-    : config_(config), w_(std::move(weight)) {
+                       const Tensor& quantized_bias, std::optional<Quantizer> data_out)
+    : config_(config), w_(std::move(weight)), out_(std::move(data_out)) {
+  if (!out_ && config_.data_out) out_.emplace(*config_.data_out, Role::activation);
   MASE_CHECK(integer_path_supported(config_), ConfigError,
              "[Int8Linear] the data_in and weight formats need int8 codes, got ",
              config_.data_in.str(), " and ", config_.weight.str());
@@ -183,11 +184,7 @@ Tensor Int8Linear::forward(const Tensor& x) {
   check_not_traced();
   NoGradGuard no_grad;
   Tensor y = integer_linear(x, config_.data_in, *w_, bias);
-  if (config_.data_out) {
-    Quantizer out(*config_.data_out, Role::activation);
-    y = out(y);
-  }
-  return y;
+  return out_ ? (*out_)(y) : y;
 }
 
 Tensor Int8Linear::product(const Tensor& x) {
@@ -238,7 +235,10 @@ IntegerInferenceReport integer_inference(nn::Module& model) {
     r.packed_weight_bytes += int64_t(w->nbytes());
     r.converted.push_back(path);
     ++r.kernels[cpu::int8_isa_name(w->packed().isa)];
-    model.replace_submodule(path, std::make_shared<Int8Linear>(c, w, b));
+    // its output quantizer as trained (binary_residual's μ) and where its stream had got to
+    std::optional<Quantizer> out;
+    if (c.data_out) out = q->quantizers().data_out;
+    model.replace_submodule(path, std::make_shared<Int8Linear>(c, w, b, std::move(out)));
   }
   return r;
 }

@@ -31,6 +31,7 @@
 #include "models/fusion.h"
 #include "models/layers.h"
 #include "quant/format.h"
+#include "quant/quantize.h"
 #include "runtime/kernels/int8_gemm.h"
 
 namespace mase::quant {
@@ -90,8 +91,10 @@ void integer_linear_rows(const float* x, int64_t rows, const Format& data_in, co
 // row product lets a BERT layer run the whole FFN in cache-sized row chunks (ffn_in_chunks).
 class Int8Linear : public nn::Module, public nn::SplitBias {
  public:
+  // data_out: the output quantizer to apply (the QuantizedLinear's own, with its trained
+  // parameters and random stream); unset: a fresh one of config.data_out, if any.
   Int8Linear(const LinearQuantConfig& config, std::shared_ptr<const Int8Weight> weight,
-             const Tensor& quantized_bias);
+             const Tensor& quantized_bias, std::optional<Quantizer> data_out = std::nullopt);
   std::string type_name() const override { return "Int8Linear"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
@@ -108,6 +111,7 @@ class Int8Linear : public nn::Module, public nn::SplitBias {
  private:
   LinearQuantConfig config_;
   std::shared_ptr<const Int8Weight> w_;
+  std::optional<Quantizer> out_;  // config_.data_out as a quantizer (one, kept across calls)
 };
 
 struct IntegerInferenceReport {
