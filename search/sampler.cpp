@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "runtime/error.h"
@@ -124,10 +125,17 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
   const int64_t n = space.grid_size();
 
   // Points already taken: by a finished trial, or by a running one (maybe in another process).
-  // A failed trial's point is free again — that is how a resumed grid retries it.
+  // A point whose trials all failed is free again, but only after every point never tried
+  // (a point that fails by its own error must not starve the rest of the grid) and only while
+  // it has failed fewer than kMaxGridFailures times (then the grid ends without it). (An
+  // interrupted trial is retried by ask() before the sampler is asked: search/trial_queue.h.)
   std::unordered_set<int64_t> taken;
-  for (const Trial& t : history)
-    if (t.state != TrialState::failed) taken.insert(grid_index(space, t.values));
+  std::unordered_map<int64_t, int> failures;
+  for (const Trial& t : history) {
+    const int64_t index = grid_index(space, t.values);
+    if (t.state != TrialState::failed) taken.insert(index);
+    else ++failures[index];
+  }
 
   // The visiting order: a Fisher-Yates shuffle of 0..n-1 drawn from the seed alone, so every
   // process computes the same order and the first free point is the same for all of them.
@@ -138,8 +146,10 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
                                   static_cast<double>(i + 1));
     std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(std::min(j, i))]);
   }
-  for (int64_t index : order)
-    if (!taken.count(index)) return grid_point(space, index);
+  for (int64_t index : order)  // first the points never tried
+    if (!taken.count(index) && !failures.count(index)) return grid_point(space, index);
+  for (int64_t index : order)  // then the failed ones, again
+    if (!taken.count(index) && failures[index] < kMaxGridFailures) return grid_point(space, index);
   return std::nullopt;  // every point has been tried
 }
 

@@ -2,7 +2,7 @@
 //
 // A sampler sees the space and every trial so far (any state) and proposes the values of the
 // next one. It keeps no state of its own between calls: all it knows is in the history, which
-// the study reads back from SQLite. That is what lets a killed search resume and several
+// the study reads back from its storage. That is what lets a killed search resume and several
 // processes share one study — each asks with the same history and gets a consistent answer.
 //
 // Samplers maximize: `Trial::value` is "higher is better". A study that minimizes negates the
@@ -56,6 +56,10 @@ class RandomSampler : public Sampler {
  private:
   uint64_t seed_;
 };
+
+// How many failed trials of one grid point the grid sampler tolerates before it stops handing
+// the point out (the grid then ends without it).
+constexpr int kMaxGridFailures = 3;
 
 class GridSampler : public Sampler {
  public:

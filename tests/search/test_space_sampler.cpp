@@ -167,11 +167,25 @@ TEST_CASE("grid sampler: every point exactly once in a seeded order, then exhaus
   CHECK(std::set<Values>(o1.begin(), o1.end()) == all);
   CHECK(o0 != o1);                                // the seed changes the order, not the set
 
-  // A running trial's point is taken; a failed trial's point is handed out again.
+  // A running trial's point is taken; a failed trial's point is handed out again, but only
+  // after every point never tried, and not after kMaxGridFailures failures.
   GridSampler g(0);
   Values first = g.sample(s, {}, 0).value();
   CHECK(g.sample(s, {done(0, first, 0, TrialState::running)}, 1).value() != first);
-  CHECK(g.sample(s, {done(0, first, 0, TrialState::failed)}, 1).value() == first);
+  std::vector<Trial> history = {done(0, first, 0, TrialState::failed)};
+  CHECK(g.sample(s, history, 1).value() != first);  // a point that fails does not starve the rest
+  for (int i = 1; i < 6; ++i) {
+    const Values v = g.sample(s, history, i).value();
+    CHECK(v != first);
+    history.push_back(done(i, v, 1, TrialState::complete));
+  }
+  CHECK(g.sample(s, history, 6).value() == first);  // the rest done: the failed point again
+  for (int k = 1; k < kMaxGridFailures; ++k) {
+    history.push_back(done(5 + k, first, 0, TrialState::failed));
+    const std::optional<Values> again = g.sample(s, history, 6 + k);
+    if (k + 1 < kMaxGridFailures) CHECK(again.value() == first);
+    else CHECK_FALSE(again.has_value());  // failed kMaxGridFailures times: the grid ends
+  }
 }
 
 TEST_CASE("grid sampler and make_sampler: bad input") {
