@@ -27,7 +27,8 @@ namespace mase {
 
 struct AllocatorStats {
   uint64_t os_allocs = 0;     // blocks ever obtained from the OS / driver
-  uint64_t os_frees = 0;      // blocks given back (empty_cache, or on allocation failure)
+  uint64_t os_frees = 0;      // blocks given back (empty_cache, release_pool, a freed arena,
+                              // or on allocation failure)
   size_t os_bytes = 0;        // bytes currently held from the OS (in use + cached)
   size_t peak_os_bytes = 0;
   size_t in_use_bytes = 0;    // bytes currently handed out to tensors
@@ -38,7 +39,8 @@ void* allocate(Device device, size_t nbytes);          // 64-byte aligned, never
 void deallocate(Device device, void* ptr, size_t nbytes) noexcept;  // never throws
 AllocatorStats allocator_stats(Device device = Device::cpu());
 void reset_peak_stats(Device device = Device::cpu());
-void empty_cache(Device device = Device::cpu());        // give every cached block back
+// give every block of the shared cache back (a private pool's: release_pool below)
+void empty_cache(Device device = Device::cpu());
 size_t size_class(size_t nbytes);                       // what a request is rounded up to
 
 // ---- private pools (for CUDA graphs: runtime/cuda_graph.h) --------------------------------------

@@ -4,9 +4,10 @@
 // corrupting what was on disk: the bytes go to "<path>.tmp-<pid>", which is flushed, fsync'ed
 // and then renamed over <path> (rename(2) is atomic within a file system). If anything fails,
 // or the AtomicFile is destroyed before commit(), the temporary file is removed and <path>
-// keeps its old content. Every file the project writes goes through here: checkpoints and
-// safetensors (models/), tokenizers and the token cache (data/), run logs (train/), studies'
-// CSVs and plots (search/).
+// keeps its old content. The files the project writes whole go through here: checkpoints and
+// safetensors (models/), tokenizers and the token cache (data/), a run's config, state and
+// final report (train/), studies' CSVs and plots (search/). A run's logs are appended a line at
+// a time (train/run_dir.cpp) and only rewritten through here when trimmed.
 #pragma once
 #include <cstddef>
 #include <cstdio>

@@ -8,7 +8,8 @@
 // not make an instruction safe to execute.
 //
 //   cpu_features().avx512_bf16     // use the bf16 dot product instructions?
-//   isa_summary()                  // "AMD EPYC 7B13: AVX2 FMA F16C (no AVX-512, AMX)"
+//   isa_summary()  // "AMD EPYC 7B13 64-Core Processor: AVX2 FMA F16C (no AVX-512,
+//                  //  AVX512-BF16, AVX512-VNNI, AVX-VNNI, AMX-BF16, AMX-INT8)"
 //
 // mase-train and mase-bench print the summary, so every figure names the CPU it came from.
 // Read next: runtime/cpu/blas.h (which OpenBLAS kernels the CPU gets).

@@ -1,9 +1,10 @@
 // runtime/parallel.h — the one thread pool (oneTBB) and the one thread count.
 //
 // Every parallel loop in the CPU kernels goes through parallel_for below, on oneTBB's pool.
-// OpenBLAS has its own threads for GEMM; set_num_threads gives both the same count, and
-// OpenBLAS GEMMs are only ever called from outside a TBB task, so the two never run nested and
-// the machine is never oversubscribed (2 pools × 2 threads on 2 cores would halve throughput).
+// OpenBLAS has its own threads for GEMM; set_num_threads gives both the same count. A GEMM
+// called inside a TBB task runs with OpenBLAS set to one thread (runtime/cpu/sdpa.cpp's
+// SerialBlas), so the two pools never run nested and the machine is never oversubscribed
+// (2 pools × 2 threads on 2 cores would halve throughput).
 // oneDNN's GEMMs run on this pool itself, one OpenMP thread a block (runtime/cpu/onednn_gemm.cpp).
 #pragma once
 #include <cstdint>
@@ -22,7 +23,8 @@ namespace mase {
 constexpr int kMaxThreadsPerCore = 4;
 int set_num_threads(int n);
 int num_threads();
-// Which GEMM library and kernels the CPU backend runs: "OpenBLAS 0.3.21 (Haswell kernels)".
+// Which GEMM library and kernels the CPU backend runs: "OpenBLAS (Haswell kernels)", or with
+// oneDNN "oneDNN 2.6.3 matmul for the large ones, OpenBLAS (SkylakeX kernels) for the rest".
 std::string gemm_library();
 // What --precision bf16 runs its CPU GEMMs on, as one phrase: "oneDNN on AMX-BF16 for the
 // large ones, …", "AVX512-BF16 for x·Wᵀ, emulated elsewhere" or "emulated: no AVX512-BF16 here".
@@ -39,7 +41,8 @@ GemmPrecision cpu_gemm_precision();
 
 // A scope in which this thread's parallel_for calls run inline, on this thread alone: for a
 // task that is itself one of many in an outer parallel loop and calls kernels that would
-// otherwise split their small piece again (models/fusion.cpp's FFN in row chunks).
+// otherwise split their small piece again (the FFN in row chunks: autograd/ops/gelu.cpp's
+// bias_gelu_in_row_chunks, called by models/fusion.h's ffn_in_chunks).
 class SerialRegion {
  public:
   SerialRegion() { ++depth(); }
@@ -55,8 +58,10 @@ class SerialRegion {
   }
 };
 
-// f(lo, hi) over [begin, end) in chunks of at least `grain` elements. Runs inline when the
-// range is a single chunk, so small tensors pay no scheduling cost, and inside a SerialRegion.
+// f(lo, hi) over [begin, end) in chunks cut by TBB, which splits a range only while it is
+// longer than `grain` (so a chunk may be shorter than grain; nothing may rely on its length).
+// Runs inline when the range is at most `grain` long (small tensors pay no scheduling cost),
+// when num_threads() is 1, and inside a SerialRegion.
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
   if (end <= begin) return;

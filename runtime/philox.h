@@ -21,8 +21,8 @@
 
 namespace mase {
 
-// The multipliers and the key's Weyl increments (also used by the 8-wide CPU version,
-// runtime/kernels/dropout.h).
+// The multipliers and the key's Weyl increments (also used by the CPU's vector versions,
+// runtime/cpu/philox_x32.h: 8 lanes on AVX2, 16 in philox_avx512.cpp).
 constexpr uint32_t kPhiloxM0 = 0xD2511F53, kPhiloxM1 = 0xCD9E8D57;
 constexpr uint32_t kPhiloxW0 = 0x9E3779B9, kPhiloxW1 = 0xBB67AE85;
 

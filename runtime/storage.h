@@ -3,7 +3,8 @@
 // Tensors hold a std::shared_ptr<Storage>: a transpose or a slice is a new Tensor pointing
 // at the same Storage with other shape/strides/offset. The memory comes from the caching
 // allocator and goes back to it when the last view dies; or it is borrowed from an owner
-// (e.g. a memory-mapped safetensors file) that is kept alive as long as the Storage.
+// that is kept alive as long as the Storage (only the tests do this: a std::vector's memory
+// viewed as a tensor, tests/helpers.h's fake_cuda).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -16,6 +17,7 @@ class Storage {
  public:
   Storage(size_t nbytes, Device device);  // from the caching allocator (uninitialised)
   // Borrowed memory: `owner` keeps `data` alive; nothing is freed by the Storage itself.
+  // `owner` must not be null: with a null owner the destructor hands `data` to the allocator.
   Storage(void* data, size_t nbytes, Device device, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;

@@ -5,10 +5,11 @@
 //            real:LOW:HIGH[:log]   int:LOW:HIGH[:log]   cat:A|B|C
 //   command  "python3 train.py --lr {lr} --layers {layers} --act {act}"
 // Each {name} becomes the trial's value as text (Param::format: the choice, the integer, or
-// %.6g), single-quoted for the shell when it has other characters than letters, digits and
-// _.+-=/:,@% (numbers never do, so {x} may sit inside quoted code); {trial} is the trial number. The trial fails (and the
-// search goes on) when the command exits non-zero or its last non-empty stdout line is not a
-// number; its stderr passes through to ours. Attributes: output (that line), wall_s.
+// %.17g), single-quoted for the shell when it has other characters than letters, digits and
+// _.+-=/:,@% (numbers never do, so {x} may sit inside quoted code); {trial} is the trial
+// number. The trial fails (and the search goes on) when the command exits non-zero or its last
+// non-empty stdout line is not a number; its stderr passes through to ours. Attributes: output
+// (that line), wall_s.
 // Read next: search/lab_commands.h (run_custom), docs/lab2.md ("Any experiment").
 #pragma once
 #include <string>

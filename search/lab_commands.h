@@ -12,8 +12,9 @@
 //                       where each layer picks among them (<study>-mixed); best-so-far figure
 //                       and the Pareto figure (accuracy against average weight bits)
 //   run_custom          beyond the course `mase-search custom`: the samplers on any command
-// Files: <dir>/studies.db, <dir>/<study>.csv per study, <dir>/<study>/trial-NNNN (runs), the
-// figure at --plot (default <dir>/<prefix>.svg). ConfigErrors before anything is written.
+// Files: <dir>/studies.db (or --storage), <dir>/<study>.csv per study, <dir>/<study>/trial-NNNN
+// (runs), the figure at --plot (default <dir>/<prefix>.svg; precision adds <plot>-pareto and
+// <dir>/<prefix>-summary.csv). ConfigErrors before anything is written.
 // Read next: search/lab_objectives.h, search/lab_runner.h, tools/mase_search_labs.cpp.
 #pragma once
 #include <cstdio>

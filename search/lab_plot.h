@@ -34,7 +34,7 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
 // (Lab 3.2: which format keeps fp32's accuracy at how many bits, in one table.)
 void write_summary_csv(const Series& series, const std::string& x_attr, const std::string& path);
 
-// The trials on the Pareto front of (x_attr low, value high), sorted by x.
+// The trials on the Pareto front of (x_attr low, accuracy high: as in plot_pareto), sorted by x.
 std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,
                                       const std::string& x_attr);
 

@@ -52,7 +52,8 @@ std::string first_difference(const json& stored, const json& given) {
 void check_objective(store::Database& db, const LabStudy& s, const std::string& path) {
   Statement find(db, "SELECT objective_json FROM study_objectives WHERE name = ?1",
                  "read study objective");
-  if (!find.bind(1, s.name).step()) return;  // a study of plain mase-search: nothing stored
+  // no key recorded: a study an Optuna script (or a mase-search older than the keys) made
+  if (!find.bind(1, s.name).step()) return;
   const std::string diff = first_difference(json::parse(find.text(0)), s.objective);
   MASE_CHECK(diff.empty(), ConfigError, "[search] study '", s.name, "' in ", path,
              " was run with another objective: ", diff,

@@ -5,10 +5,11 @@
 // Lab 2.1 one per sampler, Lab 2.2 one per variant, Lab 3.2 one per format. Each study also
 // stores an *objective key* — a JSON object of what its trials compute besides the space (the
 // model, the budget, the compress config, the trained model of --init, ...) — in the table
-//   study_objectives(name TEXT PRIMARY KEY, objective_json TEXT)
-// of the same file. Reusing a study name with another space, sampler or objective key is a
-// ConfigError naming the first key that differs; it is raised before any study of the command
-// is created or changed. A study that already has trials continues only with --resume.
+//   study_objectives(name TEXT PRIMARY KEY, objective_json TEXT NOT NULL)
+// of the same storage (plain mase-search stores its key there too). Reusing a study name with
+// another space, sampler or objective key is a ConfigError naming the first difference; it is
+// raised before any study of the command is created or changed. A study that already has trials
+// continues only with --resume.
 // Read next: search/lab_plot.h, search/lab_commands.h.
 #pragma once
 #include <cstdio>
@@ -30,7 +31,7 @@ struct LabStudy {
 };
 
 struct LabRun {
-  std::string db;               // <dir>/studies.db
+  std::string db;               // <dir>/studies.db, or the --storage given
   std::string dir;              // CSVs go to <dir>/<study>.csv, trial runs to <dir>/<study>/
   int trials = 8;               // finished trials each study should have
   bool resume = false;
@@ -40,16 +41,18 @@ struct LabRun {
 
 // Opens (creating where needed) every study, after checking all of them: ConfigError naming
 // the study and the key for a different space, sampler or objective, or for a study with trials
-// and no --resume. With --resume, trials of dead processes are marked failed.
+// and no --resume (and, with --resume, for none of them existing). With --resume, trials of
+// dead workers are marked failed and retryable (Study::resume).
 std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const LabRun& run);
 
 // Runs trials of `study` until run.trials have finished (or the sampler is exhausted, or
-// Ctrl-C: train::stop_requested()), one progress line each; three failures in a row end the
+// Ctrl-C: train::stop_requested()), two progress lines each; three failures in a row end the
 // search with an Error. Then writes <dir>/<study>.csv and returns its path.
 std::string run_lab_study(Study& study, const Objective& objective, const LabRun& run);
 
 // One trial: the objective, then tell (complete / pruned, or failed with attribute "error"
-// when the objective throws: the search goes on).
+// when the objective throws: the search goes on); a trial stopped by Ctrl-C is recorded with
+// Study::interrupted instead (failed and retryable).
 struct TrialRun {
   bool ok = false;
   Outcome outcome;

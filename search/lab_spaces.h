@@ -15,7 +15,7 @@
 //   <path>:format            {full, integer, ...}
 //   <path>:integer.width     {8, 16, 32}          (--widths)
 //   <path>:integer.frac_width {2, 4, 8}           (--frac-widths)
-//   <path>:minifloat_ieee.width ... (see format_choices in lab_spaces.cpp for every format)
+//   <path>:minifloat_ieee.width ... (see default_choices in lab_spaces.cpp for every format)
 // The chosen setting quantizes data_in, weight and bias alike (as MASE's LinearInteger); a
 // trial's values become one quantize config by name (quant/passes.h).
 // Read next: search/lab_objectives.h.

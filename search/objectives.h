@@ -1,7 +1,8 @@
-// search/objectives.h — what a trial computes: the built-in objectives of Labs 2 and 3.
+// search/objectives.h — what a trial of plain `mase-search` computes: Lab 2's architecture
+// objective (the lab commands' trials, Labs 2.1, 2.2 and 3, are search/lab_objectives.h).
 //
 // An objective turns a trial's parameters into a number to maximize (search/study.h's
-// Objective). The ones here train a BERT through the same library calls as mase-train
+// Objective). The one here trains a BERT through the same library calls as mase-train
 // (train/session.h), each trial in its own run folder, so every trial leaves what a mase-train
 // run leaves (train_log.jsonl, metrics.csv, final.json, the model) and can be inspected,
 // re-evaluated or resumed like one.

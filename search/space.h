@@ -28,7 +28,7 @@ struct Param {
 
   // Number of distinct values, or 0 for a continuous real.
   int64_t cardinality() const;
-  // The internal value as text: the choice, the integer, or the real (%.6g).
+  // The internal value as text: the choice, the integer, or the real (%.17g: exact).
   std::string format(double internal) const;
   // Inverse of format (for values read back from a study); throws ConfigError if not a value.
   double parse(const std::string& text) const;

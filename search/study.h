@@ -7,8 +7,9 @@
 // sampler propose, and inserts the new trial as RUNNING in one write transaction (the storage's
 // write lock: search/study_store.h), so several processes can work on one study without two of
 // them taking the same trial; `tell` records the outcome. A process that dies leaves its trials
-// running: `resume()` marks those whose process is gone as failed (on this host: the pid no longer
-// exists), and the grid sampler hands their points out again. Each trial stores its values in
+// running: `resume()` marks those whose worker is gone (this host: the pid no longer exists; any
+// host: a stale heartbeat) as failed and retryable, and the next ask() runs their parameters
+// again (search/trial_queue.h). Each trial stores its values in
 // Optuna's internal form with their distribution, its state, value, intermediate values, user
 // attributes (model size, bits, ...), start and end times, and as system attributes the pid and
 // host that ran it. The study keeps its sampler, seed and space as system attributes
@@ -98,9 +99,10 @@ class Study {
   Study& operator=(Study&&) noexcept;
   ~Study();
 
-  // Marks as failed the running trials whose worker is gone; returns how many. Gone: on this
-  // host, the pid it recorded names no process; on any host, its last heartbeat (trial_heartbeats,
-  // search/heartbeat.h) is older than stale_after_s. A trial with neither is left running.
+  // Marks as failed (and retryable: interrupted()) the running trials whose worker is gone;
+  // returns how many. Gone: on this host, the pid it recorded names no process; on any host,
+  // its last heartbeat (trial_heartbeats, search/heartbeat.h) is older than stale_after_s.
+  // A trial with neither is left running.
   int resume(double stale_after_s = kHeartbeatGrace_s);
   // Refreshes trial `number`'s row in trial_heartbeats, as Optuna's record_heartbeat does (read
   // by resume and by Optuna's fail_stale_trials). ConfigError if the trial is not running.

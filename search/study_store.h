@@ -112,7 +112,7 @@ class Statement {
 
 // The write transaction: on SQLite BEGIN IMMEDIATE takes the file's write lock at once
 // (waiting up to the busy timeout); on PostgreSQL BEGIN and pg_advisory_xact_lock, one lock
-// for every mase write transaction on the database. Either way the reads inside cannot go
+// for every mase write transaction in the schema. Either way the reads inside cannot go
 // stale before its writes: what makes ask() safe across processes and machines. Not committed
 // when the scope ends (an exception): rolled back.
 class Transaction {

@@ -7,7 +7,8 @@
 // consider_magic_clip, no consider_endpoints, default_gamma, default_weights, n_startup_trials
 // 10, n_ei_candidates 24 — so that a student's search here is as sample-efficient as the same
 // search in Optuna (bench/tpe/ compares the two: docs/lab2.md "TPE against Optuna"):
-//   1. the first n_startup_trials (10) trials are random (RandomSampler, same seed);
+//   1. until n_startup_trials (10) trials are complete, trials are random (RandomSampler, same
+//      seed);
 //   2. the complete trials are split by value: the best gamma(n) = min(ceil(0.1 n), 25) are
 //      "good" (below, l), the rest "bad" (above, g); with the constant liar, trials still
 //      running (in other processes) join the bad ones — "do not propose what is being tried" —
@@ -29,8 +30,8 @@
 //          on every choice, normalised; the prior kernel is uniform;
 //   4. n_ei_candidates (24) candidates are drawn from l and the one maximising
 //      log l(x) - log g(x) is returned (multivariate: whole points, scored jointly).
-// Not modelled: pruned trials (Optuna ranks them by their last intermediate value; our studies
-// keep none yet), so here they count neither as good nor as bad.
+// Not modelled: pruned trials (Optuna ranks them by their last intermediate value; a sampler's
+// Trial carries none, and no objective reports any yet), so they count neither as good nor bad.
 // Random numbers come from Philox keyed by (seed, trial number), so a study is reproducible;
 // they are the only thing that differs from Optuna (tests/search/test_tpe*.cpp check the rest
 // against fixtures made by Optuna itself).

@@ -7,7 +7,7 @@
 // Identity, Lab 2.1) or between training and testing (compress, Lab 2.2; quantize, Lab 3).
 // So a trial here is:
 //   TrialData d = load_trial_data(base, log);           // once per command
-//   auto model = new_model(c, *d.tokenizer);            // or load_trained(dir) for Lab 3
+//   auto model = new_model(c, *d.tokenizer);   // Lab 3: train::load_model_dir(init).model
 //   ... change the model ...
 //   TrainResult r = train_model(c, *model, d, run_dir, log);   // a mase-train run folder
 //   EvalResult e = test_model(*model, d, c);

@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
   app.add_option("--workers", workers,
                  "processes running trials of the study at once (--threads 0: cores / N each)")
       ->capture_default_str();
-  app.add_option("--plot", plot, "draw the running best of the --compare studies to this SVG");
+  app.add_option("--plot", plot,
+                 "draw the running best of the --compare studies to this file (.svg or .png)");
   app.add_option("--compare", compare, "studies to plot, comma-separated");
   app.add_option("--model", base.model, "preset giving everything the space does not vary")
       ->capture_default_str();

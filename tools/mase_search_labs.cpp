@@ -1,7 +1,8 @@
-// tools/mase_search_labs.cpp — the flags of `mase-search tutorial | compress-aware | precision`.
-// One command per lab question, named after what it searches (the lab numbers are in --help
-// and docs/lab2.md, docs/lab3.md). Each writes its studies to <dir>/studies.db, a CSV per
-// study and one figure (--plot, .svg or .png). Exit status: 0 done, 1 error, 2 bad flags,
+// tools/mase_search_labs.cpp — the flags of `mase-search tutorial | compress-aware | precision
+// | custom`. One command per lab question, named after what it searches (the lab numbers are in
+// --help and docs/lab2.md, docs/lab3.md). Each writes its studies to <dir>/studies.db (or
+// --storage), a CSV per study and one figure (--plot, .svg or .png; precision also a Pareto
+// figure). Exit status: 0 done, 1 error, 2 bad flags,
 // 130 stopped by Ctrl-C (continue with the same command and --resume).
 // Read next: search/lab_commands.h.
 #include "tools/mase_search_labs.h"

@@ -77,7 +77,7 @@ struct SweepFlags {
     sub->add_option("--batch-size", base.batch_size, "reviews per training step")
         ->capture_default_str();
     sub->add_option("--lr", lr, "peak learning rate of QAT / fine-tuning (default: mase-train's "
-                                "recipe for --init)");
+                                "recipe for a trained model, as --model-dir is)");
     sub->add_option("--seed", base.seed, "training seed (and random masks' seed)")
         ->capture_default_str()
         ->check(cli::seed_check());

@@ -1,8 +1,8 @@
 // runtime/cpu/bf16_gemm_avx512.cpp — the AVX512-BF16 microkernel of the bf16 GEMM: a 6 × 32
 // tile of C in fp32, all of K, with vdpbf16ps. Compiled with -mavx512bf16
-// (runtime/CMakeLists.txt) and called only on CPUs that have it (runtime/cpu/bf16.cpp); this
-// machine has not, so its test is skipped here and runs on an AVX512-BF16 one (AMD Zen 4, Intel
-// Sapphire Rapids). Read runtime/cpu/int8_gemm_vnni.cpp first: the same tile, for bf16 pairs.
+// (runtime/CMakeLists.txt) and called only on CPUs that have it (runtime/cpu/bf16.cpp): AMD
+// Zen 4/5, Intel Cooper Lake and Sapphire Rapids; elsewhere its test says skipped. Read
+// runtime/cpu/int8_gemm_vnni.cpp first: the same tile, for bf16 pairs.
 //
 // vdpbf16ps: in each of 16 fp32 lanes, acc += a0·b0 + a1·b1 for a pair of bf16 from each
 // operand (32 bits per lane). B is packed as pairs of k per column (runtime/cpu/bf16.cpp):

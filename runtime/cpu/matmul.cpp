@@ -1,8 +1,10 @@
-// runtime/cpu/matmul.cpp — sgemm/dgemm calls (see matmul.h).
+// runtime/cpu/matmul.cpp — sgemm/dgemm calls: oneDNN for the large fp32 ones where installed,
+// OpenBLAS for the rest, the bf16 paths (see matmul.h).
 //
-// GEMMs are called from the main thread only, never from inside a TBB task: OpenBLAS runs
-// its own threads (as many as mase::num_threads()), and nesting the two pools would
-// oversubscribe the cores. A batch is a plain loop of GEMMs, each one using every thread.
+// OpenBLAS runs its own threads (as many as mase::num_threads()). Called from inside a TBB
+// task (runtime/cpu/sdpa.cpp's f64 tile products) a GEMM runs with OpenBLAS set to one thread
+// (SerialBlas there): nesting the two pools would oversubscribe the cores. A batch is a plain
+// loop of GEMMs, each one using every thread.
 #include "runtime/kernels/matmul.h"
 
 #include <algorithm>
@@ -93,8 +95,8 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
     return;
   }
   // large problems that are not too wide or too deep on oneDNN's matmul where it is installed
-  // (runtime/cpu/onednn_gemm.h, kOnednnMaxNK says why); the size bound also keeps sdpa's tile
-  // products, called inside TBB tasks, on OpenBLAS
+  // (runtime/cpu/onednn_gemm.h, kOnednnMaxNK says why); the size bound would also keep small
+  // products called inside TBB tasks on OpenBLAS (sdpa's f32 tiles are its own: attn_tile.h)
   if (onednn_shape(tb, M, N, K) && onednn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
     return;
   blas::sgemm(flag(ta), flag(tb), as_int(M), as_int(N), as_int(K), alpha, A, as_int(lda), B, as_int(ldb),

@@ -5,9 +5,10 @@
 // own matrix units"), oneDNN's matmul on the weights as they are (no reorder, nothing cached
 // per weight) runs BERT's Linear shapes 1.04–2.1× faster than OpenBLAS's sgemm (most on
 // bert-tiny's 128-wide ones) and 0.86× at 4096³; PyTorch's CPU path calls it. Whole steps
-// gained 1.00–1.10×. (Re-measured that evening, quiet: 0.40× at 4096³, and under 1 on every
-// weight gradient and bert-base's 3072-wide products — hence kOnednnMaxNK.) oneDNN's own dnnl_sgemm (the BLAS-style entry) was no faster than
-// OpenBLAS: the gain is the matmul primitive's JIT kernels, built per shape.
+// gained 1.00–1.10×. (Re-measured that evening, quiet: 0.40× at 4096³, and under 1 on most
+// weight gradients and bert-base's 3072-wide products — hence kOnednnMaxNK.) oneDNN's own
+// dnnl_sgemm (the BLAS-style entry) was no faster than OpenBLAS: the gain is the matmul
+// primitive's JIT kernels, built per shape.
 //
 // How: a matmul primitive per GEMM signature (sizes, transposes, leading dimensions, alpha,
 // beta, bias), created on first use and cached (creating one generates its kernel); the
@@ -18,11 +19,12 @@
 // would spin beside ours (onednn_gemm.cpp, "one pool owns the cores").
 //
 // Who: cpu::gemm<float> (runtime/cpu/matmul.cpp) tries this first for GEMMs of at least
-// kOnednnMinWork multiply-adds whose N and K are at most kOnednnMaxNK (wider or deeper ones
-// ran up to 2.5× slower than OpenBLAS: the evening's re-measurement, runtime/kernels/matmul.h)
-// — or every GEMM of that size where OpenBLAS runs narrower kernels than the CPU has (its
-// Haswell kernels on AMD Zen 4/5: openblas_narrower_than_cpu, matmul.h).
-// Everything else stays on OpenBLAS (sdpa's small tile products among them). MASE_SGEMM=
+// kOnednnMinWork multiply-adds whose N and K are at most kOnednnMaxNK, K at most
+// kOnednnMaxKPlainB when B is not transposed (wider or deeper ones ran up to 2.5× slower than
+// OpenBLAS: the evening's re-measurement, runtime/kernels/matmul.h) — or every GEMM of that
+// size where OpenBLAS runs narrower kernels than the CPU has (its Haswell kernels on AMD
+// Zen 4/5: openblas_narrower_than_cpu, matmul.h).
+// Everything else stays on OpenBLAS (f64 GEMMs among them). MASE_SGEMM=
 // openblas turns it off (A/B); mase-bench and mase-train print which library runs.
 #pragma once
 #include <cstdint>

@@ -13,7 +13,8 @@
 // The driver's slice of a panel (KC × 32 floats, 128 KB) lives in L2, not L1, and the loads at
 // the top of each k step waited for it: perf put ~40% of the kernel's samples on the first
 // broadcasts after them. With the prefetch the line is in L1 when its step comes, and the driver
-// could make its blocks larger (sgemm_packed.cpp: 0.60 → 0.93–0.98 of OpenBLAS at 4096³).
+// could make its blocks larger (sgemm_packed.cpp: 0.64 → 0.98 of OpenBLAS on one thread;
+// 0.57–0.60 → 0.93–0.97 at 4096³ on two, docs/performance.md).
 #include <immintrin.h>
 
 #include "runtime/cpu/sgemm_tile.h"

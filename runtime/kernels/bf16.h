@@ -1,6 +1,7 @@
 // runtime/kernels/bf16.h — bfloat16 on the CPU: rounding, and GEMMs of bf16 operands with fp32
-// accumulation, the arithmetic of `--precision bf16` (runtime/kernels/matmul.h's
-// set_gemm_precision routes every fp32 GEMM through here).
+// accumulation, the arithmetic of `--precision bf16` (set_cpu_gemm_precision, runtime/
+// parallel.h; cpu::gemm<float> in runtime/cpu/matmul.cpp picks the path: oneDNN's bf16 matmul,
+// bf16_gemm below for y = x·Wᵀ, or rounded copies into an fp32 GEMM).
 //
 // bf16 is the top half of an fp32: 1 sign, 8 exponent, 7 mantissa bits — fp32's range with
 // 8 significant bits. Rounding fp32 → bf16 to nearest, ties to even, on the bit pattern:
@@ -17,7 +18,8 @@
 //   emulated     widen bf16 to fp32 (exact: shift left by 16) and run the fp32 GEMM: the same
 //                products of the same rounded operands, summed in fp32 (in another order than
 //                vdpbf16ps, which adds products in pairs) — the reference everywhere.
-// Not built: AMX-BF16 tiles (Sapphire Rapids; no machine here to test them).
+// No kernel of ours uses AMX-BF16 tiles (Sapphire Rapids); oneDNN's bf16 matmul does where the
+// CPU has them (runtime/cpu/onednn_gemm.h).
 // Read next: runtime/cpu/bf16.cpp.
 #pragma once
 #include <bit>

@@ -1,8 +1,8 @@
 // runtime/kernels/copy.h — strided copies, dtype conversion, fills.
 //
 // The contract of the copy kernels: both backends' signatures side by side, implemented by
-// runtime/cpu/copy.cpp (mase::cpu, templates over float and double) and cuda/copy.cu
-// (mase::cuda, float only; a build without CUDA gets stubs that throw, see backend.h).
+// runtime/cpu/copy.cpp (mase::cpu) and cuda/copy.cu (mase::cuda), for every dtype: raw bytes
+// of `itemsize`, or a DType argument (a build without CUDA gets stubs that throw, backend.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,5 @@
-// runtime/kernels/matmul.h — GEMM through OpenBLAS.
+// runtime/kernels/matmul.h — GEMM: OpenBLAS, oneDNN's matmul for large fp32 ones where it is
+// installed (runtime/cpu/onednn_gemm.h), cuBLAS on the GPU.
 //
 // Row-major, as BLAS's CBLAS interface takes it: C (M×N) = alpha·op(A)·op(B) + beta·C with
 // op(X) = X or Xᵀ. A transposed *view* needs no copy: it is the same memory read with the
@@ -26,8 +27,8 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, 
 // added to each sum in registers before the store. Elsewhere — and on the portable path — the
 // bias is first copied into every row of C and the GEMM adds to it (beta = 1). The second way
 // costs a full write of C before the GEMM and a full read of it inside: measured on BERT's
-// Linear shapes (M 8192, 2-core Cascade Lake, 2026-11-27) the first is 1.07–1.26× faster on
-// oneDNN (bert-tiny's 128 → 512 up-projection 6.4 against 5.1 ms). The two round differently
+// Linear shapes (M 8192, 2-core Cascade Lake, 2026-11-27) the first is 1.03–1.26× faster on
+// oneDNN (bert-tiny's 128 → 512 up-projection 5.1 against 6.4 ms). The two round differently
 // (bias first or last), so a model's outputs move by an ulp; both are deterministic.
 template <class T>
 void gemm_bias(bool trans_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B,
@@ -46,7 +47,7 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T
 constexpr double kOnednnMinWork = 8.0 * 1024 * 1024;  // M·N·K
 // ... and whose N and K are at most this: oneDNN's matmul on plain (not reordered) operands lost
 // to OpenBLAS by up to 2.5× when N or K is large — 4096³ at 0.40×, bert-base's 3072-wide
-// gradients at 0.49×, every weight gradient (K = B·T = 8192 rows) at 0.50–0.96× — and won
+// gradients at 0.49×, most weight gradients (K = B·T = 8192 rows) at 0.50–0.87× — and won
 // up to 1.33× on the rest of BERT's shapes (quiet 2-core Cascade Lake, 2026-11-26 evening,
 // `mase-bench --suite gemm --onednn on|off`, docs/performance.md).
 constexpr int64_t kOnednnMaxNK = 2048;
@@ -59,7 +60,7 @@ constexpr int64_t kOnednnMaxKPlainB = 1024;
 // Both bounds hold only where OpenBLAS runs AVX-512 kernels. Debian 12's OpenBLAS 0.3.21 knows
 // AVX-512 on Intel only (SkylakeX, Cooperlake, SapphireRapids kernels): on AMD Zen 4 and 5 it
 // picks its Haswell (AVX2) kernels, half the machine's width, and oneDNN's JIT kernels ran every
-// BERT shape 1.0–2.4× faster, the wide and deep ones included (2-core AMD EPYC Zen 5,
+// BERT shape 1.6–2.4× faster, the wide and deep ones included (2-core AMD EPYC Zen 5,
 // 2026-11-28, `mase-bench --suite gemm --onednn on|off`, docs/performance.md). This is true
 // there: oneDNN then takes every problem of at least kOnednnMinWork.
 bool openblas_narrower_than_cpu();
@@ -76,7 +77,8 @@ void set_onednn_bf16_forced(bool on);
 // matmul above reads W (N, K) as it lies, at every call; oneDNN's kernels want it in blocks
 // of their own (for AVX-512, panels of 64 output columns with K innermost in groups), and
 // rearranging it once saves that work at every call: most at a small batch, where it is a large
-// part of each GEMM (docs/lab4.md, "Freezing"). In runtime/cpu/onednn_gemm.cpp.
+// part of each GEMM (docs/lab4.md, "A promise eager cannot make: freezing the weights").
+// In runtime/cpu/onednn_gemm.cpp.
 // The bias goes in as oneDNN's bias argument (added to the sums before the store). Not
 // bitwise eager's: oneDNN's blocked kernel sums K in another order than its plain one.
 // Each weight caches a primitive per (M, lda, ldc, bias or not).

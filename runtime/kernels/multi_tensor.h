@@ -1,8 +1,8 @@
 // runtime/kernels/multi_tensor.h — one kernel launch over many tensors: the optimizer step, the
 // gradient norm and clipping for every parameter of a model at once.
 //
-// Why: BERT-small has 71 parameter tensors (bert-base 201). Updating them one kernel each is
-// 71 launches of a few µs of host time and, for the small ones (biases, LayerNorm weights:
+// Why: BERT-small has 73 parameter tensors (bert-base 201). Updating them one kernel each is
+// 73 launches of a few µs of host time and, for the small ones (biases, LayerNorm weights:
 // 512 floats), a few µs of GPU time that is all launch latency. A multi-tensor launch (NVIDIA
 // apex's multi_tensor_apply) passes a table of tensors as the kernel's argument — up to
 // kMultiTensorMax tensors and kMultiTensorBlocks blocks, within the 4 KB a kernel's arguments

@@ -1,8 +1,9 @@
 // runtime/kernels/sdpa.h — fused scaled dot-product attention, forward and backward
 // (flash-attention style: tiled, online softmax, recomputation in backward). The math and the
 // op are in autograd/ops/sdpa.cpp; the CPU algorithm and its choices are in runtime/cpu/sdpa.cpp,
-// the CUDA one (fp32, head sizes 32/64/128) in cuda/sdpa_forward.cu, cuda/sdpa_backward.cu and
-// cuda/sdpa_backward_fused.cu.
+// the CUDA one (head sizes 32/64/128) in cuda/sdpa_forward.cu, cuda/sdpa_backward.cu and
+// cuda/sdpa_backward_fused.cu, its tensor-core variants (SdpaMath below) in
+// cuda/sdpa_forward_tc.cu and cuda/sdpa_backward_tc.cu.
 //
 // Every (B, NH, T, D) tensor here is a HeadsView: its last dim packed, the other three strided,
 // so head-split views of (B, T, C) projections are read in place and the output can be written
@@ -105,7 +106,7 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
 
 }  // namespace mase::cpu
 
-// ---- the CUDA twin: cuda/sdpa_forward.cu, cuda/sdpa_backward*.cu (float only) ----
+// ---- the CUDA twin: cuda/sdpa_forward*.cu, cuda/sdpa_backward*.cu (float only) ----
 namespace mase::cuda {
 
 // The CUDA kernels are templates over the head size, compiled for these: q, k, v and out all

@@ -6,9 +6,10 @@
 // This is the last rungs of the GEMM ladder (bench/bench_gemm_ladder.cpp walks all of them:
 // naive → loop order → cache blocking → packing + microkernel), kept in the product because
 // at BERT's small shapes it beats a general BLAS: OpenBLAS copies ("packs") A and B on every
-// call and tunes its blocking for big square products, while here B is packed once (a Linear's
-// weight does not change during evaluation) and A one block at a time, by the thread that
-// uses it (MR rows k-major, so the microkernel's broadcasts read one cache line in order).
+// call and tunes its blocking for big square products, while here B is packed by sgemm_pack_b
+// (the inference Linear packs W per call, autograd/ops/matmul.cpp: N·K copies against M·N·K
+// FMAs) and A one block at a time, by the thread that uses it (MR rows k-major, so the
+// microkernel's broadcasts read one cache line in order).
 //
 // Packed B: panels of nr columns; in a panel, for every k, the nr values B[j][k] side by side:
 //   data[p·K·nr + k·nr + c] = B[p·nr + c][k]     (zero for columns past N)
@@ -17,7 +18,8 @@
 // Microkernels (runtime/cpu/sgemm_avx512.cpp, sgemm_avx2.cpp; int8_tile.h explains why they
 // live in their own files): an MR × nr tile of C in registers, all of K:
 //   avx512   12 × 32: 24 zmm accumulators, 2 B loads + 12 broadcasts per 24 FMAs, and B
-//            prefetched 16 k steps ahead (without it the loads wait on L2: 0.64 → 0.98 of sgemm)
+//            prefetched 16 k steps ahead (without it the loads wait on L2: 0.64 → 0.80 of
+//            sgemm, then 0.98 with the larger blocks it allowed; sgemm_packed.cpp)
 //   avx2      6 × 16: 12 ymm accumulators, 2 B loads + 6 broadcasts per 12 FMAs
 // Each accumulator element is a plain Σ_k in k order, one fma at a time (the same rounding as
 // a scalar loop with fmaf), then + bias.
