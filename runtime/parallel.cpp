@@ -18,7 +18,7 @@ namespace mase {
 namespace {
 std::mutex g_mu;
 std::unique_ptr<tbb::global_control> g_control;
-int g_threads = 0;  // 0 until set: then the hardware count
+std::atomic<int> g_threads{0};  // 0 until set: then the hardware count (read without g_mu)
 std::atomic<GemmPrecision> g_precision{GemmPrecision::fp32};
 }  // namespace
 

@@ -9,10 +9,10 @@ Storage::Storage(size_t nbytes, Device device)
     : data_(allocate(device, nbytes)), nbytes_(nbytes), device_(device) {}
 
 Storage::Storage(void* data, size_t nbytes, Device device, std::shared_ptr<void> owner)
-    : data_(data), nbytes_(nbytes), device_(device), owner_(std::move(owner)) {}
+    : data_(data), nbytes_(nbytes), device_(device), owner_(std::move(owner)), borrowed_(true) {}
 
 Storage::~Storage() {
-  if (!owner_) deallocate(device_, data_, nbytes_);
+  if (!borrowed_) deallocate(device_, data_, nbytes_);
 }
 
 }  // namespace mase

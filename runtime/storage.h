@@ -16,8 +16,8 @@ namespace mase {
 class Storage {
  public:
   Storage(size_t nbytes, Device device);  // from the caching allocator (uninitialised)
-  // Borrowed memory: `owner` keeps `data` alive; nothing is freed by the Storage itself.
-  // `owner` must not be null: with a null owner the destructor hands `data` to the allocator.
+  // Borrowed memory: `owner` keeps `data` alive (it may be null: the caller keeps it alive);
+  // nothing is freed by the Storage itself.
   Storage(void* data, size_t nbytes, Device device, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -31,7 +31,8 @@ class Storage {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
-  std::shared_ptr<void> owner_;  // set for borrowed memory only
+  std::shared_ptr<void> owner_;  // borrowed memory: what keeps it alive
+  bool borrowed_ = false;         // not the allocator's: never handed back to it
 };
 
 }  // namespace mase
