@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "runtime/error.h"
@@ -125,16 +124,16 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
   const int64_t n = space.grid_size();
 
   // Points already taken: by a finished trial, or by a running one (maybe in another process).
-  // A point whose trials all failed is free again, but only after every point never tried
-  // (a point that fails by its own error must not starve the rest of the grid) and only while
-  // it has failed fewer than kMaxGridFailures times (then the grid ends without it). (An
-  // interrupted trial is retried by ask() before the sampler is asked: search/trial_queue.h.)
-  std::unordered_set<int64_t> taken;
-  std::unordered_map<int64_t, int> failures;
+  // A point whose trials all failed is free again, but only after every point never tried: a
+  // point that fails by its own error must not starve the rest of the grid (the search stops
+  // after three failures in a row, which then come at the end). A killed worker's point comes
+  // back this way too, so none is lost (tests/search/test_study_kill.cpp); an interrupted
+  // trial is retried by ask() before the sampler is asked (search/trial_queue.h).
+  std::unordered_set<int64_t> taken, failed;
   for (const Trial& t : history) {
     const int64_t index = grid_index(space, t.values);
     if (t.state != TrialState::failed) taken.insert(index);
-    else ++failures[index];
+    else failed.insert(index);
   }
 
   // The visiting order: a Fisher-Yates shuffle of 0..n-1 drawn from the seed alone, so every
@@ -147,9 +146,9 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
     std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(std::min(j, i))]);
   }
   for (int64_t index : order)  // first the points never tried
-    if (!taken.count(index) && !failures.count(index)) return grid_point(space, index);
+    if (!taken.count(index) && !failed.count(index)) return grid_point(space, index);
   for (int64_t index : order)  // then the failed ones, again
-    if (!taken.count(index) && failures[index] < kMaxGridFailures) return grid_point(space, index);
+    if (!taken.count(index)) return grid_point(space, index);
   return std::nullopt;  // every point has been tried
 }
 

@@ -57,10 +57,6 @@ class RandomSampler : public Sampler {
   uint64_t seed_;
 };
 
-// How many failed trials of one grid point the grid sampler tolerates before it stops handing
-// the point out (the grid then ends without it).
-constexpr int kMaxGridFailures = 3;
-
 class GridSampler : public Sampler {
  public:
   explicit GridSampler(uint64_t seed) : seed_(seed) {}
