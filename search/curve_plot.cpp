@@ -1,9 +1,16 @@
 // search/curve_plot.cpp — x-y curves through gnuplot (SVG or PNG). Read curve_plot.h first.
 #include "search/curve_plot.h"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "runtime/atomic_file.h"
@@ -14,15 +21,52 @@ namespace fs = std::filesystem;
 namespace {
 
 // gnuplot string literal in double quotes (so a title's "\n" breaks the line): backslash,
-// double quote and newline escaped.
+// double quote and newline escaped, and a backquote written as its octal escape \140 (gnuplot
+// runs `...` as a shell command even inside double quotes).
 std::string gp_string(const std::string& s) {
   std::string q = "\"";
   for (char c : s) {
     if (c == '\n') q += "\\n";
+    else if (c == '`') q += "\\140";
     else if (c == '\\' || c == '"') q += std::string("\\") + c;
     else q += c;
   }
   return q + "\"";
+}
+
+extern "C" char** environ;
+
+// Runs `gnuplot script` with no shell in between (a $ or ` in the path stays a character),
+// its stdout and stderr into `output`; returns its wait status. IoError if it cannot start.
+int spawn_gnuplot(const std::string& script, std::string& output) {
+  // a relative path starting with '-' would read as an option
+  const std::string arg = script.rfind('-', 0) == 0 ? "./" + script : script;
+  int fd[2];
+  MASE_CHECK(pipe2(fd, O_CLOEXEC) == 0, IoError, "[plot] cannot run gnuplot: pipe: ",
+             std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fd[1], STDERR_FILENO);
+  char* argv[] = {const_cast<char*>("gnuplot"), const_cast<char*>(arg.c_str()), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fd[1]);
+  if (rc != 0) close(fd[0]);
+  MASE_CHECK(rc == 0, IoError, "[plot] cannot run gnuplot: ", std::strerror(rc),
+             " (apt-get install gnuplot-nox)");
+  char buf[256];
+  for (;;) {
+    const ssize_t n = read(fd[0], buf, sizeof buf);
+    if (n > 0) output.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR) break;  // EINTR: a signal (Ctrl-C's handler) came
+  }
+  close(fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }
 
 }  // namespace
@@ -118,12 +162,8 @@ void plot_bars(const BarChart& chart, const std::string& path) {
 
 void run_gnuplot(const std::string& script, const std::string& tmp, const std::string& path) {
   // gnuplot writes the figure to a temporary name; it is renamed only when gnuplot succeeded
-  std::FILE* pipe = popen(cat("gnuplot ", gp_string(script), " 2>&1").c_str(), "r");
-  MASE_CHECK(pipe != nullptr, IoError, "[plot] cannot run gnuplot (apt-get install gnuplot-nox)");
   std::string output;
-  char buf[256];
-  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
-  const int status = pclose(pipe);
+  const int status = spawn_gnuplot(script, output);
   MASE_CHECK(status == 0, IoError, "[plot] gnuplot failed on ", script, ": ",
              output.empty() ? std::string("no output (apt-get install gnuplot-nox)") : output);
   std::error_code ec;

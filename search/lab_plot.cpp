@@ -40,13 +40,16 @@ void draw(const std::string& path, const std::string& data, const std::string& b
   run_gnuplot(path + ".gp", out_tmp, path);
 }
 
-// A title as a double-quoted gnuplot string, broken into lines at "; " (gnuplot reads \n there).
+// A title as a double-quoted gnuplot string, broken into lines at "; " (gnuplot reads \n there);
+// a backquote as its octal escape \140 (gnuplot runs `...` as a command even inside quotes).
 std::string title_lines(const std::string& title) {
   std::string q = "\"";
   for (size_t i = 0; i < title.size(); ++i) {
     if (title.compare(i, 2, "; ") == 0) {
       q += "\\n";
       ++i;
+    } else if (title[i] == '`') {
+      q += "\\140";
     } else if (title[i] == '"' || title[i] == '\\') {
       q += std::string("\\") + title[i];
     } else {

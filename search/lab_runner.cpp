@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "runtime/error.h"
+#include "search/heartbeat.h"
 #include "search/study_store.h"
 #include "search/trial_queue.h"
 #include "train/trainer.h"
@@ -73,7 +74,10 @@ TrialRun run_one_trial(Study& study, const Objective& objective, const Trial& t)
   const auto t0 = std::chrono::steady_clock::now();
   TrialRun r;
   try {
-    r.outcome = objective(Params(study.space(), t.values), t.number);
+    r.outcome = [&] {  // beats while it runs: a resume on any host sees the worker alive
+      Heartbeat beat(study, t.number);
+      return objective(Params(study.space(), t.values), t.number);
+    }();
     study.tell(t.number, r.outcome.state, r.outcome.value, r.outcome.attrs);
     r.ok = true;
   } catch (const std::exception& e) {  // the trial failed, not the search: recorded, go on
@@ -91,6 +95,9 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
   // whether a grid can walk the space (a continuous parameter, too many points)
   for (const LabStudy& s : specs)
     if (make_sampler(s.sampler, run.seed)->name() == "grid") GridSampler::check_space(s.space);
+  // --resume continues a study file that is there: a missing, empty or damaged one is named in
+  // one line before the folder is made or SQLite opens (and would create) the file
+  if (run.resume) check_study_file(run.db);
   if (run.db.find("://") == std::string::npos)  // a file (not a server's URL): its folder
     fs::create_directories(fs::path(run.db).parent_path());
   {

@@ -41,8 +41,9 @@ struct LabRun {
 
 // Opens (creating where needed) every study, after checking all of them: ConfigError naming
 // the study and the key for a different space, sampler or objective, or for a study with trials
-// and no --resume (and, with --resume, for none of them existing). With --resume, trials of
-// dead workers are marked failed and retryable (Study::resume).
+// and no --resume (and, with --resume, for none of them existing). With --resume, a missing,
+// empty or damaged SQLite file is an IoError (check_study_file) before anything is created,
+// and trials of dead workers are marked failed and retryable (Study::resume).
 std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const LabRun& run);
 
 // Runs trials of `study` until run.trials have finished (or the sampler is exhausted, or
@@ -50,9 +51,10 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
 // search with an Error. Then writes <dir>/<study>.csv and returns its path.
 std::string run_lab_study(Study& study, const Objective& objective, const LabRun& run);
 
-// One trial: the objective, then tell (complete / pruned, or failed with attribute "error"
-// when the objective throws: the search goes on); a trial stopped by Ctrl-C is recorded with
-// Study::interrupted instead (failed and retryable).
+// One trial: the objective, with a Heartbeat (search/heartbeat.h) beating while it runs so
+// that a resume on another host can tell a live worker from a dead one; then tell (complete /
+// pruned, or failed with attribute "error" when the objective throws: the search goes on); a
+// trial stopped by Ctrl-C is recorded with Study::interrupted instead (failed and retryable).
 struct TrialRun {
   bool ok = false;
   Outcome outcome;

@@ -261,19 +261,18 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
   std::vector<TrialRecord> records = load_trials(*db_, study_id_, space_);
   std::vector<Trial> history;
   int64_t number = 0, taken = 0;  // taken: finished or running, what a budget counts
-  const TrialRecord* waiting = nullptr;  // the first trial an Optuna script enqueued
   for (const TrialRecord& r : records) {
     number = std::max(number, r.trial.number + 1);
-    if (r.waiting) {  // not started: no params, nothing a sampler can learn from
-      if (!waiting) waiting = &r;
-      continue;
-    }
+    if (r.waiting) continue;  // not started: no params, nothing a sampler can learn from
     history.push_back(r.trial);
     // Samplers maximize (search/sampler.h): a minimizing study shows them -value.
     if (direction_ == Direction::minimize) history.back().value = -r.trial.value;
     taken += r.trial.state != TrialState::failed;
   }
   const bool room = !budget || taken < *budget;
+  // the first trial an Optuna script enqueued that this space can run (those before it that it
+  // cannot are failed here, in this transaction)
+  const TrialRecord* waiting = room ? queue::take_queued(*db_, space_, records) : nullptr;
   const TrialRecord* retry = room && !waiting ? queue::retry_candidate(records) : nullptr;
   std::optional<Values> values;
   if (retry) {
@@ -284,7 +283,7 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
     if (waiting) values = queue::fixed_values(space_, *waiting, values);
   }
   if (!values) {
-    tx.commit();  // nothing was written; committing just ends the transaction
+    tx.commit();  // no trial started (enqueued trials the space lacks may have been failed)
     return std::nullopt;
   }
 

@@ -108,12 +108,11 @@ class Study {
   // by resume and by Optuna's fail_stale_trials). ConfigError if the trial is not running.
   void heartbeat(int64_t number);
   // A new running trial — a trial an Optuna script enqueued (its fixed params, the sampler's
-  // for the rest; it keeps its number), else the parameters of a retryable failed trial not yet
+  // for the rest; it keeps its number; one fixing a value the space lacks is marked failed and
+  // skipped, search/trial_queue.h), else the parameters of a retryable failed trial not yet
   // retried (lowest number first; Trial::retry_of names it), else the sampler's — or nullopt
-  // when the sampler
-  // has nothing left (an exhausted grid) or,
-  // given a budget, when the study already has `budget` trials finished (complete, pruned) or
-  // running. Counted in the same write transaction as the insert, so N processes sharing a
+  // when the sampler has nothing left (an exhausted grid) or, given a budget, when the study
+  // already has `budget` trials finished (complete, pruned) or running. Counted in the same write transaction as the insert, so N processes sharing a
   // study with the same budget end with exactly `budget` finished trials, not N - 1 more
   // (a failed trial does not count: its place is asked for again).
   std::optional<Trial> ask(std::optional<int64_t> budget = std::nullopt);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "runtime/error.h"
+#include "search/optuna_format.h"
 #include "search/space_json.h"
 #include "search/study_rows.h"
 #include "search/study_store.h"
@@ -72,6 +73,28 @@ std::optional<Values> fixed_values(const Space& space, const TrialRecord& r,
     v[p.name] = internal;
   }
   return v;
+}
+
+// The first enqueued trial this space can run; each one before it that it cannot is failed.
+const TrialRecord* take_queued(store::Database& db, const Space& space,
+                               const std::vector<TrialRecord>& records) {
+  for (const TrialRecord& r : records) {
+    if (!r.waiting) continue;
+    try {
+      (void)fixed_values(space, r, Values{});  // every fixed value checked, nothing drawn
+      return &r;
+    } catch (const ConfigError& e) {
+      // Left WAITING, every worker's ask would take it and refuse it again, for ever.
+      store::Statement fail(db,
+                            "UPDATE trials SET state = 'FAIL', datetime_start = ?2, "
+                            "datetime_complete = ?2 WHERE trial_id = ?1",
+                            "fail enqueued trial");
+      fail.bind(1, r.trial_id).bind(2, optuna::time_now()).run();
+      rows::insert_attrs(db, r.trial_id,
+                         {{"error", cat(e.what(), " (not run: marked failed, the queue goes on)")}});
+    }
+  }
+  return nullptr;
 }
 
 // [3, 7] as Python's json.dumps writes it (what Optuna's own callback stores)

@@ -2,7 +2,9 @@
 //
 // In this order:
 //   1. a trial an Optuna script put in the queue (study.enqueue_trial: a WAITING row with its
-//      "fixed_params"): it keeps its number; the parameters it does not fix are the sampler's;
+//      "fixed_params"): it keeps its number; the parameters it does not fix are the sampler's.
+//      One that fixes a value the space does not have is marked FAIL (its "error" attribute
+//      says why) and skipped: left waiting, it would stop every worker's ask;
 //   2. the parameters of a trial that was stopped, not wrong — Ctrl-C (Study::interrupted) or
 //      a worker that died (Study::resume) — again, as a new trial, at most kMaxRetries times
 //      for one set of parameters, recorded as Optuna's RetryFailedTrialCallback records it;
@@ -45,6 +47,13 @@ const TrialRecord* retry_candidate(const std::vector<TrialRecord>& records);
 // grid). ConfigError for a fixed value the space does not have.
 std::optional<Values> fixed_values(const Space& space, const TrialRecord& r,
                                    std::optional<Values> drawn);
+// The lowest-numbered enqueued (waiting) trial of `records` whose fixed_params the space has,
+// or nullptr. Each waiting trial before it that fixes a value the space does not have (or whose
+// fixed_params are not a JSON object) is marked FAIL in `db`, with fixed_values' message as
+// its "error" user attribute: an Optuna script enqueued it for a space this worker does not
+// search, and no worker could ever run it.
+const TrialRecord* take_queued(store::Database& db, const Space& space,
+                               const std::vector<TrialRecord>& records);
 // [3, 7] as Python's json.dumps writes it (what Optuna's own callback stores)
 std::string json_list(const std::vector<int64_t>& v);
 

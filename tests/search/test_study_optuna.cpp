@@ -160,11 +160,15 @@ TEST_CASE("optuna: trials an Optuna script enqueued run first, with their fixed 
   CHECK(pb.real("lr") == 0.002);
   s.tell(b.number, TrialState::complete, 0.75);
 
-  // trial 3 fixes act = "tanh", which the space does not have: refused, left in the queue
-  const std::string err = error_of<ConfigError>([&] { s.ask(); });
-  CHECK(contains(err, "enqueued trial 3 fixes act = \"tanh\""));
-  CHECK(query_one(path, "SELECT state FROM trials WHERE number = 3") == "WAITING");
-  CHECK(s.trials().size() == 4);
+  // trial 3 fixes act = "tanh", which the space does not have: no worker could run it, so it
+  // is failed (saying why) and the ask goes on to the sampler's draw, as trial 4
+  const Trial c = *s.ask();
+  CHECK(c.number == 4);
+  CHECK(query_one(path, "SELECT state FROM trials WHERE number = 3") == "FAIL");
+  const TrialRecord refused = s.trials().at(3);
+  CHECK(refused.trial.state == TrialState::failed);
+  CHECK(contains(refused.attrs.at("error"), "enqueued trial 3 fixes act = \"tanh\""));
+  CHECK(s.trials().size() == 5);
 }
 
 TEST_CASE("optuna: a space that disagrees with the Optuna study is a ConfigError naming it") {

@@ -183,6 +183,15 @@ TEST_CASE("postgres: an interrupted trial's parameters run again, with Optuna's 
   CHECK(queued.number == 3);
   CHECK(queued.values.at("x") == 4242);
   CHECK(pg.query_one("SELECT state FROM trials WHERE number = 3") == "RUNNING");
+  // one the space cannot run (x out of range) is failed, saying why, and the ask goes on
+  pg.sql("INSERT INTO trials(number, study_id, state) SELECT 4, study_id, 'WAITING' FROM studies");
+  pg.sql("INSERT INTO trial_system_attributes(trial_id, key, value_json) SELECT trial_id, "
+         "'fixed_params', '{\"x\": -1}' FROM trials WHERE number = 4");
+  CHECK(s.ask()->number == 5);
+  CHECK(pg.query_one("SELECT state FROM trials WHERE number = 4") == "FAIL");
+  CHECK(pg.query_one("SELECT count(*) FROM trials WHERE number = 4 AND datetime_start IS NOT "
+                     "NULL AND datetime_complete IS NOT NULL") == "1");
+  CHECK(s.trials().at(4).attrs.at("error").find("fixes x = -1") != std::string::npos);
 }
 
 TEST_CASE("postgres: 4 worker processes on a grid study evaluate every cell exactly once") {
