@@ -37,6 +37,18 @@ __global__ void fill_kernel(T* dst, T value, int64_t n) {
 
 int blocks_for(int64_t n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
 
+// Calls f(T{}) with T the C++ type of `dtype`.
+template <class F>
+void with_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: f(float{}); break;
+    case DType::f64: f(double{}); break;
+    case DType::i32: f(int32_t{}); break;
+    case DType::i8: f(int8_t{}); break;
+    case DType::u8: f(uint8_t{}); break;
+  }
+}
+
 }  // namespace
 
 void copy_strided(void* dst, const Strides& dst_strides, const void* src,
@@ -69,13 +81,11 @@ void fill(void* dst, DType dtype, double value, int64_t n, int device) {
   if (n == 0) return;
   use_device(device);
   const int threads = 256, blocks = blocks_for(n, threads);
-  switch (dtype) {
-    case DType::f32: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<float*>(dst), float(value), n); break;
-    case DType::f64: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<double*>(dst), value, n); break;
-    case DType::i32: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<int32_t*>(dst), int32_t(value), n); break;
-    case DType::i8: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<int8_t*>(dst), int8_t(value), n); break;
-    case DType::u8: fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<uint8_t*>(dst), uint8_t(value), n); break;
-  }
+  with_type(dtype, [&](auto t) {
+    using T = decltype(t);
+    // the value converted on the host by the CPU's rule (copy.h): the same bits on both
+    fill_kernel<<<blocks, threads, 0, stream()>>>(static_cast<T*>(dst), convert_value<T>(value), n);
+  });
   MASE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -84,25 +94,13 @@ namespace {
 template <class To, class From>
 __global__ void convert_kernel(To* dst, const From* src, int64_t n) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n) dst[i] = static_cast<To>(src[i]);
+  if (i < n) dst[i] = convert_value<To>(src[i]);  // the CPU's rule (copy.h)
 }
 
 template <class T>
 __global__ void iota_kernel(T* dst, int64_t n) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i < n) dst[i] = static_cast<T>(i);
-}
-
-// Calls f(T{}) with T the C++ type of `dtype`.
-template <class F>
-void with_type(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::f32: f(float{}); break;
-    case DType::f64: f(double{}); break;
-    case DType::i32: f(int32_t{}); break;
-    case DType::i8: f(int8_t{}); break;
-    case DType::u8: f(uint8_t{}); break;
-  }
 }
 
 }  // namespace

@@ -52,9 +52,16 @@ class CachingAllocator {
 
   void* allocate(size_t nbytes) {
     std::lock_guard lock(mu_);
-    if (ArenaState* a = tl_run; a && a->device == device_)
-      if (void* p = serve_locked(*a, nbytes)) return note_alloc_locked(p, nbytes);
-    return note_alloc_locked(allocate_locked(nbytes), nbytes);
+    void* p = nullptr;
+    if (ArenaState* a = tl_run; a && a->device == device_) p = serve_locked(*a, nbytes);
+    if (!p) p = allocate_locked(nbytes);
+    try {
+      note_alloc_locked(p, nbytes);
+    } catch (...) {  // the recording could not grow: the request fails whole
+      deallocate_locked(p, nbytes);
+      throw;
+    }
+    return p;
   }
 
   void* allocate_locked(size_t nbytes) {
@@ -67,12 +74,20 @@ class CachingAllocator {
       list.pop_back();
     } else {
       p = os_alloc(sz);
-      if (!p) {  // out of memory: give back what is cached and try once more
+      if (!p) {  // out of memory: give back the shared cache (a pool's blocks stay its own)
         release_all_locked();
         p = os_alloc(sz);
         if (!p) throw std::bad_alloc();
       }
-      if (active_pool_ != 0) owner_[p] = active_pool_;  // the pool's for good
+      if (active_pool_ != 0) {  // the pool's for good
+        try {
+          insert_fault_locked();
+          owner_[p] = active_pool_;
+        } catch (...) {  // no room to note its owner: the block goes back, the request fails
+          os_free_noexcept(p);
+          throw;
+        }
+      }
       ++stats_.os_allocs;
       stats_.os_bytes += sz;
       if (stats_.os_bytes > stats_.peak_os_bytes) stats_.peak_os_bytes = stats_.os_bytes;
@@ -86,8 +101,11 @@ class CachingAllocator {
   // memory in push_back) the block goes straight back to the OS instead; a CUDA free that
   // fails (a dead context) leaks the block rather than terminate the process.
   void deallocate(void* p, size_t nbytes) noexcept {
-    size_t sz = size_class(nbytes);
     std::lock_guard lock(mu_);
+    deallocate_locked(p, nbytes);
+  }
+  void deallocate_locked(void* p, size_t nbytes) noexcept {
+    const size_t sz = size_class(nbytes);
     if (recording_) {
       if (auto it = rec_live_.find(p); it != rec_live_.end()) {
         rec_[it->second].died = clock_++;
@@ -102,18 +120,21 @@ class CachingAllocator {
         if (it != owner_.end()) {
           auto pool = pools_.find(it->second);
           if (pool != pools_.end()) {
+            insert_fault_locked();
             pool->second[sz].push_back(p);
             return;
           }
           owner_.erase(it);  // its pool was released: the block joins the shared cache
         }
       }
+      insert_fault_locked();
       free_[sz].push_back(p);
     } catch (...) {
-      try {
-        os_free(p);
-      } catch (...) {
-      }
+      // No room in the cache: the block goes back to the OS, and with it its owner entry, if
+      // it was a pool's — kept, a later block at the same address (from the OS again, for
+      // anyone) would be taken for the pool's when freed.
+      owner_.erase(p);
+      os_free_noexcept(p);
       ++stats_.os_frees;
       stats_.os_bytes -= sz;
     }
@@ -152,10 +173,7 @@ class CachingAllocator {
     for (auto& [sz, list] : pool->second)
       for (void* p : list) {
         owner_.erase(p);
-        try {
-          os_free(p);
-        } catch (...) {  // a dead context: the block is lost, not the process
-        }
+        os_free_noexcept(p);
         ++stats_.os_frees;
         stats_.os_bytes -= sz;
       }
@@ -169,6 +187,14 @@ class CachingAllocator {
     if (pool != pools_.end())
       for (auto& [sz, list] : pool->second) n += sz * list.size();
     return n;
+  }
+  size_t pool_owned_blocks() {
+    std::lock_guard lock(mu_);
+    return owner_.size();
+  }
+  void inject_faults(const AllocatorFaults& f) {
+    std::lock_guard lock(mu_);
+    faults_ = f;
   }
 
   // ---- recording ----
@@ -231,15 +257,31 @@ class CachingAllocator {
   std::mutex& mutex() { return mu_; }
 
  private:
-  void* note_alloc_locked(void* p, size_t nbytes) {
-    if (recording_ && std::this_thread::get_id() == rec_thread_) {
-      rec_live_[p] = rec_.size();
-      rec_.push_back({round64(nbytes), clock_++, -1});
+  // All or nothing: if it throws, the recording is as it was.
+  void note_alloc_locked(void* p, size_t nbytes) {
+    if (!recording_ || std::this_thread::get_id() != rec_thread_) return;
+    insert_fault_locked();
+    rec_.push_back({round64(nbytes), clock_, -1});
+    try {
+      rec_live_[p] = rec_.size() - 1;
+    } catch (...) {
+      rec_.pop_back();
+      throw;
     }
-    return p;
+    ++clock_;
+  }
+
+  // A failure injected by a test (inject_allocator_faults): this insertion throws.
+  void insert_fault_locked() {
+    if (faults_.bookkeeping > 0) {
+      --faults_.bookkeeping;
+      throw std::bad_alloc();
+    }
   }
 
   // Request `next` of the run, from the arena if it is the planned one (see allocator.h).
+  // nullptr: the caching allocator serves it (planned outside the arena, zero bytes, or the
+  // run diverged).
   void* serve_locked(ArenaState& a, size_t nbytes) {
     if (a.diverged) return nullptr;
     const size_t k = a.next++, sz = round64(nbytes);
@@ -248,6 +290,7 @@ class CachingAllocator {
       return nullptr;
     }
     if (a.offsets[k] < 0) return nullptr;  // planned outside the arena
+    if (sz == 0) return nullptr;  // no bytes to give: a distinct block, as outside a run
     const size_t lo = static_cast<size_t>(a.offsets[k]), hi = lo + sz;
     for (const auto& [l, h] : a.live)
       if (lo < h && l < hi) {  // a block of this run still alive there: never overwrite it
@@ -283,16 +326,17 @@ class CachingAllocator {
       keep = std::move(it->second);
       arenas_.erase(it);
     }
-    try {
-      os_free(base);
-    } catch (...) {
-    }
+    os_free_noexcept(base);
     ++stats_.os_frees;
     stats_.os_bytes -= bytes;
     stats_.in_use_bytes -= bytes;
   }
 
   void* os_alloc(size_t sz) {
+    if (faults_.os_allocs > 0) {  // a test's injected out-of-memory
+      --faults_.os_allocs;
+      return nullptr;
+    }
     if (device_.is_cpu()) return std::aligned_alloc(64, sz);  // sz is a multiple of 64
     return cuda::malloc_device(sz, device_.index);
   }
@@ -300,10 +344,18 @@ class CachingAllocator {
     if (device_.is_cpu()) std::free(p);
     else cuda::free_device(p, device_.index);
   }
+  void os_free_noexcept(void* p) noexcept {
+    try {
+      os_free(p);
+    } catch (...) {  // a dead context: the block is lost, not the process
+    }
+  }
+  // Every cached block leaves the lists, even if the driver refuses one (a dead context: it
+  // is lost): a block left listed after a throw half-way would be freed twice or handed out.
   void release_all_locked() {
     for (auto& [sz, list] : free_) {
       for (void* p : list) {
-        os_free(p);
+        os_free_noexcept(p);
         ++stats_.os_frees;
         stats_.os_bytes -= sz;
       }
@@ -325,6 +377,7 @@ class CachingAllocator {
   std::unordered_map<void*, size_t> rec_live_;  // recorded blocks still alive -> their event
   int64_t clock_ = 0;
   std::map<char*, std::shared_ptr<ArenaState>> arenas_;  // by base: their blocks when freed
+  AllocatorFaults faults_;  // failures a test asked for (all 0 otherwise)
 };
 
 // One allocator per device, created on first use and never destroyed: tensors in static
@@ -362,6 +415,10 @@ void release_pool(Device d, uint64_t pool) noexcept {
   }
 }
 size_t pool_cached_bytes(Device d, uint64_t pool) { return allocator_for(d).pool_cached_bytes(pool); }
+size_t pool_owned_blocks(Device d) { return allocator_for(d).pool_owned_blocks(); }
+void inject_allocator_faults(Device d, AllocatorFaults faults) {
+  allocator_for(d).inject_faults(faults);
+}
 
 AllocationRecorder::AllocationRecorder(Device d) : device_(d) {
   allocator_for(d).start_recording();

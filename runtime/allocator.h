@@ -35,7 +35,10 @@ struct AllocatorStats {
   size_t peak_in_use_bytes = 0;
 };
 
-void* allocate(Device device, size_t nbytes);          // 64-byte aligned, never null
+// 64-byte aligned, never null; std::bad_alloc when the OS / driver has no memory even after
+// the shared cache is given back. 0 bytes get a block of their own like any request (distinct
+// from every other live pointer), inside an Arena::Run as well.
+void* allocate(Device device, size_t nbytes);
 void deallocate(Device device, void* ptr, size_t nbytes) noexcept;  // never throws
 AllocatorStats allocator_stats(Device device = Device::cpu());
 void reset_peak_stats(Device device = Device::cpu());
@@ -54,6 +57,18 @@ uint64_t create_pool(Device device);            // a new pool id (never 0)
 void use_pool(Device device, uint64_t pool);    // 0: back to the shared cache
 void release_pool(Device device, uint64_t pool) noexcept;
 size_t pool_cached_bytes(Device device, uint64_t pool);  // free blocks the pool holds (tests)
+size_t pool_owned_blocks(Device device);  // blocks some pool owns, in use or cached (tests)
+
+// ---- failure injection (tests only) -------------------------------------------------------------
+// The next `os_allocs` requests to the OS / driver on the device fail as if it were out of
+// memory, and the next `bookkeeping` insertions into the allocator's own tables (a free list,
+// a pool's owner map, a recording) throw std::bad_alloc: how the tests reach the failure paths.
+// Each call replaces the counts left over; {} turns injection off.
+struct AllocatorFaults {
+  int os_allocs = 0;
+  int bookkeeping = 0;
+};
+void inject_allocator_faults(Device device, AllocatorFaults faults);
 
 // ---- recording a run's allocations and serving them again from a planned arena -------------
 
@@ -90,8 +105,11 @@ struct ArenaState;  // allocator.cpp
 // (a lifetime that differs from the recording's, or a block kept from an earlier run where
 // the plan did not keep its range free) makes it DIVERGE: that request and every
 // later one of the run go to the caching allocator, and nothing is ever overwritten.
-// Freeing a block served from the arena is a no-op. Statistics: the arena's bytes count as
-// held from the OS and as in use (reserved: no other request can have them) while it exists.
+// Freeing a block served from the arena is a no-op. A zero-byte request takes its place in the
+// plan but is served by the caching allocator, as outside a run: at base + offset it would
+// share its address with a block alive there (whose free could then be taken for its own),
+// and an empty arena has no base. Statistics: the arena's bytes count as held from the OS and
+// as in use (reserved: no other request can have them) while it exists.
 class Arena {
  public:
   Arena(Device device, std::vector<size_t> sizes, std::vector<int64_t> offsets, size_t bytes);

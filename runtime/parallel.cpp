@@ -19,6 +19,9 @@ namespace {
 std::mutex g_mu;
 std::unique_ptr<tbb::global_control> g_control;
 std::atomic<int> g_threads{0};  // 0 until set: then the hardware count (read without g_mu)
+// OpenBLAS's thread count as last set, and the SerialBlas scopes open (both under g_mu)
+int g_blas_threads = 0;
+int g_serial_blas_scopes = 0;
 std::atomic<GemmPrecision> g_precision{GemmPrecision::fp32};
 }  // namespace
 
@@ -39,7 +42,10 @@ int set_num_threads(int n) {
   g_control.reset();  // only one global_control of a kind may be active
   g_control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                     static_cast<size_t>(n));
-  blas::set_num_threads(n);
+  if (g_serial_blas_scopes == 0) {  // else the last scope to close sets it (parallel.h)
+    blas::set_num_threads(n);
+    g_blas_threads = n;
+  }
   g_threads = n;
   return n;
 }
@@ -47,6 +53,31 @@ int set_num_threads(int n) {
 int num_threads() {
   if (g_threads == 0) set_num_threads(0);
   return g_threads;
+}
+
+SerialBlas::SerialBlas() {
+  num_threads();  // the first call sets the count, under g_mu: before we take it
+  std::lock_guard lock(g_mu);
+  if (g_serial_blas_scopes == 0 && g_blas_threads != 1) {
+    blas::set_num_threads(1);  // may throw (OpenBLAS missing): then no scope was opened
+    g_blas_threads = 1;
+  }
+  ++g_serial_blas_scopes;
+}
+
+SerialBlas::~SerialBlas() {
+  std::lock_guard lock(g_mu);
+  if (--g_serial_blas_scopes > 0 || g_blas_threads == g_threads) return;
+  try {
+    blas::set_num_threads(g_threads);
+    g_blas_threads = g_threads;
+  } catch (...) {  // OpenBLAS was loaded when the scope opened: cannot fail; never throw here
+  }
+}
+
+int SerialBlas::open_scopes() {
+  std::lock_guard lock(g_mu);
+  return g_serial_blas_scopes;
 }
 
 std::string gemm_library() {

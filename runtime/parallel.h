@@ -2,9 +2,9 @@
 //
 // Every parallel loop in the CPU kernels goes through parallel_for below, on oneTBB's pool.
 // OpenBLAS has its own threads for GEMM; set_num_threads gives both the same count. A GEMM
-// called inside a TBB task runs with OpenBLAS set to one thread (runtime/cpu/sdpa.cpp's
-// SerialBlas), so the two pools never run nested and the machine is never oversubscribed
-// (2 pools × 2 threads on 2 cores would halve throughput).
+// called inside a TBB task runs with OpenBLAS set to one thread (SerialBlas below, around
+// runtime/cpu/sdpa.cpp's kernels), so the two pools never run nested and the machine is never
+// oversubscribed (2 pools × 2 threads on 2 cores would halve throughput).
 // oneDNN's GEMMs run on this pool itself, one OpenMP thread a block (runtime/cpu/onednn_gemm.cpp).
 #pragma once
 #include <cstdint>
@@ -56,6 +56,25 @@ class SerialRegion {
     thread_local int d = 0;
     return d;
   }
+};
+
+// A scope in which OpenBLAS runs on one thread: around a parallel_for whose tasks call GEMMs
+// (runtime/cpu/sdpa.cpp's f64 tile products). openblas_set_num_threads is process-wide (one
+// global count, read by every GEMM of every thread), not per thread, so scopes on several
+// threads at once (two sdpa calls from two threads) share it: a count of open scopes under
+// set_num_threads' lock, OpenBLAS set to 1 by the first scope to open and back to
+// num_threads() by the last to close. Saving and restoring per scope would interleave (A sets
+// 1, B sets 1, A restores 4 while B's tasks still run GEMMs: oversubscribed; a restore could
+// also undo a set_num_threads made meanwhile). set_num_threads inside a scope takes effect for
+// TBB at once and for OpenBLAS when the last scope closes. While any scope is open, every
+// GEMM in the process runs on one OpenBLAS thread, even one called outside a TBB task.
+class SerialBlas {
+ public:
+  SerialBlas();
+  ~SerialBlas();
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+  static int open_scopes();  // scopes open now, on all threads (tests)
 };
 
 // f(lo, hi) over [begin, end) in chunks cut by TBB, which splits a range only while it is

@@ -18,12 +18,14 @@ using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int,
 using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*,
                          int, double, double*, int);
 using SetThreadsFn = void (*)(int);
+using GetThreadsFn = int (*)();
 using CorenameFn = char* (*)();
 
 struct Api {
   SgemmFn sgemm = nullptr;
   DgemmFn dgemm = nullptr;
   SetThreadsFn set_num_threads = nullptr;
+  GetThreadsFn get_num_threads = nullptr;
   CorenameFn corename = nullptr;
 };
 
@@ -49,6 +51,7 @@ const Api& api() {
     api.dgemm = reinterpret_cast<DgemmFn>(dlsym(lib, "cblas_dgemm"));
     api.set_num_threads = reinterpret_cast<SetThreadsFn>(dlsym(lib, "openblas_set_num_threads"));
     api.corename = reinterpret_cast<CorenameFn>(dlsym(lib, "openblas_get_corename"));
+    api.get_num_threads = reinterpret_cast<GetThreadsFn>(dlsym(lib, "openblas_get_num_threads"));
   });
   if (!api.sgemm || !api.dgemm || !api.set_num_threads)
     throw Error(cat("[blas] could not load OpenBLAS from ", MASE_OPENBLAS_LIBRARY,
@@ -69,6 +72,11 @@ void dgemm(Trans ta, Trans tb, int M, int N, int K, double alpha, const double* 
 }
 
 void set_num_threads(int n) { api().set_num_threads(n); }
+
+int num_threads() {
+  const Api& a = api();
+  return a.get_num_threads ? a.get_num_threads() : 0;
+}
 
 std::string corename() {
   const Api& a = api();

@@ -30,7 +30,8 @@ void sgemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A,
            const float* B, int ldb, float beta, float* C, int ldc);  // row-major
 void dgemm(Trans ta, Trans tb, int M, int N, int K, double alpha, const double* A, int lda,
            const double* B, int ldb, double beta, double* C, int ldc);  // row-major
-void set_num_threads(int n);
+void set_num_threads(int n);  // process-wide: every thread's GEMMs (parallel.h's SerialBlas)
+int num_threads();            // openblas_get_num_threads(); 0 if this OpenBLAS lacks it
 std::string corename();  // the kernel family in use, e.g. "SkylakeX"
 
 }  // namespace mase::blas

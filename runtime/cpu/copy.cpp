@@ -92,7 +92,7 @@ void convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64
       auto* d = static_cast<To*>(dst);
       auto* s = static_cast<const From*>(src);
       parallel_for(0, n, kGrainElems, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) d[i] = static_cast<To>(s[i]);
+        for (int64_t i = lo; i < hi; ++i) d[i] = convert_value<To>(s[i]);
       });
     });
   });
@@ -102,7 +102,7 @@ void fill(void* dst, DType dtype, double value, int64_t n) {
   visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     auto* d = static_cast<T*>(dst);
-    const T v = static_cast<T>(value);
+    const T v = convert_value<T>(value);
     parallel_for(0, n, kGrainElems, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) d[i] = v;
     });

@@ -3,8 +3,8 @@
 //
 // OpenBLAS runs its own threads (as many as mase::num_threads()). Called from inside a TBB
 // task (runtime/cpu/sdpa.cpp's f64 tile products) a GEMM runs with OpenBLAS set to one thread
-// (SerialBlas there): nesting the two pools would oversubscribe the cores. A batch is a plain
-// loop of GEMMs, each one using every thread.
+// (SerialBlas, runtime/parallel.h): nesting the two pools would oversubscribe the cores. A
+// batch is a plain loop of GEMMs, each one using every thread.
 #include "runtime/kernels/matmul.h"
 
 #include <algorithm>

@@ -35,10 +35,10 @@
 // tile products on the same Xeon capped to AVX2 (MASE_MAX_CPU_ISA=avx2). f64 (the gradient
 // checks) makes each tile product one serial OpenBLAS call (dgemm, any strides and
 // transposes), from inside TBB tasks with OpenBLAS set to 1 thread for the duration of the
-// kernel (SerialBlas below: two pools never nest). On every path K and V are first copied
-// transposed, one head at a time (transpose_head): Q·Kᵀ and dO·Vᵀ then run as plain products,
-// which OpenBLAS does faster (6% of the forward + backward at T = 256) and our tiles need (their
-// B is read in rows).
+// kernel (SerialBlas, runtime/parallel.h: two pools never nest). On every path K and V are
+// first copied transposed, one head at a time (transpose_head): Q·Kᵀ and dO·Vᵀ then run as
+// plain products, which OpenBLAS does faster (6% of the forward + backward at T = 256) and our
+// tiles need (their B is read in rows).
 // Parallelism: forward over (b, h, query tile) — enough tasks even for B·NH = 1; backward over
 // (b, h), each task owning its rows of dq, dk, dv (no atomics, no reduction afterwards).
 //
@@ -60,7 +60,6 @@
 #endif
 
 #include "runtime/cpu/attn_tile.h"
-#include "runtime/cpu/blas.h"
 #include "runtime/cpu/philox_x32.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/cpu/rowwise.h"
@@ -78,19 +77,6 @@ constexpr int64_t kBc = 128;
 
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-
-// OpenBLAS on one thread while tile GEMMs run inside TBB tasks; the caller's count after.
-struct SerialBlas {
-  const int threads = num_threads();
-  SerialBlas() {
-    if (threads > 1) blas::set_num_threads(1);
-  }
-  ~SerialBlas() {
-    if (threads > 1) blas::set_num_threads(threads);
-  }
-  SerialBlas(const SerialBlas&) = delete;
-  SerialBlas& operator=(const SerialBlas&) = delete;
-};
 
 // Who computes the f32 tile products: our AVX-512 tile, our AVX2 tile (attn_tile.h), or
 // serial OpenBLAS calls (a CPU without AVX2/FMA; f64 always).

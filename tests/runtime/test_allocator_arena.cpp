@@ -142,3 +142,42 @@ TEST_CASE("arena: its bytes are held and in use while it lives, freed after its 
   CHECK(allocator_stats().os_bytes == s0.os_bytes);
   CHECK(allocator_stats().in_use_bytes == s0.in_use_bytes);
 }
+
+TEST_CASE("arena: a zero-byte request gets a distinct block, never an arena address") {
+  SUBCASE("an empty arena (every request zero bytes)") {
+    Arena arena(cpu, {0, 0}, {0, 0}, 0);
+    CHECK(arena.base() == nullptr);
+    {
+      Arena::Run run(arena);
+      void* p = allocate(cpu, 0);
+      void* q = allocate(cpu, 0);
+      CHECK(p != nullptr);
+      CHECK(q != nullptr);
+      CHECK(p != q);
+      CHECK(arena.live_blocks() == 0);  // nothing of the arena's is handed out
+      deallocate(cpu, p, 0);
+      deallocate(cpu, q, 0);
+      CHECK_FALSE(run.diverged());  // the plan's two requests, made as recorded
+    }
+    CHECK(arena.live_blocks() == 0);
+    CHECK(arena.diverged_runs() == 0);
+  }
+  SUBCASE("beside a block at the same planned offset, kept longer than recorded") {
+    // recorded: a (1024 B) and z (0 B) at offset 0, z freed, a freed, then c (1024 B) at 0
+    Arena arena(cpu, {1024, 0, 1024}, {0, 0, 0}, 1024);
+    char* base = static_cast<char*>(arena.base());
+    Arena::Run run(arena);
+    void* a = allocate(cpu, 1024);
+    void* z = allocate(cpu, 0);
+    CHECK(a == base);
+    CHECK(z != a);
+    CHECK(arena.live_blocks() == 1);
+    deallocate(cpu, z, 0);  // frees z, not a's place in the arena
+    CHECK(arena.live_blocks() == 1);
+    void* c = allocate(cpu, 1024);  // this run keeps a: c must not be served over it
+    CHECK(c != a);
+    CHECK(run.diverged());
+    deallocate(cpu, c, 1024);
+    deallocate(cpu, a, 1024);
+  }
+}
