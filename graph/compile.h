@@ -14,7 +14,8 @@
 // The passes, in order (CompileOptions::disabled turns any of them off, by name):
 //   remove_dropout   eval mode only: dropout is the identity there (graph/passes/dropout.h)
 //   fold_lora        eval mode only: each LoRA update folded into its weight, W + s·B·A, and
-//                    refolded before a replay if the adapters moved (graph/passes/fold_lora.h)
+//                    refolded before a replay if W, A or B moved (on CUDA: before every
+//                    replay; graph/passes/fold_lora.h)
 //   fuse_bias_gelu   Linear + GELU -> linear + bias_gelu (graph/passes/fuse_bias_gelu.h); a
 //                    linear(x, w, b) call (a folded LoRA layer) is a Linear here too
 //   fuse_add_norm    Linear + Dropout + add + LayerNorm -> linear + dropout_add_layer_norm

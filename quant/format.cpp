@@ -260,6 +260,13 @@ void Format::validate(std::string_view where, std::string_view prefix) const {
       check_range(W, 2, 25, key("width"), where, "a sign bit and 1..24 magnitude bits");
       check_range(E, 1, 8, key("exponent_width"), where);
       check_range(block_size, 1, 1 << 20, key("block_size"), where);
+      // The shared exponent e lies in −b..2^E−1−b and every f32 block has floor(log2 amax) in
+      // −149..127. b ≥ −127 keeps e ≤ 127 for every block (e = 128 would round f32's largest
+      // values to 2^128 = inf); b ≤ 2^E + 150 − W keeps the step 2^(e+1−M) of the top
+      // exponent ≥ 2^−149, so the value a block saturates to, (2^M − 1)·2^(2^E−b−M), is an f32.
+      check_range(b, -127, (1 << E) + 150 - W, key("exponent_bias"), where,
+                  "a lower bias rounds f32's largest values to inf, a higher one saturates every "
+                  "block to a value finer than f32's 2^-149");
       break;
     case Kind::block_minifloat:
       needs_width();

@@ -84,6 +84,14 @@ Int8Weight::Int8Weight(const Tensor& weight, const Format& weight_format,
   const Tensor w = weight.detach().contiguous();
   const int64_t N = w.size(0), K = w.size(1);
   const Int8Codes c = int8_codes(w, weight_format);
+  // the zero weights, counted on the codes before packing (a packed layout pads K, and
+  // oneDNN's is its own): code 0 whose scale is not NaN
+  const int8_t* codes = c.codes.data<int8_t>();
+  const float* sc = c.scales.data<float>();
+  const int64_t ns = c.scales.size(1);
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t k = 0; k < K; ++k)
+      zeros_ += codes[r * K + k] == 0 && !std::isnan(sc[r * ns + k / c.block]);
   const int64_t block = int8_block(data_in_format, weight_format, K);
   const int64_t nb = K > 0 ? (K + block - 1) / block : 0;
   const Tensor s = expand_scales(c.scales, std::max<int64_t>(nb, 1));

@@ -66,9 +66,11 @@ class Int8Weight {
   int64_t out_features() const { return p_.N; }
   int64_t in_features() const { return p_.K; }
   size_t nbytes() const { return p_.nbytes(); }
+  int64_t zeros() const { return zeros_; }  // weights whose code is 0 (pruned, or rounded to 0)
 
  private:
   cpu::Int8PackedB p_;
+  int64_t zeros_ = 0;
 };
 
 // y (..., out) = the integer product of x (..., in) quantized to `data_in` and the packed
@@ -104,6 +106,7 @@ class Int8Linear : public nn::Module, public nn::SplitBias {
   void product_rows(const float* x, int64_t rows, float* y) const override;  // integer_linear_rows
   const Tensor& split_bias() const override { return bias; }
   const Int8Weight& weight() const { return *w_; }
+  const LinearQuantConfig& config() const { return config_; }
   size_t weight_nbytes() const { return w_->nbytes(); }  // the packed codes, scales (and comp)
 
   Tensor bias;  // f32 (out), already quantized; a buffer (nothing here trains)

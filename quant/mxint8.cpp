@@ -2,6 +2,7 @@
 // report (see mxint8.h).
 #include "quant/mxint8.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "autograd/ops.h"
@@ -52,6 +53,27 @@ Tensor mxint8_unpack(const MxInt8Tensor& p, Dequant how) {
   else
     cpu::mxint8_dequantize(out.data<float>(), q.data<int8_t>(), s.data<uint8_t>(), rows, K);
   return out;
+}
+
+int64_t mxint8_zeros(const MxInt8Tensor& p) {
+  MASE_CHECK(p.elements.defined() && p.scales.defined() && p.elements.dtype() == DType::i8 &&
+                 p.scales.dtype() == DType::u8,
+             DTypeError, "[mxint8_zeros] expected i8 elements and u8 scales");
+  const int64_t rows = p.rows(), K = p.cols(), nb = cpu::mx_blocks(K);
+  MASE_CHECK(p.scales.numel() == rows * nb, ShapeError, "[mxint8_zeros] expected ", rows * nb,
+             " scales for elements ", p.shape(), ", got ", p.scales.shape());
+  const Tensor q = p.elements.to(Device::cpu()).contiguous(), s = p.scales.to(Device::cpu()).contiguous();
+  const int8_t* e = q.data<int8_t>();
+  const uint8_t* sc = s.data<uint8_t>();
+  int64_t zeros = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      if (sc[r * nb + b] == 0xFF) continue;  // a NaN block: every value NaN, code 0 included
+      const int8_t* blk = e + r * K + b * cpu::kMxBlock;
+      const int64_t n = std::min<int64_t>(cpu::kMxBlock, K - b * cpu::kMxBlock);
+      zeros += std::count(blk, blk + n, int8_t(0));
+    }
+  return zeros;
 }
 
 Tensor mxint8_linear(const Tensor& x, const MxInt8Tensor& w, const Tensor& bias) {

@@ -36,6 +36,12 @@ MxInt8Tensor mxint8_pack(const Tensor& x);
 // An f32 tensor of the logical shape, on the same device (no autograd).
 Tensor mxint8_unpack(const MxInt8Tensor& p, Dequant how = Dequant::multiply);
 
+// How many elements are exactly zero: code 0 in a block whose scale is not NaN (0xFF), read
+// from the packed bytes without dequantizing (a CUDA tensor's bytes are copied to the host
+// first: 1.03 B per element, one tensor at a time). Pruned weights packed as MXINT8 are such
+// zeros, as is any weight below half the step of its block.
+int64_t mxint8_zeros(const MxInt8Tensor& p);
+
 // y = x·dequant(W)ᵀ + b on a GPU with W kept packed: the GEMM decodes the weight tile by tile
 // as it stages it into shared memory (cuda/mxint8_linear.cu), so no fp32 copy of W is made.
 // x (..., in) f32 on CUDA; w packed (out, in) on the same device; bias (out) or undefined.

@@ -95,8 +95,12 @@ void check_compress_sections(const nlohmann::json& config);
 
 // What the model's Linear layers are now, for a run's final.json: one entry per layer that is
 // quantized, pruned or packed ({"layer", "type", "data_in", "weight", "bias", "data_out",
-// "weight_sparsity", "activation"}), the total weight sparsity, and the MXINT8 bytes when any
-// layer is packed. null when every Linear is a plain one.
+// "weight_sparsity", "activation"}; an MxInt8Linear has only "layer", "type", "weight" and
+// "weight_sparsity"), the weight sparsity over every Linear's weight ("linear_weight_sparsity"),
+// and the MXINT8 bytes (model_bytes) when any layer is an MxInt8Linear. null when every Linear
+// is a plain one. A masked layer's sparsity is its mask's; a packed layer (MxInt8Linear,
+// Int8Linear) has no mask left, so its zeros are counted on its codes (mxint8_zeros,
+// Int8Weight::zeros): the pruned weights and any that rounded to zero.
 [[nodiscard]] nlohmann::json compression_summary(nn::Module& model);
 
 // A config file as JSON: *.toml (toml++; tables and arrays map to objects and arrays) or

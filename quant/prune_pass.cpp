@@ -2,6 +2,7 @@
 // masks and specs: prune.h; how a pruned layer computes: quantized_linear.h).
 #include <cstdio>
 
+#include "quant/integer_linear.h"
 #include "quant/mxint8_linear.h"
 #include "quant/passes.h"
 #include "quant/quantized_linear.h"
@@ -99,12 +100,35 @@ int64_t bake_masks(nn::Module& model) {
 
 json compression_summary(nn::Module& model) {
   json layers = json::array();
-  int64_t weights = 0, pruned = 0;
+  int64_t weights = 0, pruned = 0;  // over every Linear's weight, packed ones included
   bool packed = false;
+  auto sparsity = [](int64_t zeros, int64_t n) { return n ? double(zeros) / double(n) : 0.0; };
   for (auto& [path, m] : model.named_modules()) {
+    // a packed weight has no mask left (packing bakes it): its zeros are counted on the codes,
+    // one layer at a time and without dequantizing — pruned weights, and any that rounded to 0
     if (auto* mx = dynamic_cast<MxInt8Linear*>(m.get())) {
-      layers.push_back({{"layer", path}, {"type", mx->type_name()}, {"weight", "mxint8 (packed)"}});
+      const int64_t n = mx->weight_elements.numel(), zeros = mxint8_zeros(mx->packed());
+      weights += n;
+      pruned += zeros;
+      layers.push_back({{"layer", path}, {"type", mx->type_name()}, {"weight", "mxint8 (packed)"},
+                        {"weight_sparsity", sparsity(zeros, n)}});
       packed = true;
+      continue;
+    }
+    if (auto* il = dynamic_cast<Int8Linear*>(m.get())) {
+      const LinearQuantConfig& c = il->config();
+      const int64_t n = il->weight().out_features() * il->weight().in_features();
+      const int64_t zeros = il->weight().zeros();
+      weights += n;
+      pruned += zeros;
+      layers.push_back({{"layer", path},
+                        {"type", il->type_name()},
+                        {"data_in", c.data_in.str()},
+                        {"weight", c.weight.str()},
+                        {"bias", c.bias.str()},
+                        {"data_out", c.data_out ? c.data_out->str() : "none"},
+                        {"weight_sparsity", sparsity(zeros, n)},
+                        {"activation", "none"}});
       continue;
     }
     auto* q = dynamic_cast<QuantizedLinear*>(m.get());
@@ -124,8 +148,7 @@ json compression_summary(nn::Module& model) {
                       {"activation", row.activation}});
   }
   if (layers.empty()) return nullptr;
-  json j = {{"layers", layers},
-            {"linear_weight_sparsity", weights ? double(pruned) / double(weights) : 0.0}};
+  json j = {{"layers", layers}, {"linear_weight_sparsity", sparsity(pruned, weights)}};
   if (packed) {
     ModelBytes b = model_bytes(model);
     j["mxint8"] = {

@@ -13,21 +13,32 @@ namespace {
 Tensor snapshot(const Tensor& t) { return t.detach().to(Device::cpu()).clone(); }
 
 bool same_bits(const Tensor& copy, const Tensor& now) {
-  const Tensor c = now.detach().to(Device::cpu()).contiguous();
-  return c.nbytes() == copy.nbytes() && std::memcmp(c.raw_data(), copy.raw_data(), c.nbytes()) == 0;
+  if (!copy.defined() || !now.defined() || copy.shape() != now.shape() || copy.dtype() != now.dtype())
+    return false;
+  const Tensor c = now.detach().to(Device::cpu()).contiguous();  // CPU, contiguous: no copy
+  return std::memcmp(c.raw_data(), copy.raw_data(), c.nbytes()) == 0;
 }
 
 }  // namespace
 
 bool LoraFold::refresh() {
-  const bool w_trains = module->weight.requires_grad();
-  if (same_bits(a, module->lora_A) && same_bits(b, module->lora_B) &&
-      (!w_trains || same_bits(w, module->weight)))
+  const nn::LoraLinear& m = *module;
+  // W + s·B·A has the plan's shape only while W is (out, in) and A, B still fit it
+  const bool fits = m.weight.shape() == weight.shape() && m.lora_A.ndim() == 2 &&
+                    m.lora_B.ndim() == 2 && m.lora_B.size(0) == weight.size(0) &&
+                    m.lora_A.size(1) == weight.size(1) && m.lora_A.size(0) == m.lora_B.size(1);
+  MASE_CHECK(fits, ShapeError, "[fold_lora] expected ", path, " as compiled, W ", weight.shape(),
+             ", got W ", m.weight.shape(), ", A ", m.lora_A.shape(), ", B ", m.lora_B.shape(),
+             " (the layer changed: clear the compiled model, Compiled::clear())");
+  const bool host = weight.is_cpu();
+  if (host && same_bits(a, m.lora_A) && same_bits(b, m.lora_B) && same_bits(w, m.weight))
     return false;
-  copy_(weight, module->fused()->weight);  // W + s·B·A, the same math as at compile time
-  a = snapshot(module->lora_A);
-  b = snapshot(module->lora_B);
-  if (w_trains) w = snapshot(module->weight);
+  copy_(weight, m.fused()->weight);  // W + s·B·A from W itself, the math of compile time
+  if (host) {
+    a = snapshot(m.lora_A);
+    b = snapshot(m.lora_B);
+    w = snapshot(m.weight);
+  }
   return true;
 }
 
@@ -38,8 +49,12 @@ FoldLoraReport fold_lora(Graph& g) {
     auto* raw = module_exactly<nn::LoraLinear>(g, n);
     if (!raw) continue;
     auto m = std::static_pointer_cast<nn::LoraLinear>(g.root().submodule(n->target));
-    LoraFold f{m, m->fused()->weight.detach(), snapshot(m->lora_A), snapshot(m->lora_B), {}};
-    if (m->weight.requires_grad()) f.w = snapshot(m->weight);
+    LoraFold f{m, m->fused()->weight.detach(), {}, {}, {}, n->target};
+    if (f.weight.is_cpu()) {  // what refresh() compares with (fold_lora.h)
+      f.a = snapshot(m->lora_A);
+      f.b = snapshot(m->lora_B);
+      f.w = snapshot(m->weight);
+    }
     report.folded_bytes += f.weight.nbytes();
     report.names.push_back(n->name);
     const Tensor w = f.weight;

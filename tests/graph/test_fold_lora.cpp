@@ -109,3 +109,79 @@ TEST_CASE("fold_lora: a replay refolds when the adapters moved and only then") {
   compiled(bert_inputs(eval_inputs(), b));
   CHECK(compiled.refolds() == 1);
 }
+
+TEST_CASE("fold_lora: a replay refolds when the frozen W was loaded in place, and only then") {
+  // The base weight W is frozen under LoRA, but a frozen tensor still changes when a checkpoint
+  // is loaded into the model (load_state_dict copies into the same storage). The plan's W' was
+  // folded from the old W: it must be refolded, once, and without touching W itself.
+  auto model = lora_bert();
+  model->eval();
+  Compiled compiled = compile_bert(model);
+  NoGradGuard ng;
+  const data::Batch b = small_batch();
+  compiled(bert_inputs(eval_inputs(), b));
+  const std::string key = "bert.encoder.layer.0.attention.self.query.weight";
+  auto state = model->state_dict();
+  REQUIRE(!state.at(key).requires_grad());  // frozen
+  state[key] = random_tensor(state.at(key).shape(), 77, -1.0, 1.0, DType::f32);
+  const Tensor loaded = state.at(key).clone();
+  model->load_state_dict(state);
+  Tensor y = compiled(bert_inputs(eval_inputs(), b)).at("logits");
+  CHECK(compiled.refolds() == 1);  // that layer only
+  CHECK(compiled.compiles() == 1);
+  CHECK(rel_diff(y, eager_outputs(*model, b, false).at("logits")) < 1e-5);
+  CHECK(max_abs_diff(model->state_dict().at(key), loaded) == 0);  // W itself is as loaded
+  // idempotent: nothing moved since, so no refold and the same logits bit for bit
+  Tensor y2 = compiled(bert_inputs(eval_inputs(), b)).at("logits");
+  CHECK(compiled.refolds() == 1);
+  CHECK(max_abs_diff(y2, y) == 0);
+}
+
+TEST_CASE("fold_lora: a W over borrowed memory, written behind the plan's back, is refolded") {
+  // A W that is a view of memory the runtime does not own (from_storage: a memory-mapped
+  // checkpoint, another framework's buffer) can change without any op of ours running. The
+  // fold reads it, never writes it.
+  auto model = lora_bert();
+  model->eval();
+  auto* v = dynamic_cast<nn::LoraLinear*>(
+      model->submodule("bert.encoder.layer.1.attention.self.value").get());
+  REQUIRE(v != nullptr);
+  const Tensor w0 = v->weight.detach().contiguous();
+  auto host = std::make_shared<std::vector<float>>(w0.to_vector<float>());
+  const std::vector<float> original = *host;
+  auto storage = std::make_shared<Storage>(host->data(), host->size() * sizeof(float),
+                                           Device::cpu(), host);
+  v->weight = Tensor::from_storage(storage, w0.shape(), w0.strides(), 0, DType::f32);
+  Compiled compiled = compile_bert(model);
+  NoGradGuard ng;
+  const data::Batch b = small_batch();
+  compiled(bert_inputs(eval_inputs(), b));
+  compiled(bert_inputs(eval_inputs(), b));
+  CHECK(compiled.refolds() == 0);
+  CHECK(*host == original);  // folding wrote W' elsewhere, not into the borrowed memory
+  for (size_t i = 0; i < host->size(); i += 3) (*host)[i] *= -2.0f;  // no op of ours ran
+  const std::vector<float> written = *host;
+  Tensor y = compiled(bert_inputs(eval_inputs(), b)).at("logits");
+  CHECK(compiled.refolds() == 1);
+  CHECK(rel_diff(y, eager_outputs(*model, b, false).at("logits")) < 1e-5);
+  CHECK(*host == written);
+  compiled(bert_inputs(eval_inputs(), b));
+  CHECK(compiled.refolds() == 1);
+}
+
+TEST_CASE("fold_lora: a layer whose W changed shape is a ShapeError, not a refold") {
+  auto model = lora_bert();
+  model->eval();
+  Compiled compiled = compile_bert(model);
+  NoGradGuard ng;
+  const data::Batch b = small_batch();
+  compiled(bert_inputs(eval_inputs(), b));
+  auto* q = dynamic_cast<nn::LoraLinear*>(
+      model->submodule("bert.encoder.layer.0.attention.self.query").get());
+  REQUIRE(q != nullptr);
+  const Shape s = q->weight.shape();
+  q->weight = Tensor::zeros({s[0] + 1, s[1]});
+  CHECK_THROWS_AS(compiled(bert_inputs(eval_inputs(), b)), ShapeError);
+  CHECK(test::error_message([&] { compiled(bert_inputs(eval_inputs(), b)); })
+            .starts_with("[fold_lora] expected bert.encoder.layer.0.attention.self.query as compiled, W ("));
+}

@@ -193,6 +193,28 @@ void check_block_format(const Format& f, uint32_t seed) {
 
 Format fmt(const char* name, nlohmann::json p) { return make_format(name, p); }
 
+// How many outputs of the f32 kernel differ from the f64 kernel's on the same blocks — i.e.
+// values of the format that f32 storage cannot hold — over blocks whose maxima span f32, from
+// its largest value down to its smallest subnormal.
+int f32_misses(const Format& f) {
+  std::vector<float> x;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> frac(0, 1);
+  for (double amax : {3.4028234663852886e38, 1e38, 1e30, 255.9, 1.0, 0.7, 1e-20, 1e-38,
+                      0x1.8p-130, 0x1p-140, 0x1p-147, 0x1p-149}) {
+    x.push_back(float(amax));
+    for (int i = 1; i < f.block_size; ++i) x.push_back(float((i % 2 ? -1 : 1) * amax * frac(rng)));
+  }
+  const int64_t rows = int64_t(x.size()) / f.block_size;
+  std::vector<float> y(x.size());
+  std::vector<double> xd(x.begin(), x.end()), yd(x.size());
+  cpu::block_forward<float>(y.data(), x.data(), rows, f.block_size, f);
+  cpu::block_forward<double>(yd.data(), xd.data(), rows, f.block_size, f);
+  int misses = 0;
+  for (size_t i = 0; i < y.size(); ++i) misses += double(y[i]) != yd[i];
+  return misses;
+}
+
 }  // namespace
 
 TEST_CASE("block_fp: hand-checked block and exhaustive per-block oracle") {
@@ -204,6 +226,41 @@ TEST_CASE("block_fp: hand-checked block and exhaustive per-block oracle") {
   CHECK(y == std::vector<float>{0.875f, 0.25f, -0.f});
   for (auto [W, E, b, bs] : std::vector<std::array<int, 4>>{{8, 8, 127, 16}, {4, 4, 7, 8}, {2, 3, 3, 5}, {6, 2, 1, 4}})
     check_block_format(fmt("block_fp", {{"width", W}, {"exponent_width", E}, {"exponent_bias", b}, {"block_size", bs}}), W + bs);
+}
+
+
+TEST_CASE("block_fp: exponent_bias at both ends of its range, and one past each") {
+  // b in −127..2^E + 150 − W (format.cpp says why). At b = −127 every f32 block gets e ≤ 127:
+  // W 8 (M 7), max f32 (2^24 − 1)·2^104 in steps of 2^(127+1−7) = 2^121 is 127.99…, RNE 128,
+  // saturated to 127: 127·2^121, finite. One less (e = 128) rounds it to 2^128 = inf in f32.
+  Format lo = fmt("block_fp", {{"width", 8}, {"exponent_width", 8}, {"exponent_bias", -127}, {"block_size", 2}});
+  std::vector<float> x = {3.4028234663852886e38f, 1.f}, y(2);
+  cpu::block_forward<float>(y.data(), x.data(), 1, 2, lo);
+  CHECK(y == std::vector<float>{std::ldexp(127.f, 121), 0.f});
+  // At b = 2^4 + 150 − 4 = 162 (W 4, E 4) the top exponent is 15 − 162 = −147, step
+  // 2^(−147+1−3) = 2^−149: 1.0 saturates to 7·2^−149, f32's own subnormals stay as they are.
+  Format hi = fmt("block_fp", {{"width", 4}, {"exponent_width", 4}, {"exponent_bias", 162}, {"block_size", 3}});
+  x = {1.f, 0x1p-149f, -0x1p-148f};
+  y.resize(3);
+  cpu::block_forward<float>(y.data(), x.data(), 1, 3, hi);
+  CHECK(y == std::vector<float>{7 * 0x1p-149f, 0x1p-149f, -0x1p-148f});
+  for (const Format& f : {lo, hi}) check_block_format(f, 11);
+  // every output an f32 at the ends of the range, for several widths; one step outside (built
+  // without validation, as parse_format would now refuse them) the kernel's f32 outputs are
+  // not the format's values: inf for a finite input, 7·2^−150 rounded to 2^−147
+  for (auto [W, E] : std::vector<std::array<int, 2>>{{8, 8}, {4, 4}, {2, 1}, {25, 8}, {6, 3}}) {
+    Format f = fmt("block_fp", {{"width", W}, {"exponent_width", E}, {"block_size", 4}});
+    for (int b : {-127, (1 << E) + 150 - W}) {
+      f.exponent_bias = b;
+      CHECK_NOTHROW(f.validate());
+      CHECK_MESSAGE(f32_misses(f) == 0, f.str());
+    }
+    for (int b : {-128, (1 << E) + 151 - W}) {
+      f.exponent_bias = b;
+      CHECK_THROWS_AS(f.validate(), ConfigError);
+      CHECK_MESSAGE(f32_misses(f) > 0, f.str());
+    }
+  }
 }
 
 TEST_CASE("block_minifloat: exhaustive per-block oracle") {

@@ -91,6 +91,22 @@ TEST_CASE("config errors name the layer and the key") {
   CHECK_THROWS_AS(make_format("integer", {{"width", 1}}), ConfigError);
   CHECK_THROWS_AS(make_format("integer", {{"width", 8}, {"frac_width", -1}}), ConfigError);
   CHECK_THROWS_AS(make_format("log", {{"width", 4}, {"exponent_bias", 300}}), ConfigError);
+  // block_fp's bias: −127..2^E + 150 − W (test_block.cpp checks what each end means)
+  json bfp = {{"name", "block_fp"}, {"weight_width", 8}, {"weight_exponent_width", 8}, {"weight_block_size", 16}};
+  auto bfp_bias = [&](int b) { json c = bfp; c["weight_exponent_bias"] = b; return parse_format(c, "weight_", "fc1"); };
+  CHECK(bfp_bias(-127).exponent_bias == -127);
+  CHECK(bfp_bias(398).exponent_bias == 398);  // 256 + 150 − 8
+  CHECK(test::error_message([&] { bfp_bias(399); }) ==
+        "[quant] fc1: expected weight_exponent_bias in -127..398, got 399 (a lower bias rounds f32's "
+        "largest values to inf, a higher one saturates every block to a value finer than f32's 2^-149)");
+  CHECK(test::error_message([&] { bfp_bias(-128); }).starts_with(
+        "[quant] fc1: expected weight_exponent_bias in -127..398, got -128 ("));
+  CHECK_THROWS_AS(bfp_bias(100000), ConfigError);
+  CHECK_THROWS_AS(bfp_bias(-100000), ConfigError);
+  CHECK_THROWS_AS(make_format("block_fp", {{"width", 4}, {"exponent_width", 3}, {"exponent_bias", 155},
+                                           {"block_size", 8}}), ConfigError);  // 8 + 150 − 4 = 154
+  CHECK_NOTHROW(make_format("block_fp", {{"width", 4}, {"exponent_width", 3}, {"exponent_bias", 154},
+                                         {"block_size", 8}}));
   CHECK_THROWS_AS(make_format("binary_residual", {{"levels", 0}}), ConfigError);
   CHECK_THROWS_AS(make_format("mxint8", {{"block_size", 16}}), ConfigError);
   CHECK_THROWS_AS(make_format("binary", {{"stochastic", "yes"}}), ConfigError);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "autograd/ops.h"
 #include "models/fusion.h"
@@ -167,6 +168,39 @@ TEST_CASE("integer_inference replaces eligible layers and keeps the model's outp
   CHECK(count == 14);
   const Tensor after = (*model)(ids);
   CHECK(after.to_vector<float>() == before.to_vector<float>());  // the same kernels, same packing
+}
+
+TEST_CASE("compression_summary lists Int8Linear layers with the zeros of their codes") {
+  // integer_inference drops the fp32 weights and the masks: the summary counts the zero codes
+  // the packing saw (the pruned weights, and any that quantized to zero)
+  auto model = test::tiny_bert(3);
+  (void)quantize(*model, {{"by", "type"}, {"linear", {{"config", test::config_for("mxint8")}}}});
+  (void)prune(*model, {{"weight", {{"sparsity", 0.5}}}});
+  int64_t zeros = 0, weights = 0;  // the oracle: zeros of each fake-quantized masked weight
+  std::map<std::string, double> layer_sparsity;
+  for (auto& [path, lin] : linear_layers(*model)) {
+    auto* q = dynamic_cast<QuantizedLinear*>(lin);
+    REQUIRE(q != nullptr);
+    q->apply_weight_mask_();
+    int64_t z = 0;
+    for (float v : quantize(q->weight, q->parsed_config().weight).to_vector<float>()) z += v == 0.f;
+    CHECK(z >= q->pruned_weights());
+    layer_sparsity[path] = double(z) / double(q->weight.numel());
+    zeros += z;
+    weights += q->weight.numel();
+  }
+  const IntegerInferenceReport r = integer_inference(*model);
+  REQUIRE(r.converted.size() == 14);
+  const json s = compression_summary(*model);
+  REQUIRE(s.is_object());  // null before: no layer was a QuantizedLinear any more
+  REQUIRE(s["layers"].size() == 14);
+  for (const json& l : s["layers"]) {
+    CHECK(l["type"] == "Int8Linear");
+    CHECK(l["weight"] == make_format("mxint8").str());
+    CHECK(l["weight_sparsity"].get<double>() == layer_sparsity.at(l["layer"].get<std::string>()));
+  }
+  CHECK(s["linear_weight_sparsity"].get<double>() == double(zeros) / double(weights));
+  CHECK(s["linear_weight_sparsity"].get<double>() >= 0.5);
 }
 
 TEST_CASE("integer_inference: the fusion pass fuses the integer blocks, the logits stay") {

@@ -1,6 +1,6 @@
 // tests/quant/test_mxint8.cpp — MXINT8 packed storage: layout by hand, both dequantization
 // methods over every (scale, element) pair, pack/unpack == fake quantization (whose own oracle
-// is in test_block.cpp), the bytes arithmetic, CPU == CUDA, and errors.
+// is in test_block.cpp), the bytes arithmetic, counting zero codes, CPU == CUDA, and errors.
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -142,6 +142,35 @@ TEST_CASE("mxint8 bytes report: 8.25 bits per element and what partial blocks co
   partial.add({768, 3072});
   CHECK(partial.tensors == 2);
   CHECK(partial.elements == 1000 + 768 * 3072);
+}
+
+TEST_CASE("mxint8 zeros: counted on the codes, not in NaN blocks, partial blocks included") {
+  // K = 70: blocks [0, 32), [32, 64) and a partial [64, 70). 0.75 everywhere except:
+  // row 0: every k % 4 == 0 is 0 (18 of them: 0, 4, …, 68), and k = 1 is 1e-6, which rounds
+  //        to code 0 (block max 0.75: s = −1, step 2^−1/64 = 2^−7, 1e-6·128 ≈ 0.0001) -> 19
+  // row 1: the same zeros, but k = 5 is NaN: block 0 is all NaN (scale 0xFF), its 8 zero codes
+  //        are not zeros; blocks 1 and 2 keep theirs (32, 36, …, 68) -> 10
+  // row 2: all zeros (scale byte 0, every code 0) -> 70
+  const int64_t K = 70;
+  std::vector<float> v(3 * K, 0.75f);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t k = 0; k < K; k += 4) v[r * K + k] = 0.f;
+  v[1] = 1e-6f;
+  v[K + 5] = NAN;
+  std::fill(v.begin() + 2 * K, v.end(), 0.f);
+  MxInt8Tensor p = mxint8_pack(Tensor::from(v, {3, K}));
+  CHECK(p.scales.to_vector<uint8_t>()[3] == 0xFF);
+  CHECK(mxint8_zeros(p) == 19 + 10 + 70);
+  // the oracle: the dequantized values that are zero (NaN is not)
+  int64_t zeros = 0;
+  for (float y : mxint8_unpack(p).to_vector<float>()) zeros += y == 0.f;
+  CHECK(zeros == 99);
+  MxInt8Tensor bad = p;
+  bad.scales = Tensor::zeros({3, 2}, DType::u8);
+  CHECK(test::error_message([&] { mxint8_zeros(bad); }) ==
+        "[mxint8_zeros] expected 9 scales for elements (3, 70), got (3, 2)");
+  if (test::gpu_present())  // the bytes of a CUDA tensor are counted on the host
+    CHECK(mxint8_zeros({p.elements.to(Device::cuda()), p.scales.to(Device::cuda())}) == 99);
 }
 
 TEST_CASE("mxint8 errors") {

@@ -1,12 +1,13 @@
 // tests/quant/test_passes.cpp — the quantize pass (by type, name, regex; defaults; the caller's
-// config untouched; warnings; errors before any change) and the compression pipeline from
-// TOML and JSON files.
+// config untouched; warnings; errors before any change), the compression pipeline from
+// TOML and JSON files, and the compression summary of packed MXINT8 layers.
 #include <doctest/doctest.h>
 
 #include <fstream>
 
 #include "helpers.h"
 #include "models/temp_dir.h"
+#include "quant/mxint8_linear.h"
 #include "quant/passes.h"
 #include "quant/quant_configs.h"
 #include "quant/quantized_linear.h"
@@ -195,4 +196,44 @@ TEST_CASE("the compression pipeline reads TOML and JSON and returns both reports
   CHECK(test::error_message([&] { read_config_file(dir.file("bad.toml")); }).find("bad.toml:2:") !=
         std::string::npos);
   CHECK_THROWS_AS((void)compress(*a, {{"quantise", json::object()}}), ConfigError);
+}
+
+TEST_CASE("compression_summary counts a packed MXINT8 layer's zeros from its codes") {
+  // 17472 Linear weights in tiny_bert (test_mxint8_linear.cpp adds them up); the pooler's
+  // (32, 32) weight set by hand: 0 where k % 4 == 0 (8 per row, 256 in all), ±0.5 elsewhere —
+  // one block per row, max 0.5, so no 0.5 rounds to zero: exactly 256 zero codes once packed
+  const int64_t total = 17472;
+  auto m = test::tiny_bert();
+  auto& pooler = dynamic_cast<nn::Linear&>(*m->submodule("bert.pooler.dense"));
+  std::vector<float> w(32 * 32);
+  for (int64_t i = 0; i < 32 * 32; ++i) w[i] = i % 4 == 0 ? 0.f : (i % 3 ? 0.5f : -0.5f);
+  {
+    NoGradGuard ng;
+    copy_(pooler.weight, Tensor::from(w, {32, 32}));
+  }
+  (void)mxint8_weights(*m, "^bert\\.pooler");
+  json s = compression_summary(*m);
+  REQUIRE(s["layers"].size() == 1);
+  CHECK(s["layers"][0]["type"] == "MxInt8Linear");
+  CHECK(s["layers"][0]["weight_sparsity"].get<double>() == 0.25);
+  CHECK(s["linear_weight_sparsity"].get<double>() == 256.0 / total);  // was 0: left out
+  CHECK(s["mxint8"]["packed_elements"] == 32 * 32);
+
+  // pruned layers and a pruned-then-packed one together: masks count for the first, codes for
+  // the second (the mask is baked into the codes: the pruned weights and the hand zeros)
+  auto p = test::tiny_bert();
+  PruneReport pr = prune(*p, {{"weight", {{"sparsity", 0.5}}}});
+  (void)mxint8_weights(*p, "^bert\\.pooler");
+  auto& mx = dynamic_cast<MxInt8Linear&>(*p->submodule("bert.pooler.dense"));
+  int64_t pooler_zeros = 0;  // the oracle: dequantized values that are zero
+  for (float v : mx.dequantized_weight().to_vector<float>()) pooler_zeros += v == 0.f;
+  CHECK(pooler_zeros >= 512);
+  int64_t others = 0;
+  for (const PruneRow& r : pr.layers) others += r.layer == "bert.pooler.dense" ? 0 : r.pruned;
+  json ps = compression_summary(*p);
+  REQUIRE(ps["layers"].size() == 14);
+  for (const json& l : ps["layers"])
+    if (l["layer"] == "bert.pooler.dense")
+      CHECK(l["weight_sparsity"].get<double>() == double(pooler_zeros) / 1024);
+  CHECK(ps["linear_weight_sparsity"].get<double>() == double(others + pooler_zeros) / total);
 }
