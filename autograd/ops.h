@@ -2,7 +2,8 @@
 //   Tensor y = gelu(linear(x, w, b));  backward(mean(y));
 //
 // Each op `foo` is defined in autograd/ops/<stem>.cpp with its math, forward and backward
-// side by side; the kernels it calls are in runtime/cpu/<stem>.{h,cpp} and cuda/<stem>.{h,cu}.
+// side by side; the kernels it calls are declared in runtime/kernels/<stem>.h and defined in
+// runtime/cpu/<stem>.cpp and cuda/<stem>.cu.
 // Ops never modify their inputs. Shapes follow PyTorch's conventions; dims may be negative.
 #pragma once
 #include <cstdint>
@@ -170,7 +171,7 @@ bool sdpa_fused_on_cuda(int64_t head_size);
 Tensor sdpa_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                       double dropout_p, bool training, Generator& gen = default_generator());
 
-// ---- shapes and views (ops/view.cpp, ops/concat.cpp) -------------------------------------
+// ---- shapes and views (ops/view.cpp) ------------------------------------------------------
 // Views share storage with their input (no copy) whenever the strides allow it.
 Tensor reshape(const Tensor& x, const Shape& shape);  // one dim may be -1; copies if needed
 Tensor view(const Tensor& x, const Shape& shape);     // like reshape but never copies (throws)

@@ -112,7 +112,8 @@ BertModelOutput BertModel::forward(const Tensor& input_ids, const Tensor& attent
   Tensor first;  // (B, C): what the pooler sees
   if (pooling == "mean") {
     // mean over real tokens: Σ_t m_t h_t / Σ_t m_t   (m (B, T, 1) broadcasts over C)
-    Tensor m = view(as_float(am, h.dtype()), {B, T, 1});
+    // reshape, not view: a mask of h's dtype is used as given, and may be a strided slice
+    Tensor m = reshape(as_float(am, h.dtype()), {B, T, 1});
     first = sum(h * m, {1}) / sum(m, {1});  // (B, C) / (B, 1)
   } else {
     first = select(h, 1, 0);  // [CLS]: the first token

@@ -51,6 +51,8 @@ std::string Embedding::extra_repr() const { return cat(num_embeddings, ", ", emb
 Tensor Embedding::forward(const Tensor& ids) { return embedding(ids, weight); }
 
 LayerNorm::LayerNorm(int64_t d, double e) : dim(d), eps(e) {
+  MASE_CHECK(d > 0, ConfigError, "[LayerNorm] expected a positive size, got ", d);
+  MASE_CHECK(e >= 0, ConfigError, "[LayerNorm] expected eps >= 0, got ", e);  // NaN fails too
   register_parameter("weight", weight, Tensor::ones({d}));
   register_parameter("bias", bias, Tensor::zeros({d}));
 }

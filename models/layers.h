@@ -94,8 +94,18 @@ class ModuleList : public Module {
   std::string type_name() const override { return "ModuleList"; }
   void push_back(ModulePtr m);
   size_t size() const { return items_.size(); }
+  // The current child i as an M; ConfigError when there is none or it is another type (a
+  // pass replaced it, e.g. a BertLayer by an Identity).
   template <class M>
-  M& at(size_t i) const { return dynamic_cast<M&>(**items_.at(i)); }  // the current child
+  M& at(size_t i) const {
+    MASE_CHECK(i < items_.size(), ConfigError, "[ModuleList] expected an index < ", items_.size(),
+               ", got ", i);
+    M* m = dynamic_cast<M*>(items_[i]->get());
+    MASE_CHECK(m, ConfigError, "[ModuleList] expected child ", i, " of the type asked for, got ",
+               *items_[i] ? "a " + (*items_[i])->type_name() : std::string("none"),
+               " (was it replaced by a pass?)");
+    return *m;
+  }
   bool is_leaf() const override { return false; }
 
  private:

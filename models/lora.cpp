@@ -89,10 +89,21 @@ InsertLoraReport insert_lora(Module& model, const LoraConfig& config) {
   path_regex(config.trainable, "insert_lora");  // a bad regex fails before anything changes
   InsertLoraReport r;
   // collect first: replacing while walking the tree would change what named_modules walks
+  // Only plain Linears: a QuantizedLinear is a Linear too, and wrapping its weight would drop
+  // its quantizers without a word (QAT + LoRA would train unquantized).
   std::vector<std::pair<std::string, std::shared_ptr<Linear>>> chosen;
+  std::string quantized;  // the first matching Linear that is not a plain one
   for (const auto& [path, m] : model.named_modules())
-    if (auto lin = std::dynamic_pointer_cast<Linear>(m); lin && std::regex_search(path, targets))
-      chosen.push_back({path, lin});
+    if (auto lin = std::dynamic_pointer_cast<Linear>(m); lin && std::regex_search(path, targets)) {
+      if (m->type_name() == "Linear")
+        chosen.push_back({path, lin});
+      else if (quantized.empty())
+        quantized = cat(path, " is a ", m->type_name());
+    }
+  MASE_CHECK(quantized.empty(), ConfigError, "[insert_lora] targets '", config.targets,
+             "' match a layer that is not a plain Linear: ", quantized,
+             " (LoRA adds a low-rank update to fp32 weights: quantize after fusing the adapters, "
+             "or leave these layers out of --lora-targets)");
   if (chosen.empty()) {
     // the paths may match modules that are not plain Linears: quantized or MXINT8 layers,
     // whose weights an adapter cannot be added to

@@ -93,33 +93,55 @@ NamedModules Module::named_children() const {
   return out;
 }
 
+ModulePtr Module::self(const char* op) {
+  // shared_from_this() would throw std::bad_weak_ptr: say what is wrong instead
+  ModulePtr p = weak_from_this().lock();
+  MASE_CHECK(p, ConfigError, "[", op, "] expected a ", type_name(),
+             " owned by a std::shared_ptr, got one that is not (build modules with "
+             "std::make_shared, as the module tree holds them)");
+  return p;
+}
+
 NamedModules Module::named_modules() {
-  NamedModules out{{"", shared_from_this()}};
+  NamedModules out{{"", self("named_modules")}};
   for (const auto& [name, child] : named_children())
     for (auto& [sub, m] : child->named_modules()) out.push_back({join(name, sub), m});
   return out;
 }
 
 ModulePtr Module::submodule(const std::string& path) {
-  if (path.empty()) return shared_from_this();
-  auto dot = path.find('.');
-  std::string head = path.substr(0, dot);
-  for (const auto& c : children_) {
-    if (c.name != head) continue;
-    ModulePtr m = c.get();
-    return dot == std::string::npos ? m : m->submodule(path.substr(dot + 1));
+  if (path.empty()) return self("submodule");
+  Module* cur = this;  // walk the dotted path one name at a time, so errors show all of it
+  for (size_t start = 0;;) {
+    const size_t dot = path.find('.', start);
+    const std::string head = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    const ChildSlot* slot = nullptr;
+    for (const auto& c : cur->children_)
+      if (c.name == head && !slot) slot = &c;
+    MASE_CHECK(slot, ConfigError, "[submodule] no module '", head, "' in ", cur->type_name(),
+               " (path '", path, "')");
+    ModulePtr m = slot->get();
+    if (dot == std::string::npos) return m;
+    MASE_CHECK(m, ConfigError, "[submodule] '", path.substr(0, dot), "' is empty (path '", path, "')");
+    cur = m.get();
+    start = dot + 1;
   }
-  throw ConfigError(cat("[submodule] no module '", head, "' in ", type_name(), " (path '", path, "')"));
 }
 
 void Module::replace_submodule(const std::string& path, ModulePtr m) {
+  MASE_CHECK(m, ConfigError, "[replace_submodule] expected a module for '", path,
+             "', got a null pointer (use Identity to remove one)");
   auto dot = path.rfind('.');
-  ModulePtr parent = dot == std::string::npos ? shared_from_this() : submodule(path.substr(0, dot));
+  ModulePtr owner = dot == std::string::npos ? nullptr : submodule(path.substr(0, dot));
+  MASE_CHECK(dot == std::string::npos || owner, ConfigError, "[replace_submodule] '",
+             path.substr(0, dot), "' is empty (path '", path, "')");
+  Module* parent = owner ? owner.get() : this;
   std::string leaf = dot == std::string::npos ? path : path.substr(dot + 1);
   for (auto& c : parent->children_) {
     if (c.name != leaf) continue;
     MASE_CHECK(c.set(m), ConfigError, "[replace_submodule] '", path, "' holds a ",
-               c.get()->type_name(), " and cannot hold a ", m->type_name());
+               c.get() ? c.get()->type_name() : std::string("null"), " and cannot hold a ",
+               m->type_name());
     m->train(parent->training_);
     parent->child_replaced(leaf);
     return;

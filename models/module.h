@@ -78,7 +78,7 @@ class Module : public std::enable_shared_from_this<Module> {
   NamedModules named_modules();  // this module as "", then every descendant by path
   ModulePtr submodule(const std::string& path);  // "encoder.layer.0"; ConfigError if absent
   // Put `m` where the child at `path` is (the member slot is updated). Throws ConfigError if
-  // the path does not exist or the slot's declared type cannot hold `m`.
+  // `m` is null, the path does not exist or the slot's declared type cannot hold `m`.
   void replace_submodule(const std::string& path, ModulePtr m);
   // Called on the parent after replace_submodule put a new child `name` in place (a module
   // whose fast path depends on its children's types resets it here: models/fusion.h).
@@ -140,6 +140,7 @@ class Module : public std::enable_shared_from_this<Module> {
     Tensor* slot;
   };
   void collect(const std::string& prefix, bool params, bool recurse, NamedTensors& out) const;
+  ModulePtr self(const char* op);  // shared_from_this(), or a ConfigError naming `op`
   void str_rec(std::string& out, const std::string& name, int indent) const;
 
   std::vector<TensorSlot> params_, buffers_;

@@ -71,6 +71,15 @@ Tensor scalar_raw(BinaryOp op, const Tensor& a, double s, bool scalar_first,
 
 Tensor sum_to(const Tensor& t, const Shape& shape) {
   if (t.shape() == shape) return t;
+  // `shape` must broadcast to t's shape: no more dims, each equal to t's or 1 (else the sum
+  // below would be a reshape of the wrong values, e.g. (2, 3) -> (3, 2))
+  bool ok = shape.size() <= t.shape().size();
+  for (size_t i = 0; ok && i < shape.size(); ++i) {
+    const int64_t want = shape[shape.size() - 1 - i], have = t.shape()[t.shape().size() - 1 - i];
+    ok = want == have || want == 1;
+  }
+  MASE_CHECK(ok, ShapeError, "[sum_to] expected a shape that broadcasts to ", t.shape(), ", got ",
+             shape);
   // dims that t has in front of `shape`, and dims where shape has 1 but t does not
   const size_t lead = t.shape().size() - shape.size();
   std::vector<int64_t> dims;

@@ -13,7 +13,11 @@ bool FrozenWeights::add(const Tensor& weight) {
   if (!weight.defined() || !weight.is_cpu() || weight.dtype() != DType::f32 ||
       weight.ndim() != 2 || weight.strides()[1] != 1 || weight.strides()[0] < weight.size(1))
     return false;
-  if (table_.count(weight.raw_data())) return true;
+  // already packed: only when it is the same matrix (another view of the same memory, e.g.
+  // reshaped, would not be found by find(), so it is not packed and says so)
+  if (auto it = table_.find(weight.raw_data()); it != table_.end())
+    return it->second.weight.shape() == weight.shape() &&
+           it->second.weight.strides() == weight.strides();
   auto packed = cpu::onednn_f32_pack(weight.data<float>(), weight.strides()[0], weight.size(0),
                                      weight.size(1));
   if (!packed) return false;

@@ -105,6 +105,14 @@ Tensor bias_gelu_backward_(const Tensor& dy, const Tensor& x, const Tensor& bias
                  dy.is_contiguous() && dy.offset() == 0,
              ShapeError, "[bias_gelu_backward_] expected dy packed, of x's shape ", x.shape(),
              ", dtype and device, got ", dy.shape(), " (it is overwritten: pass a gradient you own)");
+  // the kernel reads C values of bias: check it as bias_gelu does
+  ops::check_float("bias_gelu_backward_", x);
+  ops::check_cuda_f32("bias_gelu_backward_", x);
+  ops::check_defined("bias_gelu_backward_", bias, "bias");
+  ops::check_same("bias_gelu_backward_", x, bias);
+  MASE_CHECK(x.ndim() >= 1 && bias.ndim() == 1 && bias.size(0) == x.size(-1), ShapeError,
+             "[bias_gelu_backward_] expected bias (C) for x (..., C), got x ", x.shape(),
+             " and bias ", bias.shape());
   const int64_t C = x.size(-1), rows = C == 0 ? 0 : x.numel() / C;
   return bias_gelu_backward_kernel(dy, dy, ops::packed(x), ops::packed(bias), rows, C);
 }
@@ -116,9 +124,10 @@ Tensor bias_gelu_in_row_chunks(const Tensor& x, const RowProduct& p1, const Tens
   MASE_CHECK(x.is_cpu() && x.dtype() == DType::f32 && x.ndim() >= 1, DTypeError,
              "[bias_gelu_in_row_chunks] expected an f32 CPU tensor (..., C), got ", x.dtype(),
              " on ", x.device(), " of shape ", x.shape());
-  MASE_CHECK(!grad_enabled() || !x.requires_grad(), AutogradError,
-             "[bias_gelu_in_row_chunks] computes without autograd: call it under NoGradGuard");
   ops::check_defined("bias_gelu_in_row_chunks", bias, "bias");
+  // neither x nor bias would get a gradient (a bias parameter included)
+  MASE_CHECK(!grad_enabled() || (!x.requires_grad() && !bias.requires_grad()), AutogradError,
+             "[bias_gelu_in_row_chunks] computes without autograd: call it under NoGradGuard");
   MASE_CHECK(bias.ndim() == 1 && bias.dtype() == DType::f32 && bias.is_cpu() && out_features >= 0,
              ShapeError, "[bias_gelu_in_row_chunks] expected an f32 CPU bias (I) and out ≥ 0, got ",
              bias.shape(), " and ", out_features);

@@ -43,6 +43,18 @@ TEST_CASE("binary ops: errors name the op and the shapes") {
   CHECK_THROWS_AS(add(Tensor::zeros({2}, DType::i32), Tensor::zeros({2}, DType::i32)), DTypeError);
 }
 
+TEST_CASE("sum_to: sums broadcast dims; a shape that does not broadcast is a ShapeError") {
+  Tensor t = Tensor::from(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3});
+  check_close(sum_to(t, {3}), {5, 7, 9});
+  check_close(sum_to(t, {2, 1}), {6, 15});
+  check_close(sum_to(t, {1, 1}), {21});
+  // (3, 2) has t's element count but does not broadcast to (2, 3): no silent reshape of t
+  CHECK(test::error_message([&] { sum_to(t, {3, 2}); }) ==
+        "[sum_to] expected a shape that broadcasts to (2, 3), got (3, 2)");
+  CHECK_THROWS_AS(sum_to(t, {1, 2, 3}), ShapeError);  // more dims than t
+  CHECK_THROWS_AS(sum_to(t, {2}), ShapeError);
+}
+
 TEST_CASE("binary ops: CPU == CUDA") {
   if (!test::have_gpu()) return;
   Tensor a = rand({4, 5}), b = rand({5});

@@ -139,6 +139,14 @@ TEST_CASE("bias_gelu_backward_: the node's gradients in dy's own buffer, bit for
         "[bias_gelu_backward_] expected dy packed, of x's shape (4, 3), dtype and device, got (3, 4) "
         "(it is overwritten: pass a gradient you own)");
   CHECK_THROWS_AS(bias_gelu_backward_(transpose(Tensor::zeros({3, 4}), 0, 1), x, b), ShapeError);
+  // the kernel reads C values of bias: a bias of another size, dtype or kind is refused before
+  // it is read past its end
+  Tensor dy = Tensor::zeros({4, 3});
+  CHECK(test::error_message([&] { bias_gelu_backward_(dy, x, Tensor::zeros({2})); }) ==
+        "[bias_gelu_backward_] expected bias (C) for x (..., C), got x (4, 3) and bias (2)");
+  CHECK_THROWS_AS(bias_gelu_backward_(dy, x, Tensor::zeros({1, 3})), ShapeError);
+  CHECK_THROWS_AS(bias_gelu_backward_(dy, x, Tensor::zeros({3}, DType::f64)), DTypeError);
+  CHECK_THROWS_AS(bias_gelu_backward_(dy, x, Tensor()), Error);
 }
 
 TEST_CASE("bias_gelu_backward_: CPU == CUDA") {

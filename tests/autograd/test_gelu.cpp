@@ -120,6 +120,9 @@ TEST_CASE("bias_gelu_in_row_chunks: the unchunked computation's bits, chunk edge
   const Tensor b2 = Tensor::zeros({2});
   CHECK_THROWS_AS(bias_gelu_in_row_chunks(Tensor::zeros({3, 2}).set_requires_grad(true), id, b2, id, 2),
                   AutogradError);  // grad mode, and x needs a gradient
+  CHECK_THROWS_AS(bias_gelu_in_row_chunks(Tensor::zeros({3, 2}), id, Tensor::zeros({2}).set_requires_grad(true),
+                                          id, 2),
+                  AutogradError);  // grad mode, and the bias (a parameter) needs one
   NoGradGuard no_grad;
   CHECK(bias_gelu_in_row_chunks(Tensor::zeros({3, 4, 2}), id, b2, id, 2).shape() == Shape{3, 4, 2});
   CHECK(bias_gelu_in_row_chunks(Tensor::zeros({0, 2}), id, b2, id, 2).numel() == 0);

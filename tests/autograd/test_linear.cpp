@@ -1,8 +1,10 @@
 // tests/autograd/test_linear.cpp — linear: y = x·Wᵀ + b with and without bias, 3-d inputs,
 // a frozen weight, transposed views; hand values, gradcheck, errors.
+#include "autograd/frozen.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "helpers.h"
+#include "runtime/cpu/onednn_gemm.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/kernels/sgemm_packed.h"
 
@@ -113,4 +115,22 @@ TEST_CASE("linear: errors") {
   CHECK_THROWS_AS(linear(x, Tensor::zeros({2, 3}, DType::f64)), DTypeError);
   CHECK_THROWS_AS(linear(x, test::fake_cuda({2, 3})), DeviceError);
   CHECK_THROWS_AS(linear(x, Tensor::zeros({2, 3}), test::fake_cuda({2})), DeviceError);
+}
+
+// FrozenWeights (autograd/frozen.h) is keyed by a weight's address: a second view of memory
+// already in the table is another matrix, which find() does not match, so add() must not say
+// it was packed (graph/passes/freeze_weights counted such a weight as packed).
+TEST_CASE("linear: FrozenWeights::add refuses another view of a packed weight's memory") {
+  if (cpu::onednn_version().empty() || !cpu::onednn_enabled()) {
+    test::skip("this build has no oneDNN (libdnnl-dev), or it is turned off: nothing to pack");
+    return;
+  }
+  const Tensor w = test::random_tensor({48, 64}, 2, -1, 1, DType::f32);
+  FrozenWeights table;
+  REQUIRE(table.add(w));
+  CHECK(table.add(w));  // the same matrix again: packed
+  const Tensor other = view(w, {24, 128});
+  CHECK(table.find(other) == nullptr);
+  CHECK_FALSE(table.add(other));
+  CHECK(table.size() == 1);
 }

@@ -91,6 +91,34 @@ TEST_CASE("bert: mean pooling matches the PyTorch composition and differs from C
   CHECK(diff > 1e-2);
 }
 
+TEST_CASE("bert: mean pooling takes a strided float attention mask") {
+  Loaded mean = load_reference("mean");
+  const Tensor& am = mean.fx.at("attention_mask");  // (B, T)
+  const int64_t B = am.size(0), T = am.size(1);
+  // the same mask as f32, first as a transposed (T, B) tensor seen through transpose, then as
+  // a slice of a wider one: neither is contiguous (mean pooling used view() and threw)
+  const Tensor f = am.to(DType::f32);
+  const Tensor transposed = transpose(contiguous(transpose(f, 0, 1)), 0, 1);
+  const Tensor sliced = slice(concat({f, f}, 1), 1, 0, T);
+  REQUIRE(!transposed.is_contiguous());
+  REQUIRE(!sliced.is_contiguous());
+  const Tensor want = run(mean, false).logits;
+  for (const Tensor& m : {transposed, sliced}) {
+    Tensor got = mean.model->forward(mean.fx.at("input_ids"), m, mean.fx.at("token_type_ids")).logits;
+    CHECK(got.shape() == Shape{B, 2});
+    test::check_close(got, want, 1e-6, 1e-5);
+  }
+}
+
+TEST_CASE("bert: an encoder layer replaced by another module is a ConfigError in forward") {
+  BertConfig c = BertConfig::preset("bert-tiny", 50);
+  c.max_position_embeddings = 8;
+  auto model = std::make_shared<BertForSequenceClassification>(c);
+  model->replace_submodule("bert.encoder.layer.0", std::make_shared<Identity>());
+  Tensor ids = Tensor::from(std::vector<int32_t>{1, 2, 3}, {1, 3});
+  CHECK_THROWS_AS((*model)(ids), ConfigError);  // was std::bad_cast
+}
+
 TEST_CASE("bert: HF key names and shapes of bert-tiny") {
   std::ifstream in(MASE_FIXTURES_DIR "/bert_hf_keys.txt");
   REQUIRE(in.good());

@@ -66,6 +66,35 @@ TEST_CASE("replace_submodule swaps a child and the parent's forward uses it") {
   CHECK_THROWS_AS(m->submodule("block.nope"), ConfigError);
 }
 
+TEST_CASE("replace_submodule, submodule and named_modules: misuse is a ConfigError, never a crash") {
+  auto m = std::make_shared<Toy>();
+  // a null module (was a null dereference while writing the message)
+  CHECK(test::error_message([&] { m->replace_submodule("block.act", nullptr); }) ==
+        "[replace_submodule] expected a module for 'block.act', got a null pointer (use Identity "
+        "to remove one)");
+  CHECK(m->submodule("block.act")->type_name() == "ReLU");  // untouched
+  // a missing name deep in a path names the whole path
+  CHECK(test::error_message([&] { m->submodule("block.nope"); }) ==
+        "[submodule] no module 'nope' in Block (path 'block.nope')");
+  // a module not owned by a shared_ptr (was std::bad_weak_ptr from shared_from_this)
+  Block on_stack;
+  CHECK_THROWS_AS(on_stack.named_modules(), ConfigError);
+  CHECK_THROWS_AS(on_stack.submodule(""), ConfigError);
+  on_stack.replace_submodule("act", std::make_shared<Identity>());  // needs no shared_ptr
+  CHECK(on_stack.submodule("act")->type_name() == "Identity");
+}
+
+TEST_CASE("ModuleList::at: a child of another type or a bad index is a ConfigError") {
+  auto list = std::make_shared<ModuleList>();
+  list->push_back(std::make_shared<Linear>(2, 2));
+  CHECK(list->at<Linear>(0).out_features == 2);
+  list->replace_submodule("0", std::make_shared<Identity>());  // as a pass may
+  CHECK(test::error_message([&] { list->at<Linear>(0); }) ==
+        "[ModuleList] expected child 0 of the type asked for, got a Identity (was it replaced by "
+        "a pass?)");
+  CHECK_THROWS_AS(list->at<Identity>(1), ConfigError);
+}
+
 TEST_CASE("train and eval propagate to every module") {
   auto m = std::make_shared<Toy>();
   m->eval();

@@ -46,6 +46,12 @@ TEST_CASE("registry: unknown types and bad configs are ConfigErrors") {
         }).rfind("[make_module] expected a registered module type (", 0) == 0);
   CHECK_THROWS_AS(make_module("Dropout", {{"p", "high"}}), ConfigError);
   CHECK_THROWS_AS(make_module("Dropout", {{"p", 2.0}}), ConfigError);  // the constructor's check
+  // LayerNorm checks its arguments as Linear and Embedding do (a negative size was a ShapeError
+  // from the allocator, a negative eps only an error at the first forward)
+  CHECK(test::error_message([] {
+          make_module("LayerNorm", {{"normalized_shape", -2}, {"eps", 1e-12}});
+        }) == "[LayerNorm] expected a positive size, got -2");
+  CHECK_THROWS_AS(make_module("LayerNorm", {{"normalized_shape", 4}, {"eps", -1.0}}), ConfigError);
   register_module_type("Twice", [](const nlohmann::json& c) -> ModulePtr {
     return std::make_shared<Linear>(c.at("n").get<int64_t>(), c.at("n").get<int64_t>());
   });
