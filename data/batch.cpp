@@ -45,6 +45,8 @@ Batcher::Batcher(const TokenizedSplit& data, BatchOptions opt) : data_(data), op
 int64_t Batcher::length(int64_t i) const { return std::min(data_.length(i), opt_.max_len); }
 
 int64_t Batcher::width(int64_t b) const {
+  MASE_CHECK(b >= 0 && b < num_batches(), ShapeError, "[batch] expected a batch index in [0, ",
+             num_batches(), "), got ", b);
   int64_t T = opt_.fixed_length ? opt_.max_len : 0;
   for (int64_t i : plan_[static_cast<size_t>(b)]) T = std::max(T, length(i));
   return T;

@@ -31,7 +31,8 @@ CharClass classify(char32_t c) {
   if (c == kReplacementChar) return CharClass::kSkip;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
     // "Other": control, format (e.g. U+200B zero width space, U+00AD soft hyphen), private
-    // use, surrogate, unassigned. U+0085 (NEL) is Cc, so it is dropped, not a space.
+    // use, surrogate; not unassigned (Cn), which is kept. U+0085 (NEL) is Cc, so it is
+    // dropped, not a space.
     case UTF8PROC_CATEGORY_CC:
     case UTF8PROC_CATEGORY_CF:
     case UTF8PROC_CATEGORY_CO:

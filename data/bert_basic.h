@@ -2,9 +2,10 @@
 //
 // What BERT uncased does before WordPiece (HuggingFace tokenizers' BertNormalizer followed by
 // BertPreTokenizer, which BertTokenizer uses), one code point at a time:
-//   1. clean:   drop U+0000, U+FFFD and control characters (categories Cc, Cf, Co, Cs, Cn,
-//               but not \t \n \r); map whitespace (\t \n \r and the White_Space characters
-//               that are not controls, e.g. U+00A0, U+2028, U+3000) to a word break;
+//   1. clean:   drop U+0000, U+FFFD and control characters (categories Cc, Cf, Co, Cs, but
+//               not \t \n \r; unassigned code points, Cn, are kept); map whitespace (\t \n
+//               \r and the White_Space characters that are not controls, e.g. U+00A0,
+//               U+2028, U+3000) to a word break;
 //   2. CJK:     put a word break before and after every CJK ideograph (BERT's fixed ranges);
 //   3. accents: canonical decomposition (NFD), then drop nonspacing marks (Mn): é -> e;
 //   4. lower:   Unicode simple lower-case mapping, one code point at a time (so "ΣΟΦΟΣ" ->

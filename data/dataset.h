@@ -8,8 +8,9 @@
 //                     (sentencepiece_model_name), trained on the TRAIN split if missing;
 //   3. ids: <cache>/imdb-<tokenizer>-<vocab size>.tokens (token_cache.h) when it matches the
 //      tokenizer and data fingerprints; otherwise read + tokenize_all + save it.
-// The cache folder is --cache-dir, else <data dir>/imdb. A cache that cannot be written (a
-// read-only data folder) is not an error: a note says so and the run goes on.
+// The cache folder is --cache-dir, else default_cache_dir()/imdb ($MASE_CACHE_DIR/imdb, else
+// ~/.cache/mase/imdb: never the data folder, fetch.h). A cache that cannot be written (a
+// read-only folder) is not an error: a note says so and the run goes on.
 //
 // Read next: batch.h (turning the splits into tensors), tools/mase_data.cpp (the CLI).
 #pragma once

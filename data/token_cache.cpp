@@ -128,8 +128,9 @@ std::optional<TokenCache> load_token_cache(const std::filesystem::path& path, ui
     sp.offsets.resize(n[s] + 1);
     std::memcpy(sp.offsets.data(), bytes.data() + r.pos, (n[s] + 1) * 8);
     r.pos += (n[s] + 1) * 8;
-    sp.labels.assign(bytes.begin() + static_cast<std::ptrdiff_t>(r.pos),
-                     bytes.begin() + static_cast<std::ptrdiff_t>(r.pos + n[s]));
+    // u8 on disk: through unsigned char, or a label >= 128 (which save accepts) comes back < 0
+    const auto* labels = reinterpret_cast<const unsigned char*>(bytes.data()) + r.pos;
+    sp.labels.assign(labels, labels + n[s]);
     r.pos += n[s];
     sp.ids.resize(n_ids[s]);
     const char* p = bytes.data() + r.pos;

@@ -4,7 +4,7 @@
 //   offset  size  field
 //   0       8     magic "MASETOK\0"
 //   8       4     u32 format version (kTokenCacheVersion)
-//   12      4     u32 bytes per id: 2 when vocab_size <= 65536 (BERT: 30,522), else 4
+//   12      4     u32 bytes per id: 2 when every id is < 65536 (BERT: 30,522 ids), else 4
 //   16      8     u64 tokenizer fingerprint (Tokenizer::fingerprint)
 //   24      8     u64 data fingerprint (dataset.h: data_fingerprint)
 //   32      32    u64 train reviews, u64 train ids, u64 test reviews, u64 test ids

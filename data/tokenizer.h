@@ -3,7 +3,7 @@
 // encode turns text into ids framed as BERT expects: [CLS] t1 … tn [SEP]. Everything after
 // tokenization (batches, the cache, the trainer) sees only ids and these special ids; pad is
 // 0 for both tokenizers, so a zero-filled tensor is already padding.
-// encode is const and thread-safe: tokenize_all (dataset.h) calls it from many threads.
+// encode is const and thread-safe: tokenize_all (tokenized.h) calls it from many threads.
 //
 // Read next: wordpiece.h, sentencepiece_tokenizer.h, dataset.h.
 #pragma once

@@ -71,6 +71,14 @@ bool quiet_rank(const std::string& line) {
   }
 }
 
+void check_epoch_splits(int64_t reviews, int64_t batch_size, int world) {
+  const int64_t last = batch_size > 0 ? reviews % batch_size : 0;  // 0: no shorter batch
+  MASE_CHECK(last % world == 0, ConfigError, "[dist] expected every batch to split evenly over ",
+             "the ", world, " ranks, got a last batch of ", last, " rows (", reviews,
+             " training reviews in batches of ", batch_size, ": --train-subset ",
+             reviews - last % world, ", or another --batch-size)");
+}
+
 uint64_t rank_seed(uint64_t seed, int rank) {
   return rank == 0 ? seed : seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(rank));
 }

@@ -5,7 +5,8 @@
 //   mase-train --device cuda --dist nccl ...                          # GPU: NCCL (1 GPU/rank)
 //
 // One step (Trainer::train_step with a DataParallel):
-//   rows    = rank r's rows [r·B/N, (r+1)·B/N) of the global batch of B (B % N == 0)
+//   rows    = rank r's rows [r·B/N, (r+1)·B/N) of the global batch of B (B % N == 0, the
+//             epoch's last, shorter batch too: check_epoch_splits)
 //   loss_r  = mean cross-entropy over its rows;  backward  -> each rank's gradients
 //   grads   = (1/N) Σ_r grads_r     all-reduce, in buckets of ~bucket_mb (MPI_Allreduce on
 //                                   the CPU; one grouped ncclAllReduce with ncclAvg on GPUs);
@@ -122,6 +123,12 @@ class DataParallel {
   std::vector<uint8_t> mask_;  // the rows in use of every matrix, then their union (MPI)
   int64_t sent_values_ = 0;
 };
+
+// ConfigError unless every batch of an epoch of `reviews` splits evenly over `world` ranks: the
+// full ones (batch_size rows: DataParallel::share) and the last, shorter one (reviews %
+// batch_size rows), which bucketing may put anywhere in the epoch. Checked before the first
+// step: the step that meets a last batch of 5 rows on 2 ranks cannot split it.
+void check_epoch_splits(int64_t reviews, int64_t batch_size, int world);
 
 // The dropout seed of rank r: rank 0 keeps `seed` (what checkpoints record); the others mix it.
 uint64_t rank_seed(uint64_t seed, int rank);

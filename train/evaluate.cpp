@@ -11,6 +11,9 @@ namespace mase::train {
 
 EvalResult evaluate(nn::BertForSequenceClassification& model, const data::TokenizedSplit& split,
                     const EvalOptions& opt) {
+  // before the window size below divides by it (the Batcher checks it only after)
+  MASE_CHECK(opt.batch_size >= 1, ConfigError, "[evaluate] expected batch_size >= 1, got ",
+             opt.batch_size);
   const auto t0 = std::chrono::steady_clock::now();
   const bool was_training = model.is_training();
   model.eval();
@@ -81,6 +84,8 @@ data::TokenizedSplit balanced_subset(const data::TokenizedSplit& split, int64_t 
 
 Prediction predict(nn::BertForSequenceClassification& model, const data::Tokenizer& tokenizer,
                    const std::string& text, int64_t max_len, Device device) {
+  MASE_CHECK(max_len >= 2, ConfigError,
+             "[predict] expected max_len >= 2 (room for [CLS] and [SEP]), got ", max_len);
   std::vector<int32_t> ids = tokenizer.encode(text);
   if (static_cast<int64_t>(ids.size()) > max_len) {  // keep the start and the final [SEP]
     const int32_t sep = ids.back();

@@ -34,14 +34,17 @@ using nn::with_commas;  // 1234567 -> "1,234,567" (models/parameters.h)
 json read_json(const fs::path& p, const char* op) { return nn::parse_json_file(p.string(), op); }
 
 // The folder holding config.json + model.safetensors for `dir`: itself, or, for a run still
-// in progress, its latest checkpoint.
+// in progress, its latest checkpoint. Reads only: RunDir::open would tidy the checkpoints
+// folder, deleting the temporary folder of a save that the training process is writing.
 fs::path model_folder(const fs::path& dir) {
   MASE_CHECK(fs::is_directory(dir), ConfigError, "[init] expected a model or run folder, got ",
              dir.string(), fs::exists(dir) ? " (a file)" : " (no such folder)");
   if (fs::is_regular_file(dir / "model.safetensors")) return dir;
   if (fs::is_regular_file(dir / RunDir::kConfig)) {
-    RunDir probe = RunDir::open(dir);  // unfinished run: its latest checkpoint
-    return *probe.latest_checkpoint();
+    const std::optional<fs::path> latest = RunDir::of_other_rank(dir).latest_checkpoint();
+    MASE_CHECK(latest.has_value(), ConfigError, "[init] expected a checkpoint in the run folder ",
+               dir.string(), ", got none (it stopped, or is still running, before its first one)");
+    return *latest;
   }
   throw ConfigError(cat("[init] ", dir.string(),
                         " is neither a model folder (config.json + model.safetensors) nor a "
@@ -58,7 +61,7 @@ struct Data {
 Data load_data(const TrainConfig& c, std::FILE* out) {
   data::ImdbOptions o;
   o.data_dir = c.data_dir;
-  o.cache_dir = c.cache_dir;  // "" = $MASE_CACHE_DIR or ~/.cache/mase (data/fetch.h)
+  o.cache_dir = c.cache_dir;  // "" = $MASE_CACHE_DIR/imdb or ~/.cache/mase/imdb (data/fetch.h)
   o.tokenizer = c.tokenizer;
   o.vocab = c.vocab;
   o.sentencepiece.vocab_size = static_cast<int>(c.vocab_size);
@@ -327,6 +330,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
   const json compression = read_compression(c);
   Data d = load_data(c, out);
   check_same_data(dp, d);
+  if (dp) check_epoch_splits(d.train.size(), c.batch_size, dp->world());  // before --out is made
   auto model = build_model(c, *d.tokenizer, out);
   apply_compression(*model, c, compression, out);  // before the optimizer exists (QAT)
   if (!c.freeze.empty()) freeze_parameters(*model, c.freeze);

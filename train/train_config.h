@@ -34,7 +34,8 @@ struct TrainConfig {
   // ---- data -----------------------------------------------------------------------------
   std::string data = "imdb";  // the only dataset so far
   std::string data_dir;       // "" = $MASE_DATA_DIR or ~/.cache/mase (data/fetch.h)
-  std::string cache_dir;      // "" = <data dir>/imdb (tokenizer models, token-id caches)
+  std::string cache_dir;      // "" = $MASE_CACHE_DIR/imdb, else ~/.cache/mase/imdb (tokenizer
+                              // models, token-id caches; never the data folder)
   std::string tokenizer = "sentencepiece";  // or "wordpiece"
   std::string vocab;          // a vocab.txt / .model to use instead of the default one
   int64_t vocab_size = 16000;  // sentencepiece pieces, when one is trained

@@ -3,7 +3,6 @@
 // does is in stop.cpp).
 #include "train/trainer.h"
 
-
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -149,7 +148,10 @@ void Trainer::set_data_parallel(DataParallel* dp) {
     for (const auto& [name, p] : g.params) dp_params_.push_back(p);
   state_.world_size = dp->world();
   default_generator().seed = rank_seed(state_.generator_seed, dp->rank());
-  dp->share(config_.batch_size);  // the batch must split evenly (ConfigError otherwise)
+  dp->share(config_.batch_size);  // the batch must split evenly (ConfigError otherwise),
+  int64_t reviews = 0;             // and so must the epoch's last, shorter one
+  for (const auto& b : batches_.plan()) reviews += static_cast<int64_t>(b.size());
+  check_epoch_splits(reviews, config_.batch_size, dp->world());
 }
 
 bool Trainer::root() const { return !dp_ || dp_->root(); }

@@ -62,7 +62,7 @@ void request_stop();     // async-signal-safe: a lock-free atomic store
 bool stop_requested();
 void clear_stop();
 // SIGINT and SIGTERM call request_stop() (and print one line saying so); a second signal
-// ends the process at once with the default action (checkpoints are atomic: nothing breaks).
+// ends the process at once, _exit(128 + signal) (checkpoints are atomic: nothing breaks).
 void install_stop_handlers();
 
 // ---- what a checkpoint's trainer_state.json holds ----------------------------------------
@@ -71,7 +71,7 @@ struct TrainerState {
   int64_t epoch = 0;   // the epoch in progress, from 0
   int64_t batch = 0;   // the next batch of that epoch (== batches per epoch: epoch end pending)
   uint64_t generator_seed = 0, generator_offset = 0;  // dropout's Philox stream
-  uint64_t data_seed = 0;                              // batch order (and test subset)
+  uint64_t data_seed = 0;                              // batch order (and train subset)
   int64_t train_tokens = 0;  // real tokens trained on
   double train_seconds = 0, eval_seconds = 0, wall_seconds = 0;
   double log_loss_sum = 0, epoch_loss_sum = 0;  // training losses since the last log / eval

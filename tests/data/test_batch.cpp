@@ -80,6 +80,14 @@ TEST_CASE("batch: dynamic padding masks truncation and labels by hand") {
   CHECK(x.labels.to_vector<int32_t>() == Ids{1});
 }
 
+TEST_CASE("batch: width of a batch index out of range is a ShapeError") {
+  TokenizedSplit data = five();
+  Batcher b(data, in_order(2, 6));
+  CHECK(b.width(2) == 6);
+  CHECK_THROWS_WITH_AS(b.width(3), "[batch] expected a batch index in [0, 3), got 3", ShapeError);
+  CHECK_THROWS_AS(b.width(-1), ShapeError);
+}
+
 TEST_CASE("batch: fixed length pad id and drop_last") {
   TokenizedSplit data = five();
   BatchOptions o = in_order(2, 6);

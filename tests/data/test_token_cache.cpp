@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "data/dataset.h"
+#include "data/io.h"
 #include "data/token_cache.h"
 #include "data/wordpiece.h"
 #include "data_helpers.h"
@@ -62,6 +63,28 @@ TEST_CASE("token cache: round trip with 16-bit and 32-bit ids") {
   CHECK(w->train == wide);
   CHECK(w->test.size() == 0);
   CHECK(fs::file_size(tmp / "b.tokens") == 64 + (2 + 1) * 8 + 1 + 4 * 4 + 8);
+}
+
+TEST_CASE("token cache: a label of 128 or more comes back as saved") {
+  TempDir tmp;  // labels are u8 on disk; read through a (signed) char, 200 came back as -56
+  TokenizedSplit train = split({{{2, 3}, 200}, {{2, 4, 3}, 255}, {{2, 3}, 127}});
+  save_token_cache(tmp / "a.tokens", 1, 2, train, TokenizedSplit{});
+  auto c = load_token_cache(tmp / "a.tokens", 1, 2);
+  REQUIRE(c);
+  CHECK(c->train.labels == Ids{200, 255, 127});
+}
+
+TEST_CASE("data: reading a folder as a file is an IoError, not std::bad_alloc") {
+  TempDir tmp;  // an ifstream opens a folder, and its size reads as 2^63 - 1
+  fs::create_directories(tmp / "vocab.txt");
+  fs::create_directories(tmp / "tok.model");
+  CHECK_THROWS_WITH_AS(read_file(tmp / "vocab.txt", "wordpiece"),
+                       ("[wordpiece] cannot read " + (tmp / "vocab.txt").string() +
+                        ": expected a file, got a folder").c_str(),
+                       IoError);
+  CHECK_THROWS_AS(load_tokenizer(tmp / "vocab.txt"), IoError);
+  CHECK_THROWS_AS(load_tokenizer(tmp / "tok.model"), IoError);
+  CHECK_FALSE(load_token_cache(tmp / "vocab.txt", 1, 2));  // not a cache: rebuilt, no error
 }
 
 TEST_CASE("token cache: stale corrupt or foreign files are refused with a reason") {

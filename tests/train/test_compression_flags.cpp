@@ -172,6 +172,13 @@ TEST_CASE("mase-train compression flags: bad combinations and files fail before 
   c.prune = (fx.dir.path / "int8.json").string();  // a quantize config given as --prune
   CHECK_THROWS_AS(train_new(c, null), ConfigError);
   CHECK_FALSE(fs::exists(fx.run("run")));
+  // LoRA on quantized Linears: refused (the adapter would wrap the fp32 weight and drop the
+  // quantizers: QAT that trains unquantized, silently, as it did before)
+  c.prune.clear();
+  c.lora_rank = 2;
+  CHECK_THROWS_WITH_AS(train_new(c, null), doctest::Contains("is a QuantizedLinear"), ConfigError);
+  CHECK_FALSE(fs::exists(fx.run("run")));
+  c.lora_rank = 0;
   // the fields round-trip through train_config.json
   c.mxint8_weights = true;
   TrainConfig back = TrainConfig::from_json(c.to_json(), "test");

@@ -26,6 +26,26 @@ TEST_CASE("data parallel: --dist values; auto is none outside mpirun") {
   CHECK(rank_seed(42, 1) != rank_seed(42, 2));
 }
 
+// 45 reviews in batches of 8 end each epoch with a batch of 5 rows, which 2 ranks cannot
+// share: mpirun -np 2 ran to that batch (anywhere in the epoch, bucketing shuffles the batches)
+// and died there with "try --batch-size 6". Now refused before the run folder is made.
+TEST_CASE("data parallel: an epoch whose last batch cannot split over the ranks is refused") {
+  CHECK_NOTHROW(check_epoch_splits(48, 8, 2));     // no shorter batch
+  CHECK_NOTHROW(check_epoch_splits(46, 8, 2));     // a last batch of 6: 3 rows each
+  CHECK_NOTHROW(check_epoch_splits(25000, 32, 8)); // IMDb's 8 rows: one each
+  CHECK_NOTHROW(check_epoch_splits(45, 8, 1));
+  CHECK_THROWS_WITH_AS(check_epoch_splits(45, 8, 2),
+                       "[dist] expected every batch to split evenly over the 2 ranks, got a last "
+                       "batch of 5 rows (45 training reviews in batches of 8: --train-subset 44, "
+                       "or another --batch-size)",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(check_epoch_splits(25000, 30, 3),
+                       doctest::Contains("a last batch of 10 rows (25000 training reviews in "
+                                         "batches of 30: --train-subset 24999"),
+                       ConfigError);
+  CHECK_NOTHROW(check_epoch_splits(24999, 30, 3));  // what the hint says: a last batch of 9
+}
+
 TEST_CASE("data parallel: nccl on a CPU device and mpi on a GPU are refused before starting") {
   CHECK_THROWS_WITH_AS(DataParallel::start(DistBackend::nccl, Device::cpu()),
                        doctest::Contains("--dist nccl expected --device cuda, got cpu"),

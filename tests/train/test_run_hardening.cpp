@@ -53,6 +53,35 @@ TEST_CASE("run folder: a kill between the two renames of a re-saved step keeps t
   CHECK(mase::test::list_files(ckpts) == std::vector<std::string>{"step-000005/trainer_state.json"});
 }
 
+// predict, --init and --eval-only read a run still training (its latest checkpoint) while that
+// run's process may be writing its next one: reading it must not tidy the checkpoints folder
+// (RunDir::open deletes temporaries: the save in progress then failed with an IoError).
+TEST_CASE("run folder: loading a run still training leaves the checkpoint being written alone") {
+  TrainFixture fx;
+  TrainConfig c = fx.config("live");
+  REQUIRE(train_new(c, fx.null, [&](int64_t step, double) {
+            if (step == 2) request_stop();
+          }).status == TrainStatus::interrupted);
+  clear_stop();
+  const fs::path ckpts = fx.run("live") / "checkpoints";
+  const fs::path saving = ckpts / ".tmp-step-000005-4242";  // the other process, mid-save
+  fs::create_directories(saving);
+  write_bytes(saving / "model.safetensors", "half");
+  const fs::path aside = ckpts / ".tmp-old-step-000009-4242";  // and one between its renames
+  fs::create_directories(aside);
+  write_bytes(aside / RunDir::kState, "{}");
+
+  LoadedModel lm = load_model_dir(fx.run("live"));
+  CHECK(lm.weights == ckpts / "step-000002" / "model.safetensors");
+  TrainConfig e = fx.config("unused");
+  e.init = fx.run("live").string();
+  e.vocab.clear();
+  eval_only(e, fx.null);
+  CHECK(mase::test::read_bytes(saving / "model.safetensors") == "half");
+  CHECK(fs::exists(aside / RunDir::kState));
+  CHECK_FALSE(fs::exists(ckpts / "step-000009"));
+}
+
 TEST_CASE("resume: a trainer state with an impossible step is refused naming the file") {
   TrainFixture fx;
   TrainConfig c = fx.config("cut");

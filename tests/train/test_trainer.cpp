@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "data/wordpiece.h"
 #include "helpers.h"
 #include "models/checkpoint.h"
 #include "models/safetensors.h"
@@ -165,6 +166,27 @@ TEST_CASE("trainer: predict gives the probability that evaluate's loss implies")
   EvalResult ev = evaluate(*lm.model, one, {});
   CHECK(std::exp(-ev.loss) == doctest::Approx(neg.probs[0]).epsilon(1e-5));
   CHECK(ev.accuracy == 1.0);
+}
+
+// Library calls with values the CLI never passes: a ConfigError, not a SIGFPE (evaluate divided
+// by the batch size before the Batcher checked it) or a write before an empty vector (predict
+// with max_len 0 resized the ids to nothing, then set their last one to [SEP]).
+TEST_CASE("trainer: evaluate and predict refuse a batch size or max_len they cannot use") {
+  TrainFixture fx;
+  auto tok = data::WordPiece::load(fx.vocab);
+  nn::BertForSequenceClassification model(nn::load_config(fx.model_config.string()));
+  data::TokenizedSplit one;
+  one.push_back(tok->encode("a great film."), 1);
+  EvalOptions eo;
+  eo.batch_size = 0;
+  CHECK_THROWS_WITH_AS(evaluate(model, one, eo), "[evaluate] expected batch_size >= 1, got 0",
+                       ConfigError);
+  eo.batch_size = 1;
+  CHECK(evaluate(model, one, eo).examples == 1);
+  for (int64_t max_len : {0, 1})
+    CHECK_THROWS_WITH_AS(predict(model, *tok, "a great film.", max_len),
+                         doctest::Contains("[predict] expected max_len >= 2"), ConfigError);
+  CHECK(predict(model, *tok, "a great film.", 2).tokens == 2);  // [CLS] [SEP]
 }
 
 TEST_CASE("trainer: a NaN loss stops the run with the step and a hint and keeps the checkpoint") {
