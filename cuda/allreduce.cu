@@ -5,6 +5,8 @@
 // libnccl.so.2 is opened with dlopen at the first call, not linked: every binary that links
 // the CUDA kernels would otherwise need NCCL's 220 MB library at start-up, GPU work or not.
 #include "cuda/check.h"
+#include "cuda/memory.h"
+#include "cuda/stream.h"
 #include "runtime/kernels/allreduce.h"
 
 #ifdef MASE_HAS_NCCL
@@ -93,8 +95,11 @@ void nccl_stop() {
 
 void nccl_allreduce_sum(float* const* bufs, const int64_t* sizes, int count, float scale) {
   MASE_CHECK(g_comm != nullptr, DeviceError, "[nccl] all-reduce before nccl_start");
-  // The kernels of the step run on the legacy default stream: so do NCCL's, in order after them.
-  cudaStream_t stream = 0;
+  // The kernels of the step run on mase's own stream (cuda/stream.h), which is created
+  // non-blocking: it does NOT order itself with the legacy default stream (0). NCCL's kernels
+  // must run on that same stream, in order after the backward kernels that wrote the gradients
+  // (on stream 0 they could read gradients still being written), and before the optimizer's.
+  cudaStream_t stream = mase::cuda::stream();
   const bool average = scale * static_cast<float>(g_world) == 1.0f;
   check_nccl(nccl().group_start(), "ncclGroupStart");
   for (int i = 0; i < count; ++i)
@@ -106,6 +111,7 @@ void nccl_allreduce_sum(float* const* bufs, const int64_t* sizes, int count, flo
     for (int i = 0; i < count; ++i)
       scale_kernel<<<256, 256, 0, stream>>>(bufs[i], sizes[i], scale);
   MASE_CUDA_CHECK(cudaGetLastError());
+  count_host_sync();  // cuda/memory.h: the step profiler counts the host's waits
   MASE_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

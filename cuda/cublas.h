@@ -4,9 +4,11 @@
 #pragma once
 #include <cublas_v2.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/error.h"
 #include "runtime/kernels/matmul.h"  // BatchGrid
 
 namespace mase::cuda {
@@ -18,6 +20,13 @@ cublasHandle_t cublas_handle();
 // DeviceError "[gemm] <what> failed with cuBLAS status N" unless s is success.
 void cublas_check(cublasStatus_t s, const char* what);
 inline cublasOperation_t cublas_op(bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
+// The sizes and leading dimensions of cuBLAS's (non-_64) interface are 32-bit ints: passing an
+// int64_t would silently wrap. Throws like the CPU twin's as_int (runtime/cpu/matmul.cpp).
+inline int cublas_int(int64_t v) {
+  if (v > INT32_MAX || v < 0)
+    throw Error(cat("[gemm] size ", v, " exceeds the 32-bit cuBLAS interface"));
+  return static_cast<int>(v);
+}
 
 // A device buffer of at least `bytes` for scratch slot `slot` (0..7), grown on demand and never
 // freed: a captured graph keeps using the address it saw, and stream order makes one buffer per

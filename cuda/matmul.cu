@@ -37,6 +37,12 @@ bool loop_batches() {  // MASE_GEMM_BATCHED=loop: one GEMM per matrix (the old w
   return v && std::strcmp(v, "loop") == 0;
 }
 
+// Every size cuBLAS takes as an int must fit in one (the CPU twin checks the same).
+void check_sizes(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
+                 int64_t batch) {
+  for (int64_t v : {M, N, K, lda, ldb, ldc, batch}) cublas_int(v);
+}
+
 }  // namespace
 
 void set_gemm_precision(GemmPrecision p) {
@@ -53,7 +59,9 @@ GemmPrecision gemm_precision() { return g_precision; }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  if (g_precision == GemmPrecision::bf16) {
+  check_sizes(M, N, K, lda, ldb, ldc, 1);
+  // K = 0 (C = beta·C) stays on the fp32 path, as on the CPU: there is nothing to round
+  if (g_precision == GemmPrecision::bf16 && K > 0) {
     gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
@@ -65,7 +73,8 @@ void gemm_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
                   int64_t batch, const int64_t* a_off, const int64_t* b_off, const int64_t* c_off) {
   if (batch <= 0 || M == 0 || N == 0) return;
-  if (g_precision == GemmPrecision::bf16 && !loop_batches()) {
+  check_sizes(M, N, K, lda, ldb, ldc, batch);
+  if (g_precision == GemmPrecision::bf16 && K > 0 && !loop_batches()) {
     gemm_batched_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, batch, a_off, b_off,
                       c_off);
     return;
