@@ -174,6 +174,45 @@ inline CLI::Validator existing_file(const std::string& what) {
       "FILE");
 }
 
+// A flag whose empty value would quietly mean "not given" (--data-dir '' reading the default
+// folder, --resume '' starting a new run, --storage '' the default database): refused.
+inline CLI::Validator nonempty(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& v) -> std::string {
+        return v.empty() ? "expected " + what + ", got an empty name" : "";
+      },
+      "TEXT");
+}
+
+// A folder to write into, made when missing (mase-search --dir): a name, and not a file. Checked
+// as the command line is read, before anything is opened or created (a studies.db in the
+// current folder for --dir '', a filesystem_error at the first create_directories for a file).
+inline CLI::Validator folder_to_write(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& v) -> std::string {
+        std::error_code ec;
+        if (v.empty()) return "expected " + what + ", got an empty name";
+        const auto st = std::filesystem::status(v, ec);
+        if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
+          return "expected " + what + ", got '" + v + "' (a file)";
+        return "";
+      },
+      "DIR");
+}
+
+// A file to write (a report's CSV): a name, and not a folder, checked before the work whose
+// result it holds (a folder would fail only at the end, the work lost).
+inline CLI::Validator file_to_write(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& v) -> std::string {
+        std::error_code ec;
+        if (v.empty()) return "expected " + what + ", got an empty name";
+        if (std::filesystem::is_directory(v, ec)) return "expected " + what + ", got '" + v + "' (a folder)";
+        return "";
+      },
+      "FILE");
+}
+
 // The first flag of `app` given on the command line that `allowed` does not list, or "": what a
 // mode that reads only some flags refuses (mase-train --resume, --eval-only; mase-search
 // --plot), since a flag it does not read would be silently ignored.

@@ -5,7 +5,8 @@
 //   mase-data encode "A masterpiece!" --vocab vocab.txt    # pieces and ids of one text
 //
 // A thin main over data/dataset.h: parse flags (CLI11), call the library, print. Errors
-// from the library are printed as their one line and exit with status 1.
+// from the library are printed as their one line; exit status 1, or 2 for a bad flag or
+// config (tools/cli.h).
 // Read next: data/dataset.h, docs/data.md (what the figures mean, measured output).
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -184,13 +185,15 @@ int main(int argc, char** argv) {
   std::string dataset = "imdb";
   int threads = 0;
   app.add_option("--data-dir", opt.data_dir,
-                 "folder with imdb/ in it (default: $MASE_DATA_DIR or ~/.cache/mase)");
+                 "folder with imdb/ in it (default: $MASE_DATA_DIR or ~/.cache/mase)")
+      ->check(cli::nonempty("a folder"));
   app.add_option("--threads", threads, "threads for tokenization (0 = all cores)")
       ->check(CLI::Range(0, 4096));
 
   CLI::App* f = app.add_subcommand("fetch", "find IMDb in the data folder, or download it there");
   f->add_option("dataset", dataset, "dataset name (imdb)")->check(CLI::IsMember({"imdb"}));
-  f->add_option("--url", opt.fetch.url, "where to download from (a mirror)");
+  f->add_option("--url", opt.fetch.url, "where to download from (a mirror)")
+      ->check(cli::nonempty("a URL"));
 
   CLI::App* s = app.add_subcommand("stats", "counts, token lengths and tokenizer throughput");
   s->add_option("dataset", dataset, "dataset name (imdb)")->check(CLI::IsMember({"imdb"}));
@@ -204,8 +207,10 @@ int main(int argc, char** argv) {
                 "sentencepiece vocabulary when training")
       ->check(CLI::Range(8, 1 << 20));
   s->add_option("--cache-dir", opt.cache_dir,
-                "where models and token caches go (default $MASE_CACHE_DIR/imdb, else ~/.cache/mase/imdb)");
-  s->add_option("--url", opt.fetch.url, "where to download IMDb from if it is missing");
+                "where models and token caches go (default $MASE_CACHE_DIR/imdb, else ~/.cache/mase/imdb)")
+      ->check(cli::nonempty("a folder"));
+  s->add_option("--url", opt.fetch.url, "where to download IMDb from if it is missing")
+      ->check(cli::nonempty("a URL"));
 
   // each command its own examples (CLI11 would show mase-data's under `fetch --help`)
   f->footer("Examples:\n  mase-data fetch imdb --data-dir ../shared/data\n"

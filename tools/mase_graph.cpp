@@ -2,10 +2,12 @@
 //
 //   mase-graph --model bert-tiny --inputs input_ids,attention_mask,labels --print
 //   mase-graph --model bert-tiny --inputs input_ids --draw bert.svg
-//   mase-graph --model bert-tiny --pass count_dropout --pass remove_dropout --pass count_dropout
-//   --check mase-graph --model bert-tiny --pass report_parameters --pass 'freeze:^bert\.embeddings'
-//   --pass report_parameters mase-graph --init runs/imdb --pass insert_lora --lora-rank 8 --pass
-//   report_parameters --export out/ mase-graph --reload out/ --print --run
+//   mase-graph --model bert-tiny --pass count_dropout --pass remove_dropout --pass count_dropout --check
+//   mase-graph --model bert-tiny --pass report_parameters --pass 'freeze:^bert\.embeddings'
+//       --pass report_parameters
+//   mase-graph --init runs/imdb --pass insert_lora --lora-rank 8 --pass report_parameters
+//       --export out/
+//   mase-graph --reload out/ --print --run
 //   mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5
 //   mase-graph compile --model bert-small --batch 8 --seq 128 --freeze   # weights packed once
 //
@@ -285,8 +287,10 @@ int main(int argc, char** argv) {
   app.add_option("--init", o.init,
                  "a checkpoint folder (config.json + model.safetensors) instead of a preset; "
                  "with a compression.json (mase-train --quant/--prune/--mxint8-weights) the "
-                 "quantized, pruned or MXINT8 layers come back as they were trained");
-  app.add_option("--reload", o.reload, "start from a graph exported with --export");
+                 "quantized, pruned or MXINT8 layers come back as they were trained")
+      ->check(cli::nonempty("a checkpoint folder"));
+  app.add_option("--reload", o.reload, "start from a graph exported with --export")
+      ->check(cli::nonempty("a folder of an --export"));
   app.add_option("--seed", o.seed, "seed of the preset's init and of the example batch")
       ->check(cli::seed_check());
   app.add_option("--inputs", o.inputs,
@@ -310,8 +314,10 @@ int main(int argc, char** argv) {
   app.add_option("--report-depth", o.report_depth, "report_parameters: deepest module level shown");
   app.add_flag("--print", o.print, "print the node table (name, kind, op, output shape, args)");
   app.add_option("--draw", o.draw,
-                 "draw the graph to a .svg, .png, .pdf (via Graphviz) or .dot file");
-  app.add_option("--export", o.export_dir, "export graph.json + model.safetensors to this folder");
+                 "draw the graph to a .svg, .png, .pdf (via Graphviz) or .dot file")
+      ->check(cli::nonempty("a file .svg, .png, .pdf or .dot"));
+  app.add_option("--export", o.export_dir, "export graph.json + model.safetensors to this folder")
+      ->check(cli::nonempty("a folder"));
   app.add_flag("--check", o.check, "compare the graph's logits with the eager model's");
   app.add_flag("--run", o.run, "run the graph on the example batch and print its outputs");
   graph::CompileReportOptions co;
@@ -351,10 +357,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10000));
   std::string csv;
   comp->add_option("--csv", csv, "also write the report's numbers as CSV (first call, passes, "
-                   "steps, memory) to this file");
+                   "steps, memory) to this file")
+      ->check(cli::file_to_write("a CSV file"));
   std::string plot;
   comp->add_option("--plot", plot, "also draw each variant's speed-up over eager as a bar chart "
-                   "(.svg or .png; its numbers and gnuplot script beside it)");
+                   "(.svg or .png; its numbers and gnuplot script beside it)")
+      ->check(cli::file_to_write("a file .svg or .png"));
   comp->add_option("--seed", co.seed, "seed of the model's init and of the batch")
       ->check(cli::seed_check());
   comp->add_option("--threads", co.threads, "threads (default: the runtime's)")
@@ -405,6 +413,16 @@ int main(int argc, char** argv) {
     for (const char* f : {"--lora-rank", "--lora-alpha", "--lora-dropout", "--lora-targets"})
       MASE_CHECK(app.count(f) == 0 || lora_pass, ConfigError, f, " sets the adapters of --pass "
                  "insert_lora, which is not given (add it, or drop ", f, ")");
+    const bool report_pass =
+        std::find(o.passes.begin(), o.passes.end(), "report_parameters") != o.passes.end() ||
+        std::find(o.passes.begin(), o.passes.end(), "report_trainable_parameters") != o.passes.end();
+    MASE_CHECK(app.count("--report-depth") == 0 || report_pass, ConfigError, "--report-depth "
+               "sets the depth of --pass report_parameters, which is not given (add it, or drop "
+               "--report-depth)");
+    if (!o.init.empty())  // the checkpoint brings its architecture and vocabulary
+      for (const char* f : {"--model", "--vocab-size"})
+        MASE_CHECK(app.count(f) == 0, ConfigError, f, " has no effect with --init (the "
+                   "checkpoint's config.json brings the architecture; drop it)");
     MASE_CHECK(o.print || o.check || o.run || !o.draw.empty() || !o.export_dir.empty() ||
                    !o.passes.empty(),
                ConfigError, "expected something to do: --print, --draw FILE, --export DIR, "

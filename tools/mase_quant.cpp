@@ -86,7 +86,8 @@ Shape parse_shape(const std::string& text) {
     const std::string part = text.substr(pos, end - pos);
     char* stop = nullptr;
     const long long v = std::strtoll(part.c_str(), &stop, 10);
-    MASE_CHECK(!part.empty() && *stop == '\0' && v > 0, ConfigError, "expected a shape like 768x3072, got '", text, "'");
+    MASE_CHECK(!part.empty() && *stop == '\0' && v > 0, ConfigError,
+               "[--bytes] expected a shape like 768x3072, got '", text, "'");
     s.push_back(v);
     pos = end + 1;
   }
@@ -241,12 +242,21 @@ int main(int argc, char** argv) {
       "--compat", [&params](const std::string& v) { params["compat"] = v; },
       "mase: MASE's own formulas (integer, minifloat, log), to match the course's numbers");
   app.add_flag("--table", table, "list every code and value of a scalar format");
-  app.add_option("--speed", speed, "time fake quantization of N random values against memcpy")
-      ->check(CLI::Range(int64_t(1024), int64_t(1) << 30));
+  // rows of 1024 (print_speed): another N would leave a partial row the memcpy runs past
+  app.add_option("--speed", speed, "time fake quantization of N random values against memcpy "
+                 "(a multiple of 1024)")
+      ->check(CLI::Range(int64_t(1024), int64_t(1) << 30))
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return std::strtoll(v.c_str(), nullptr, 10) % 1024 == 0
+                       ? ""
+                       : "expected a multiple of 1024 (rows of 1024 values), got " + v;
+          },
+          "N"));
   app.add_option("--bytes", shapes, "mxint8: fp32 vs packed bytes of tensors of these shapes, e.g. 768x3072")
       ->take_all();
   app.add_option("--seed", seed, "seed of the stochastic formats")->check(cli::seed_check());
-  app.add_option("--threads", threads, "threads (0 = all cores)");
+  app.add_option("--threads", threads, "threads (0 = all cores)")->check(CLI::Range(0, 4096));
   app.add_option("values", values, "numbers to quantize (read from stdin when none are given)");
   // "-inf" and "-nan" look like flags to CLI11; a leading space (which strtod skips) makes
   // them positional values. Negative numbers with digits ("-0.5") are recognised already.
@@ -257,18 +267,15 @@ int main(int argc, char** argv) {
     if (low == "-inf" || low == "-infinity" || low == "-nan") a = " " + a;
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "mase-quant: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
+  if (auto status = cli::parse(app, "mase-quant", args)) return *status;
+  return cli::run("mase-quant", [&]() -> int {
     set_num_threads(threads);
     const bool reads_values = !table && !speed && shapes.empty();
+    // one mode: the others' flags, or values given to a mode that reads none, would be unused
+    MASE_CHECK(int(table) + int(speed > 0) + int(!shapes.empty()) <= 1, ConfigError,
+               "expected one of --table, --speed and --bytes, got more (run them one at a time)");
+    MASE_CHECK(reads_values || values.empty(), ConfigError, "expected no values with ",
+               table ? "--table" : "--speed", " (it quantizes none of them; drop them)");
     if (reads_values && values.empty()) {
       if (isatty(0))  // a student who forgot the numbers would otherwise see nothing happen
         std::fprintf(stderr, "mase-quant: reading values from the terminal (end with Ctrl-D; "
@@ -312,12 +319,6 @@ int main(int argc, char** argv) {
     std::vector<float> xs;
     for (const std::string& v : values) xs.push_back(parse_value(v));
     print_values(f, xs, seed);
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "mase-quant: %s\n", cli::printable(e.what()).c_str());
-    return 2;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "mase-quant: %s\n", cli::printable(e.what()).c_str());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -125,10 +125,12 @@ int main(int argc, char** argv) {
   app.add_option("--study", study_name, "study name (default arch-<sampler>)")
       ->check(cli::file_name_check());
   app.add_option("--dir", dir, "folder of studies.db, the CSVs and the trial runs")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::folder_to_write("a folder"));
   app.add_option("--storage", storage,
                  "where the studies live: sqlite:///FILE or postgresql://USER:PASSWORD@HOST:PORT/DB "
-                 "(default <dir>/studies.db)");
+                 "(default <dir>/studies.db)")
+      ->check(cli::nonempty("a storage sqlite:///FILE or postgresql://..."));
   app.add_option("--seed", seed, "seed of the sampler and of every trial's training")
       ->capture_default_str()
       ->check(cli::seed_check());
@@ -137,7 +139,8 @@ int main(int argc, char** argv) {
                  "processes running trials of the study at once (--threads 0: cores / N each)")
       ->capture_default_str();
   app.add_option("--plot", plot,
-                 "draw the running best of the --compare studies to this file (.svg or .png)");
+                 "draw the running best of the --compare studies to this file (.svg or .png)")
+      ->check(cli::nonempty("a file .svg or .png"));
   app.add_option("--compare", compare, "studies to plot, comma-separated");
   app.add_option("--model", base.model, "preset giving everything the space does not vary")
       ->capture_default_str();
@@ -150,8 +153,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-len", base.max_len, "tokens per review")->capture_default_str();
   double lr = 0;
   app.add_option("--lr", lr, "peak learning rate (default: the --model preset's recipe)");
-  app.add_option("--data-dir", base.data_dir, "folder with imdb/ in it (as mase-train)");
-  app.add_option("--cache-dir", base.cache_dir, "tokenizer models and token caches");
+  app.add_option("--data-dir", base.data_dir, "folder with imdb/ in it (as mase-train)")
+      ->check(cli::nonempty("a folder"));
+  app.add_option("--cache-dir", base.cache_dir, "tokenizer models and token caches")
+      ->check(cli::nonempty("a folder"));
   app.add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--device", base.device, "where the trials train: cpu or cuda[:N]")
       ->capture_default_str();

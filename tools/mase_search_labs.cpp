@@ -108,14 +108,17 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
   c->add_option("--study", o.study, "prefix of the study names (default: the command)")
       ->check(cli::file_name_check());
   c->add_option("--dir", o.dir, "folder of studies.db, the CSVs and the trial runs")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::folder_to_write("a folder"));
   c->add_option("--storage", o.storage, "the studies: sqlite:///FILE or "
-                "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)");
+                "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)")
+      ->check(cli::nonempty("a storage sqlite:///FILE or postgresql://..."));
   c->add_option("--seed", o.seed, "seed of the samplers and of the trials")
       ->capture_default_str()
       ->check(cli::seed_check());
   c->add_flag("--resume", o.resume, "continue the studies (same flags)");
-  c->add_option("--plot", o.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
+  c->add_option("--plot", o.plot, "the figure, .svg or .png (default <dir>/<study>.svg)")
+      ->check(cli::nonempty("a file .svg or .png"));
   c->add_option("--model", o.base.model, "preset giving everything the space does not vary")
       ->capture_default_str();
   c->add_option("--max-steps", o.base.max_steps, "training steps per trial")->capture_default_str();
@@ -126,8 +129,10 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
   c->add_option("--batch-size", o.base.batch_size, "reviews per step")->capture_default_str();
   c->add_option("--max-len", o.base.max_len, "tokens per review")->capture_default_str();
   c->add_option("--lr", k.lr, "peak learning rate (default: the recipe's)");
-  c->add_option("--data-dir", o.base.data_dir, "folder with imdb/ in it (as mase-train)");
-  c->add_option("--cache-dir", o.base.cache_dir, "tokenizer models and token caches");
+  c->add_option("--data-dir", o.base.data_dir, "folder with imdb/ in it (as mase-train)")
+      ->check(cli::nonempty("a folder"));
+  c->add_option("--cache-dir", o.base.cache_dir, "tokenizer models and token caches")
+      ->check(cli::nonempty("a folder"));
   c->add_option("--vocab", o.base.vocab, "tokenizer file for the trials' data: a vocab.txt "
                 "(WordPiece) or a sentencepiece .model (default: a sentencepiece model trained "
                 "on IMDb's training reviews and cached; precision: --init's)")
@@ -241,14 +246,18 @@ int lab_main(int argc, char** argv) {
   u->add_option("--trials", cus.trials, "finished trials")->capture_default_str();
   u->add_option("--study", cus.study, "study name (default custom)")
       ->check(cli::file_name_check());
-  u->add_option("--dir", cus.dir, "folder of studies.db and the CSV")->capture_default_str();
+  u->add_option("--dir", cus.dir, "folder of studies.db and the CSV")
+      ->capture_default_str()
+      ->check(cli::folder_to_write("a folder"));
   u->add_option("--storage", cus.storage, "the study: sqlite:///FILE or "
-                "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)");
+                "postgresql://USER:PASSWORD@HOST:PORT/DB (default <dir>/studies.db)")
+      ->check(cli::nonempty("a storage sqlite:///FILE or postgresql://..."));
   u->add_option("--seed", cus.seed, "seed of the sampler")
       ->capture_default_str()
       ->check(cli::seed_check());
   u->add_flag("--resume", cus.resume, "continue the study (same flags)");
-  u->add_option("--plot", cus.plot, "the figure, .svg or .png (default <dir>/<study>.svg)");
+  u->add_option("--plot", cus.plot, "the figure, .svg or .png (default <dir>/<study>.svg)")
+      ->check(cli::nonempty("a file .svg or .png"));
 
   if (auto status = cli::parse(app, "mase-search", argc, argv)) return *status;
 

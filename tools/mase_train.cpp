@@ -82,6 +82,9 @@ const std::vector<std::string> kEvalOnlyFlags = {
 // digits to tell f32 values apart: what to compare with HF transformers' logits.
 int run_predict(const std::string& dir, std::vector<std::string> texts, const std::string& file,
                 bool logits, const std::string& vocab, int threads) {
+  // (TrainConfig::validate checks it for training; predict reads it alone: -1 meant all cores)
+  MASE_CHECK(threads >= 0, ConfigError, "[predict] expected --threads >= 0, got ", threads,
+             " (0 = all cores)");
   set_num_threads(threads);
   if (!file.empty()) {  // one review per line, empty lines skipped
     std::ifstream in(file);
@@ -165,8 +168,10 @@ int main(int argc, char** argv) {
   app.add_option("--intermediate", c.intermediate_size, "FFN size (default: the preset's)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--data", c.data, "dataset (imdb)")->capture_default_str();
-  app.add_option("--data-dir", c.data_dir, "folder with imdb/ in it (else $MASE_DATA_DIR, ~/.cache/mase)");
-  app.add_option("--cache-dir", c.cache_dir, "tokenizer models and token caches (else $MASE_CACHE_DIR/imdb, ~/.cache/mase/imdb)");
+  app.add_option("--data-dir", c.data_dir, "folder with imdb/ in it (else $MASE_DATA_DIR, ~/.cache/mase)")
+      ->check(cli::nonempty("a folder"));
+  app.add_option("--cache-dir", c.cache_dir, "tokenizer models and token caches (else $MASE_CACHE_DIR/imdb, ~/.cache/mase/imdb)")
+      ->check(cli::nonempty("a folder"));
   app.add_option("--tokenizer", c.tokenizer, "sentencepiece (trained on IMDb train) or wordpiece")
       ->capture_default_str();
   app.add_option("--vocab", c.vocab, "tokenizer file: a vocab.txt or a sentencepiece .model")
@@ -215,12 +220,15 @@ int main(int argc, char** argv) {
                  "and idle, syncs; the table goes to the screen and <run>/profile.md");
   app.add_flag("--deterministic", c.deterministic,
                "GPU: deterministic kernels only (bitwise-identical losses run to run)");
-  app.add_option("--init", c.init, "start from a model: an HF folder or a mase-train run folder");
+  app.add_option("--init", c.init, "start from a model: an HF folder or a mase-train run folder")
+      ->check(cli::nonempty("a model or run folder"));
   app.add_option("--out", c.out, "run folder (default runs/<model>-<data>-<date>-<time>)")
       ->check([](const std::string& v) {
         return v.empty() ? std::string("expected a folder, got an empty name") : std::string();
       });
-  app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint");
+  // an empty --resume would start a new run with the default config (resume_dir "" = none)
+  app.add_option("--resume", resume_dir, "continue the run in this folder from its last checkpoint")
+      ->check(cli::nonempty("a run folder"));
   app.add_flag("--eval-only", eval_only_flag, "evaluate --init on the test split, train nothing");
   app.add_flag("--compile", compile,
                "run the model through graph::compile: traced once per batch shape and mode, "
@@ -269,14 +277,21 @@ int main(int argc, char** argv) {
       ->check(cli::existing_file("a file of reviews"));
   pred->add_flag("--logits", pred_logits, "also print every logit at full f32 precision");
   pred->footer("Examples:\n  mase-train predict runs/bert-tiny-imdb-20250101-120000 \"A wonderful film.\"\n"
-               "  mase-train predict runs/bert-tiny-imdb-20250101-120000 --logits --file reviews.txt");
+               "  mase-train predict runs/bert-tiny-imdb-20250101-120000 --logits --file reviews.txt\n"
+               "Also read: --threads and --vocab (mase-train's own flags, before or after predict).");
+  pred->fallthrough();  // --threads / --vocab after the run folder reach mase-train's options
 
   cli::quiet_error = quiet_rank;  // under mpirun: one error line per job (train/data_parallel.h)
   if (auto status = cli::parse(app, "mase-train", argc, argv)) return *status;
 
   return cli::run("mase-train", [&]() -> int {
-    if (pred->parsed())
+    if (pred->parsed()) {
+      // a training flag (--lr, --max-len, ...) would be silently unused: predict reads no other
+      const std::string flag = cli::flag_outside(app, {"--threads", "--vocab"});
+      MASE_CHECK(flag.empty(), ConfigError, "[predict] ", flag, " has no effect with predict "
+                 "(it reads --threads and --vocab; the model brings the rest; drop it)");
       return run_predict(pred_dir, texts, pred_file, pred_logits, c.vocab, c.threads);
+    }
     // --compile: the session hands each model it builds to graph::compile (train/forward.h)
     std::vector<std::shared_ptr<graph::Compiled>> compiled;
     ForwardFactory forward;

@@ -60,14 +60,18 @@ struct SweepFlags {
     sub->add_option("--model-dir", base.init, "the trained run folder (mase-train --out)")
         ->required();
     sub->add_option("--dir", dir, "folder of studies.db, the CSV, the plots and the runs")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(cli::folder_to_write("a folder"));
     sub->add_option("--study", study, "study name (its CSV and plots are named after it)")
         ->capture_default_str()
         ->check(cli::file_name_check());
     sub->add_option("--plot", plots, "figures to draw, comma-separated: .svg or .png "
-                                     "(default <dir>/<study>.svg,<dir>/<study>.png)");
-    sub->add_option("--data-dir", base.data_dir, "folder with imdb/ in it (as mase-train)");
-    sub->add_option("--cache-dir", base.cache_dir, "token caches (as mase-train)");
+                                     "(default <dir>/<study>.svg,<dir>/<study>.png)")
+        ->check(cli::nonempty("files .svg or .png"));
+    sub->add_option("--data-dir", base.data_dir, "folder with imdb/ in it (as mase-train)")
+        ->check(cli::nonempty("a folder"));
+    sub->add_option("--cache-dir", base.cache_dir, "token caches (as mase-train)")
+        ->check(cli::nonempty("a folder"));
     sub->add_option("--test-subset", base.test_subset, "test reviews per point (0 = all)")
         ->capture_default_str();
     sub->add_option("--max-len", base.max_len, "tokens per review (0 = what RUN was trained with)")
