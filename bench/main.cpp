@@ -262,6 +262,12 @@ int main(int argc, char** argv) {
   // Google Benchmark's flags are read (and a bad one refused) before the suites register,
   // which is when the GPU suites say they skip on a machine without a GPU
   std::vector<std::string> rest = app.remaining();
+  for (const std::string& a : rest)  // what neither CLI11 nor Google Benchmark takes: one line
+    if (a.rfind("--benchmark_", 0) != 0 && a.rfind("--v=", 0) != 0) {
+      std::fprintf(stderr, "mase-bench: expected a mase-bench or --benchmark_* flag, got '%s' "
+                   "(see --help)\n", a.c_str());
+      return 2;
+    }
   std::vector<char*> args{argv[0]};
   for (std::string& a : rest) args.push_back(a.data());
   int bargc = static_cast<int>(args.size());
