@@ -6,8 +6,8 @@
 #      and the same losses bit for bit whether gradients go as their rows in use or whole;
 #   2. 2 ranks stopped with SIGTERM in the middle (exit 130, one checkpoint by rank 0) and
 #      resumed by 2 ranks end with exactly the losses of an uninterrupted 2-rank run;
-#   3. resuming that 2-rank checkpoint with 1 process, and ranks started with different
-#      flags, are refused with one line (exit 2).
+#   3. resuming that 2-rank checkpoint with 1 process, ranks started with different flags, and
+#      a batch (or the epoch's last batch) that does not split are refused with one line.
 # Prints "mpi: ok" when every check passed (ctest matches it), or MASE_SKIPPED when mpirun or
 # an MPI build is missing (ctest reports the case skipped).
 set -u
@@ -109,6 +109,13 @@ code=$?
 [ "$(grep -c 'divides by the 2 ranks' "$dir/odd.log")" -eq 1 ] || fail "expected one [dist] line: $(cat "$dir/odd.log")"
 [ ! -e "$dir/odd" ] || fail "the refused run left $dir/odd behind: $(ls "$dir/odd")"
 echo "refused: $(grep 'divides by' "$dir/odd.log")"
+# 4b. the epoch's last, shorter batch must split too (21 reviews in batches of 8: 5 rows last):
+#     refused before anything is written, not at the step that reaches it
+$mpi "$bin" $common --train-subset 21 --max-steps 2 --out "$dir/lastodd" > "$dir/lastodd.log" 2>&1
+[ $? -ne 0 ] || fail "a last batch of 5 rows on 2 ranks was accepted"
+[ "$(grep -c 'expected every batch to split evenly' "$dir/lastodd.log")" -eq 1 ] || fail "expected one [dist] line: $(cat "$dir/lastodd.log")"
+[ ! -e "$dir/lastodd" ] || fail "the refused run left $dir/lastodd behind: $(ls "$dir/lastodd")"
+echo "refused: $(grep 'split evenly' "$dir/lastodd.log")"
 # 5. an error every rank raises alike is one line, not one per rank (train/data_parallel.h,
 #    quiet_rank): a bad flag, and a 2-rank checkpoint resumed by 3 ranks
 $mpi "$bin" --no-such-flag > "$dir/flag.log" 2>&1
