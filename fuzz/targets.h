@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -19,6 +20,8 @@
 #include <string_view>
 
 #include "data/sentencepiece_tokenizer.h"
+#include "data/token_cache.h"
+#include "data/tokenizer.h"
 #include "data/wordpiece.h"
 #include "models/bert_config.h"
 #include "models/checkpoint.h"
@@ -27,6 +30,8 @@
 #include "quant/passes.h"
 #include "quant/prune.h"
 #include "runtime/error.h"
+#include "search/optuna_format.h"
+#include "search/space_json.h"
 
 namespace mase::fuzz {
 
@@ -40,7 +45,7 @@ inline std::string as_file(std::string_view bytes, const char* ext) {
 }
 inline void remove_files() {
   std::error_code ec;
-  for (const char* ext : {".safetensors", "-config.json", "-compress.json", "-vocab.txt", ".model"})
+  for (const char* ext : {".safetensors", "-config.json", "-compress.json", "-vocab.txt", ".model", ".tokens"})
     std::filesystem::remove(std::filesystem::temp_directory_path() /
                                 ("mase-fuzz-" + std::to_string(::getpid()) + ext), ec);
 }
@@ -74,11 +79,51 @@ inline void sentencepiece(std::string_view b) {
   (void)tok->encode("A wonderful film.");
 }
 
+// A token cache (data/token_cache.h) past its checksum and fingerprint checks, which random
+// bytes never pass: the bytes get the checksum they need appended, and are loaded with the
+// fingerprints they name (bytes 16..31), so the fuzzer reaches the parsing of sizes, offsets,
+// labels and ids. load_token_cache answers a bad file with nothing and a reason (the caller then
+// re-tokenizes): the reason is this target's error line.
+inline void token_cache(std::string_view b) {
+  std::string bytes(b);
+  uint64_t fp[2] = {0, 0};
+  if (bytes.size() >= 32) std::memcpy(fp, bytes.data() + 16, sizeof fp);
+  const uint64_t sum = data::fnv1a(bytes);
+  bytes.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  std::string why;
+  const auto cache = data::load_token_cache(as_file(bytes, ".tokens"), fp[0], fp[1], &why);
+  if (!cache) throw IoError("[token-cache] " + (why.empty() ? std::string("no file") : why));
+}
+// A study's stored space (the "mase:space" system attribute, search/space_json.h) as
+// search/study.cpp reads it from a database someone else may have written: parsed (a parse
+// error becomes the IoError study.cpp gives), compared with a space of each kind, rebuilt.
+inline void study_space(std::string_view b) {
+  nlohmann::json stored;
+  try {
+    stored = search::optuna::parse_stored(std::string(b), "a mase:space");
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError(std::string("[study] unreadable mase:space: ") + e.what());
+  }
+  search::Space given;
+  given.categorical("act", {"relu", "gelu"}).integer("layers", 2, 8).real("lr", 1e-5, 1e-2, true);
+  (void)search::space_difference(stored, search::space_to_json(given));
+  try {
+    (void)search::space_from_json(stored);
+  } catch (const nlohmann::json::exception& e) {  // as study.cpp turns it into one line
+    throw IoError(std::string("[study] unreadable mase:space: ") + e.what());
+  }
+}
+// One parameter's distribution_json as an Optuna script wrote it (search/optuna_format.h).
+inline void optuna_distribution(std::string_view b) {
+  (void)search::optuna::param_from_distribution("x", std::string(b));
+}
+
 inline const std::map<std::string, std::function<void(std::string_view)>>& targets() {
   static const std::map<std::string, std::function<void(std::string_view)>> t = {
       {"safetensors", safetensors}, {"config_json", config_json},
       {"compress_config", compress_config}, {"prune_config", prune_config},
-      {"wordpiece", wordpiece}, {"sentencepiece", sentencepiece}};
+      {"wordpiece", wordpiece}, {"sentencepiece", sentencepiece}, {"token_cache", token_cache},
+      {"study_space", study_space}, {"optuna_distribution", optuna_distribution}};
   return t;
 }
 

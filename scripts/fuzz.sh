@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${MASE_FUZZ_SECONDS:-30}
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(safetensors config_json compress_config prune_config wordpiece sentencepiece)
+[ ${#targets[@]} -eq 0 ] && targets=(safetensors config_json compress_config prune_config wordpiece sentencepiece
+                                   token_cache study_space optuna_distribution)
 
 missing=0
 for t in "${targets[@]}"; do [ -x "build-san/bin/fuzz_$t" ] || missing=1; done

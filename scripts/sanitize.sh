@@ -30,7 +30,8 @@ if [ ! -f build-san/build.ninja ]; then
     -DCMAKE_EXE_LINKER_FLAGS="$san" >/dev/null
 fi
 suites=(runtime autograd models train data quant graph search hostile)
-fuzzers=(safetensors config_json compress_config prune_config wordpiece sentencepiece)
+fuzzers=(safetensors config_json compress_config prune_config wordpiece sentencepiece token_cache
+         study_space optuna_distribution)
 targets=("${suites[@]/#/test_}" "${fuzzers[@]/#/fuzz_}")
 start=$SECONDS
 echo "sanitize: building ${#targets[@]} targets in build-san/ (log: build-san/build.log)"

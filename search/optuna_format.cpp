@@ -9,6 +9,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "models/json_io.h"
 #include "runtime/error.h"
 #include "search/space_json.h"
 
@@ -33,16 +34,38 @@ json choice_json(const std::string& c) {
 
 // The inverse, for choices Optuna wrote: a number as its shortest text, True/False/None as
 // Python prints them.
-std::string choice_text(const json& c) {
+std::string choice_text(const std::string& name, const json& c) {
   if (c.is_string()) return c.get<std::string>();
   if (c.is_boolean()) return c.get<bool>() ? "True" : "False";
   if (c.is_null()) return "None";
   if (c.is_number_integer()) return c.dump();
   if (c.is_number_float()) return shortest_text(c.get<double>());
-  return c.dump();
+  // Optuna's choices are None, bool, int, float or str (CategoricalChoiceType)
+  throw ConfigError(cat("[study] parameter '", name, "' expected choices that are None, bool, ",
+                        "int, float or str, got ", nn::brief(c), " (was it written by Optuna?)"));
+}
+
+// An integer bound Optuna wrote: whole and within ±2^53 (llround of 1e300 is unspecified).
+int64_t whole(const std::string& name, const char* key, double v) {
+  MASE_CHECK(std::isfinite(v) && std::fabs(v) <= 9007199254740992.0 && v == std::round(v),
+             ConfigError, "[study] parameter '", name, "' expected an integer ", key,
+             " within ±2^53, got ", v);
+  return std::llround(v);
+}
+
+// A stored text in a message: its first 120 characters.
+std::string clipped(const std::string& text) {
+  return text.size() <= 120 ? text : text.substr(0, 120) + "...";
 }
 
 }  // namespace
+
+json parse_stored(const std::string& text, const char* what) {
+  MASE_CHECK(nn::json_depth(text) <= nn::kMaxJsonDepth, IoError, "[study] expected ", what,
+             " nested at most ", nn::kMaxJsonDepth, " levels deep, got more (a corrupt or "
+             "hostile database?)");
+  return json::parse(text);
+}
 
 std::string distribution_json(const Param& p) {
   json d;
@@ -74,17 +97,23 @@ Param param_from_distribution(const std::string& name, const std::string& json_t
   p.name = name;
   std::string kind;
   try {
-    const json d = json::parse(json_text);
+    const json d = parse_stored(json_text, "a distribution_json");
     kind = d.at("name").get<std::string>();
     const json& a = d.at("attributes");
     auto num = [&a](const char* key, double otherwise) {
       return a.contains(key) && !a.at(key).is_null() ? a.at(key).get<double>() : otherwise;
     };
     // Optuna's names, and the ones its older versions wrote (still read by Optuna 5).
+    // every distribution goes through the Space builders: the checks a mase space gets
+    // (ranges, steps, log bounds, distinct choices) hold for an Optuna script's too
+    Space one;
     if (kind == "CategoricalDistribution") {
-      p.kind = Param::Kind::categorical;
-      for (const json& c : a.at("choices")) p.choices.push_back(choice_text(c));
-      return p;
+      const json& choices = a.at("choices");
+      MASE_CHECK(choices.is_array(), ConfigError, "[study] parameter '", name, "' expected a list ",
+                 "of choices, got ", nn::brief(choices), " (was it written by Optuna?)");
+      std::vector<std::string> texts;
+      for (const json& c : choices) texts.push_back(choice_text(name, c));
+      return one.categorical(name, std::move(texts)).params().front();
     }
     p.low = num("low", 0);
     p.high = num("high", 0);
@@ -92,24 +121,25 @@ Param param_from_distribution(const std::string& name, const std::string& json_t
             (a.contains("log") && a.at("log").get<bool>());
     if (kind == "IntDistribution" || kind == "IntUniformDistribution" ||
         kind == "IntLogUniformDistribution") {
-      p.kind = Param::Kind::integer;
-      p.step = num("step", 1);
-      return p;
+      return one
+          .integer(name, whole(name, "low", p.low), whole(name, "high", p.high),
+                   whole(name, "step", num("step", 1)), p.log)
+          .params()
+          .front();
     }
     const bool stepped = kind == "DiscreteUniformDistribution" ||
                          (kind == "FloatDistribution" && num("step", 0) != 0);
     if (!stepped && (kind == "FloatDistribution" || kind == "UniformDistribution" ||
-                     kind == "LogUniformDistribution")) {
-      p.kind = Param::Kind::real;
-      return p;
-    }
+                     kind == "LogUniformDistribution"))
+      return one.real(name, p.low, p.high, p.log).params().front();
     if (stepped)
       throw ConfigError(cat("[study] parameter '", name, "' expected a distribution mase can "
-                            "sample, got a float with a step: ", json_text,
+                            "sample, got a float with a step: ", clipped(json_text),
                             " (make it an int or a categorical in both Optuna and mase)"));
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(cat("[study] parameter '", name, "' expected Optuna's distribution_json, ",
-                          "got ", json_text, ": ", e.what(), " (was the file written by Optuna?)"));
+                          "got ", clipped(json_text), ": ", e.what(),
+                          " (was the file written by Optuna?)"));
   }
   throw ConfigError(cat("[study] parameter '", name, "' expected a known Optuna distribution, ",
                         "got ", kind, " (written by a newer Optuna?)"));
@@ -162,6 +192,7 @@ std::string iso_time(const std::string& stored) {
 std::string attr_json(const std::string& text) { return json(text).dump(); }
 
 std::string attr_text(const std::string& value_json) {
+  if (nn::json_depth(value_json) > nn::kMaxJsonDepth) return value_json;  // shown as it is
   try {
     const json v = json::parse(value_json);
     return v.is_string() ? v.get<std::string>() : v.dump();

@@ -17,10 +17,17 @@
 #pragma once
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "search/sampler.h"
 #include "search/space.h"
 
 namespace mase::search::optuna {
+
+// JSON text read from a study's database (anyone may have written it): parsed as
+// nlohmann::json::parse does, after an IoError if it nests deeper than models/json_io.h's
+// kMaxJsonDepth (comparing or printing a value recurses once per level).
+nlohmann::json parse_stored(const std::string& text, const char* what);
 
 // distribution_json of a parameter.
 std::string distribution_json(const Param& p);

@@ -171,7 +171,7 @@ INSERT INTO trial_user_attributes(trial_id, "key", value_json)
   while (old.step()) {
     Space space;
     try {
-      space = space_from_json(nlohmann::json::parse(old.text(3)));
+      space = space_from_json(optuna::parse_stored(old.text(3), "a space_json"));
     } catch (const nlohmann::json::exception& e) {
       throw IoError(cat("[study] study '", old.text(4), "' in ", db.where(),
                         " has an unreadable space_json: ", e.what(), " (was it written by mase?)"));

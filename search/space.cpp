@@ -86,6 +86,11 @@ Space& Space::categorical(const std::string& name, std::vector<std::string> choi
 }
 
 Space& Space::integer(const std::string& name, int64_t low, int64_t high, int64_t step, bool log) {
+  // a Param keeps its bounds as doubles, exact up to 2^53 (and high - low cannot overflow)
+  constexpr int64_t kExact = int64_t{1} << 53;
+  MASE_CHECK(std::llabs(low) <= kExact && std::llabs(high) <= kExact && step <= kExact, ConfigError,
+             "[space] parameter '", name, "' expected bounds and step within ±2^53, got [", low,
+             ", ", high, "] step ", step);
   MASE_CHECK(low <= high, ConfigError, "[space] parameter '", name, "' expected low <= high, got ",
              low, " > ", high);
   MASE_CHECK(step >= 1, ConfigError, "[space] parameter '", name, "' expected step >= 1, got ", step);

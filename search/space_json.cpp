@@ -3,12 +3,26 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+
+#include "models/json_io.h"
+#include "runtime/error.h"
 
 namespace mase::search {
 
 namespace {
 
 using nlohmann::json;
+
+// An integer field of a stored space: a whole number within ±2^53 (what a double holds
+// exactly), else the ConfigError a bad range gets (llround of 1e300 is unspecified).
+int64_t whole(const json& p, const char* key) {
+  const double v = p.at(key).get<double>();
+  MASE_CHECK(std::isfinite(v) && std::fabs(v) <= 9007199254740992.0, ConfigError,
+             "[space] parameter '", p.at("name").get<std::string>(), "' expected an integer ", key,
+             " within ±2^53, got ", v);
+  return std::llround(v);
+}
 
 const char* kind_name(Param::Kind k) {
   switch (k) {
@@ -46,10 +60,11 @@ Space space_from_json(const json& params) {
     if (kind == "categorical") {
       space.categorical(name, p.at("choices").get<std::vector<std::string>>());
     } else if (kind == "integer") {
-      space.integer(name, std::llround(p.at("low").get<double>()),
-                    std::llround(p.at("high").get<double>()),
-                    std::llround(p.at("step").get<double>()), p.at("log").get<bool>());
+      space.integer(name, whole(p, "low"), whole(p, "high"), whole(p, "step"),
+                    p.at("log").get<bool>());
     } else {
+      MASE_CHECK(kind == "real", ConfigError, "[space] parameter '", name, "' expected kind ",
+                 "categorical, integer or real, got '", kind, "'");
       space.real(name, p.at("low").get<double>(), p.at("high").get<double>(),
                  p.at("log").get<bool>());
     }
@@ -70,8 +85,10 @@ std::string describe(const json& p) {
   return p.at("log").get<bool>() ? s + " log" : s;
 }
 
+namespace {
+
 // Both lists are sorted by name (search/space.h), so one merge walk finds the first difference.
-std::string space_difference(const json& stored, const json& given) {
+std::string first_difference(const json& stored, const json& given) {
   size_t i = 0, j = 0;
   while (i < stored.size() || j < given.size()) {
     if (j == given.size() || (i < stored.size() && stored[i].at("name") < given[j].at("name")))
@@ -83,6 +100,20 @@ std::string space_difference(const json& stored, const json& given) {
     ++i, ++j;
   }
   return "";
+}
+
+}  // namespace
+
+std::string space_difference(const json& stored, const json& given) {
+  // `given` is a space this build made; `stored` comes from a database anyone may write
+  MASE_CHECK(stored.is_array(), IoError, "[study] expected the stored space as a list of ",
+             "parameters, got ", nn::brief(stored), " (was it written by mase?)");
+  try {
+    return first_difference(stored, given);
+  } catch (const json::exception& e) {
+    throw IoError(cat("[study] the stored space is not one mase writes: ", e.what(),
+                      " (was it written by mase?)"));
+  }
 }
 
 }  // namespace mase::search

@@ -18,11 +18,12 @@ std::string shortest_text(double v);
 nlohmann::json param_to_json(const Param& p);
 nlohmann::json space_to_json(const Space& space);
 // The inverse of space_to_json; nlohmann::json::exception if a field is missing, ConfigError
-// from the builders if a range is not one.
+// from the builders if a range is not one (or an integer field is not within ±2^53).
 Space space_from_json(const nlohmann::json& params);
 // One parameter in words: "layers: integer [2, 8] step 1", "act: categorical {relu, gelu}".
 std::string describe(const nlohmann::json& p);
-// How the stored space differs from the given one, in words; "" if they are the same.
+// How the stored space differs from the given one, in words; "" if they are the same. IoError
+// when `stored` (read from a database) is not a list of parameters as space_to_json writes.
 std::string space_difference(const nlohmann::json& stored, const nlohmann::json& given);
 
 }  // namespace mase::search

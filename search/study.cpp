@@ -61,7 +61,7 @@ Space space_of(const std::vector<Param>& params) {
 
 json parse_space(const std::string& text, const std::string& name, const Database& db) {
   try {
-    return json::parse(text);
+    return optuna::parse_stored(text, "a mase:space");
   } catch (const json::exception& e) {
     throw IoError(cat("[study] study '", name, "' in ", db.where(),
                       " has an unreadable mase:space: ", e.what(), " (was it written by mase?)"));

@@ -73,6 +73,10 @@ TEST_CASE("space: bad declarations and bad reads are ConfigErrors with the name"
   CHECK_THROWS_AS(s.integer("n", 5, 2), mase::ConfigError);
   CHECK_THROWS_AS(s.integer("n", 1, 5, 0), mase::ConfigError);
   CHECK_THROWS_AS(s.integer("n", 0, 5, 1, /*log=*/true), mase::ConfigError);
+  // bounds a double holds exactly (a Param keeps them as doubles; high - low cannot overflow)
+  CHECK_THROWS_WITH_AS(s.integer("n", INT64_MIN, INT64_MAX), doctest::Contains("within ±2^53"),
+                       mase::ConfigError);
+  CHECK_NOTHROW(Space().integer("n", -(int64_t{1} << 53), int64_t{1} << 53));
   CHECK_THROWS_AS(s.real("w", 0, 1, /*log=*/true), mase::ConfigError);
   CHECK_THROWS_AS(s.real("w", 1, NAN), mase::ConfigError);
   CHECK_THROWS_WITH_AS(s.at("nope"), doctest::Contains("the space has: lr"), mase::ConfigError);
