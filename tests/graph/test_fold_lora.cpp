@@ -185,3 +185,26 @@ TEST_CASE("fold_lora: a layer whose W changed shape is a ShapeError, not a refol
   CHECK(test::error_message([&] { compiled(bert_inputs(eval_inputs(), b)); })
             .starts_with("[fold_lora] expected bert.encoder.layer.0.attention.self.query as compiled, W ("));
 }
+
+// On a GPU refresh() refolds W' before every replay (no host copy to compare with): the logits
+// follow a W loaded in place there too, and a replay with nothing moved gives the same bits.
+TEST_CASE("fold_lora: on a GPU a replay follows a W loaded in place") {
+  if (!have_gpu()) return;
+  auto model = lora_bert();
+  model->eval();
+  model->to(Device::cuda(0));
+  Compiled compiled = compile_bert(model);
+  NoGradGuard ng;
+  const data::Batch b = data::to_device(small_batch(), Device::cuda(0));
+  Tensor y0 = compiled(bert_inputs(eval_inputs(), b)).at("logits");
+  CHECK(rel_diff(y0, eager_outputs(*model, b, false).at("logits")) < 1e-5);
+  const std::string key = "bert.encoder.layer.1.intermediate.dense.weight";
+  auto state = model->state_dict();
+  state[key] = random_tensor(state.at(key).shape(), 78, -1.0, 1.0, DType::f32).to(Device::cuda(0));
+  model->load_state_dict(state);
+  Tensor y = compiled(bert_inputs(eval_inputs(), b)).at("logits");
+  CHECK(rel_diff(y, eager_outputs(*model, b, false).at("logits")) < 1e-5);
+  CHECK(max_abs_diff(y, y0) > 1e-4);  // the new W mattered
+  CHECK(max_abs_diff(compiled(bert_inputs(eval_inputs(), b)).at("logits"), y) == 0);
+  CHECK(compiled.compiles() == 1);
+}
