@@ -192,7 +192,10 @@ data::Batch reload_example(const graph::Graph& g, const Options& o) {
   for (const auto& [path, m] : g.root().named_modules())
     if (auto* e = dynamic_cast<nn::Embedding*>(m.get()); e && path.ends_with("word_embeddings"))
       vocab = e->num_embeddings;
-  return graph::example_batch(ids[0], ids[1], vocab, o.seed, std::min(o.pad, ids[1] - 1));
+  // the graph's T is fixed by its trace: --pad must leave a real token in the sequence
+  MASE_CHECK(o.pad < ids[1], ConfigError, "[--reload] expected --pad below the graph's ",
+             "sequence length ", ids[1], ", got ", o.pad, " (it was traced with T = ", ids[1], ")");
+  return graph::example_batch(ids[0], ids[1], vocab, o.seed, o.pad);
 }
 
 int run(const Options& o) {
@@ -391,8 +394,9 @@ int main(int argc, char** argv) {
       return r.outputs_equal ? 0 : 1;
     });
   return cli::run("mase-graph", [&] {
-    MASE_CHECK(o.pad < o.seq_len, ConfigError, "--pad ", o.pad, " must be below --seq-len ",
-               o.seq_len);
+    // (with --reload the graph's traced T bounds --pad: reload_example checks it)
+    MASE_CHECK(!o.reload.empty() || o.pad < o.seq_len, ConfigError, "--pad ", o.pad,
+               " must be below --seq-len ", o.seq_len);
     MASE_CHECK(o.reload.empty() || o.init.empty(), ConfigError,
                "--reload and --init exclude each other");
     // refused before any work: checks that need only the flags and the file system

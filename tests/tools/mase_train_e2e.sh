@@ -70,6 +70,10 @@ if [ -n "$graph" ]; then
   grep -q "call_module *quantized_linear" "$dir/graph.log" || fail "the traced graph has no quantized_linear module: $(head -n 20 "$dir/graph.log")"
   grep -q "max |difference| = 0$" "$dir/graph.log" || fail "graph != eager: $(grep check "$dir/graph.log")"
   "$graph" --reload "$dir/qgraph" --run > "$dir/reload.log" 2>&1 || fail "reload exited $?: $(tail -n 3 "$dir/reload.log")"
+  # --pad beyond the graph's traced T: one line, not a silently smaller pad
+  "$graph" --reload "$dir/qgraph" --pad 16 --run > "$dir/pad.log" 2>&1
+  [ $? -eq 2 ] && [ "$(wc -l < "$dir/pad.log")" -eq 1 ] && grep -q "expected --pad below the graph's sequence length 16" "$dir/pad.log" ||
+    fail "--reload --pad 16: $(cat "$dir/pad.log")"
   echo "quantized graph: $(grep check "$dir/graph.log")"
 fi
 
