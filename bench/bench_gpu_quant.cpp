@@ -65,9 +65,12 @@ std::string same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 // ---- 1. fake quantization ---------------------------------------------------------------------
+// `variant` tells apart two formats of one kind (binary and binary stochastic): benchmark names
+// must be unique, and validate_once keeps one verdict per name.
 void add_fake(const Shape& shape, const std::string& kind,
-              const nlohmann::json& params = nlohmann::json::object()) {
-  const std::string name = cat("gpu-quant/fake/", kind, "/", shape_str(shape));
+              const nlohmann::json& params = nlohmann::json::object(),
+              const std::string& variant = "") {
+  const std::string name = cat("gpu-quant/fake/", kind, variant, "/", shape_str(shape));
   const Format f = quant::make_format(kind, params);
   add(name, [name, f, shape](benchmark::State& st) {
     Tensor xc = normal_tensor(shape, 1);
@@ -264,7 +267,7 @@ void register_gpu_quant() {
   add_fake(s, "minifloat_denorm", {{"width", 8}, {"exponent_width", 4}});
   add_fake(s, "log", {{"width", 8}});
   add_fake(s, "binary");
-  add_fake(s, "binary", {{"stochastic", true}});
+  add_fake(s, "binary", {{"stochastic", true}}, "_stochastic");
   add_fake(s, "binary_scaling");
   add_fake(s, "ternary", {{"scaling", true}});
   add_fake(s, "binary_residual", {{"levels", 2}});

@@ -12,7 +12,7 @@
 // Each baseline is timed the same way right after, so ratios compare the same moments.
 //
 // A GPU suite registers nothing on a machine without a GPU and says so in one line
-// (gpu_suite_available). Read next: bench/bench_gpu_copy.cpp, the smallest GPU suite.
+// (gpu_suite_available). Read next: bench/bench_gpu_base.cpp, the smallest GPU suite (copy and sgemm).
 #pragma once
 #include <functional>
 #include <string>

@@ -68,6 +68,7 @@ scope = "local"
 TOML
 train() {  # train <name> <extra flags...>
   local name="$1"; shift
+  rm -rf "/tmp/run-quant-$name"  # mase-train refuses a non-empty --out (a rerun on a warm machine)
   timeout 45 "$BIN/mase-train" --model bert-tiny --data imdb --data-dir "$DATA" --device "$DEVICE" \
     --cache-dir /tmp/mase-cache --train-subset 512 --test-subset 256 --max-steps 20 --batch-size 16 \
     --max-len 128 --log-every 5 --out "/tmp/run-quant-$name" "$@" > "$LOGS/train-$name.log" 2>&1
@@ -83,6 +84,7 @@ train plain               # the model the width sweep below quantizes
 # the searches on the GPU (--device since 2026-11-28): two trials of the Lab 2 space, then two
 # points of Lab 1.1's width sweep (PTQ) of the plain run
 t0=$SECONDS
+rm -rf /tmp/gpu-search /tmp/gpu-sweep
 timeout 90 "$BIN/mase-search" --device "$DEVICE" --sampler random --trials 2 --max-steps 5 \
   --train-subset 256 --test-subset 128 --batch-size 16 --max-len 64 --data-dir "$DATA" \
   --cache-dir /tmp/mase-cache --dir /tmp/gpu-search > "$LOGS/search-gpu.log" 2>&1

@@ -97,9 +97,12 @@ if [ -n "${DATA:-}" ] && [ -d "$DATA" ]; then
       $prof_flag --cache-dir /tmp/mase-cache --out "/tmp/run-graphs-$r" > "$LOGS/train-graphs-$r.log" 2>&1
     row "mase-train bert-tiny --cuda-graphs --deterministic, run $r (30 steps)" "exit $?; $(grep -E '^done' "$LOGS/train-graphs-$r.log" | head -1) $((SECONDS - t0)) s"
   done
-  l1=$(grep -o '"loss":[^,]*' /tmp/run-graphs-1/train_log.jsonl 2>/dev/null | md5sum | cut -c1-8)
-  l2=$(grep -o '"loss":[^,]*' /tmp/run-graphs-2/train_log.jsonl 2>/dev/null | md5sum | cut -c1-8)
-  row "two --deterministic runs: loss logs" "$([ "$l1" = "$l2" ] && echo identical || echo DIFFER) ($l1 / $l2)"
+  l1=$(grep -o '"loss":[^,]*' /tmp/run-graphs-1/train_log.jsonl 2>/dev/null)
+  l2=$(grep -o '"loss":[^,]*' /tmp/run-graphs-2/train_log.jsonl 2>/dev/null)
+  if [ -z "$l1" ] || [ -z "$l2" ]; then verdict="n/a: a run logged no loss (see logs)"  # not "identical"
+  elif [ "$l1" = "$l2" ]; then verdict="identical ($(grep -c . <<< "$l1") losses)"
+  else verdict="DIFFER"; fi
+  row "two --deterministic runs: loss logs" "$verdict ($(md5sum <<< "$l1" | cut -c1-8) / $(md5sum <<< "$l2" | cut -c1-8))"
   { echo; echo "## mase-train --profile 5 (bert-tiny, CUDA graphs, real batches)"; echo;
     cat /tmp/run-graphs-1/profile.md 2>/dev/null || echo "(no profile.md)"; } >> "$prof"
 fi
