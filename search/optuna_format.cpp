@@ -121,11 +121,10 @@ Param param_from_distribution(const std::string& name, const std::string& json_t
             (a.contains("log") && a.at("log").get<bool>());
     if (kind == "IntDistribution" || kind == "IntUniformDistribution" ||
         kind == "IntLogUniformDistribution") {
-      return one
-          .integer(name, whole(name, "low", p.low), whole(name, "high", p.high),
-                   whole(name, "step", num("step", 1)), p.log)
-          .params()
-          .front();
+      // checked in this order (a function's arguments are evaluated in an unspecified order)
+      const int64_t low = whole(name, "low", p.low), high = whole(name, "high", p.high),
+                    step = whole(name, "step", num("step", 1));
+      return one.integer(name, low, high, step, p.log).params().front();
     }
     const bool stepped = kind == "DiscreteUniformDistribution" ||
                          (kind == "FloatDistribution" && num("step", 0) != 0);

@@ -60,8 +60,9 @@ Space space_from_json(const json& params) {
     if (kind == "categorical") {
       space.categorical(name, p.at("choices").get<std::vector<std::string>>());
     } else if (kind == "integer") {
-      space.integer(name, whole(p, "low"), whole(p, "high"), whole(p, "step"),
-                    p.at("log").get<bool>());
+      // checked in this order (a function's arguments are evaluated in an unspecified order)
+      const int64_t low = whole(p, "low"), high = whole(p, "high"), step = whole(p, "step");
+      space.integer(name, low, high, step, p.at("log").get<bool>());
     } else {
       MASE_CHECK(kind == "real", ConfigError, "[space] parameter '", name, "' expected kind ",
                  "categorical, integer or real, got '", kind, "'");
