@@ -117,7 +117,8 @@ void Compiled::clear() {
 TensorMap Compiled::operator()(const NamedTensors& inputs) {
   const bool training = root_->is_training();
   for (const auto& cg : cache_)
-    if (cg->signature.matches(inputs, training)) {
+    // a plan that folded LoRA (constants, no autograd path to A and B) serves no-grad calls only
+    if (cg->signature.matches(inputs, training) && (cg->lora_folds.empty() || !grad_enabled())) {
       ++replays_;
       for (LoraFold& f : cg->lora_folds) refolds_ += f.refresh();
       last_ = cg.get();
@@ -224,7 +225,8 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
     cg->first_call.passes += cg->passes.back().seconds;
   };
   if (!sig.training) run_pass("remove_dropout", [&] { return remove_dropout(g).str(); });
-  if (!sig.training)
+  // with autograd on the adapters need their gradients: the folded constant has none
+  if (!sig.training && !grad_enabled())
     run_pass("fold_lora", [&] {
       FoldLoraReport f = fold_lora(g);
       std::string report = f.str();

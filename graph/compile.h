@@ -13,7 +13,9 @@
 //
 // The passes, in order (CompileOptions::disabled turns any of them off, by name):
 //   remove_dropout   eval mode only: dropout is the identity there (graph/passes/dropout.h)
-//   fold_lora        eval mode only: each LoRA update folded into its weight, W + s·B·A, and
+//   fold_lora        eval mode without autograd only (a folded constant has no gradient
+//                    path to A and B; a folded plan is not replayed with grad on): each LoRA
+//                    update folded into its weight, W + s·B·A, and
 //                    refolded before a replay if W, A or B moved (on CUDA: before every
 //                    replay; graph/passes/fold_lora.h)
 //   fuse_bias_gelu   Linear + GELU -> linear + bias_gelu (graph/passes/fuse_bias_gelu.h); a

@@ -24,8 +24,9 @@ bool match_branch(const Graph& g, const Node* side, Match& m) {
   }
   const Node* dense = m.drop ? side->args.at(0) : side;
   if (!match_dense(g, dense, m.dense) || dense->users.size() != 1) {
-    m.drop = nullptr;
+    m.drop = nullptr;  // all of this side's match, p included: the other side may match bare
     m.dense = {};
+    m.p = 0;
     return false;
   }
   return true;

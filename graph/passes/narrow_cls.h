@@ -25,6 +25,10 @@
 // bias_gelu, layer_norm, dropout, dropout_add_layer_norm, add (of two computed values, not a
 // parameter), contiguous, transpose, view/reshape that keep (B, T) in front, and sdpa through
 // its query only. The token axis is found from the `input_ids` placeholder's (B, T).
+// A limit: a view is judged by its OUTPUT shape, and its input is taken to have the token axis
+// at 1 too. BERT's views all do; a model that flattens to (B·T, C) and views back to (B, T, C)
+// would be sliced on C (a shape error at the first replay, never a wrong value). Checking the
+// input needs node shapes kept through the fusion passes, which make nodes without metadata.
 //
 // In training the narrowed dropouts must draw eager's
 // masks: dropout draws each element's mask from its index in the full tensor, and a (B, 1, H)
