@@ -10,6 +10,7 @@
 #include "models/lora.h"
 #include "models/module_registry.h"
 #include "models/safetensors.h"
+#include "quant/integer_linear.h"
 #include "quant/mxint8_linear.h"
 #include "quant/quantized_linear.h"
 
@@ -22,7 +23,20 @@ constexpr const char* kSidecar = "compression.json";
 constexpr const char* kFormat = "mase-compression";
 }  // namespace
 
+namespace {
+// An Int8Linear (integer_inference) keeps only its packed int8 codes, which no checkpoint
+// format here holds: saving it would write a directory without its weights, which then fails
+// to load ("missing key ...weight"). Refused before anything is written.
+void refuse_int8_layers(nn::Module& model, const char* who) {
+  for (auto& [path, m] : model.named_modules())
+    MASE_CHECK(!dynamic_cast<Int8Linear*>(m.get()), ConfigError, "[", who, "] layer '", path,
+               "' is an Int8Linear (integer_inference), which keeps only packed int8 codes and "
+               "cannot be saved: save the model before integer_inference()");
+}
+}  // namespace
+
 json compression_layers(nn::Module& model) {
+  refuse_int8_layers(model, "save_compressed");
   json layers = json::object();
   for (auto& [path, m] : model.named_modules()) {
     if (auto* q = dynamic_cast<QuantizedLinear*>(m.get())) {
@@ -105,6 +119,7 @@ void apply_compression_layers(nn::Module& model, const json& layers, const std::
 }
 
 void apply_weight_masks(nn::Module& model) {
+  refuse_int8_layers(model, "save_compressed");  // the first step of every save (checkpoint.h)
   for (auto& [path, m] : model.named_modules())
     if (auto* q = dynamic_cast<QuantizedLinear*>(m.get())) q->apply_weight_mask_();
 }

@@ -46,10 +46,13 @@ const json* inner_config(const json& entry, const std::string& key) {
   return &entry["config"];
 }
 
-// "name" missing or null, or "bypass": true: leave the layer unquantized.
+// Leave the layer unquantized: an empty config, a null "name" or "bypass": true. A config with
+// format keys but no "name" is not one of these: a misspelled "name" ("nmae") must not silently
+// leave the layer fp32, so parse_linear_config reports it (missing 'name', unknown key 'nmae').
 bool leaves_unquantized(const json& c) {
-  return !c.contains("name") || c["name"].is_null() ||
-         (c.contains("bypass") && c["bypass"] == true);
+  if (c.contains("bypass") && c["bypass"] == true) return true;
+  if (c.contains("name")) return c["name"].is_null();
+  return c.empty();
 }
 
 // Levenshtein distance between a and b (small strings: layer paths).

@@ -15,9 +15,11 @@
 //   by regex  keys are ECMAScript regexes searched (std::regex_search) in the dotted path and
 //             in the node name; anchor with ^…$ for a whole match. A layer matched by two
 //             regexes is a ConfigError (which one wins would otherwise depend on key order).
-//   "default" applies to every Linear no key matched. A config whose "name" is missing or
-//   null (or "bypass": true) leaves the layer unquantized. A key that matches no layer is a
-//   ConfigError, before any layer changes, naming the nearest layer and listing them all.
+//   "default" applies to every Linear no key matched. A config whose "name" is null (or that
+//   is empty, or has "bypass": true) leaves the layer unquantized; format keys without a
+//   "name" are a ConfigError (a misspelled "name" must not leave the layer fp32). A key that
+//   matches no layer is a ConfigError, before any layer changes, naming the nearest layer and
+//   listing them all.
 //   Stochastic quantizers of layer i (model order) are seeded with seed + 4·i.
 // prune: {"weight": {sparsity, method, scope, seed}, "activation": {...}} (prune.h), both
 //   optional; every Linear is pruned (plain ones become PrunedLinear). Weight masks are

@@ -66,6 +66,10 @@ class Quantizer {
   // Trainable tensors by name: {"mu"} or {"gamma"} for binary_residual, else none.
   std::vector<std::pair<std::string, Tensor>> parameters() const;
   std::string str() const;  // "integer(width=8, frac_width=4)" or "none"
+  // The stochastic formats' stream: where it has got to (checkpoints save and restore it, so a
+  // reloaded model draws what the saved one would have drawn next).
+  const Generator& generator() const { return gen_; }
+  void set_generator_offset(uint64_t offset) { gen_.offset = offset; }
 
  private:
   std::optional<Format> format_;

@@ -166,6 +166,13 @@ nlohmann::json QuantizedLinear::describe() const {
     d["activation"] = act_->to_json();
     d["activation_offset"] = act_gen_.offset;
   }
+  // the stochastic quantizers' stream positions (data_in, weight, bias, data_out), when any
+  // has moved: without them a reloaded binary/binary_scaling stochastic layer would redraw
+  // the values the saved one had already used
+  const uint64_t offsets[4] = {q_.data_in.generator().offset, q_.weight.generator().offset,
+                               q_.bias.generator().offset, q_.data_out.generator().offset};
+  if (offsets[0] || offsets[1] || offsets[2] || offsets[3])
+    d["quant_offsets"] = {offsets[0], offsets[1], offsets[2], offsets[3]};
   return d;
 }
 
@@ -185,6 +192,19 @@ std::shared_ptr<QuantizedLinear> QuantizedLinear::from_description(const nn::Lin
   if (d.contains("weight_mask") && !d["weight_mask"].is_boolean())
     throw fail("expected \"weight_mask\" to be true or false");
   auto m = std::make_shared<QuantizedLinear>(base, d["quant"], seed, layer);
+  if (d.contains("quant_offsets")) {
+    const auto& o = d["quant_offsets"];
+    if (!o.is_array() || o.size() != 4)
+      throw fail("expected \"quant_offsets\" to be 4 non-negative integers");
+    for (const auto& v : o)
+      if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        throw fail("expected \"quant_offsets\" to be 4 non-negative integers");
+    LinearQuantizers& q = m->quantizers();
+    q.data_in.set_generator_offset(o[0].get<uint64_t>());
+    q.weight.set_generator_offset(o[1].get<uint64_t>());
+    q.bias.set_generator_offset(o[2].get<uint64_t>());
+    q.data_out.set_generator_offset(o[3].get<uint64_t>());
+  }
   if (d.value("weight_mask", false))
     m->set_weight_mask(Tensor::ones(base.weight.shape(), DType::u8, base.weight.device()));
   if (d.contains("activation") && !d["activation"].is_null()) {

@@ -85,7 +85,8 @@ class QuantizedLinear : public nn::Linear {
 
   // What this layer is, without its tensors (checkpoint sidecars, graph export):
   //   {"quant": <config>, "seed": s, "weight_mask": bool, "activation": <spec> or null,
-  //    "activation_offset": n (only with a spec)}
+  //    "activation_offset": n (only with a spec),
+  //    "quant_offsets": [in, w, b, out] (the stochastic quantizers' streams, once any moved)}
   nlohmann::json describe() const;
   // A QuantizedLinear over base's tensors as described (masks all-ones: values come from the
   // checkpoint loaded next).

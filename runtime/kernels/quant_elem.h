@@ -327,9 +327,10 @@ MASE_HOST_DEVICE inline BlockStats block_stats(const T* x, int64_t n) {
 
 // What every element of one block needs once the block's max |x| is known: the format's
 // element function and its parameters (from the shared parameter), or "all NaN" (a NaN or
-// inf in the block) or "keep" (an all-zero block: ±0 stay). block_plan builds it from the
-// block's stats, block_one applies it to one element: block_quantize is the two in a loop,
-// and the CUDA kernel (cuda/quant_block.cu) runs block_one on one lane per element.
+// inf in the block) or "keep" (an all-zero block: ±0 stay; not mxint8, which has no −0).
+// block_plan builds it from the block's stats, block_one applies it to one element:
+// block_quantize is the two in a loop, and the CUDA kernel (cuda/quant_block.cu) runs
+// block_one on one lane per element.
 struct BlockPlan {
   Kind kind = Kind::block_fp;
   bool nan = false, keep = false;
@@ -341,7 +342,9 @@ MASE_HOST_DEVICE inline BlockPlan block_plan(const BlockStats& s, const FormatPa
   BlockPlan b;
   b.kind = f.kind;
   b.nan = !s.finite;
-  b.keep = s.finite && s.amax == 0;
+  // mxint8 is not kept: its elements are int8 q (no −0), so a block of ±0 takes the scale of
+  // an all-zero block (s = 0) and every element becomes q = 0, i.e. +0, as the packed form
+  b.keep = s.finite && s.amax == 0 && f.kind != Kind::mxint8;
   if (b.nan || b.keep) return b;
   const int p = block_shared_param(s.amax, s.finite, f);
   switch (f.kind) {
