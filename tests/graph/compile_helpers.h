@@ -10,6 +10,7 @@
 
 #include "graph_helpers.h"
 #include "models/fusion.h"
+#include "models/lora.h"
 
 namespace mase::test {
 
@@ -43,6 +44,20 @@ inline void fuse_only(nn::Module& model, bool ffn, bool add_norm) {
     if (auto* b = dynamic_cast<nn::BertIntermediate*>(m.get())) b->fused &= ffn;
     if (auto* b = dynamic_cast<nn::BertSelfOutput*>(m.get())) b->fused &= add_norm;
   }
+}
+
+// small_bert with rank-2 adapters on every encoder Linear, B random so that B·A matters.
+inline std::shared_ptr<nn::BertForSequenceClassification> lora_bert() {
+  auto model = small_bert();
+  nn::LoraConfig lc;
+  lc.rank = 2;
+  lc.alpha = 4;
+  nn::insert_lora(*model, lc);
+  NoGradGuard ng;
+  uint64_t seed = 40;
+  for (auto& [path, p] : model->named_parameters())
+    if (path.ends_with("lora_B")) copy_(p, random_tensor(p.shape(), seed++, -0.5, 0.5, DType::f32));
+  return model;
 }
 
 inline std::vector<std::string> eval_inputs() { return {"input_ids", "attention_mask"}; }

@@ -13,20 +13,6 @@ using namespace mase::test;
 
 namespace {
 
-// small_bert with rank-2 adapters on every encoder Linear, B random so that B·A matters.
-std::shared_ptr<nn::BertForSequenceClassification> lora_bert() {
-  auto model = small_bert();
-  nn::LoraConfig lc;
-  lc.rank = 2;
-  lc.alpha = 4;
-  nn::insert_lora(*model, lc);
-  NoGradGuard ng;
-  uint64_t seed = 40;
-  for (auto& [path, p] : model->named_parameters())
-    if (path.ends_with("lora_B")) copy_(p, random_tensor(p.shape(), seed++, -0.5, 0.5, DType::f32));
-  return model;
-}
-
 int64_t count_module(const Graph& g, const std::string& type) {
   int64_t n = 0;
   for (const graph::Node* node : g.nodes())

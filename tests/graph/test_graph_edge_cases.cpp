@@ -14,19 +14,6 @@ using namespace mase::test;
 
 namespace {
 
-std::shared_ptr<nn::BertForSequenceClassification> lora_small_bert() {
-  auto model = small_bert();
-  nn::LoraConfig lc;
-  lc.rank = 2;
-  lc.alpha = 4;
-  nn::insert_lora(*model, lc);
-  NoGradGuard ng;
-  uint64_t seed = 40;
-  for (auto& [path, p] : model->named_parameters())
-    if (path.ends_with("lora_B")) copy_(p, random_tensor(p.shape(), seed++, -0.5, 0.5, DType::f32));
-  return model;
-}
-
 double rel(const Tensor& a, const Tensor& b) {
   double m = 0;
   for (double v : b.to_vector<double>()) m = std::max(m, std::abs(v));
@@ -39,7 +26,7 @@ double rel(const Tensor& a, const Tensor& b) {
 // eval-mode fine-tuning step, dropout off), the adapters got no gradient at all; and a plan
 // folded under no-grad was replayed with grad on.
 TEST_CASE("edge: an eval plan with autograd on keeps the LoRA adapters' gradients") {
-  auto model = lora_small_bert();
+  auto model = lora_bert();
   model->eval();
   Compiled compiled = compile_bert(model);
   const data::Batch b = small_batch();
@@ -72,7 +59,7 @@ TEST_CASE("edge: an eval plan with autograd on keeps the LoRA adapters' gradient
 TEST_CASE("edge: a compiled graph exports and reloads to the same outputs") {
   for (bool training : {false, true}) {
     INFO("training " << training);
-    auto model = lora_small_bert();
+    auto model = lora_bert();
     model->train(training);
     Compiled compiled = compile_bert(model);
     const data::Batch b = small_batch();
