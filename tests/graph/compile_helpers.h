@@ -101,6 +101,13 @@ inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   return d;
 }
 
+// max |a - b| / (1 + max |b|): a difference relative to the reference's scale
+inline double rel_diff(const Tensor& a, const Tensor& b) {
+  double m = 0;
+  for (double v : b.to_vector<double>()) m = std::max(m, std::abs(v));
+  return max_abs_diff(a, b) / (1 + m);
+}
+
 inline void check_all_bitwise(const std::map<std::string, Tensor>& a,
                               const std::map<std::string, Tensor>& b) {
   REQUIRE(a.size() == b.size());

@@ -20,13 +20,6 @@ int64_t count_module(const Graph& g, const std::string& type) {
   return n;
 }
 
-// max |a - b| / (1 + max |b|)
-double rel_diff(const Tensor& a, const Tensor& b) {
-  double m = 0;
-  for (double v : b.to_vector<double>()) m = std::max(m, std::abs(v));
-  return max_abs_diff(a, b) / (1 + m);
-}
-
 }  // namespace
 
 TEST_CASE("fold_lora: eval folds every adapter and fuses the folded layers") {
