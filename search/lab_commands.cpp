@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "quant/passes.h"
 #include "runtime/error.h"
@@ -13,6 +14,7 @@
 #include "search/lab_runner.h"
 #include "search/objectives.h"
 #include "search/sampler.h"
+#include "search/workers.h"
 #include "train/session.h"
 #include "train/trainer.h"
 
@@ -59,20 +61,58 @@ void check_common(LabOptions& o, const std::string& command) {
   o.base.seed = o.seed;
   o.base.validate();
   require_device(Device::parse(o.base.device));  // a missing GPU: one line, before any trial
+  MASE_CHECK(o.workers >= 1, ConfigError, "[search] expected --workers >= 1, got ", o.workers);
+  // a process that has touched CUDA cannot fork children that use it
+  MASE_CHECK(o.workers == 1 || Device::parse(o.base.device).is_cpu(), ConfigError,
+             "[search] --workers ", o.workers, " expected --device cpu, got ", o.base.device,
+             " (start one command per GPU with --resume and CUDA_VISIBLE_DEVICES instead; "
+             "docs/scaling.md)");
+  if (o.workers > 1 && o.base.threads == 0)  // share the cores, not oversubscribe them
+    o.base.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.workers);
+}
+
+// --workers: the copies start once the studies are open and checked (an error is then
+// printed once, not by every copy) and before the data is loaded — no thread pool (oneTBB's,
+// OpenBLAS's) may be running when a process forks, and tokenizing runs on one.
+std::unique_ptr<Workers> start_workers(const LabOptions& o, std::vector<Study>& studies) {
+  std::fflush(o.out);
+  return std::make_unique<Workers>(o.workers, std::span<Study>(studies));
+}
+
+// Where a process's data-loading lines go: only the parent's are printed.
+std::FILE* data_log(const LabOptions& o, const Workers& w) {
+  return w.is_copy() ? null_sink() : o.out;
 }
 
 // The trials run; one figure of the studies' best-so-far curves.
+// Every process claims trials of each study in turn; a copy stops there. The parent waits
+// for its copies, then writes a CSV per study run and the figure.
 LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
                  const std::vector<Objective>& objectives, const LabOptions& o,
-                 const std::string& title, const std::string& ylabel) {
+                 const std::string& title, const std::string& ylabel, Workers& workers) {
   const LabRun run = make_run(o);
   LabResult res;
   Series series;
-  for (size_t i = 0; i < studies.size(); ++i) {
-    if (train::stop_requested()) break;
-    std::fprintf(o.out, "study     %s (%s): sampler %s, %d trials\n", specs[i].name.c_str(),
-                 specs[i].label.c_str(), specs[i].sampler.c_str(), o.trials);
-    res.csvs.push_back(run_lab_study(studies[i], objectives[i], run));
+  size_t ran = 0;
+  for (; ran < studies.size() && !train::stop_requested(); ++ran) {
+    if (!workers.is_copy())
+      std::fprintf(o.out, "study     %s (%s): sampler %s, %d trials%s\n",
+                   specs[ran].name.c_str(), specs[ran].label.c_str(),
+                   specs[ran].sampler.c_str(), o.trials,
+                   o.workers > 1 ? cat(", ", o.workers, " workers").c_str() : "");
+    run_lab_trials(studies[ran], objectives[ran], run);
+  }
+  if (workers.is_copy()) {
+    res.worker_copy = true;
+    return res;
+  }
+  MASE_CHECK(workers.wait() == 0 || train::stop_requested(), Error,
+             "[search] a worker process failed (its error is above); the trials it finished "
+             "are kept: continue with --resume");
+  for (size_t i = 0; i < ran; ++i) {
+    const std::string csv = (fs::path(o.dir) / (specs[i].name + ".csv")).string();
+    studies[i].write_csv(csv);
+    res.csvs.push_back(csv);
     res.studies.push_back(specs[i].name);
   }
   for (size_t i = 0; i < studies.size(); ++i) series.emplace_back(specs[i].label, studies[i].trials());
@@ -103,7 +143,8 @@ LabResult run_tutorial(TutorialOptions o) {
   }
   const LabRun run = make_run(o);
   std::vector<Study> studies = open_lab_studies(specs, run);
-  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, o.out));
+  const auto workers = start_workers(o, studies);
+  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, data_log(o, *workers)));
   std::vector<Objective> objectives;
   for (const LabStudy& s : specs)
     objectives.push_back(arch_trial_objective(space, o.base, data, {},
@@ -111,7 +152,7 @@ LabResult run_tutorial(TutorialOptions o) {
   return finish(studies, specs, objectives, o,
                 cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space), "; ",
                     o.trials, " trials per sampler"),
-                "best test accuracy so far");
+                "best test accuracy so far", *workers);
 }
 
 LabResult run_compress_aware(CompressAwareOptions o) {
@@ -150,7 +191,8 @@ LabResult run_compress_aware(CompressAwareOptions o) {
   }
   const LabRun run = make_run(o);
   std::vector<Study> studies = open_lab_studies(specs, run);
-  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, o.out));
+  const auto workers = start_workers(o, studies);
+  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, data_log(o, *workers)));
   std::vector<Objective> objectives;
   for (size_t i = 0; i < specs.size(); ++i)
     objectives.push_back(arch_trial_objective(space, o.base, data, steps[i],
@@ -158,7 +200,7 @@ LabResult run_compress_aware(CompressAwareOptions o) {
   return finish(studies, specs, objectives, o,
                 cat("Lab 2.2: ", budget_text(o.base), "; ", architecture_text(space), "; ",
                     o.trials, " trials, ", o.sampler),
-                "best test accuracy so far");
+                "best test accuracy so far", *workers);
 }
 
 LabResult run_precision(PrecisionOptions o) {
@@ -197,14 +239,17 @@ LabResult run_precision(PrecisionOptions o) {
                      precision_space(layers.names, formats), key});
   const LabRun run = make_run(o);
   std::vector<Study> studies = open_lab_studies(specs, run);
-  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, o.out));
+  const auto workers = start_workers(o, studies);
+  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, data_log(o, *workers)));
   std::vector<Objective> objectives;
   for (const LabStudy& s : specs)
     objectives.push_back(precision_trial_objective(s.space, layers, o.init, o.base, data,
                                                    o.qat_steps, fs::path(o.dir) / s.name,
                                                    null_sink(), o.bits_weight));
-  const double fp32 = test_model(*lm.model, *data, o.base).accuracy;  // the reference
-  std::fprintf(o.out, "fp32      %s: accuracy %.4f on the test subset\n", o.init.c_str(), fp32);
+  // the reference, for the figure's title: the parent's (a copy only runs trials)
+  const double fp32 = workers->is_copy() ? 0 : test_model(*lm.model, *data, o.base).accuracy;
+  if (!workers->is_copy())
+    std::fprintf(o.out, "fp32      %s: accuracy %.4f on the test subset\n", o.init.c_str(), fp32);
   std::string what = o.qat_steps > 0 ? cat("PTQ + ", o.qat_steps, " QAT steps") : "PTQ";
   if (o.bits_weight > 0) what += cat(", value = acc - ", o.bits_weight, " bits/32");
   const std::string title =
@@ -213,7 +258,9 @@ LabResult run_precision(PrecisionOptions o) {
           ", tested on ", o.base.test_subset, " reviews (max-len ", o.base.max_len, "); ",
           o.trials, " trials per study");
   LabResult res = finish(studies, specs, objectives, o, title,
-                         o.bits_weight > 0 ? "best value so far" : "best test accuracy so far");
+                         o.bits_weight > 0 ? "best value so far" : "best test accuracy so far",
+                         *workers);
+  if (res.worker_copy) return res;
   Series series;
   for (size_t i = 0; i < studies.size(); ++i)
     series.emplace_back(specs[i].label, studies[i].trials());
@@ -239,9 +286,10 @@ LabResult run_custom(CustomOptions o) {
   LabStudy spec{o.study, o.sampler, o.sampler, space, {{"objective", "command"}, {"command", o.command}}};
   spec.direction = o.minimize ? Direction::minimize : Direction::maximize;
   std::vector<Study> studies = open_lab_studies({spec}, make_run(o));
+  const auto workers = start_workers(o, studies);
   return finish(studies, {spec}, {objective}, o,
                 cat("mase-search custom: ", o.command, "; ", o.trials, " trials, ", o.sampler),
-                o.minimize ? "lowest value so far" : "best value so far");
+                o.minimize ? "lowest value so far" : "best value so far", *workers);
 }
 
 }  // namespace mase::search

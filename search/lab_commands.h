@@ -12,6 +12,8 @@
 //                       where each layer picks among them (<study>-mixed); best-so-far figure
 //                       and the Pareto figure (accuracy against average weight bits)
 //   run_custom          beyond the course `mase-search custom`: the samplers on any command
+// With `workers` > 1 the command forks workers − 1 copies of itself once its studies are open
+// (search/workers.h); every process loads the data and claims trials of each study in turn.
 // Files: <dir>/studies.db (or --storage), <dir>/<study>.csv per study, <dir>/<study>/trial-NNNN
 // (runs), the figure at --plot (default <dir>/<prefix>.svg; precision adds <plot>-pareto and
 // <dir>/<prefix>-summary.csv). ConfigErrors before anything is written.
@@ -35,6 +37,7 @@ struct LabOptions {
   bool resume = false;
   uint64_t seed = 0;
   std::string plot;    // the figure (.svg or .png); "" = <dir>/<prefix>.svg
+  int workers = 1;     // processes running trials at once (search/workers.h; CPU only)
   train::TrainConfig base;  // recipe and budget of every trial
   std::FILE* out = stdout;
 };
@@ -83,6 +86,10 @@ struct CustomOptions : LabOptions {
 struct LabResult {
   std::vector<std::string> studies, csvs;
   std::vector<std::string> plots;
+  // This process is one of the --workers copies: it ran trials and wrote nothing else (the
+  // process that started them writes the CSVs and figures once all are done). Its caller
+  // exits: the rest of the program belongs to the parent.
+  bool worker_copy = false;
 };
 
 LabResult run_tutorial(TutorialOptions o);

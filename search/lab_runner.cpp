@@ -150,7 +150,7 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
   return studies;
 }
 
-std::string run_lab_study(Study& study, const Objective& objective, const LabRun& run) {
+void run_lab_trials(Study& study, const Objective& objective, const LabRun& run) {
   constexpr int kMaxFailuresInARow = 3;
   int failures_in_a_row = 0;
   std::string last_error;
@@ -178,6 +178,10 @@ std::string run_lab_study(Study& study, const Objective& objective, const LabRun
                  again.c_str(), "", result.c_str(), s, best ? best->trial.value : 0.0);
     std::fflush(run.out);
   }
+}
+
+std::string run_lab_study(Study& study, const Objective& objective, const LabRun& run) {
+  run_lab_trials(study, objective, run);
   const std::string csv = (fs::path(run.dir) / (study.name() + ".csv")).string();
   study.write_csv(csv);
   return csv;

@@ -46,9 +46,11 @@ struct LabRun {
 // and trials of dead workers are marked failed and retryable (Study::resume).
 std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const LabRun& run);
 
-// Runs trials of `study` until run.trials have finished (or the sampler is exhausted, or
-// Ctrl-C: train::stop_requested()), two progress lines each; three failures in a row end the
-// search with an Error. Then writes <dir>/<study>.csv and returns its path.
+// Runs trials of `study` until run.trials have finished or are running in other processes
+// (or the sampler is exhausted, or Ctrl-C: train::stop_requested()), two progress lines each;
+// three failures in a row end the search with an Error.
+void run_lab_trials(Study& study, const Objective& objective, const LabRun& run);
+// run_lab_trials, then <dir>/<study>.csv written; returns its path.
 std::string run_lab_study(Study& study, const Objective& objective, const LabRun& run);
 
 // One trial: the objective, with a Heartbeat (search/heartbeat.h) beating while it runs so

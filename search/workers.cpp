@@ -13,11 +13,16 @@
 
 namespace mase::search {
 
-Workers::Workers(int n, Study& study) {
+Workers::Workers(int n, Study& study) : Workers(n, std::span<Study>(&study, 1)) {}
+
+Workers::Workers(int n, std::span<Study> studies) {
   MASE_CHECK(n >= 1, ConfigError, "[workers] expected --workers >= 1, got ", n);
   if (n == 1) return;
-  const std::string storage = study.storage(), name = study.name();
-  { Study closing = std::move(study); }  // no connection may cross the fork
+  std::vector<std::pair<std::string, std::string>> where;  // (storage, name) of each study
+  for (Study& s : studies) {
+    where.emplace_back(s.storage(), s.name());
+    Study closing = std::move(s);  // no connection may cross the fork
+  }
   std::fflush(nullptr);                  // or buffered output would be printed by every copy
   for (int i = 1; i < n; ++i) {
     const pid_t pid = fork();
@@ -34,7 +39,8 @@ Workers::Workers(int n, Study& study) {
     }
     children_.push_back(pid);
   }
-  study = Study::load(storage, name);  // every process its own connection, the stored sampler
+  for (size_t i = 0; i < studies.size(); ++i)  // every process its own connection, the stored
+    studies[i] = Study::load(where[i].first, where[i].second);  // sampler and seed
 }
 
 Workers::~Workers() {

@@ -17,10 +17,16 @@
 //   if (workers.is_copy()) return 0;           // a copy ends here (leaving main is fine: it is
 //                                              // a whole copy of the program)
 //   int failed = workers.wait();               // the parent: copies that exited non-zero
+//
+// The lab commands (search/lab_commands.h) run several studies one after the other: every
+// process walks them in order, moving on when a study's budget is finished *or running in
+// another process*, so a worker that finds nothing left to claim in one study helps with the
+// next; the parent writes the CSVs and the figure once every copy is done.
 // Read next: search/study.h, tools/mase_search.cpp.
 #pragma once
 #include <sys/types.h>
 
+#include <span>
 #include <vector>
 
 #include "search/study.h"
@@ -32,6 +38,9 @@ class Workers {
   // n >= 1 (ConfigError otherwise); n == 1 forks nothing and leaves `study` as it is.
   // IoError if a fork fails (the copies already started are waited for first).
   Workers(int n, Study& study);
+  // The same for several studies of one storage: each is closed before forking and loaded
+  // again (Study::load) in every process.
+  Workers(int n, std::span<Study> studies);
   ~Workers();  // the parent waits for copies still running (an exception left the loop)
   Workers(const Workers&) = delete;
   Workers& operator=(const Workers&) = delete;

@@ -33,6 +33,8 @@ Examples:
   mase-search tutorial --linear-choice per-layer --samplers tpe --study tut-pl --plot pl.png
       each square Linear chooses for itself (the tutorial's f"{name}_type")
   mase-search tutorial --trials 16 --resume     (the same flags: continue to 16 trials each)
+  mase-search tutorial --trials 8 --workers 2 --threads 1
+      two processes claim the trials of each study in turn, one thread each
   mase-search tutorial --num-layers 2 --hidden-sizes 128,192,256 --intermediate-sizes 512,768,1024
       a smaller space for a CPU budget (the defaults are the tutorial's))";
 
@@ -117,6 +119,9 @@ void add_common(CLI::App* c, LabOptions& o, Common& k) {
       ->capture_default_str()
       ->check(cli::seed_check());
   c->add_flag("--resume", o.resume, "continue the studies (same flags)");
+  c->add_option("--workers", o.workers,
+                "processes running trials at once (--threads 0: cores / N each)")
+      ->capture_default_str();
   c->add_option("--plot", o.plot, "the figure, .svg or .png (default <dir>/<study>.svg)")
       ->check(cli::nonempty("a file .svg or .png"));
   c->add_option("--model", o.base.model, "preset giving everything the space does not vary")
@@ -256,6 +261,7 @@ int lab_main(int argc, char** argv) {
       ->capture_default_str()
       ->check(cli::seed_check());
   u->add_flag("--resume", cus.resume, "continue the study (same flags)");
+  u->add_option("--workers", cus.workers, "commands running at once")->capture_default_str();
   u->add_option("--plot", cus.plot, "the figure, .svg or .png (default <dir>/<study>.svg)")
       ->check(cli::nonempty("a file .svg or .png"));
 
@@ -290,6 +296,7 @@ int lab_main(int argc, char** argv) {
       if (mixed_only) pre.mixed = true, pre.per_format = false;
       run_precision(pre);
     }
+    // a --workers copy ends here too (LabResult::worker_copy); the parent has written the files
     return train::stop_requested() ? kExitInterrupted : 0;
   });
 }

@@ -48,6 +48,14 @@ case "$lab" in
     [ $? -eq 2 ] || fail "another budget: expected exit 2: $(cat "$dir/log2")"
     grep -q "key 'max_steps' was 3, now 4" "$dir/log2" || fail "message: $(cat "$dir/log2")"
     check_csv tutorial-grid
+    # --workers 2: two processes share each study's trials; the parent writes every CSV and
+    # the figure once both are done (a budget of 2 each: exactly 2 complete rows, none twice)
+    "$search" tutorial $common $small --max-steps 3 --samplers random,grid --study wk \
+      --workers 2 --plot "$dir/wk.svg" > "$dir/log4" 2>&1 || fail "--workers 2: exit $?: $(tail -n 3 "$dir/log4")"
+    check_csv wk-random
+    check_csv wk-grid
+    check_plot "$dir/wk.svg"
+    grep -q 'trials, 2 workers' "$dir/log4" || fail "--workers 2: no 'trials, 2 workers' line: $(head -n 5 "$dir/log4")"
     # --vocab: the trials' data through the shared WordPiece vocabulary (a study of its own:
     # the tokenizer is part of the objective)
     vocab="$data/bert-uncased-vocab/vocab.txt"
@@ -72,7 +80,10 @@ case "$lab" in
       check_csv precision-integer
       grep -q 'integer.frac_width' "$dir/s/precision-integer.csv" || fail "no frac_width column"
     else
-      "$search" precision --init "$dir/run" $common --formats all --mixed --plot "$dir/p.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+      # 18 studies shared by 2 worker processes (--workers): the parent alone writes the CSVs,
+      # the summary and both figures once the other is done
+      "$search" precision --init "$dir/run" $common --formats all --mixed --workers 2 --plot "$dir/p.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+      [ "$(grep -c '^fp32 ' "$dir/log")" -eq 1 ] || fail "expected one fp32 reference line (the parent's): $(grep '^fp32' "$dir/log")"
       for s in integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2 mxfp6_e2m3 mxfp4_e2m1 mixed; do
         check_csv "precision-$s"
       done
