@@ -19,14 +19,18 @@ std::map<std::string, Relation>& relations() {
   static std::map<std::string, Relation> r;
   return r;
 }
+size_t added = 0;  // registration happens on the main thread, before any benchmark runs
 }  // namespace
 
 benchmark::internal::Benchmark* add(const std::string& name, Body body, Timing timing) {
   auto* b = benchmark::RegisterBenchmark(name.c_str(), std::move(body));
   if (timing == Timing::manual) b->UseManualTime();
   else b->UseRealTime();
+  ++added;
   return b->Unit(benchmark::kMillisecond);
 }
+
+size_t added_count() { return added; }
 
 void relative_to(const std::string& name, const std::string& baseline, const std::string& counter) {
   relations()[name] = Relation{baseline, counter};

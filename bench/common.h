@@ -80,6 +80,9 @@ using Body = std::function<void(benchmark::State&)>;
 enum class Timing { real, manual };
 benchmark::internal::Benchmark* add(const std::string& name, Body body,
                                     Timing timing = Timing::real);
+// How many benchmarks add has registered (0 where the selected suites all skipped themselves,
+// e.g. GPU suites without a GPU): mase-bench tells a filter that matches none from that.
+size_t added_count();
 
 // ---- counters: per-iteration work turned into rates (value · iterations / seconds) ---------
 // "bw" in bytes/s and "flops" in FLOP/s, printed with decimal prefixes (G = 1e9).

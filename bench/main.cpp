@@ -23,8 +23,10 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "bench/common.h"
 #include "bench/gpu_common.h"
 #include "bench/report.h"
 #include "runtime/cpu/blas.h"
@@ -186,6 +188,38 @@ void plot_ratios(const std::vector<mase::bench::RatioReporter::Ratios>& runs,
   mase::search::plot_bars(chart, path);
 }
 
+// std::cerr less one line: Google Benchmark's "Failed to match any benchmarks against regex: X"
+// for a filter that matches nothing, after which it returns 0; main says that in the house
+// style instead, and exits 2. Everything else (the machine context, errors) passes through,
+// line by line, and on a flush.
+class WithoutNoMatchLine : public std::streambuf {
+ public:
+  explicit WithoutNoMatchLine(std::streambuf* to) : to_(to) {}
+  ~WithoutNoMatchLine() override { pass(); }
+
+ protected:
+  int overflow(int c) override {
+    if (c == traits_type::eof()) return traits_type::not_eof(c);
+    line_ += static_cast<char>(c);
+    if (c == '\n') pass();
+    return c;
+  }
+  int sync() override {
+    if (!std::string_view(kLine).starts_with(line_)) pass();  // not (yet) the line we drop
+    return to_->pubsync();
+  }
+
+ private:
+  static constexpr const char* kLine = "Failed to match any benchmarks against regex: ";
+  void pass() {
+    if (!line_.starts_with(kLine))
+      to_->sputn(line_.data(), static_cast<std::streamsize>(line_.size()));
+    line_.clear();
+  }
+  std::streambuf* to_;
+  std::string line_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -314,13 +348,30 @@ int main(int argc, char** argv) {
     const bool interleaved = interleave == "true" || interleave == "1";
     mase::bench::RatioReporter display(flag(rest, "format", "console"), isatty(STDOUT_FILENO) != 0,
                                        interleaved);
+    WithoutNoMatchLine err_buf(std::cerr.rdbuf());
+    std::ostream err(&err_buf);
+    display.SetErrorStream(&err);  // the file reporter's goes to the same (the library sets it)
+    size_t matched = 0;            // (the regex itself was checked above)
     if (flag(rest, "out", "").empty()) {
-      benchmark::RunSpecifiedBenchmarks(&display);
+      matched = benchmark::RunSpecifiedBenchmarks(&display);
     } else {  // --benchmark_out=FILE: the file gets the ratios too (the library opens it)
       mase::bench::RatioReporter file(flag(rest, "out_format", "json"), false, interleaved);
-      benchmark::RunSpecifiedBenchmarks(&display, &file);
+      matched = benchmark::RunSpecifiedBenchmarks(&display, &file);
     }
     benchmark::Shutdown();
+    err.flush();
+    // nothing registered (GPU suites without a GPU): each suite has said so, and no filter is
+    // to blame; something registered but nothing matched: the filter is (a typo, another suite)
+    if (matched == 0 && mase::bench::added_count() > 0) {
+      std::string which;
+      for (const std::string& s : suites) which += (which.empty() ? "" : ",") + s;
+      const std::string of = which.empty() ? "any suite" : "suite(s) " + which;
+      const std::string list = which.empty() ? "" : "--suite " + which + " ";
+      std::fprintf(stderr, "mase-bench: --benchmark_filter: expected a regex matching a benchmark "
+                   "of %s, got '%s' (list them with %s--benchmark_list_tests)\n", of.c_str(),
+                   flag(rest, "filter", "").c_str(), list.c_str());
+      return 2;
+    }
     if (!plot.empty()) {
       plot_ratios(display.ratios(), plot,
                   mase::cat("mase-bench: each benchmark against its baseline; ",
