@@ -153,12 +153,15 @@ void Graph::erase(Node* node) {
 
 int64_t Graph::eliminate_dead_code() {
   int64_t removed = 0;
+  const bool training = root_->is_training();
   // one pass from the back: erasing a node can only leave EARLIER nodes (its args) unused,
   // and those are visited after it
   std::vector<Node*> order = nodes();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* n = *it;
-    if (n->op == OpKind::placeholder || n->op == OpKind::output || !n->users.empty()) continue;
+    if (n->op == OpKind::placeholder || n->op == OpKind::output || !n->users.empty() ||
+        draws_random(*n, training))
+      continue;
     erase(n);
     ++removed;
   }

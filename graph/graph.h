@@ -121,7 +121,9 @@ class Graph {
   //   {a, b, c, d}!
   void erase(Node* node);
   // Removes the nodes whose values nothing uses (placeholders and the output stay), and
-  // constants no node reads. Returns how many nodes went.
+  // constants no node reads. Returns how many nodes went. In training mode (the root's) a
+  // node that draws random numbers stays even when unread (draws_random, graph/op_table.h):
+  // removing it would shift every later dropout mask off eager's (graph/passes/dce.h).
   int64_t eliminate_dead_code();
   // GraphError unless args/users agree, every arg comes earlier, names are unique and the
   // output is last.

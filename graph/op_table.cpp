@@ -217,6 +217,16 @@ std::string attr_str(const AttrValue& v) {
   return os.str();
 }
 
+bool draws_random(const Node& n, bool training) {
+  if (!training) return false;
+  if (n.op == OpKind::call_module) return true;
+  if (n.op != OpKind::call_function) return false;
+  const char* key = n.target == "sdpa"                                              ? "dropout_p"
+                    : n.target == "dropout" || n.target == "dropout_add_layer_norm" ? "p"
+                                                                                    : nullptr;
+  return key && (!find_attr(n.attrs, key) || attr_double(n.attrs, key) > 0.0);
+}
+
 DType dtype_from_name(std::string_view s) {
   for (DType t : {DType::f32, DType::f64, DType::i32, DType::i8, DType::u8})
     if (name(t) == s) return t;

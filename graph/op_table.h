@@ -48,4 +48,13 @@ std::string attr_str(const AttrValue& v);  // "3", "0.1", "true", "(2, 16)", "f3
 
 DType dtype_from_name(std::string_view s);  // "f32" -> DType::f32; GraphError otherwise
 
+// Whether running `n` in this mode may draw random numbers, i.e. move a generator on: in
+// training, a dropout, dropout_add_layer_norm or sdpa whose drop probability is not 0, and
+// every call_module (a module is opaque: Dropout and LoRA's dropout draw from the default
+// generator, random pruning masks and stochastic quantizers from their own). Such a node has
+// an effect beyond its value, so dead-code elimination keeps it (Graph::eliminate_dead_code).
+// In eval it answers false: dropout is the identity there. (A stochastic quantizer draws in
+// eval too; an unread call of one is removed in eval and its own stream then lags eager's.)
+bool draws_random(const Node& n, bool training);
+
 }  // namespace mase::graph

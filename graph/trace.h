@@ -12,7 +12,9 @@
 //    reads that no node produced (a tensor made with a raw factory inside the forward)
 //    becomes a get_attr constant holding the example run's value;
 //  * the results are the output node. Nodes nothing uses (and stray steps inside composite
-//    ops) are removed at the end (dead-code elimination).
+//    ops) are removed at the end (dead-code elimination), except, in training mode, those
+//    that draw random numbers: an unread dropout still moves the generator on, as eager's
+//    does (graph/passes/dce.h).
 // Values are followed by tensor identity (TensorImpl), so the trace keeps every tensor it saw
 // alive until it ends (no address is reused while tracing).
 //
