@@ -91,7 +91,8 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = fal
 Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
 // Max over one dim (torch.amax). The gradient is shared evenly among the elements that tie
-// for the max. NaN entries are skipped (fmax), where torch.amax would return NaN.
+// for the max. NaN entries are skipped (fmax), where torch.amax would return NaN. A dim of
+// size 0 is a ShapeError (as in torch.amax), not −inf.
 Tensor amax(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- softmax family over the last dim (ops/softmax.cpp) ----------------------------------

@@ -3,6 +3,7 @@
 //   y = Σ_{dims} x         dx = dy broadcast back over the reduced dims
 //   y = Σ_{dims} x / n     dx = dy / n broadcast back  (n = number of elements reduced)
 //   y = max_{dim} x        dx = dy / k where x == y (the k elements that tie for the max), else 0
+//                          (an empty dim is a ShapeError, as in torch.amax: no identity −inf)
 //
 // Adjacent reduced dims are merged and reduced in one (outer, reduce, inner) pass
 // (runtime/cpu/reduce.cpp, cuda/reduce.cu); non-adjacent groups are reduced one after another.
@@ -116,6 +117,10 @@ Tensor amax(const Tensor& x, int64_t dim_in, bool keepdim) {
   ops::check_float("amax", x);
   ops::check_cuda_f32("amax", x);
   const int64_t dim = normalize_dim(dim_in, x.ndim(), "amax");
+  // the kernels would give −inf (max's identity); torch.amax raises. Before the backend is
+  // chosen, so that CPU and CUDA refuse alike
+  MASE_CHECK(x.shape()[dim] > 0, ShapeError, "[amax] expected a non-empty dim ", dim_in,
+             ", got shape ", x.shape(), " (a max of no elements has no value)");
   Shape keep_shape = x.shape();
   keep_shape[dim] = 1;
   const AroundDim n = around(x.shape(), dim);

@@ -19,8 +19,9 @@ namespace mase::cpu {
 template <class T>
 void sum_forward(T* out, const T* inp, int64_t outer, int64_t reduce, int64_t inner);
 
-// out[o, i] = max_r inp[o, r, i]; −inf when reduce = 0. NaN entries are skipped, as by
-// std::max and fmax (torch.amax would return NaN): a run of only NaN gives −inf.
+// out[o, i] = max_r inp[o, r, i]; −inf when reduce = 0 (amax refuses that before calling).
+// NaN entries are skipped, as by std::max and fmax (torch.amax would return NaN): a run of
+// only NaN gives −inf.
 template <class T>
 void max_forward(T* out, const T* inp, int64_t outer, int64_t reduce, int64_t inner);
 

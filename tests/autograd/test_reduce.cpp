@@ -160,3 +160,26 @@ TEST_CASE("amax: errors") {
         "[amax] dim 2 out of range for a 2-d tensor (expected -2..1)");
   CHECK_THROWS_AS(amax(Tensor::zeros({2}, DType::i32), 0), DTypeError);
 }
+
+TEST_CASE("amax: an empty reduced dim is a ShapeError") {
+  // a max of nothing has no value (torch.amax raises); it gave -inf. Checked before the
+  // backend is chosen, so CUDA refuses it alike. An empty dim that is kept is fine.
+  Tensor x = Tensor::zeros({2, 0});
+  CHECK(test::error_message([&] { amax(x, 1); }) ==
+        "[amax] expected a non-empty dim 1, got shape (2, 0) (a max of no elements has no value)");
+  CHECK_THROWS_AS(amax(x, -1, true), ShapeError);
+  CHECK_THROWS_AS(amax(Tensor::zeros({0}), 0), ShapeError);
+  CHECK(amax(x, 0).shape() == Shape{0});
+  CHECK(amax(Tensor::zeros({0, 3}), 1, true).shape() == Shape{0, 1});
+  CHECK_THROWS_AS(amax(test::fake_cuda({2, 0}), 1), ShapeError);  // no kernel runs
+}
+
+TEST_CASE("sum and mean over an empty dim: 0 and NaN as in PyTorch") {
+  // unlike a max, a sum has an identity (0); the mean is 0 · (1/0) = NaN, as torch.mean gives
+  Tensor e = Tensor::zeros({2, 0}).set_requires_grad(true);
+  check_close(sum(e, {1}), {0, 0});
+  const std::vector<double> m = mean(e, {1}).to_vector<double>();
+  CHECK((m.size() == 2 && std::isnan(m[0]) && std::isnan(m[1])));
+  backward(sum(mean(e, {1}) * 0.0));
+  CHECK(e.grad().shape() == Shape{2, 0});
+}
