@@ -245,25 +245,28 @@ std::string joined(const std::vector<std::string>& v) {
   return s.empty() ? "none" : s;
 }
 
-// Re-throws an op's error with the node it came from, keeping its type.
-[[noreturn]] void rethrow_in(const Node& n) {
-  const std::string where = cat(" (in graph node ", n.name, ")");
+// The mase::Error in flight again, of the first type in <E, Rest...> it is (Error last: it
+// would match them all), with `prefix` before its message.
+template <class E, class... Rest>
+[[noreturn]] void rethrow_prefixed(const std::string& prefix) {
   try {
     throw;
-  } catch (const ShapeError& e) {
-    throw ShapeError(e.what() + where);
-  } catch (const DTypeError& e) {
-    throw DTypeError(e.what() + where);
-  } catch (const DeviceError& e) {
-    throw DeviceError(e.what() + where);
-  } catch (const ConfigError& e) {
-    throw ConfigError(e.what() + where);
-  } catch (const GraphError& e) {
-    throw GraphError(e.what() + where);
+  } catch (const E& e) {
+    throw E(prefix + e.what());
+  } catch (...) {
+    if constexpr (sizeof...(Rest) > 0) rethrow_prefixed<Rest...>(prefix);
+    throw;
   }
 }
 
 }  // namespace
+
+void rethrow_in_node(const Node& n) {
+  // every type of runtime/error.h and graph/error.h: a new one needs its place here
+  rethrow_prefixed<ShapeError, DTypeError, DeviceError, IoError, ConfigError, AutogradError,
+                   GraphError, Error>(
+      cat("[graph] in node ", n.name, " (", name(n.op), " ", n.target, "): "));
+}
 
 TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
   MASE_CHECK(output_ != nullptr, graph::GraphError,
@@ -332,7 +335,8 @@ TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
           break;
       }
     } catch (const Error&) {
-      rethrow_in(n);
+      if (n.op == OpKind::placeholder) throw;  // its message names the input already
+      rethrow_in_node(n);
     }
     if (hook) hook(n, args, v);
     value[i] = std::move(v);

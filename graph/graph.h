@@ -163,6 +163,13 @@ class Graph {
   Node* output_ = nullptr;
 };
 
+// Called in a catch block while node `n` runs (Graph::run, Plan::run): rethrows the
+// mase::Error in flight as the same type (a ShapeError stays a ShapeError, so callers' catch
+// clauses still work) with the node in front of its message —
+//   [graph] in node add_7 (call_function add): [add] expected shapes that broadcast, got …
+// so that the failing node of a 300-node graph is named. Other exceptions go on unchanged.
+[[noreturn]] void rethrow_in_node(const Node& n);
+
 // "bert.encoder.layer.0" -> "bert_encoder_layer_0": a readable node name from a path.
 std::string node_name_from_path(const std::string& path);
 

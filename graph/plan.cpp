@@ -88,12 +88,20 @@ void Plan::run_steps(Slots& value, const NamedTensors& inputs, size_t begin, siz
       case OpKind::get_attr:
         v = s.value;
         break;
-      case OpKind::call_module:
-        v = (*s.module)(args[0]);
+      case OpKind::call_module:  // an op's error names its node: rethrow_in_node (graph.h)
+        try {
+          v = (*s.module)(args[0]);
+        } catch (const Error&) {
+          rethrow_in_node(n);
+        }
         break;
       case OpKind::call_function:
       case OpKind::call_method:
-        v = s.op->run(args, n.attrs, training);
+        try {
+          v = s.op->run(args, n.attrs, training);
+        } catch (const Error&) {
+          rethrow_in_node(n);
+        }
         break;
       case OpKind::output:
         for (size_t k = 0; k < args.size(); ++k) out[output_names_.at(k)] = args[k];
