@@ -41,8 +41,8 @@ Signature Signature::of(const NamedTensors& inputs, bool training) {
   Signature s;
   s.training = training;
   for (const auto& [name, t] : inputs) {
-    MASE_CHECK(t.defined(), graph::GraphError, "[compile] input '", name,
-               "' is an undefined tensor");
+    MASE_CHECK(t.defined(), graph::GraphError, "[compile] expected a defined tensor for input '",
+               name, "', got an undefined one");
     s.names.push_back(name);
     s.shapes.push_back(t.shape());
     s.dtypes.push_back(t.dtype());
@@ -98,7 +98,8 @@ bool Compiled::enabled(const std::string& pass) const {
 }
 
 const CompiledGraph& Compiled::last() const {
-  MASE_CHECK(last_ != nullptr, graph::GraphError, "[compile] nothing has run yet");
+  MASE_CHECK(last_ != nullptr, graph::GraphError,
+             "[compile] expected a call before last(), got none (call the compiled model first)");
   return *last_;
 }
 

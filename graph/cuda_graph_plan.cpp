@@ -24,17 +24,19 @@ std::unique_ptr<CapturedPlan> CapturedPlan::capture(const Graph& g, const Plan& 
                                                     const AllocationPlan& all_inside,
                                                     const NamedTensors& inputs) {
   MASE_CHECK(!inputs.empty() && inputs.front().second.is_cuda(), ConfigError,
-             "[cuda_graph] expected inputs on a CUDA device");
+             "[cuda_graph] expected inputs on a CUDA device, got ",
+             inputs.empty() ? std::string("none") : inputs.front().second.device().str());
   MASE_CHECK(!grad_enabled(), ConfigError,
-             "[cuda_graph] expected no autograd (eval under NoGradGuard): a graph launch does "
-             "not record the backward tape");
+             "[cuda_graph] expected autograd off, got it on (capture under NoGradGuard: a graph "
+             "launch does not record the backward tape)");
   auto c = std::make_unique<CapturedPlan>();
   c->plan = &plan;
   for (size_t i = 0; i < plan.steps(); ++i)
     if (reads_on_host(g, plan.node(i))) c->prologue = i + 1;
-  MASE_CHECK(2 * c->prologue <= plan.steps(), ConfigError, "[cuda_graph] step ", c->prologue - 1,
-             " of ", plan.steps(), " (", plan.node(c->prologue - 1).name,
-             ") reads its input on the host: too little of the plan after it to capture");
+  MASE_CHECK(2 * c->prologue <= plan.steps(), ConfigError,
+             "[cuda_graph] expected the steps that read on the host within the first half of ",
+             plan.steps(), ", got step ", c->prologue - 1, " (", plan.node(c->prologue - 1).name,
+             ") (too little of the plan after it to capture: it runs uncaptured)");
   const Device device = inputs.front().second.device();
   for (const auto& [name, t] : inputs) {  // the tensors the plan will read
     Tensor copy = Tensor::empty_like(t);
@@ -52,8 +54,8 @@ std::unique_ptr<CapturedPlan> CapturedPlan::capture(const Graph& g, const Plan& 
     plan.run_steps(slots, cp.inputs, cp.prologue, plan.steps(), cp.outputs);
   });
   MASE_CHECK(!run.diverged(), DeviceError,
-             "[cuda_graph] the captured run's allocations differ from the recorded ones (some "
-             "would come from the driver, or at other addresses)");
+             "[cuda_graph] expected the captured run to allocate as recorded, got other "
+             "allocations (some from the driver, or at other addresses: it runs uncaptured)");
   return c;
 }
 

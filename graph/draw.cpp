@@ -98,13 +98,13 @@ void run_dot(const std::string& format, const std::string& dot_file, const std::
   argv.push_back(nullptr);
   pid_t pid;
   int rc = posix_spawnp(&pid, "dot", nullptr, nullptr, argv.data(), environ);
-  MASE_CHECK(rc == 0, IoError, "[draw] cannot run `dot` (Graphviz): ", std::strerror(rc),
+  MASE_CHECK(rc == 0, IoError, "[draw] expected to run `dot` (Graphviz), got: ", std::strerror(rc),
              " (install the graphviz package, or draw to a .dot file)");
   int status = 0;
   waitpid(pid, &status, 0);
-  MASE_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, IoError, "[draw] `dot -T", format,
-             "` failed on ", dot_file, " (exit status ",
-             WIFEXITED(status) ? WEXITSTATUS(status) : -1, ")");
+  MASE_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, IoError, "[draw] expected `dot -T",
+             format, "` to succeed on ", dot_file, ", got exit status ",
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1, " (its message is above)");
 }
 
 }  // namespace
@@ -177,12 +177,14 @@ void draw(const Graph& g, const std::string& path) {
   {
     std::ofstream f(dot_file);
     f << dot;
-    MASE_CHECK(f.good(), IoError, "[draw] cannot write ", dot_file);
+    MASE_CHECK(f.good(), IoError, "[draw] expected to write ", dot_file,
+               ", got a failed stream (is the folder there, and writable?)");
   }
   run_dot(ext.substr(1), dot_file, out_tmp);
   std::error_code ec;
   std::filesystem::rename(out_tmp, path, ec);
-  MASE_CHECK(!ec, IoError, "[draw] cannot rename ", out_tmp, " to ", path, ": ", ec.message());
+  MASE_CHECK(!ec, IoError, "[draw] expected to rename ", out_tmp, " to ", path, ", got: ",
+             ec.message());
 }
 
 }  // namespace mase::graph

@@ -64,8 +64,9 @@ ModuleTree& ModuleTree::subtree(const std::string& name) {
   for (const auto& [n, m] : named_children()) {
     if (n != name) continue;
     auto* tree = dynamic_cast<ModuleTree*>(m.get());
-    MASE_CHECK(tree, graph::GraphError, "[load_graph] '", name, "' is a ", m->type_name(),
-               " and cannot also hold other modules");
+    MASE_CHECK(tree, graph::GraphError, "[load_graph] expected '", name,
+               "' to hold other modules, got a ", m->type_name(),
+               " (graph.json places modules inside a leaf: a malformed export)");
     return *tree;
   }
   children_slots_.emplace_back();
@@ -77,7 +78,8 @@ void ModuleTree::place(const std::string& path, nn::ModulePtr m) {
   const auto dot = path.find('.');
   if (dot != std::string::npos) return subtree(path.substr(0, dot)).place(path.substr(dot + 1), m);
   for (const auto& [n, existing] : named_children())
-    MASE_CHECK(n != path, graph::GraphError, "[load_graph] two modules at '", path, "'");
+    MASE_CHECK(n != path, graph::GraphError, "[load_graph] expected one module at '", path,
+               "', got two (a malformed export)");
   children_slots_.emplace_back();
   register_module(path, children_slots_.back(), std::move(m));
 }
@@ -113,10 +115,9 @@ void export_graph(const Graph& g, const std::string& dir) {
     if (n->op == OpKind::call_module && !modules.contains(n->target)) {
       nn::ModulePtr m = g.root().submodule(n->target);
       json config = m->to_json();
-      MASE_CHECK(!config.is_null(), graph::GraphError, "[export] module ", n->target, " (",
-                 m->type_name(),
-                 ") cannot be rebuilt on reload: give it to_json() and register "
-                 "a factory (models/module_registry.h)");
+      MASE_CHECK(!config.is_null(), graph::GraphError, "[export] expected module ", n->target,
+                 " (", m->type_name(), ") to have a config to be rebuilt from, got none (give ",
+                 "it to_json() and register a factory: models/module_registry.h)");
       modules[n->target] = {{"type", m->type_name()}, {"config", config}};
       for (const auto& [p, t] : m->named_parameters()) {
         weights[join(n->target, p)] = t;
@@ -144,7 +145,8 @@ void export_graph(const Graph& g, const std::string& dir) {
       {"tensors", tensors}};
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  MASE_CHECK(!ec, IoError, "[export] cannot create ", dir, ": ", ec.message());
+  MASE_CHECK(!ec, IoError, "[export] expected to create the folder ", dir, ", got: ",
+             ec.message());
   nn::save_safetensors((std::filesystem::path(dir) / "model.safetensors").string(), weights,
                        {{"format", "pt"}, {"producer", "mase-graph"}});
   write_text_atomic((std::filesystem::path(dir) / "graph.json").string(), doc.dump(1) + "\n");
@@ -160,17 +162,18 @@ void register_all_module_types() {
 Graph load_graph(const std::string& dir) {
   const auto json_path = (std::filesystem::path(dir) / "graph.json").string();
   std::ifstream f(json_path);
-  MASE_CHECK(f.good(), IoError, "[load_graph] cannot open ", json_path, " (export a graph with ",
-             "export_graph or mase-graph --export)");
+  MASE_CHECK(f.good(), IoError, "[load_graph] expected a readable ", json_path, ", got none ",
+             "(export a graph with export_graph or mase-graph --export)");
   json doc;
   try {
     doc = json::parse(f);
   } catch (const json::exception& e) {
-    throw IoError(cat("[load_graph] ", json_path, " is not valid JSON: ", e.what()));
+    throw IoError(cat("[load_graph] expected JSON in ", json_path, ", got: ", e.what()));
   }
   MASE_CHECK(doc.value("format", "") == "mase-graph" && doc.value("version", 0) == kVersion,
-             IoError, "[load_graph] ", json_path, ": expected format mase-graph version ",
-             kVersion);
+             IoError, "[load_graph] expected format mase-graph version ", kVersion, " in ",
+             json_path, ", got ", doc.value("format", "no format"), " version ",
+             doc.value("version", 0), " (export it again with this build)");
   register_all_module_types();
   try {
     auto root = std::make_shared<ModuleTree>();
@@ -185,14 +188,15 @@ Graph load_graph(const std::string& dir) {
     for (const auto& [path, info] : doc.at("tensors").items()) {
       listed.insert(path);
       auto src = file.tensors.find(path);
-      MASE_CHECK(src != file.tensors.end(), IoError,
-                 "[load_graph] model.safetensors has no tensor '", path, "'");
+      MASE_CHECK(src != file.tensors.end(), IoError, "[load_graph] expected tensor '", path,
+                 "' in model.safetensors, got none (graph.json and model.safetensors from ",
+                 "different exports?)");
       const std::string kind = info.at("kind").get<std::string>();
       Tensor t;
       if (auto it = state.find(path); it != state.end()) {
-        MASE_CHECK(it->second.shape() == src->second.shape(), IoError, "[load_graph] tensor ", path,
-                   " is ", src->second.shape(), " in model.safetensors, its module expects ",
-                   it->second.shape());
+        MASE_CHECK(it->second.shape() == src->second.shape(), IoError,
+                   "[load_graph] expected tensor ", path, " of shape ", it->second.shape(),
+                   " (its module's), got ", src->second.shape(), " in model.safetensors");
         NoGradGuard ng;
         copy_(it->second, src->second);
         t = it->second;
@@ -206,8 +210,8 @@ Graph load_graph(const std::string& dir) {
       if (kind == "parameter") t.set_requires_grad(info.at("trainable").get<bool>());
     }
     for (const auto& [path, t] : state)
-      MASE_CHECK(listed.count(path), IoError, "[load_graph] graph.json lists no tensor '", path,
-                 "' although its module has it");
+      MASE_CHECK(listed.count(path), IoError, "[load_graph] expected graph.json to list tensor '",
+                 path, "' (its module has it), got none");
     root->train(doc.at("training").get<bool>());
 
     Graph g(root);
@@ -222,8 +226,8 @@ Graph load_graph(const std::string& dir) {
       const OpKind op = op_kind_from_name(jn.at("op").get<std::string>());
       if (op == OpKind::output) {
         MASE_CHECK(args.size() == outputs.size(), graph::GraphError,
-                   "[load_graph] the output node has ", args.size(), " args for ", outputs.size(),
-                   " output names");
+                   "[load_graph] expected the output node to have one arg per output name (",
+                   outputs.size(), "), got ", args.size());
         std::vector<std::pair<std::string, Node*>> named;
         for (size_t i = 0; i < args.size(); ++i) named.push_back({outputs[i], args[i]});
         n = g.set_output(named);
@@ -234,14 +238,15 @@ Graph load_graph(const std::string& dir) {
         n = g.add_node(op, jn.at("target").get<std::string>(), std::move(args), std::move(attrs),
                        name);
       }
-      MASE_CHECK(n->name == name, graph::GraphError, "[load_graph] node name '", name,
-                 "' is not unique");
+      MASE_CHECK(n->name == name, graph::GraphError,
+                 "[load_graph] expected unique node names, got '", name, "' twice");
       n->meta = node_meta_from_json(jn.at("meta"));
     }
     g.lint();
     return g;
   } catch (const json::exception& e) {
-    throw IoError(cat("[load_graph] ", json_path, " is malformed: ", e.what()));
+    throw IoError(cat("[load_graph] expected ", json_path, " as export_graph writes it, got: ",
+                      e.what()));
   }
 }
 

@@ -40,7 +40,12 @@ std::string TensorMeta::str() const { return defined ? cat(shape, " ", dtype) : 
 
 const AttrValue& Node::attr(std::string_view key) const {
   const AttrValue* v = find_attr(attrs, key);
-  if (!v) throw GraphError(cat("[graph] node ", name, " has no attr '", key, "'"));
+  if (!v) {
+    std::string keys;
+    for (const auto& [k, x] : attrs) keys += (keys.empty() ? "" : ", ") + k;
+    throw GraphError(cat("[graph] expected node ", name, " to have attr '", key,
+                         "', got none (its attrs: ", keys.empty() ? "none" : keys, ")"));
+  }
   return *v;
 }
 
@@ -81,7 +86,8 @@ Node* Graph::add_node(OpKind op, std::string target, std::vector<Node*> args, At
                       const std::string& name_hint) {
   MASE_CHECK(output_ == nullptr, graph::GraphError,
              "[graph] expected nodes before the output, got ",
-             name_hint.empty() ? target : name_hint, " after it");
+             name_hint.empty() ? target : name_hint,
+             " after it (erase the output node, add the node, then set_output again)");
   auto node = std::make_unique<Node>();
   node->name = unique_name(name_hint.empty() ? target : name_hint);
   node->op = op;
@@ -118,7 +124,8 @@ std::string Graph::add_constant(const Tensor& t, std::string target) {
 
 int64_t Graph::replace_all_uses_with(Node* node, Node* replacement) {
   MASE_CHECK(node && replacement && node != replacement, graph::GraphError,
-             "[replace_all_uses_with] expected two different nodes");
+             "[replace_all_uses_with] expected two different nodes, got ",
+             node ? node->name : "null", " and ", replacement ? replacement->name : "null");
   std::vector<Node*> users = node->users;
   for (Node* u : users) {
     std::replace(u->args.begin(), u->args.end(), node, replacement);
@@ -138,8 +145,8 @@ void Graph::erase(Node* node) {
   }
   auto it =
       std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& p) { return p.get() == node; });
-  MASE_CHECK(it != nodes_.end(), graph::GraphError, "[erase] node ", node->name,
-             " is not in this graph");
+  MASE_CHECK(it != nodes_.end(), graph::GraphError, "[erase] expected a node of this graph, got ",
+             node->name, " (a node of another graph, or one already erased)");
   std::vector<Node*> args = node->args;
   node->args.clear();
   for (Node* a : args) unlink(node, a);
@@ -177,23 +184,28 @@ void Graph::lint() const {
   std::unordered_set<std::string> names;
   for (const auto& p : nodes_) {
     const Node* n = p.get();
-    MASE_CHECK(names.insert(n->name).second, graph::GraphError, "[lint] duplicate node name ",
-               n->name);
+    MASE_CHECK(names.insert(n->name).second, graph::GraphError,
+               "[lint] expected unique node names, got ", n->name, " twice");
     for (const Node* a : n->args) {
       if (!a) continue;
-      MASE_CHECK(seen.count(a), graph::GraphError, "[lint] node ", n->name, " uses ", a->name,
-                 " before it is computed (or it is not in the graph)");
+      MASE_CHECK(seen.count(a), graph::GraphError, "[lint] expected ", n->name, "'s arg ",
+                 a->name, " before it, got it after it or outside the graph (nodes are in "
+                 "execution order: add a value's node before its users)");
       MASE_CHECK(std::find(a->users.begin(), a->users.end(), n) != a->users.end(),
-                 graph::GraphError, "[lint] ", a->name, " does not list its user ", n->name);
+                 graph::GraphError, "[lint] expected ", a->name, " to list ", n->name,
+                 " (which reads it) among its users, got it missing (edit args through "
+                 "replace_all_uses_with, not by hand)");
     }
     for (const Node* u : n->users)
       MASE_CHECK(std::find(u->args.begin(), u->args.end(), n) != u->args.end(), graph::GraphError,
-                 "[lint] ", n->name, " lists ", u->name, " as a user, but it is not an arg");
+                 "[lint] expected ", u->name, ", a user of ", n->name, ", to read it, got no ",
+                 "such arg (edit args through replace_all_uses_with, not by hand)");
     MASE_CHECK(n->op != OpKind::output || n == nodes_.back().get(), graph::GraphError,
-               "[lint] the output node must be last");
+               "[lint] expected the output node last, got ", nodes_.back()->name, " after it");
     seen.insert(n);
   }
-  MASE_CHECK(output_ != nullptr, graph::GraphError, "[lint] the graph has no output node");
+  MASE_CHECK(output_ != nullptr, graph::GraphError,
+             "[lint] expected an output node, got none (set_output adds it)");
 }
 
 // ---- looking --------------------------------------------------------------------------------
@@ -212,7 +224,8 @@ Node* Graph::find(std::string_view name) const {
 
 Node& Graph::at(std::string_view name) const {
   if (Node* n = find(name)) return *n;
-  throw GraphError(cat("[graph] no node named '", name, "'"));
+  throw GraphError(cat("[graph] expected a node named '", name, "', got none (node names write a ",
+                       "module path's dots as '_': bert_embeddings_dropout; find() returns null)"));
 }
 
 std::vector<std::string> Graph::input_names() const {
@@ -232,7 +245,9 @@ Tensor Graph::get_attr_value(const Node& n) const {
     if (name == leaf) return t;
   for (const auto& [name, t] : owner->named_buffers(false))
     if (name == leaf) return t;
-  throw GraphError(cat("[graph] get_attr ", n.name, ": the model has no tensor '", n.target, "'"));
+  throw GraphError(cat("[graph] expected get_attr ", n.name, "'s target '", n.target,
+                       "' to be a constant, parameter or buffer of the model, got none (a module ",
+                       "replaced since tracing: trace again)"));
 }
 
 // ---- running --------------------------------------------------------------------------------
@@ -270,12 +285,12 @@ void rethrow_in_node(const Node& n) {
 
 TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
   MASE_CHECK(output_ != nullptr, graph::GraphError,
-             "[graph] cannot run a graph without an output node");
+             "[graph] expected an output node to run the graph, got none (set_output adds it)");
   const std::vector<std::string> names = input_names();
   for (const auto& [name, t] : inputs)
     MASE_CHECK(std::find(names.begin(), names.end(), name) != names.end(), graph::GraphError,
-               "[graph] '", name, "' is not an input of this graph (its inputs: ", joined(names),
-               "; trace with it to use it)");
+               "[graph] expected inputs among ", joined(names), ", got '", name,
+               "' (trace with it to use it)");
   // position of each node, and the last position that reads it: values are dropped after
   // their last use, so an evaluation holds only the live activations
   std::unordered_map<const Node*, size_t> pos, last_use;
@@ -301,7 +316,8 @@ TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
         case OpKind::placeholder: {
           auto it = inputs.find(n.target);
           MASE_CHECK(it != inputs.end() && it->second.defined(), graph::GraphError,
-                     "[graph] missing input '", n.target, "' (its inputs: ", joined(names), ")");
+                     "[graph] expected a tensor for input '", n.target, "', got none (its inputs: ",
+                     joined(names), ")");
           v = it->second;
           if (find_attr(n.attrs, "shape")) {
             const Shape traced(attr_ints(n.attrs, "shape"));
@@ -314,15 +330,16 @@ TensorMap Graph::run(const TensorMap& inputs, const NodeHook& hook) const {
           if (find_attr(n.attrs, "dtype"))
             MASE_CHECK(mase::name(v.dtype()) == attr_string(n.attrs, "dtype"), DTypeError,
                        "[graph] expected input ", n.target, " of dtype ",
-                       attr_string(n.attrs, "dtype"), " as traced, got ", v.dtype());
+                       attr_string(n.attrs, "dtype"), " as traced, got ", v.dtype(),
+                       " (a traced graph is specialised to its example's dtypes)");
           break;
         }
         case OpKind::get_attr:
           v = get_attr_value(n);
           break;
         case OpKind::call_module: {
-          MASE_CHECK(args.size() == 1, graph::GraphError, "[graph] call_module ", n.name,
-                     " expected 1 argument, got ", args.size());
+          MASE_CHECK(args.size() == 1, graph::GraphError, "[graph] expected call_module ",
+                     n.name, " to have 1 argument (a module takes one tensor), got ", args.size());
           v = (*root_->submodule(n.target))(args[0]);
           break;
         }

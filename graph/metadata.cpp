@@ -154,7 +154,8 @@ NodeMeta node_meta_from_json(const nlohmann::json& j) {
            p.at("trainable").get<bool>()});
     return m;
   } catch (const nlohmann::json::exception& e) {
-    throw GraphError(cat("[graph] malformed node metadata: ", e.what(), " in ", j.dump()));
+    throw GraphError(cat("[graph] expected node metadata as export_graph writes it, got ",
+                         j.dump(), ": ", e.what()));
   }
 }
 

@@ -169,8 +169,9 @@ const OpInfo* find_op(std::string_view name) {
 
 const OpInfo& op_info(std::string_view name) {
   if (const OpInfo* op = find_op(name)) return *op;
-  throw GraphError(cat("[graph] op '", name, "' has no entry in graph/op_table.cpp (add one: ",
-                       "name -> function(args, attrs) so that graphs can run it)"));
+  throw GraphError(cat("[graph] expected an op of graph/op_table.cpp, got '", name,
+                       "' (add an entry: name -> function(args, attrs) so that graphs can ",
+                       "run it)"));
 }
 
 const AttrValue* find_attr(const Attrs& attrs, std::string_view key) {

@@ -35,8 +35,8 @@ Plan::Plan(const Graph& g) : root_(g.root_ptr()), output_names_(g.output_names()
         s.value = g.get_attr_value(n);
         break;
       case OpKind::call_module:
-        MASE_CHECK(n.args.size() == 1, graph::GraphError, "[plan] call_module ", n.name,
-                   " expected 1 argument, got ", n.args.size());
+        MASE_CHECK(n.args.size() == 1, graph::GraphError, "[plan] expected call_module ", n.name,
+                   " to have 1 argument (a module takes one tensor), got ", n.args.size());
         s.module = g.root().submodule(n.target);
         break;
       case OpKind::call_function:
@@ -58,7 +58,8 @@ TensorMap Plan::run(const NamedTensors& inputs, const NodeHook& hook) const {
 
 void Plan::run_steps(Slots& value, const NamedTensors& inputs, size_t begin, size_t end,
                      TensorMap& out, const NodeHook& hook) const {
-  MASE_CHECK(root_ != nullptr, graph::GraphError, "[plan] expected a built plan, got an empty one");
+  MASE_CHECK(root_ != nullptr, graph::GraphError,
+             "[plan] expected a built plan, got an empty one (build it from a graph: Plan(g))");
   MASE_CHECK(value.size() == steps_.size() && begin <= end && end <= steps_.size(),
              graph::GraphError, "[plan] expected steps within [0, ", steps_.size(), ") and ",
              steps_.size(), " slots, got [", begin, ", ", end, ") and ", value.size());
@@ -81,8 +82,8 @@ void Plan::run_steps(Slots& value, const NamedTensors& inputs, size_t begin, siz
                    " (a plan is specialised to one signature: graph::Compiled picks the plan "
                    "by shape)");
         MASE_CHECK(s.dtype.empty() || mase::name(v.dtype()) == s.dtype, DTypeError,
-                   "[plan] expected input ", n.target, " of dtype ", s.dtype, ", got ",
-                   v.dtype());
+                   "[plan] expected input ", n.target, " of dtype ", s.dtype, " as compiled, got ",
+                   v.dtype(), " (a plan is specialised to one signature)");
         break;
       }
       case OpKind::get_attr:

@@ -90,8 +90,10 @@ Graph trace(nn::ModulePtr root, const NamedTensors& inputs, const ForwardFn& for
   Tracer tracer(g);
   TensorMap by_name;
   for (const auto& [name, t] : inputs) {
-    MASE_CHECK(t.defined(), graph::GraphError, "[trace] input '", name, "' is an undefined tensor");
-    MASE_CHECK(!by_name.count(name), graph::GraphError, "[trace] input '", name, "' given twice");
+    MASE_CHECK(t.defined(), graph::GraphError, "[trace] expected a defined tensor for input '",
+               name, "', got an undefined one");
+    MASE_CHECK(!by_name.count(name), graph::GraphError, "[trace] expected each input once, got '",
+               name, "' twice");
     Tensor own = t.detach();  // a handle of its own: two inputs never share an identity
     Attrs attrs{{"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())},
                 {"dtype", std::string(mase::name(t.dtype()))}};
@@ -107,8 +109,8 @@ Graph trace(nn::ModulePtr root, const NamedTensors& inputs, const ForwardFn& for
   }
   std::vector<std::pair<std::string, Node*>> outs;
   for (const auto& [name, t] : outputs) {
-    MASE_CHECK(t.defined(), graph::GraphError, "[trace] output '", name,
-               "' is an undefined tensor");
+    MASE_CHECK(t.defined(), graph::GraphError, "[trace] expected a defined tensor for output '",
+               name, "', got an undefined one (the forward returned an empty Tensor)");
     outs.push_back({name, tracer.node_of(t)});
   }
   g.set_output(outs);
@@ -132,6 +134,7 @@ NamedTensors bert_inputs(const std::vector<std::string>& names, const data::Batc
                       {"labels", batch.labels}};
   NamedTensors out;
   bool has_ids = false;
+  std::string given;
   for (const std::string& n : names) {
     auto it = all.find(n);
     MASE_CHECK(it != all.end(), ConfigError,
@@ -139,13 +142,16 @@ NamedTensors bert_inputs(const std::vector<std::string>& names, const data::Batc
                "attention_mask, token_type_ids, labels, got '",
                n, "'");
     for (const auto& [seen, t] : out)
-      MASE_CHECK(seen != n, ConfigError, "[trace] input '", n, "' named twice");
-    MASE_CHECK(it->second.defined(), ConfigError, "[trace] input '", n,
-               "' was asked for but the batch has no such tensor");
+      MASE_CHECK(seen != n, ConfigError, "[trace] expected each input name once, got '", n,
+                 "' twice");
+    MASE_CHECK(it->second.defined(), ConfigError, "[trace] expected the batch to hold input '", n,
+               "', got none (leave it out of the names, or fill the batch's ", n, ")");
     has_ids |= n == "input_ids";
+    given += (given.empty() ? "" : ", ") + n;
     out.push_back({n, it->second});
   }
-  MASE_CHECK(has_ids, ConfigError, "[trace] expected input_ids among the inputs (BERT needs it)");
+  MASE_CHECK(has_ids, ConfigError, "[trace] expected input_ids among the inputs, got ",
+             given.empty() ? std::string("none") : given, " (BERT needs it)");
   return out;
 }
 

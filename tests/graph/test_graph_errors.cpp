@@ -1,9 +1,14 @@
 // tests/graph/test_graph_errors.cpp — what a student reads when a graph fails: an error thrown
-// by a node while a graph or a compiled plan runs names that node and keeps its type.
+// by a node while a graph or a compiled plan runs names that node and keeps its type; graph/'s
+// own messages say what was expected and what was got.
+#include <fstream>
 #include <functional>
+#include <regex>
 #include <typeinfo>
 
+#include "../models/temp_dir.h"
 #include "graph/compile.h"
+#include "graph/export.h"
 #include "graph_helpers.h"
 
 using namespace mase;
@@ -94,4 +99,50 @@ TEST_CASE("graph errors: a failing node is named and its error keeps its type (c
   compiled({{"x", x}});  // traced and planned without a fault
   check_each_type(*m, [&] { compiled({{"x", x}}); });
   check_each_type(*m, [&] { compiled.last().plan.run({{"x", x}}); });
+}
+
+// The house form, runtime/error.h: "[tag] expected …, got … (hint)". Each of these once said
+// only what went wrong ("[graph] no node named 'x'", "[lint] duplicate node name x", …).
+TEST_CASE("graph errors: graph/'s messages say what was expected and what was got") {
+  auto m = std::make_shared<WithFaulty>();
+  const Tensor x = test::random_tensor({5, 4}, 1, -1.0, 1.0, DType::f32);
+  Graph g = test::trace_unary(m, x);
+  Graph other = test::trace_unary(m, x);
+  graph::Node* lin = g.find("lin");
+  REQUIRE(lin != nullptr);
+  test::TempDir dir;
+  {
+    std::ofstream f(dir.file("graph.json"));
+    f << R"({"format": "mase-graph", "version": 99})";
+  }
+  const std::regex house(R"(^\[[a-z_]+\] expected .+, got .+)");
+  auto check = [&]<class E>(const std::string& what, const std::function<void()>& f, const E&,
+                            const std::string& got) {
+    INFO(what);
+    const Caught c = caught(f);
+    REQUIRE(c.type != nullptr);
+    CHECK(*c.type == typeid(E));
+    INFO(c.what);
+    CHECK(std::regex_search(c.what, house));
+    CHECK(c.what.find(got) != std::string::npos);
+  };
+  const GraphError graph_error("");
+  check("at", [&] { g.at("bert.lin"); }, graph_error, "got none (node names write");
+  check("attr", [&] { lin->attr("p"); }, graph_error, "got none (its attrs: none)");
+  check("replace_all_uses_with", [&] { g.replace_all_uses_with(lin, lin); }, graph_error,
+        "got lin and lin");
+  check("erase", [&] { g.erase(other.find("output")); }, graph_error, "got output (a node of");
+  check("run", [&] { g.run({{"y", x}}); }, graph_error, "expected inputs among x, got 'y'");
+  check("op_info", [] { op_info("mystery"); }, graph_error, "got 'mystery'");
+  check("bert_inputs", [] { bert_inputs({"attention_mask"}, test::tiny_batch()); },
+        ConfigError(""), "got attention_mask (BERT needs it)");
+  check("load_graph", [&] { load_graph(dir.path.string()); }, IoError(""),
+        "got mase-graph version 99");
+  Compiled compiled = compile(m, [m](const TensorMap& in) {
+    return NamedTensors{{"y", (*m)(in.at("x"))}};
+  });
+  check("last", [&] { compiled.last(); }, graph_error, "got none (call the compiled model first)");
+  // lint: an arg edited by hand, behind the users' backs
+  g.find("transpose")->args = {g.find("x")};
+  check("lint", [&] { g.lint(); }, graph_error, "got no such arg (edit args through");
 }

@@ -159,7 +159,7 @@ TEST_CASE("op table: re-running each recorded call gives the same output") {
 TEST_CASE("op table: unknown ops and bad attrs are GraphErrors") {
   CHECK(find_op("no_such_op") == nullptr);
   CHECK(test::error_message([] { op_info("no_such_op"); }) ==
-        "[graph] op 'no_such_op' has no entry in graph/op_table.cpp (add one: name -> "
+        "[graph] expected an op of graph/op_table.cpp, got 'no_such_op' (add an entry: name -> "
         "function(args, attrs) so that graphs can run it)");
   Attrs attrs{{"dim", int64_t(1)}, {"p", 0.5}};
   CHECK(attr_int(attrs, "dim") == 1);

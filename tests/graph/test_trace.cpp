@@ -201,8 +201,8 @@ TEST_CASE("trace: bad input names and inputs are refused") {
   CHECK(test::error_message([&] {
           g.run({{"input_ids", b.input_ids}, {"attention_mask", b.attention_mask}});
         }) ==
-        "[graph] 'attention_mask' is not an input of this graph (its inputs: input_ids; trace "
-        "with it to use it)");
+        "[graph] expected inputs among input_ids, got 'attention_mask' (trace with it to use "
+        "it)");
   CHECK_THROWS_AS(g.run({}), GraphError);
   CHECK_THROWS_AS(g.run({{"input_ids", b.input_ids.to(DType::f32)}}), DTypeError);
   CHECK_THROWS_AS(
