@@ -13,6 +13,7 @@
 #include "search/lab_plot.h"
 #include "search/lab_runner.h"
 #include "search/objectives.h"
+#include "search/pruner.h"
 #include "search/sampler.h"
 #include "search/workers.h"
 #include "train/session.h"
@@ -124,6 +125,23 @@ LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs
   return res;
 }
 
+// --pruner: checked with the other flags; what it is joins the objective key (pruned trials
+// are results of the pruner as much as of the budget).
+std::optional<MedianPruner> check_pruner(const PruneOptions& p, const train::TrainConfig& base,
+                                         json& key) {
+  std::optional<MedianPruner> mp = parse_pruner(p.pruner, p.startup_trials, p.warmup_steps);
+  if (!mp) return mp;
+  MASE_CHECK(base.eval_every > 0, ConfigError, "[search] --pruner ", p.pruner, " expected "
+             "--eval-every N > 0 (the accuracies it judges), got ", base.eval_every);
+  key["pruner"] = {{"name", p.pruner}, {"startup_trials", p.startup_trials},
+                   {"warmup_steps", p.warmup_steps}, {"eval_every", base.eval_every}};
+  return mp;
+}
+
+std::shared_ptr<const Pruning> pruning_for(Study& study, const std::optional<MedianPruner>& mp) {
+  return mp ? std::make_shared<const Pruning>(study, *mp) : nullptr;
+}
+
 Space arch_space(const ArchChoices& a) {
   return architecture_space(a.layers, a.heads, a.hidden, a.intermediate);
 }
@@ -136,6 +154,7 @@ LabResult run_tutorial(TutorialOptions o) {
   const Space space = tutorial_space(o.linear, arch_space(o.arch));
   json key = budget_key(o.base);
   key["objective"] = "architecture";
+  const std::optional<MedianPruner> pruner = check_pruner(o.prune, o.base, key);
   std::vector<LabStudy> specs;
   for (const std::string& s : o.samplers) {
     (void)make_sampler(s, o.seed);  // ConfigError for an unknown name
@@ -146,9 +165,10 @@ LabResult run_tutorial(TutorialOptions o) {
   const auto workers = start_workers(o, studies);
   auto data = std::make_shared<const TrialData>(load_trial_data(o.base, data_log(o, *workers)));
   std::vector<Objective> objectives;
-  for (const LabStudy& s : specs)
+  for (size_t i = 0; i < specs.size(); ++i)
     objectives.push_back(arch_trial_objective(space, o.base, data, {},
-                                              fs::path(o.dir) / s.name, null_sink()));
+                                              fs::path(o.dir) / specs[i].name, null_sink(),
+                                              pruning_for(studies[i], pruner)));
   return finish(studies, specs, objectives, o,
                 cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space), "; ",
                     o.trials, " trials per sampler"),
@@ -163,11 +183,14 @@ LabResult run_compress_aware(CompressAwareOptions o) {
   MASE_CHECK(!o.variants.empty(), ConfigError, "[search] expected a non-empty list for --variants");
   (void)make_sampler(o.sampler, o.seed);
   const Space space = tutorial_space(o.linear, arch_space(o.arch));
+  json pruner_key;
+  const std::optional<MedianPruner> pruner = check_pruner(o.prune, o.base, pruner_key);
   std::vector<LabStudy> specs;
   std::vector<CompressStep> steps;
   for (const std::string& v : o.variants) {
     json key = budget_key(o.base);
     key["objective"] = "architecture";
+    if (pruner) key["pruner"] = pruner_key["pruner"];
     CompressStep step;
     if (v == "compressed" || v == "post-trained") {
       key["compress"] = o.compress;
@@ -196,7 +219,8 @@ LabResult run_compress_aware(CompressAwareOptions o) {
   std::vector<Objective> objectives;
   for (size_t i = 0; i < specs.size(); ++i)
     objectives.push_back(arch_trial_objective(space, o.base, data, steps[i],
-                                              fs::path(o.dir) / specs[i].name, null_sink()));
+                                              fs::path(o.dir) / specs[i].name, null_sink(),
+                                              pruning_for(studies[i], pruner)));
   return finish(studies, specs, objectives, o,
                 cat("Lab 2.2: ", budget_text(o.base), "; ", architecture_text(space), "; ",
                     o.trials, " trials, ", o.sampler),

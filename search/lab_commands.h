@@ -49,10 +49,19 @@ struct ArchChoices {
   std::vector<int64_t> intermediate = {512, 768, 1024, 1536, 2048};
 };
 
+// Stopping poor trials early (search/pruner.h): pruner "median" judges the test accuracy every
+// base.eval_every steps against the completed trials' at the same step.
+struct PruneOptions {
+  std::string pruner = "none";  // none or median
+  int startup_trials = 5;       // completed trials before any is pruned
+  int64_t warmup_steps = 0;     // steps of a trial before it can be pruned
+};
+
 struct TutorialOptions : LabOptions {
   ArchChoices arch;
   std::vector<std::string> samplers = {"random", "grid", "tpe"};
   LinearChoice linear = LinearChoice::shared;
+  PruneOptions prune;
 };
 
 struct CompressAwareOptions : LabOptions {
@@ -62,6 +71,7 @@ struct CompressAwareOptions : LabOptions {
   nlohmann::json compress;  // {"quantize": ..., "prune": ...}; required
   int64_t post_steps = 50;  // training steps after compressing (the post-trained study)
   std::vector<std::string> variants = {"plain", "compressed", "post-trained"};
+  PruneOptions prune;
 };
 
 struct PrecisionOptions : LabOptions {

@@ -35,7 +35,8 @@ bool is_architecture(const std::string& name) {
 
 Objective arch_trial_objective(const Space& space, train::TrainConfig base,
                                std::shared_ptr<const TrialData> data, CompressStep compress,
-                               fs::path trials_dir, std::FILE* log) {
+                               fs::path trials_dir, std::FILE* log,
+                               std::shared_ptr<const Pruning> pruning) {
   for (const Param& p : space.params())
     MASE_CHECK(is_architecture(p.name) || p.name == "linear_layer" || p.name.ends_with("_type"),
                ConfigError, "[search] the architecture objective has no parameter '", p.name,
@@ -49,7 +50,10 @@ Objective arch_trial_objective(const Space& space, train::TrainConfig base,
     (void)quant::compress(*probe, compress.config);
   }
 
-  return [space, base, data, compress, trials_dir, log](const Params& p, int64_t number) {
+  MASE_CHECK(!pruning || base.eval_every > 0, ConfigError, "[search] a pruner judges the "
+             "accuracies reported during training: expected --eval-every N > 0, got ",
+             base.eval_every);
+  return [space, base, data, compress, trials_dir, log, pruning](const Params& p, int64_t number) {
     const auto t0 = std::chrono::steady_clock::now();
     train::TrainConfig c = base;
     for (const Param& param : space.params()) {
@@ -66,7 +70,17 @@ Objective arch_trial_objective(const Space& space, train::TrainConfig base,
     o.attrs["parameters"] = cat(model->num_parameters(true));
     o.attrs["identity_layers"] = cat(identity.size());
     const fs::path run = trial_dir(trials_dir, number);
-    train::TrainResult r = train_model(c, *model, *data, run, log);
+    train::TrainResult r;
+    try {
+      r = train_model(c, *model, *data, run, log, report_accuracy(pruning, number));
+    } catch (const TrialPruned& e) {  // stopped early: its last accuracy is its value
+      o.state = TrialState::pruned;
+      o.value = e.value;
+      o.attrs["pruned_at_step"] = cat(e.step);
+      o.attrs["wall_s"] = cat(seconds_since(t0));
+      o.attrs["run"] = run.string();
+      return o;
+    }
     o.value = r.eval.accuracy;
     o.attrs["accuracy_trained"] = cat(r.eval.accuracy);
     o.attrs["test_loss"] = cat(r.eval.loss);

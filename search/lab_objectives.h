@@ -21,6 +21,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "search/pruner.h"
 #include "search/study.h"
 #include "search/trial_pipeline.h"
 
@@ -32,10 +33,13 @@ struct CompressStep {
 };
 
 // ConfigError at once for a parameter that is neither an architecture parameter
-// (architecture_params) nor a Linear-or-Identity one.
+// (architecture_params) nor a Linear-or-Identity one. With `pruning`, every evaluation during
+// training (base.eval_every) reports the test accuracy to the trial's study; a trial the pruner
+// stops returns state pruned, its last accuracy as value and attribute `pruned_at_step`.
 Objective arch_trial_objective(const Space& space, train::TrainConfig base,
                                std::shared_ptr<const TrialData> data, CompressStep compress,
-                               std::filesystem::path trials_dir, std::FILE* log);
+                               std::filesystem::path trials_dir, std::FILE* log,
+                               std::shared_ptr<const Pruning> pruning = nullptr);
 
 // The Linears of the model in `init`: dotted paths and weight counts, in model order.
 struct LayerList {

@@ -162,6 +162,11 @@ void run_lab_trials(Study& study, const Objective& objective, const LabRun& run)
     if (!t) break;  // the budget is finished or running elsewhere, or the grid is done
     const TrialRun tr = run_one_trial(study, objective, *t);
     std::string result = tr.ok ? cat("value ", tr.outcome.value) : cat("failed: ", tr.error);
+    if (tr.ok && tr.outcome.state == TrialState::pruned) {
+      const auto step = tr.outcome.attrs.find("pruned_at_step");
+      result = cat("pruned", step == tr.outcome.attrs.end() ? "" : " at step " + step->second,
+                   ", ", result);
+    }
     for (const char* k : {"accuracy_trained", "accuracy_compressed", "accuracy_ptq",
                           "avg_weight_bits", "identity_layers"})
       if (tr.outcome.attrs.count(k)) result += cat("  ", k, " ", tr.outcome.attrs.at(k));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "search/trial_pipeline.h"
 #include "train/session.h"
 
 namespace mase::search {
@@ -54,7 +55,8 @@ int64_t parameters_of(const std::filesystem::path& run) {
 }  // namespace
 
 Objective architecture_objective(const Space& space, train::TrainConfig base,
-                                 std::filesystem::path trials_dir, std::FILE* out) {
+                                 std::filesystem::path trials_dir, std::FILE* out,
+                                 std::shared_ptr<const Pruning> pruning) {
   const auto& known = architecture_params();
   for (const Param& p : space.params()) {
     MASE_CHECK(std::find(known.begin(), known.end(), p.name) != known.end(), ConfigError,
@@ -66,8 +68,12 @@ Objective architecture_objective(const Space& space, train::TrainConfig base,
   MASE_CHECK(base.init.empty(), ConfigError,
              "[search] architecture search trains from random init; --init is not allowed");
 
+  MASE_CHECK(!pruning || base.eval_every > 0, ConfigError, "[search] a pruner judges the "
+             "accuracies reported during training: expected --eval-every N > 0, got ",
+             base.eval_every);
+
   // Captures by value: the Objective outlives this call. The space is copied for the same reason.
-  return [space, base, trials_dir, out](const Params& p, int64_t number) -> Outcome {
+  return [space, base, trials_dir, out, pruning](const Params& p, int64_t number) -> Outcome {
     train::TrainConfig c = base;
     for (const Param& param : space.params()) {
       int64_t v = as_integer(p, param);
@@ -85,7 +91,15 @@ Objective architecture_objective(const Space& space, train::TrainConfig base,
     MASE_CHECK(sink != nullptr, IoError, "[search] cannot open /dev/null");
     train::TrainResult r;
     try {
-      r = train::train_new(c, sink);
+      r = train::train_new(c, sink, {}, nullptr, {}, report_accuracy(pruning, number));
+    } catch (const TrialPruned& e) {  // stopped early: its last accuracy is its value
+      if (!out) std::fclose(sink);
+      Outcome o;
+      o.state = TrialState::pruned;
+      o.value = e.value;
+      o.attrs["pruned_at_step"] = cat(e.step);
+      o.attrs["run"] = c.out;
+      return o;
     } catch (...) {
       if (!out) std::fclose(sink);
       throw;

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <string>
 
+#include "search/pruner.h"
 #include "search/study.h"
 #include "train/train_config.h"
 
@@ -33,8 +34,11 @@ const std::vector<std::string>& architecture_params();
 // Trains `base` with the trial's architecture into `trials_dir`/trial-NNNN and returns its
 // test accuracy; attributes: parameters (trainable), test_loss, train_tokens_per_s, wall_s, run.
 // ConfigError at once if `space` has a parameter this objective does not know. `out` receives
-// each trial's mase-train output (nullptr: discarded).
+// each trial's mase-train output (nullptr: discarded). With `pruning` (base.eval_every > 0,
+// else ConfigError), each evaluation during training is reported to the study and a trial the
+// pruner stops returns state pruned with its last accuracy (search/pruner.h).
 Objective architecture_objective(const Space& space, train::TrainConfig base,
-                                 std::filesystem::path trials_dir, std::FILE* out = nullptr);
+                                 std::filesystem::path trials_dir, std::FILE* out = nullptr,
+                                 std::shared_ptr<const Pruning> pruning = nullptr);
 
 }  // namespace mase::search

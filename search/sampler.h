@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "search/space.h"
@@ -35,6 +36,10 @@ struct Trial {
   Values values;       // internal form (search/space.h)
   double value = 0;    // the objective; meaningful when state == complete
   int64_t retry_of = -1;  // Study::ask: the interrupted trial whose parameters these are, or -1
+  // A pruned trial's last report (step, value; search/pruner.h), value oriented as `value` is
+  // (Study::ask negates both when minimizing); none if it reported nothing. TPE ranks pruned
+  // trials by it.
+  std::optional<std::pair<int64_t, double>> last_report;
 };
 
 class Sampler {

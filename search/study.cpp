@@ -267,6 +267,10 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
     history.push_back(r.trial);
     // Samplers maximize (search/sampler.h): a minimizing study shows them -value.
     if (direction_ == Direction::minimize) history.back().value = -r.trial.value;
+    if (r.trial.state == TrialState::pruned && !r.intermediate.empty()) {  // how far it got
+      const auto& [step, v] = *r.intermediate.rbegin();
+      history.back().last_report = {step, direction_ == Direction::minimize ? -v : v};
+    }
     taken += r.trial.state != TrialState::failed;
   }
   const bool room = !budget || taken < *budget;

@@ -291,24 +291,46 @@ void ParzenEstimator::log_kernels(double x, double* out) const {
   }
 }
 
+namespace {
+
+// Optuna's _get_pruned_trial_score, higher values better: smaller sorts first.
+std::pair<double, double> pruned_rank(const Trial& t) {
+  if (!t.last_report) return {1.0, 0.0};  // reported nothing: after every trial that did
+  const auto [step, v] = *t.last_report;
+  return {-static_cast<double>(step), std::isnan(v) ? std::numeric_limits<double>::infinity() : -v};
+}
+
+}  // namespace
+
 TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar) {
-  // Only complete trials say anything about the objective (a NaN value says nothing either);
-  // with the liar, running ones are known to be taken and are told "bad".
+  // Complete trials say how good their point is (a NaN value says nothing); pruned ones say how
+  // far they got; with the liar, running ones are known to be taken and are told "bad".
   TpeSplit out;
-  std::vector<const Trial*> done;
+  std::vector<const Trial*> done, pruned;
   for (const Trial& t : history) {
     if (t.state == TrialState::complete && !std::isnan(t.value)) done.push_back(&t);
+    if (t.state == TrialState::pruned) pruned.push_back(&t);
     if (t.state == TrialState::running && constant_liar) out.bad.push_back(&t);
   }
-  out.n_complete = done.size();
-  // Good = the best gamma(n) by value (higher is better; ties to the older trial), bad = the
-  // rest; each group back in trial order, oldest first, which is the order the weights assume.
+  out.n_complete = done.size() + pruned.size();
+  // Good = the best gamma(n) by value (higher is better; ties to the older trial), topped up
+  // with the best-ranked pruned trials when there are fewer complete ones; bad = the rest; each
+  // group back in trial order, oldest first, which is the order the weights assume.
   std::stable_sort(done.begin(), done.end(), [](const Trial* a, const Trial* b) {
     return a->value != b->value ? a->value > b->value : a->number < b->number;
   });
-  const auto n_good = static_cast<size_t>(tpe_gamma(static_cast<int>(done.size())));
-  out.good.assign(done.begin(), done.begin() + static_cast<std::ptrdiff_t>(n_good));
-  out.bad.insert(out.bad.end(), done.begin() + static_cast<std::ptrdiff_t>(n_good), done.end());
+  std::stable_sort(pruned.begin(), pruned.end(), [](const Trial* a, const Trial* b) {
+    return pruned_rank(*a) < pruned_rank(*b);
+  });
+  const auto n_good = static_cast<size_t>(tpe_gamma(static_cast<int>(out.n_complete)));
+  const size_t from_done = std::min(n_good, done.size());
+  const size_t from_pruned = std::min(n_good - from_done, pruned.size());
+  out.good.assign(done.begin(), done.begin() + static_cast<std::ptrdiff_t>(from_done));
+  out.good.insert(out.good.end(), pruned.begin(),
+                  pruned.begin() + static_cast<std::ptrdiff_t>(from_pruned));
+  out.bad.insert(out.bad.end(), done.begin() + static_cast<std::ptrdiff_t>(from_done), done.end());
+  out.bad.insert(out.bad.end(), pruned.begin() + static_cast<std::ptrdiff_t>(from_pruned),
+                 pruned.end());
   auto by_number = [](const Trial* a, const Trial* b) { return a->number < b->number; };
   std::sort(out.good.begin(), out.good.end(), by_number);
   std::sort(out.bad.begin(), out.bad.end(), by_number);

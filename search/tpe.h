@@ -30,8 +30,10 @@
 //          on every choice, normalised; the prior kernel is uniform;
 //   4. n_ei_candidates (24) candidates are drawn from l and the one maximising
 //      log l(x) - log g(x) is returned (multivariate: whole points, scored jointly).
-// Not modelled: pruned trials (Optuna ranks them by their last intermediate value; a sampler's
-// Trial carries none, and no objective reports any yet), so they count neither as good nor bad.
+// Pruned trials (search/pruner.h) count in n as complete ones do (and towards
+// n_startup_trials); they fill the good group only after every complete trial, ranked as Optuna
+// ranks them: the furthest step reached first, then the better last value there (a NaN last;
+// no report at all: after all of them), Optuna's _split_pruned_trials.
 // Random numbers come from Philox keyed by (seed, trial number), so a study is reproducible;
 // they are the only thing that differs from Optuna (tests/search/test_tpe*.cpp check the rest
 // against fixtures made by Optuna itself).
@@ -120,7 +122,7 @@ class MultivariateParzenEstimator {
 // The trials TPE models, split (step 2 above): good ones and bad ones, each oldest first.
 struct TpeSplit {
   std::vector<const Trial*> good, bad;
-  size_t n_complete = 0;  // n of gamma(n): complete trials only, never running ones
+  size_t n_complete = 0;  // n of gamma(n): complete and pruned trials, never running ones
 };
 TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar);
 

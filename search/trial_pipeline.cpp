@@ -82,8 +82,16 @@ std::shared_ptr<nn::BertForSequenceClassification> new_model(const train::TrainC
   return std::make_shared<nn::BertForSequenceClassification>(mc);
 }
 
+train::EvalHook report_accuracy(std::shared_ptr<const Pruning> pruning, int64_t number) {
+  if (!pruning) return {};
+  return [pruning, number](int64_t step, const train::EvalResult& e) {
+    pruning->report(number, step, e.accuracy);
+  };
+}
+
 train::TrainResult train_model(train::TrainConfig c, nn::BertForSequenceClassification& model,
-                               const TrialData& d, const fs::path& run_dir, std::FILE* log) {
+                               const TrialData& d, const fs::path& run_dir, std::FILE* log,
+                               const train::EvalHook& on_eval) {
   c = train::resolve_recipe(c);
   c.out = run_dir.string();
   c.validate();
@@ -98,6 +106,7 @@ train::TrainResult train_model(train::TrainConfig c, nn::BertForSequenceClassifi
   }
   d.tokenizer->save(run.file(train::tokenizer_file_name(d.tokenizer->name())));
   train::Trainer trainer(c, model, d.train, d.test, d.pad_id, run, log);
+  trainer.on_eval = on_eval;
   train::TrainResult r = trainer.fit();
   MASE_CHECK(r.status == train::TrainStatus::completed, Error, "[search] training in ",
              run_dir.string(), " did not complete: ", r.message);

@@ -19,6 +19,7 @@
 
 #include "data/dataset.h"
 #include "models/bert.h"
+#include "search/pruner.h"
 #include "train/evaluate.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
@@ -43,11 +44,17 @@ TrialData load_trial_data(const train::TrainConfig& c, std::FILE* log);
 std::shared_ptr<nn::BertForSequenceClassification> new_model(const train::TrainConfig& c,
                                                              const data::Tokenizer& tokenizer);
 
+// The Trainer::on_eval of trial `number` under a pruner: each evaluation's test accuracy
+// reported to the study, which may stop the trial (TrialPruned, search/pruner.h). Empty
+// without one.
+train::EvalHook report_accuracy(std::shared_ptr<const Pruning> pruning, int64_t number);
+
 // Trains `model` in place with c's recipe (resolved here) into the new run folder `run_dir`
 // (train_config.json, logs, final.json, the model). Error if the run did not complete.
+// `on_eval` (optional): Trainer::on_eval, e.g. a pruner's report (search/pruner.h).
 train::TrainResult train_model(train::TrainConfig c, nn::BertForSequenceClassification& model,
                                const TrialData& d, const std::filesystem::path& run_dir,
-                               std::FILE* log);
+                               std::FILE* log, const train::EvalHook& on_eval = {});
 
 // Accuracy and loss on d.test at c.max_len (eval mode, no autograd).
 train::EvalResult test_model(nn::BertForSequenceClassification& model, const TrialData& d,

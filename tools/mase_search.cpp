@@ -57,6 +57,9 @@ const char* kFooter = R"(Examples:
       and tried again, and trials run until 24 have finished
   mase-search --storage postgresql://mase:PASSWORD@db-host:5432/studies --trials 64 --resume
       one of many workers, on any machine, sharing a study in PostgreSQL (docs/scaling.md)
+  mase-search --sampler tpe --trials 24 --eval-every 25 --pruner median
+      a trial whose test accuracy at step 25, 50 or 75 is below the completed trials' median
+      there stops early (pruned; Optuna's MedianPruner, search/pruner.h)
 Files: <dir>/studies.db (every study), <dir>/<study>.csv, <dir>/<study>/trial-NNNN/ (runs).
 Exit status: 0 done, 1 error, 2 bad flags, 130 stopped (continue with --resume).
 Lab commands (each has --help): mase-search tutorial (Lab 2.1), compress-aware (Lab 2.2),
@@ -160,6 +163,19 @@ int main(int argc, char** argv) {
   app.add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--device", base.device, "where the trials train: cpu or cuda[:N]")
       ->capture_default_str();
+  std::string pruner = "none";
+  int prune_startup = 5;
+  int64_t prune_warmup = 0;
+  app.add_option("--pruner", pruner, "none, or median: stop a trial whose accuracy at an "
+                 "evaluation is below the completed trials' median there")
+      ->capture_default_str();
+  app.add_option("--eval-every", base.eval_every,
+                 "test every N training steps (what --pruner judges; 0 = at the end only)")
+      ->capture_default_str();
+  app.add_option("--prune-startup", prune_startup, "completed trials before any is pruned")
+      ->capture_default_str();
+  app.add_option("--prune-warmup", prune_warmup, "steps of a trial before it can be pruned")
+      ->capture_default_str();
 
   cli::SweepCommands sweeps(app);  // sweep-width, sweep-sparsity: Lab 1 (tools/sweep_cli.h)
 
@@ -215,6 +231,12 @@ int main(int argc, char** argv) {
                           "eval_batch_size"})  // where and how a worker runs, not what it trains
       key.erase(k);
     key["objective"] = "architecture";
+    const std::optional<MedianPruner> median = parse_pruner(pruner, prune_startup, prune_warmup);
+    MASE_CHECK(!median || base.eval_every > 0, ConfigError, "--pruner ", pruner,
+               " expected --eval-every N > 0 (the accuracies it judges), got ", base.eval_every);
+    if (median)  // pruned trials are results of the pruner as much as of the budget
+      key["pruner"] = {{"name", pruner}, {"startup_trials", prune_startup},
+                       {"warmup_steps", prune_warmup}, {"eval_every", base.eval_every}};
     LabRun lr;
     lr.db = db;
     lr.dir = dir;
@@ -225,7 +247,9 @@ int main(int argc, char** argv) {
         {LabStudy{study_name, study_name, sampler, space, key, Direction::maximize}}, lr);
     Study study = std::move(opened.front());
     fs::create_directories(dir);  // the CSV and the trials' runs (the study may be a server's)
-    Objective objective = architecture_objective(space, base, fs::path(dir) / study_name);
+    Objective objective = architecture_objective(
+        space, base, fs::path(dir) / study_name, nullptr,
+        median ? std::make_shared<const Pruning>(study, *median) : nullptr);
     std::printf("study     %s in %s: sampler %s, seed %llu, %d trials; each trial %s with the "
                 "trial's architecture, %lld steps on %lld reviews, tested on %lld\n",
                 study_name.c_str(), study.where().c_str(), sampler.c_str(),
@@ -261,7 +285,9 @@ int main(int argc, char** argv) {
           return objective(Params(space, t->values), t->number);
         }();
         study.tell(t->number, o.state, o.value, o.attrs);
-        result = cat("accuracy ", o.value, "  params ", o.attrs["parameters"]);
+        result = o.state == TrialState::pruned
+                     ? cat("pruned at step ", o.attrs["pruned_at_step"], ", accuracy ", o.value)
+                     : cat("accuracy ", o.value, "  params ", o.attrs["parameters"]);
         failures_in_a_row = 0;
       } catch (const std::exception& e) {
         if (train::stop_requested()) {

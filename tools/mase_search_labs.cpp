@@ -35,6 +35,9 @@ Examples:
   mase-search tutorial --trials 16 --resume     (the same flags: continue to 16 trials each)
   mase-search tutorial --trials 8 --workers 2 --threads 1
       two processes claim the trials of each study in turn, one thread each
+  mase-search tutorial --trials 20 --max-steps 200 --eval-every 50 --pruner median
+      a trial whose accuracy at step 50, 100 or 150 is below the median of the completed
+      trials' there stops (pruned); the first 5 complete trials are never judged
   mase-search tutorial --num-layers 2 --hidden-sizes 128,192,256 --intermediate-sizes 512,768,1024
       a smaller space for a CPU budget (the defaults are the tutorial's))";
 
@@ -175,6 +178,21 @@ struct ArchFlags {
   }
 };
 
+// --pruner median --eval-every N: stop trials whose accuracy falls below the median
+// (search/pruner.h).
+void add_pruner(CLI::App* c, PruneOptions& p, train::TrainConfig& base) {
+  c->add_option("--pruner", p.pruner, "none, or median: stop a trial whose accuracy at an "
+                "evaluation is below the completed trials' median there")
+      ->capture_default_str();
+  c->add_option("--eval-every", base.eval_every,
+                "test every N training steps (what --pruner judges; 0 = at the end only)")
+      ->capture_default_str();
+  c->add_option("--prune-startup", p.startup_trials, "completed trials before any is pruned")
+      ->capture_default_str();
+  c->add_option("--prune-warmup", p.warmup_steps, "steps of a trial before it can be pruned")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 bool is_lab_command(const char* arg) {
@@ -206,6 +224,7 @@ int lab_main(int argc, char** argv) {
   arch_t.add(t);
   t->add_option("--linear-choice", linear_t, "square Linear or Identity: shared, per-layer, none")
       ->capture_default_str();
+  add_pruner(t, tut.prune, tut.base);
 
   CLI::App* c = app.add_subcommand("compress-aware", "Lab 2.2: compression-aware search");
   c->footer(kCompressHelp);
@@ -220,6 +239,7 @@ int lab_main(int argc, char** argv) {
       ->capture_default_str();
   c->add_option("--linear-choice", linear_c, "shared, per-layer, none")->capture_default_str();
   arch_c.add(c);
+  add_pruner(c, cmp.prune, cmp.base);
 
   CLI::App* p = app.add_subcommand("precision", "Lab 3: per-layer precision of a trained model");
   p->footer(kPrecisionHelp);

@@ -299,7 +299,7 @@ int64_t freeze_parameters(nn::Module& model, const std::string& pattern) {
 }
 
 TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
-                      DataParallel* dp, const ForwardFactory& forward) {
+                      DataParallel* dp, const ForwardFactory& forward, const EvalHook& on_eval) {
   c = resolve_recipe(c);
   if (c.out.empty()) c.out = default_run_name(c.model_name(), c.data);
   if (dp) {  // one run folder (rank 0's name: the clocks may differ), one config
@@ -352,6 +352,7 @@ TrainResult train_new(TrainConfig c, std::FILE* out, const StepHook& on_step,
   }
   Trainer trainer(c, *model, d.train, d.test, d.tokenizer->special().pad, run, out);
   trainer.on_step = on_step;
+  trainer.on_eval = on_eval;
   if (dp) trainer.set_data_parallel(dp);
   if (forward) trainer.set_forward(forward(model));
   print_summary(c, d, *model, trainer, run, out, dp);

@@ -40,8 +40,10 @@ using StepHook = std::function<void(int64_t step, double loss)>;
 // `forward`: how the model is run (train/forward.h); empty = eager with nn::fuse_kernels;
 // mase-train --compile passes graph::compiled_forward (then no fuse_kernels: the compiler
 // decides the fusions on the graph). Same for resume() and eval_only().
+// `on_eval`: Trainer::on_eval (a search's pruner, search/pruner.h).
 TrainResult train_new(TrainConfig config, std::FILE* out = stdout, const StepHook& on_step = {},
-                      DataParallel* dp = nullptr, const ForwardFactory& forward = {});
+                      DataParallel* dp = nullptr, const ForwardFactory& forward = {},
+                      const EvalHook& on_eval = {});
 
 // What a resumed run may change: how fast it runs and what it prints, not what it computes.
 // (A different thread count may change float rounding: the run is then no longer bit-identical

@@ -392,15 +392,20 @@ void Trainer::log_step(const StepResult& s) {
 
 void Trainer::after_step() {
   const bool epoch_end = state_.batch == batches_.num_batches();  // end_epoch() does both
-  if (config_.eval_every > 0 && state_.step % config_.eval_every == 0 && !epoch_end)
-    run_evaluation();
+  if (config_.eval_every > 0 && state_.step % config_.eval_every == 0 && !epoch_end) {
+    const EvalResult e = run_evaluation();
+    if (on_eval && state_.step < total_steps_) on_eval(state_.step, e);
+  }
   if (config_.ckpt_every > 0 && state_.step % config_.ckpt_every == 0 && !epoch_end &&
       state_.step < total_steps_)
     checkpoint();
 }
 
 void Trainer::end_epoch() {
-  if (state_.last_eval_step != state_.step) run_evaluation();
+  if (state_.last_eval_step != state_.step) {
+    const EvalResult e = run_evaluation();
+    if (on_eval && state_.step < total_steps_) on_eval(state_.step, e);
+  }
   if (state_.step >= total_steps_) return;  // the final model is saved instead
   // a checkpoint that starts the next epoch: its saved position is (epoch + 1, batch 0)
   const int64_t epoch = state_.epoch, batch = state_.batch;

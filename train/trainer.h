@@ -100,6 +100,9 @@ struct TrainResult {
 // as many: each rank's share of the batch and its dropout stream depend on it).
 void check_world_size(const fs::path& checkpoint, int64_t world);
 
+// Trainer::on_eval's type.
+using EvalHook = std::function<void(int64_t step, const EvalResult& e)>;
+
 class Trainer {
  public:
   // `config` must be resolved (resolve_recipe); `model` already on config.device, with its
@@ -130,6 +133,10 @@ class Trainer {
 
   // Called after every step with (step, loss): tests use it to request a stop mid-run.
   std::function<void(int64_t step, double loss)> on_step;
+  // Called after each evaluation before the last step (--eval-every, epoch ends) with (step,
+  // result): a search reports it to its study, whose pruner may end the trial by throwing
+  // (search/pruner.h) — the exception leaves fit() as it is, the run folder as it was.
+  EvalHook on_eval;
 
  private:
   // around the step (trainer.cpp, "around the step")

@@ -143,3 +143,59 @@ TEST_CASE("lab studies: another objective, another space or no --resume leave th
   CHECK_THROWS_AS(Study::load(run.db, "b"), ConfigError);
   CHECK(message(a, true) == "no error");
 }
+
+TEST_CASE("architecture trial with a pruner: reports each evaluation, stops below the median") {
+  // The study holds one completed trial that reached accuracy 1.0 at steps 2 and 4 (set by
+  // hand: no real trial can beat it), so the median at every step is 1.0 and a trial whose
+  // accuracy is below it is pruned at its first evaluation; with the bar at 0 it runs to the
+  // end and reports every evaluation before the last step.
+  TrainFixture fx;
+  train::TrainConfig base = fixture_base(fx);
+  base.eval_every = 2;  // evaluations at steps 2 and 4, then the final one at 6
+  auto data = std::make_shared<const TrialData>(load_trial_data(base, fx.null));
+  const Space space = fixture_arch();
+  const Values v = {{"num_layers", 0}, {"hidden_size", 0}, {"num_heads", 0},
+                    {"intermediate_size", 0}, {"linear_layer", 0}};
+  for (double bar : {1.0, 0.0}) {
+    INFO("the completed trial's accuracy at steps 2 and 4: " << bar);
+    Study study = Study::open((fx.dir.path / cat("p", bar, ".db")).string(), "p", space,
+                              Direction::maximize, make_sampler("random", 0), 0);
+    auto done = study.ask();
+    REQUIRE(done);
+    study.report(done->number, 2, bar);
+    study.report(done->number, 4, bar);
+    study.tell(done->number, TrialState::complete, bar);
+    MedianPruner mp;
+    mp.n_startup_trials = 1;
+    auto pruning = std::make_shared<const Pruning>(study, mp);
+    Objective f = arch_trial_objective(space, base, data, {}, fx.dir.path / cat("t", bar), fx.null,
+                                       pruning);
+    auto t = study.ask();
+    REQUIRE(t);
+    const Outcome o = f(Params(space, v), t->number);
+    const TrialRecord r = study.trials().back();
+    if (bar == 1.0) {
+      CHECK(o.state == TrialState::pruned);
+      CHECK(o.attrs.at("pruned_at_step") == "2");
+      REQUIRE(r.intermediate.size() == 1);
+      CHECK(o.value == r.intermediate.at(2));  // its value: the accuracy it was judged on
+      CHECK(o.value < 1.0);
+      // the run stopped there: no final.json
+      CHECK_FALSE(fs::exists(fx.dir.path / cat("t", bar) / cat("trial-000", t->number) / "final.json"));
+    } else {
+      CHECK(o.state == TrialState::complete);
+      CHECK(o.attrs.count("pruned_at_step") == 0);
+      CHECK(r.intermediate.size() == 2);  // steps 2 and 4; the final evaluation is the value
+      CHECK(r.intermediate.count(2) == 1);
+      CHECK(r.intermediate.count(4) == 1);
+    }
+  }
+  // a pruner without evaluations to judge is refused up front
+  train::TrainConfig no_eval = base;
+  no_eval.eval_every = 0;
+  Study s = Study::open((fx.dir.path / "q.db").string(), "q", space, Direction::maximize,
+                        make_sampler("random", 0), 0);
+  CHECK_THROWS_AS(arch_trial_objective(space, no_eval, data, {}, fx.dir.path / "q", fx.null,
+                                       std::make_shared<const Pruning>(s, MedianPruner{})),
+                  ConfigError);
+}

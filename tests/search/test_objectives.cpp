@@ -148,3 +148,41 @@ TEST_CASE("plot: running best by hand, a gnuplot SVG with its data and script, a
   CHECK(gp.str().find("dashtype 2") != std::string::npos);  // equal curves stay apart
   CHECK(gp.str().find("set xtics 1") != std::string::npos);  // whole-number trial ticks
 }
+
+TEST_CASE("architecture objective with a pruner: stopped at its first evaluation below the bar") {
+  // A completed trial set by hand reached accuracy 1.0 at every step a real trial evaluates
+  // (so the median there is 1.0): the trial below it is pruned at its first evaluation, its
+  // accuracy there its value; the run folder has no final.json. (The lab commands' objective
+  // has the same case: tests/search/test_lab_objectives.cpp.)
+  TrainFixture fx;
+  train::TrainConfig base = fx.config("unused");
+  base.epochs.reset();
+  base.max_steps = 6;
+  base.eval_every = 2;
+  base.ckpt_every = 0;
+  Space space;
+  space.categorical("num_layers", {"1"}).categorical("hidden_size", {"16"});
+  Study study = Study::open((fx.dir.path / "p.db").string(), "p", space, Direction::maximize,
+                            make_sampler("random", 0), 0);
+  auto done = study.ask();
+  REQUIRE(done);
+  for (int64_t step : {2, 4}) study.report(done->number, step, 1.0);
+  study.tell(done->number, TrialState::complete, 1.0);
+  MedianPruner mp;
+  mp.n_startup_trials = 1;
+  Objective f = architecture_objective(space, base, fx.dir.path / "trials", nullptr,
+                                       std::make_shared<const Pruning>(study, mp));
+  auto t = study.ask();
+  REQUIRE(t);
+  const Outcome o = f(Params(space, t->values), t->number);
+  CHECK(o.state == TrialState::pruned);
+  CHECK(o.attrs.at("pruned_at_step") == "2");
+  const TrialRecord r = study.trials().back();
+  REQUIRE(r.intermediate.size() == 1);
+  CHECK(o.value == r.intermediate.at(2));
+  CHECK_FALSE(fs::exists(fs::path(o.attrs.at("run")) / "final.json"));
+  base.eval_every = 0;  // nothing to judge: refused up front
+  CHECK_THROWS_AS(architecture_objective(space, base, fx.dir.path / "q", nullptr,
+                                         std::make_shared<const Pruning>(study, mp)),
+                  ConfigError);
+}

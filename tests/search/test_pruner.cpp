@@ -1,0 +1,187 @@
+// tests/search/test_pruner.cpp — the median pruner and pruned trials in TPE (search/pruner.h,
+// search/tpe.h). Oracles: hand arithmetic (numpy's percentile rule, the rules of the pruner one
+// at a time), and Optuna 5.0 itself — 240 random scenarios of MedianPruner.prune and 80 of
+// TPE's _split_trials with pruned trials (tests/fixtures/search/pruner.json, made by
+// make_pruner_fixture.py) — and a real study: a trial reported below the median is pruned,
+// keeps its last value, and counts as finished.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "models/temp_dir.h"
+#include "runtime/error.h"
+#include "search/pruner.h"
+#include "search/tpe.h"
+
+using namespace mase;
+using namespace mase::search;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+TrialRecord record(int64_t number, TrialState state, std::map<int64_t, double> intermediate) {
+  TrialRecord r;
+  r.trial.number = number;
+  r.trial.state = state;
+  r.intermediate = std::move(intermediate);
+  return r;
+}
+
+std::map<int64_t, double> curve(const json& pairs) {  // [[step, value or null], ...]
+  std::map<int64_t, double> m;
+  for (const auto& p : pairs) m[p[0].get<int64_t>()] = p[1].is_null() ? kNaN : p[1].get<double>();
+  return m;
+}
+
+TrialState state_of(const std::string& s) {
+  return s == "complete" ? TrialState::complete : s == "pruned" ? TrialState::pruned
+                                                                : TrialState::failed;
+}
+
+json fixture() {
+  std::ifstream in(std::string(MASE_FIXTURES_DIR) + "/search/pruner.json");
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("nan_percentile: numpy's linear rule, NaNs dropped, by hand") {
+  CHECK(nan_percentile({4, 1, 3, 2}, 50) == doctest::Approx(2.5));  // between the middle two
+  CHECK(nan_percentile({1, 2, 3}, 50) == 2);
+  CHECK(nan_percentile({1, kNaN, 3}, 50) == 2);
+  CHECK(nan_percentile({0, 10}, 25) == doctest::Approx(2.5));  // rank 0.25 of the way
+  CHECK(std::isnan(nan_percentile({kNaN}, 50)));
+  CHECK(std::isnan(nan_percentile({}, 50)));
+}
+
+TEST_CASE("should_prune: the median of the completed trials at the same step, rule by rule") {
+  MedianPruner p;
+  p.n_startup_trials = 2;
+  // completed trials reached 0.6 and 0.8 at step 10 (median 0.7); a pruned and a failed trial
+  // with low values do not count
+  std::vector<TrialRecord> trials = {record(0, TrialState::complete, {{10, 0.6}, {20, 0.7}}),
+                                     record(1, TrialState::complete, {{10, 0.8}}),
+                                     record(2, TrialState::pruned, {{10, 0.1}}),
+                                     record(3, TrialState::failed, {{10, 0.1}})};
+  CHECK(should_prune(p, trials, {{10, 0.65}}, Direction::maximize));        // 0.65 < 0.7
+  CHECK_FALSE(should_prune(p, trials, {{10, 0.7}}, Direction::maximize));   // not strictly worse
+  CHECK_FALSE(should_prune(p, trials, {{10, 0.65}}, Direction::minimize));  // lower is better
+  CHECK(should_prune(p, trials, {{10, 0.75}}, Direction::minimize));
+  // its best so far counts, not its last: 0.9 at step 5 keeps it
+  CHECK_FALSE(should_prune(p, trials, {{5, 0.9}, {10, 0.65}}, Direction::maximize));
+  CHECK_FALSE(should_prune(p, trials, {{5, 0.1}}, Direction::maximize));  // nobody at step 5
+  // only NaN reported: pruned, before any median is looked for (even at step 5)
+  CHECK(should_prune(p, trials, {{10, kNaN}}, Direction::maximize));
+  CHECK(should_prune(p, trials, {{5, kNaN}}, Direction::maximize));
+  // step 20: one completed trial reported there (0.7)
+  CHECK(should_prune(p, trials, {{20, 0.5}}, Direction::maximize));
+  p.n_min_trials = 2;  // ... which is too few now
+  CHECK_FALSE(should_prune(p, trials, {{20, 0.5}}, Direction::maximize));
+  p.n_min_trials = 1;
+  p.n_startup_trials = 3;  // only 2 completed
+  CHECK_FALSE(should_prune(p, trials, {{10, 0.1}}, Direction::maximize));
+  p.n_startup_trials = 0;
+  p.n_warmup_steps = 11;  // step 10 is still warm-up
+  CHECK_FALSE(should_prune(p, trials, {{10, 0.1}}, Direction::maximize));
+  p.n_warmup_steps = 0;
+  p.interval_steps = 20;  // steps 0..19 form one interval: only its first report is judged
+  CHECK_FALSE(should_prune(p, trials, {{5, 0.9}, {10, 0.1}}, Direction::maximize));
+  CHECK(should_prune(p, trials, {{10, 0.1}}, Direction::maximize));
+  CHECK_FALSE(should_prune(p, {}, {{10, 0.1}}, Direction::maximize));  // nothing completed
+}
+
+TEST_CASE("should_prune matches Optuna's MedianPruner.prune (fixture)") {
+  const json fx = fixture();
+  MESSAGE("fixture from optuna " << fx["optuna"].get<std::string>());
+  int pruned = 0, n = 0;
+  for (const json& c : fx["pruner"]) {
+    MedianPruner p;
+    p.n_startup_trials = c["n_startup_trials"];
+    p.n_warmup_steps = c["n_warmup_steps"];
+    p.interval_steps = c["interval_steps"];
+    p.n_min_trials = c["n_min_trials"];
+    std::vector<TrialRecord> trials;
+    for (const json& t : c["trials"])
+      trials.push_back(record(static_cast<int64_t>(trials.size()), state_of(t["state"]),
+                              curve(t["intermediate"])));
+    const Direction d = c["direction"] == "maximize" ? Direction::maximize : Direction::minimize;
+    INFO("case " << n << ": " << c.dump());
+    CHECK(should_prune(p, trials, curve(c["reported"]), d) == c["prune"].get<bool>());
+    pruned += c["prune"].get<bool>();
+    ++n;
+  }
+  CHECK(n == 240);
+  CHECK(pruned > 20);  // the fixture exercises both answers
+}
+
+TEST_CASE("tpe_split: pruned trials after complete ones, ranked as Optuna's _split_trials (fixture)") {
+  const json fx = fixture();
+  for (const json& c : fx["tpe_split"]) {
+    const bool minimize = c["direction"] == "minimize";
+    std::vector<Trial> history;  // as Study::ask builds it: values oriented "higher is better"
+    for (const json& t : c["trials"]) {
+      Trial tr;
+      tr.number = t["number"];
+      tr.state = state_of(t["state"]);
+      if (tr.state == TrialState::complete)
+        tr.value = minimize ? -t["value"].get<double>() : t["value"].get<double>();
+      const auto iv = curve(t["intermediate"]);
+      if (tr.state == TrialState::pruned && !iv.empty())
+        tr.last_report = {iv.rbegin()->first, minimize ? -iv.rbegin()->second : iv.rbegin()->second};
+      history.push_back(tr);
+    }
+    const TpeSplit split = tpe_split(history, false);
+    std::vector<int64_t> good;
+    for (const Trial* t : split.good) good.push_back(t->number);
+    INFO(c.dump());
+    CHECK(good == c["below"].get<std::vector<int64_t>>());
+    CHECK(split.good.size() + split.bad.size() == history.size());
+  }
+}
+
+TEST_CASE("Pruning::report: a trial below the median is pruned, keeps its value, counts as finished") {
+  test::TempDir dir;
+  Space space;
+  space.integer("x", 0, 9);
+  Study s = Study::open(dir.file("p.db"), "p", space, Direction::maximize,
+                        make_sampler("random", 1), 1);
+  MedianPruner mp;
+  mp.n_startup_trials = 2;
+  Pruning pruning(s, mp);
+  for (double v : {0.6, 0.8}) {  // two completed trials that reported 0.6 and 0.8 at step 10
+    auto t = s.ask();
+    REQUIRE(t);
+    pruning.report(t->number, 10, v);  // nothing completed yet: never pruned
+    s.tell(t->number, TrialState::complete, v);
+  }
+  auto t = s.ask();
+  REQUIRE(t);
+  pruning.report(t->number, 5, 0.1);  // nobody reported at step 5: goes on
+  bool thrown = false;
+  try {
+    pruning.report(t->number, 10, 0.65);  // below 0.7
+  } catch (const TrialPruned& e) {
+    thrown = true;
+    CHECK(e.step == 10);
+    CHECK(e.value == 0.65);
+    s.tell(t->number, TrialState::pruned, e.value);
+  }
+  CHECK(thrown);
+  const std::vector<TrialRecord> trials = s.trials();
+  REQUIRE(trials.size() == 3);
+  CHECK(trials[2].trial.state == TrialState::pruned);
+  CHECK(trials[2].trial.value == 0.65);
+  CHECK(trials[2].intermediate == std::map<int64_t, double>{{5, 0.1}, {10, 0.65}});
+  CHECK(s.best()->trial.number == 1);  // a pruned trial is never the best
+  CHECK_FALSE(s.ask(3));               // it counts towards a budget of 3
+  CHECK_THROWS_AS(MedianPruner{.n_startup_trials = -1}.validate(), ConfigError);
+  CHECK_THROWS_AS(parse_pruner("hyperband", 5, 0), ConfigError);
+  CHECK_FALSE(parse_pruner("none", 5, 0));
+  CHECK(parse_pruner("median", 3, 20)->n_warmup_steps == 20);
+}
