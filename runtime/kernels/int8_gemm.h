@@ -11,6 +11,15 @@
 // per-block scaling is floating point, done in this order: acc = fma(float(s), sa·sb, acc)
 // starting from acc = 0, block after block, then acc + bias. Every ISA path below does exactly
 // these operations, so its result equals the scalar reference bit for bit (tested).
+// Except where the fp32 product sa·sb leaves fp32's normal range (finite scales whose product
+// is above FLT_MAX or below FLT_MIN: MXINT8 blocks near either end, 2^94·2^94 or 2^−101·2^−56):
+// there it would be inf (and a block whose sum is 0 would give 0·inf = NaN) or lose bits, or all
+// of them, where the fp32 reference Q(x)·Q(W)ᵀ is finite. That block's term is computed in
+// double instead, acc = fp32(acc + float(s)·sa·sb), which for power-of-two scales (every format
+// of quant/) is the exact term rounded once, as the fma does in range. The kernels stay as they
+// are: the driver checks the scales once per call (O(M·nblocks), against B's range, noted at
+// packing) and sends a call that has such a block, with a nonzero code on both sides, to the
+// reference loops; oneDNN's path rescales such a run of rows instead (run_onednn).
 // MXINT8 × MXINT8: block 32 and scales 2^(s−133) (E8M0 s, q/64), so each block's int32 sum is
 // scaled by 2^(sa+sb−266) after accumulation. integer(w ≤ 8, f) × …: one scale 2^−f per row.
 // Any fp32 scales work: block = K with one scale per row of B is per-output-channel int8.
@@ -47,6 +56,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -81,6 +91,9 @@ struct Int8PackedB {
   std::vector<int8_t> data;
   std::vector<float> scales;  // reference: (N, nblocks); panels: [panel][block][nr]
   std::vector<int32_t> comp;  // VNNI only: 128·Σ_{k∈block} B[j][k], [panel][block][nr]
+  // The range of B's scales, for the check above: the largest finite |scale|, and the smallest
+  // finite nonzero |scale| of a block holding a nonzero code (0 and +inf when there is none)
+  float scale_hi = 0.0f, scale_lo = std::numeric_limits<float>::infinity();
   std::shared_ptr<const OnednnInt8Weights> onednn;  // onednn only (then data is empty)
   int64_t panels() const { return nr ? (N + nr - 1) / nr : 0; }
   // the bytes it holds (onednn: oneDNN's copy of B as well as the reference layout)

@@ -1,7 +1,8 @@
 // tests/quant/test_integer_linear.cpp — quantized Linears computed in integers
 // (quant/integer_linear.h) against the fake-quantized fp32 reference: integer and MXINT8 codes,
-// edge blocks (zeros, saturation, K not a multiple of 32, NaN), QuantizedLinear taking the
-// path by itself only without autograd, and the integer_inference pass on a small BERT.
+// edge blocks (zeros, saturation, K not a multiple of 32, NaN, scales multiplying past fp32),
+// QuantizedLinear taking the path by itself only without autograd, and the integer_inference
+// pass on a small BERT.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -298,6 +299,35 @@ TEST_CASE("integer_inference: the FFN in row chunks gives the fused blocks' bits
   const nn::FusionReport r = nn::fuse_kernels(*wide);
   CHECK(r.ffn == 1);
   CHECK(r.ffn_chunks == 0);
+}
+
+// MXINT8 blocks whose scales multiply past fp32 (the int8 GEMM scales each block's int32 sum
+// after accumulation): x block 2^100 on k < 16 against a weight block 2^100 on 16..31 — scales
+// 2^94 each, 2^188 together, an fp32 inf times a sum of 0 gave NaN — and x 2^−95 against
+// w 2^−50 — scales 2^−101·2^−56 = 2^−157, flushed to 0 though every product, 2^−145, is an fp32
+// subnormal. The fake-quantized reference is finite and exact here: the same values.
+TEST_CASE("integer linear: mxint8 blocks whose scales multiply past fp32 equal the reference") {
+  const int64_t K = 64, N = 2;
+  Tensor x = Tensor::zeros({2, K}), w = Tensor::zeros({N, K});
+  float* xp = x.data<float>();
+  float* wp = w.data<float>();
+  for (int64_t k = 0; k < K; ++k) {
+    xp[k] = k < 16 ? std::ldexp(1.0f, 100) : k < 32 ? 0.0f : 2.0f;
+    wp[k] = k < 16 ? 0.0f : k < 32 ? std::ldexp(1.0f, 100) : 3.0f;
+    xp[K + k] = k < 32 ? std::ldexp(1.0f, -95) : 0.0f;
+    wp[K + k] = k < 32 ? std::ldexp(1.0f, -50) : 0.0f;
+  }
+  const Format mx = make_format("mxint8");
+  NoGradGuard no_grad;
+  const Tensor ref = linear(quantize(x, mx), quantize(w, mx), Tensor());
+  const auto r = ref.to_vector<float>();
+  // (0, 0): 0 + 32·6; (0, 1): 16·2^50; (1, 0): 16·2^5; (1, 1): 32·2^−145
+  CHECK(r == std::vector<float>{192.0f, std::ldexp(1.0f, 54), 512.0f, std::ldexp(1.0f, -140)});
+  for (cpu::Int8Isa isa : {cpu::Int8Isa::reference, cpu::Int8Isa::avx2, cpu::Int8Isa::avx512_vnni}) {
+    if (!cpu::int8_isa_supported(isa)) continue;
+    INFO(std::string(cpu::int8_isa_name(isa)));
+    CHECK(integer_linear(x, mx, Int8Weight(w, mx, mx, isa)).to_vector<float>() == r);
+  }
 }
 
 TEST_CASE("integer linear: errors") {

@@ -1,7 +1,10 @@
 // tests/runtime/test_int8_gemm.cpp — the int8 GEMM (runtime/kernels/int8_gemm.h): hand-checked
 // values, every ISA path against the scalar reference bit for bit on odd sizes (each ISA case
 // is *skipped* on a CPU without it), the extremes of the int8 range, block scaling with NaN and
-// zero scales, the −128 fallback of the AVX2 path, and the integer activation codes.
+// zero scales, scales whose product leaves fp32 (against the fp32 reference), the −128
+// fallback of the AVX2 path, and the integer activation codes.
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -262,6 +265,98 @@ TEST_CASE("int8 gemm: the result does not depend on the thread count") {
   int8_gemm(two.data(), N, A.data(), K, M, p);
   set_num_threads(0);
   CHECK(one == two);
+}
+
+// The fake-quantized fp32 reference of the scaled product: every code times its scale as an
+// fp32 value, products and sums in fp32, k after k (what Q(x)·Q(W)ᵀ in an fp32 GEMM computes).
+std::vector<float> fp32_reference(const std::vector<int8_t>& A, const std::vector<float>& sa,
+                                  const std::vector<int8_t>& B, const std::vector<float>& sb,
+                                  int64_t M, int64_t N, int64_t K, int64_t block) {
+  const int64_t nb = (K + block - 1) / block;
+  std::vector<float> C(static_cast<size_t>(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k)
+        acc += (float(A[size_t(i * K + k)]) * sa[size_t(i * nb + k / block)]) *
+               (float(B[size_t(j * K + k)]) * sb[size_t(j * nb + k / block)]);
+      C[size_t(i * N + j)] = acc;
+    }
+  return C;
+}
+
+// Scales whose fp32 product sa·sb leaves fp32 (the sum is scaled after accumulation): near
+// FLT_MAX, 2^120·2^20 overflowed to inf, and a block whose sum is 0 (codes on disjoint k) gave
+// 0·inf = NaN; near FLT_MIN, 2^−126·2^−30 = 2^−156 flushed to 0 and dropped a block whose
+// products (2^−145 each) are fp32 subnormals. The fp32 reference is finite and exact here
+// (every product and sum is a power of two or a small multiple of one), so: equal, bit for bit,
+// on every path — and the paths' results for ordinary scales are untouched (the tests above).
+TEST_CASE("int8 gemm: scale products beyond fp32 equal the fp32 reference on every path") {
+  const float big = std::ldexp(1.0f, 120), tiny = FLT_MIN;  // FLT_MIN = 2^−126
+  // blocks of 32 (MXINT8's): A row 0 = (1 on k < 16, 0 on 16..31 | 2), scales (2^120, 2^−3);
+  // row 1 = (64 | 0), scales (FLT_MIN, 1). B row 0 = (0 on k < 16, 1 on 16..31 | 3), scales
+  // (2^20, 2^−2); row 1 = (32 | 5), scales (2^−30, 1).
+  const int64_t M = 2, N = 2, K = 64;
+  std::vector<int8_t> A(size_t(M * K)), B(size_t(N * K));
+  for (int64_t k = 0; k < K; ++k) {
+    A[size_t(k)] = int8_t(k < 16 ? 1 : k < 32 ? 0 : 2);
+    A[size_t(K + k)] = int8_t(k < 32 ? 64 : 0);
+    B[size_t(k)] = int8_t(k < 16 ? 0 : k < 32 ? 1 : 3);
+    B[size_t(K + k)] = int8_t(k < 32 ? 32 : 5);
+  }
+  const std::vector<float> sa = {big, 0.125f, tiny, 1.0f};
+  const std::vector<float> sb = {std::ldexp(1.0f, 20), 0.25f, std::ldexp(1.0f, -30), 1.0f};
+  const std::vector<float> want = fp32_reference(A, sa, B, sb, M, N, K, 32);
+  // (0, 0): block 0 sums to 0 under 2^140, block 1 gives 32·6/32 = 6; (1, 1): 32·2^−145
+  CHECK(want == std::vector<float>{6.0f, std::ldexp(1.0f, 99), std::ldexp(1.0f, -96),
+                                   std::ldexp(1.0f, -140)});
+  std::vector<float> got(want.size(), -1.0f);
+  int8_gemm_scaled_reference(got.data(), N, A.data(), K, sa.data(), B.data(), K, sb.data(), M, N,
+                             K, 32, nullptr);
+  CHECK(same_bits(got, want));
+  for (Int8Isa isa : {Int8Isa::reference, Int8Isa::avx2, Int8Isa::avx512_vnni}) {
+    if (!int8_isa_supported(isa)) continue;
+    INFO(std::string(int8_isa_name(isa)));
+    const Int8PackedB p = int8_pack_b(B.data(), K, sb.data(), N, K, 32, isa);
+    std::fill(got.begin(), got.end(), -1.0f);
+    int8_gemm_scaled(got.data(), N, A.data(), K, sa.data(), M, p, nullptr);
+    CHECK(same_bits(got, want));
+    if (isa == Int8Isa::reference) continue;
+    std::vector<int8_t> offset(A.size());  // offset codes, read in place (VNNI, K 64)
+    for (size_t i = 0; i < A.size(); ++i) offset[i] = int8_t(A[i] ^ 0x80);
+    std::fill(got.begin(), got.end(), -1.0f);
+    int8_gemm_scaled(got.data(), N, offset.data(), K, sa.data(), M, p, nullptr, true);
+    CHECK(same_bits(got, want));
+  }
+  // oneDNN (one block per row, N and K from 64): row 0 = 1 on k < 32, scale 2^120; row 1 = 64,
+  // scale FLT_MIN; even columns 1 on k ≥ 32, scale 2^20 (row 0: a sum of 0 under 2^140); odd
+  // columns 32, scale 2^−30 (row 1: 2^17 under 2^−156), a bias on the second pass
+  if (!int8_isa_supported(Int8Isa::onednn)) return;
+  const int64_t N2 = 64;
+  std::vector<int8_t> A2(size_t(M * K)), B2(size_t(N2 * K));
+  std::vector<float> sb2(static_cast<size_t>(N2)), bias(static_cast<size_t>(N2));
+  for (int64_t k = 0; k < K; ++k) {
+    A2[size_t(k)] = int8_t(k < 32 ? 1 : 0);
+    A2[size_t(K + k)] = 64;
+  }
+  for (int64_t j = 0; j < N2; ++j) {
+    for (int64_t k = 0; k < K; ++k) B2[size_t(j * K + k)] = int8_t(j % 2 ? 32 : k >= 32);
+    sb2[size_t(j)] = std::ldexp(1.0f, j % 2 ? -30 : 20);
+    bias[size_t(j)] = float(j % 5) - 2.0f;
+  }
+  const std::vector<float> sa2 = {big, tiny};
+  const Int8PackedB p = int8_pack_b(B2.data(), K, sb2.data(), N2, K, K, Int8Isa::onednn);
+  REQUIRE(p.isa == Int8Isa::onednn);
+  std::vector<float> want2 = fp32_reference(A2, sa2, B2, sb2, M, N2, K, K);
+  CHECK(want2[0] == 0.0f);
+  CHECK(want2[1] == std::ldexp(1.0f, 100));
+  CHECK(want2[size_t(N2 + 1)] == std::ldexp(1.0f, -139));
+  std::vector<float> got2(want2.size(), -1.0f);
+  int8_gemm_scaled(got2.data(), N2, A2.data(), K, sa2.data(), M, p, nullptr);
+  CHECK(same_bits(got2, want2));
+  for (size_t i = 0; i < want2.size(); ++i) want2[i] += bias[i % size_t(N2)];
+  int8_gemm_scaled(got2.data(), N2, A2.data(), K, sa2.data(), M, p, bias.data());
+  CHECK(same_bits(got2, want2));
 }
 
 TEST_CASE("int8 gemm: errors") {
