@@ -2,6 +2,7 @@
 // Read lab_commands.h first.
 #include "search/lab_commands.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <thread>
@@ -142,6 +143,24 @@ std::shared_ptr<const Pruning> pruning_for(Study& study, const std::optional<Med
   return mp ? std::make_shared<const Pruning>(study, *mp) : nullptr;
 }
 
+// With a pruner: each study's trials' accuracies during training, one figure per study
+// (<dir>/<study>-curves.<ext of --plot>), printed and added to the result.
+void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
+                 const LabOptions& o, LabResult& res) {
+  const std::string ext = fs::path(o.plot).extension().string();
+  for (size_t i = 0; i < res.studies.size(); ++i) {
+    const std::string path = (fs::path(o.dir) / (specs[i].name + "-curves" + ext)).string();
+    const std::vector<TrialRecord> trials = studies[i].trials();
+    const bool any = std::any_of(trials.begin(), trials.end(),
+                                 [](const TrialRecord& r) { return !r.intermediate.empty(); });
+    if (!any) continue;  // nothing reported yet (stopped before an evaluation)
+    plot_intermediate(trials, cat(specs[i].name, ": test accuracy during training (",
+                                  specs[i].sampler, ", median pruner)"), path);
+    res.plots.push_back(path);
+    std::fprintf(o.out, "curves    %s\n", path.c_str());
+  }
+}
+
 Space arch_space(const ArchChoices& a) {
   return architecture_space(a.layers, a.heads, a.hidden, a.intermediate);
 }
@@ -169,10 +188,12 @@ LabResult run_tutorial(TutorialOptions o) {
     objectives.push_back(arch_trial_objective(space, o.base, data, {},
                                               fs::path(o.dir) / specs[i].name, null_sink(),
                                               pruning_for(studies[i], pruner)));
-  return finish(studies, specs, objectives, o,
-                cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space), "; ",
-                    o.trials, " trials per sampler"),
-                "best test accuracy so far", *workers);
+  LabResult res = finish(studies, specs, objectives, o,
+                         cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space),
+                             "; ", o.trials, " trials per sampler"),
+                         "best test accuracy so far", *workers);
+  if (pruner && !res.worker_copy) draw_curves(studies, specs, o, res);
+  return res;
 }
 
 LabResult run_compress_aware(CompressAwareOptions o) {
@@ -221,10 +242,12 @@ LabResult run_compress_aware(CompressAwareOptions o) {
     objectives.push_back(arch_trial_objective(space, o.base, data, steps[i],
                                               fs::path(o.dir) / specs[i].name, null_sink(),
                                               pruning_for(studies[i], pruner)));
-  return finish(studies, specs, objectives, o,
-                cat("Lab 2.2: ", budget_text(o.base), "; ", architecture_text(space), "; ",
-                    o.trials, " trials, ", o.sampler),
-                "best test accuracy so far", *workers);
+  LabResult res = finish(studies, specs, objectives, o,
+                         cat("Lab 2.2: ", budget_text(o.base), "; ", architecture_text(space),
+                             "; ", o.trials, " trials, ", o.sampler),
+                         "best test accuracy so far", *workers);
+  if (pruner && !res.worker_copy) draw_curves(studies, specs, o, res);
+  return res;
 }
 
 LabResult run_precision(PrecisionOptions o) {

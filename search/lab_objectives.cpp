@@ -81,6 +81,7 @@ Objective arch_trial_objective(const Space& space, train::TrainConfig base,
       o.attrs["run"] = run.string();
       return o;
     }
+    if (pruning) pruning->record_final(number, r.step, r.eval.accuracy);  // the curve's end
     o.value = r.eval.accuracy;
     o.attrs["accuracy_trained"] = cat(r.eval.accuracy);
     o.attrs["test_loss"] = cat(r.eval.loss);

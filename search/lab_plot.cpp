@@ -174,6 +174,39 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
   draw(path, data, cat(common_settings(title, xlabel, "test accuracy", wide), plot, "\n"), wide);
 }
 
+void plot_intermediate(const std::vector<TrialRecord>& trials, const std::string& title,
+                       const std::string& path) {
+  // index 0: complete trials' curves, index 1: pruned ones', index 2: where those stopped;
+  // within an index a blank line starts a new curve
+  std::string data[3];
+  int complete = 0, pruned = 0;
+  for (const TrialRecord& r : trials) {
+    const bool was_pruned = r.trial.state == TrialState::pruned;
+    if (r.intermediate.empty() || (!was_pruned && r.trial.state != TrialState::complete)) continue;
+    std::string& block = data[was_pruned ? 1 : 0];
+    block += cat("# trial ", r.trial.number, "\n");
+    for (const auto& [step, v] : r.intermediate) block += cat(step, " ", v, "\n");
+    block += "\n";
+    if (was_pruned)
+      data[2] += cat(r.intermediate.rbegin()->first, " ", r.intermediate.rbegin()->second, "\n");
+    (was_pruned ? pruned : complete) += 1;
+  }
+  MASE_CHECK(complete + pruned > 0, ConfigError, "[plot] expected trials with reported "
+             "accuracies (--eval-every with --pruner), got none");
+  std::string all;
+  for (int i = 0; i < 3; ++i)  // an empty index still needs a point: one off the axes
+    all += (data[i].empty() ? std::string("NaN NaN\n") : data[i]) + "\n\n";
+  const std::string dat = gp_quote(path + ".dat");
+  const std::string plot = cat(
+      "plot ", dat, " index 0 using 1:2 with linespoints linecolor rgb \"#1f77b4\" linewidth 1.5 "
+      "pointtype 7 pointsize 0.5 title ", gp_quote(cat("complete (", complete, ")")), ", ", dat,
+      " index 1 using 1:2 with linespoints linecolor rgb \"#d62728\" dashtype 2 linewidth 1.5 "
+      "pointtype 7 pointsize 0.5 title ", gp_quote(cat("pruned (", pruned, ")")), ", ", dat,
+      " index 2 using 1:2 with points linecolor rgb \"#d62728\" pointtype 2 pointsize 1.6 "
+      "notitle\n");
+  draw(path, all, cat(common_settings(title, "training step", "test accuracy", false), plot), false);
+}
+
 void write_summary_csv(const Series& series, const std::string& x_attr, const std::string& path) {
   std::string csv = cat("study,trials,best_accuracy,best_trial,", x_attr, "_of_best,worst_accuracy,",
                         "fewest_", x_attr, ",accuracy_at_fewest\n");

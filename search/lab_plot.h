@@ -5,6 +5,7 @@
 //   plot_best_so_far   one running-best curve per study (Labs 2.1, 2.2, 3.1, 3.2)
 //   plot_pareto        accuracy against average weight bits for every trial, and the Pareto
 //                      front (the trials no other trial beats on both) as a line
+//   plot_intermediate  each trial's accuracy during training, pruned trials marked (--pruner)
 // Beside the figure: <figure>.dat (the numbers) and <figure>.gp (the script; `gnuplot F.gp`
 // redraws it after an edit). IoError if gnuplot is missing or fails.
 // Read next: search/plot.h (the plain Lab 2 figure), search/lab_commands.h.
@@ -33,6 +34,12 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
 // over the complete trials, accuracy as in plot_pareto; ties of the best: the smaller x.
 // (Lab 3.2: which format keeps fp32's accuracy at how many bits, in one table.)
 void write_summary_csv(const Series& series, const std::string& x_attr, const std::string& path);
+
+// Each trial's reported accuracies against the training step (search/pruner.h): complete
+// trials as solid lines, pruned ones dashed in another colour with a cross where they stopped —
+// what optuna-dashboard's "intermediate values" plot shows. ConfigError when no trial reported.
+void plot_intermediate(const std::vector<TrialRecord>& trials, const std::string& title,
+                       const std::string& path);
 
 // The trials on the Pareto front of (x_attr low, accuracy high: as in plot_pareto), sorted by x.
 std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,

@@ -107,6 +107,7 @@ Objective architecture_objective(const Space& space, train::TrainConfig base,
     if (!out) std::fclose(sink);
     MASE_CHECK(r.status == train::TrainStatus::completed, Error, "[search] trial ", number,
                " did not complete: ", r.message);
+    if (pruning) pruning->record_final(number, r.step, r.eval.accuracy);  // the curve's end
 
     Outcome o;
     o.value = r.eval.accuracy;

@@ -98,6 +98,10 @@ void Pruning::report(int64_t number, int64_t step, double value) const {
     throw TrialPruned(step, value);
 }
 
+void Pruning::record_final(int64_t number, int64_t step, double value) const {
+  if (std::isfinite(value)) study_->report(number, step, value);
+}
+
 std::optional<MedianPruner> parse_pruner(const std::string& name, int n_startup_trials,
                                          int64_t n_warmup_steps) {
   if (name == "none") return std::nullopt;

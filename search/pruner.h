@@ -69,6 +69,9 @@ class Pruning {
   // Records `value` at `step` for running trial `number` (Study::report), then throws
   // TrialPruned if should_prune says so.
   void report(int64_t number, int64_t step, double value) const;
+  // Records a completed trial's final value at its last step, never pruning (a trial that
+  // trained to the end is complete): each trial's curve then reaches its end.
+  void record_final(int64_t number, int64_t step, double value) const;
   const MedianPruner& pruner() const { return pruner_; }
 
  private:

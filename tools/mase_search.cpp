@@ -30,6 +30,7 @@
 #include "tools/sweep_cli.h"
 #include "runtime/parallel.h"
 #include "search/heartbeat.h"
+#include "search/lab_plot.h"
 #include "search/lab_runner.h"
 #include "search/objectives.h"
 #include "search/plot.h"
@@ -328,6 +329,16 @@ int main(int argc, char** argv) {
                   space.format(best->trial.values).c_str(), best->trial.value);
     std::printf("results   %s, %s, runs in %s\n", study.where().c_str(), csv.c_str(),
                 (fs::path(dir) / study_name).c_str());
+    if (median) {  // each trial's accuracy during training, pruned ones marked
+      const std::string curves = (fs::path(dir) / (study_name + "-curves.svg")).string();
+      try {
+        plot_intermediate(study.trials(), cat(study_name, ": test accuracy during training (",
+                                              sampler, ", median pruner)"), curves);
+        std::printf("curves    %s\n", curves.c_str());
+      } catch (const Error& e) {  // the search is done and saved: a missing gnuplot says so
+        std::printf("warning   no figure of the curves: %s\n", e.what());
+      }
+    }
     return train::stop_requested() ? kExitInterrupted : 0;
   });
 }

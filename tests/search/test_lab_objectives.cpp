@@ -148,7 +148,7 @@ TEST_CASE("architecture trial with a pruner: reports each evaluation, stops belo
   // The study holds one completed trial that reached accuracy 1.0 at steps 2 and 4 (set by
   // hand: no real trial can beat it), so the median at every step is 1.0 and a trial whose
   // accuracy is below it is pruned at its first evaluation; with the bar at 0 it runs to the
-  // end and reports every evaluation before the last step.
+  // end, every evaluation reported.
   TrainFixture fx;
   train::TrainConfig base = fixture_base(fx);
   base.eval_every = 2;  // evaluations at steps 2 and 4, then the final one at 6
@@ -185,9 +185,12 @@ TEST_CASE("architecture trial with a pruner: reports each evaluation, stops belo
     } else {
       CHECK(o.state == TrialState::complete);
       CHECK(o.attrs.count("pruned_at_step") == 0);
-      CHECK(r.intermediate.size() == 2);  // steps 2 and 4; the final evaluation is the value
+      // steps 2 and 4 were judged; the final evaluation (step 6) is recorded after training,
+      // never judged, so the trial's curve reaches its value
+      CHECK(r.intermediate.size() == 3);
       CHECK(r.intermediate.count(2) == 1);
       CHECK(r.intermediate.count(4) == 1);
+      CHECK(r.intermediate.at(6) == o.value);
     }
   }
   // a pruner without evaluations to judge is refused up front

@@ -65,3 +65,31 @@ TEST_CASE("plot: a figure path with $HOME, a backquote and a space is drawn wher
   for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename());
   CHECK(names == std::vector<std::string>{"a $HOME `echo b` c"});
 }
+
+TEST_CASE("plot_intermediate: complete and pruned trials' curves, the data as reported") {
+  // Oracle: the .dat beside the figure holds each trial's reports, complete ones in the first
+  // block, pruned ones in the second and where they stopped in the third; the legend counts.
+  test::TempDir dir;
+  auto trial = [](int64_t n, TrialState s, std::map<int64_t, double> iv) {
+    TrialRecord r;
+    r.trial.number = n;
+    r.trial.state = s;
+    r.intermediate = std::move(iv);
+    return r;
+  };
+  const std::vector<TrialRecord> trials = {
+      trial(0, TrialState::complete, {{10, 0.5}, {20, 0.7}}),
+      trial(1, TrialState::pruned, {{10, 0.4}}),
+      trial(2, TrialState::failed, {{10, 0.1}}),  // left out
+      trial(3, TrialState::complete, {})};        // reported nothing: left out
+  CHECK_THROWS_AS(plot_intermediate({trials[3]}, "t", dir.file("none.svg")), ConfigError);
+  if (!gnuplot_on_path()) return test::skip("gnuplot is not installed (apt-get install gnuplot-nox)");
+  const std::string path = dir.file("curves.svg");
+  plot_intermediate(trials, "study: accuracy", path);
+  REQUIRE(fs::exists(path));
+  const std::string svg = text_of(path);
+  CHECK(svg.find("complete (1)") != std::string::npos);
+  CHECK(svg.find("pruned (1)") != std::string::npos);
+  CHECK(text_of(path + ".dat") ==
+        "# trial 0\n10 0.5\n20 0.7\n\n\n\n# trial 1\n10 0.4\n\n\n\n10 0.4\n\n\n");
+}
