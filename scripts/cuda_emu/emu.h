@@ -18,6 +18,9 @@
 //   cp.async     copies are queued per thread and land only when __pipeline_wait_prior
 //                releases their group: a kernel that reads before waiting reads stale data
 //   atomicAdd    under one global lock
+//   bf16         __nv_bfloat16 (2 bytes of raw bits) and __float2bfloat16_rn: round to nearest
+//                even as cvt.rn.bf16.f32 does, every NaN to the canonical 0x7FFF (what
+//                cuda_bf16.h's own non-sm_80 path returns)
 //   the device   3 SMs of 2 blocks each, as cudaDeviceGetAttribute and the occupancy query
 //                report it (emu::sm_count, emu::blocks_per_sm)
 // Not emulated: timing, occupancy, bank conflicts, the memory model beyond barriers.
@@ -147,7 +150,24 @@ inline float atomicAdd(float* p, float v) {
   } while (0)
 namespace mase::cuda {
 inline cudaStream_t stream() { return nullptr; }
+inline void use_device(int) {}
 }  // namespace mase::cuda
+
+// ---- bf16: the type and the rounding of cuda_bf16.h ----
+struct alignas(2) __nv_bfloat16 {
+  unsigned short __x;
+};
+// Round to nearest, ties to even, stated on what is dropped: the low 16 bits of the fp32 above
+// half of bf16's ulp round up, exactly half rounds to the even neighbour (a carry runs into the
+// exponent, and from the largest finite values into inf); NaN is the canonical 0x7FFF.
+inline __nv_bfloat16 __float2bfloat16_rn(float a) {
+  uint32_t u;
+  std::memcpy(&u, &a, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return {0x7fff};
+  const uint32_t dropped = u & 0xffffu, kept = u >> 16;
+  const bool up = dropped > 0x8000u || (dropped == 0x8000u && (kept & 1u));
+  return {static_cast<unsigned short>(kept + (up ? 1u : 0u))};
+}
 
 // ---- wmma, TF32 m16n16k8 only ----
 namespace nvcuda::wmma {
