@@ -30,7 +30,10 @@ double nan_percentile(std::vector<double> values, double q) {
   const auto lo = static_cast<size_t>(std::floor(rank));
   const size_t hi = std::min(lo + 1, values.size() - 1);
   const double frac = rank - static_cast<double>(lo);
-  return values[lo] + (values[hi] - values[lo]) * frac;
+  // numpy's _lerp, rounding included: from the upper value when frac >= 0.5 (a median of an
+  // even count: 0.342 and 0.934 give 0.638 there, not a + (b - a) / 2 = 0.6380000000000001)
+  const double diff = values[hi] - values[lo];
+  return frac >= 0.5 ? values[hi] - diff * (1 - frac) : values[lo] + diff * frac;
 }
 
 namespace {
