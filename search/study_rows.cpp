@@ -108,7 +108,8 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
   const char* sql[] = {"param_name, x.param_value FROM trial_params",
                        "key, x.value_json FROM trial_user_attributes",
                        "key, x.value_json FROM trial_system_attributes",
-                       "step, x.intermediate_value FROM trial_intermediate_values"};
+                       "step, x.intermediate_value, x.intermediate_value_type "
+                       "FROM trial_intermediate_values"};
   for (int table : {params, user_attrs, system_attrs, intermediate}) {
     std::string q = cat("SELECT x.trial_id, x.", sql[table],
                         " x JOIN trials t ON t.trial_id = x.trial_id "
@@ -130,7 +131,14 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
       } else if (table == user_attrs) {
         r.attrs[key] = optuna::attr_text(named.text(2));
       } else if (table == intermediate) {
-        r.intermediate[named.int64(1)] = named.real(2);
+        // Optuna stores a non-finite report as NULL with its kind in the type column (what
+        // its pruners and TPE then read back as NaN or ±inf, not 0)
+        const std::string type = named.text(3);
+        r.intermediate[named.int64(1)] =
+            type == "NAN"       ? NAN
+            : type == "INF_POS" ? INFINITY
+            : type == "INF_NEG" ? -INFINITY
+                                : named.real(2);
       } else if (key == "mase:pid") {
         r.pid = std::atoll(named.text(2).c_str());
       } else if (key == "mase:host") {

@@ -14,6 +14,7 @@
 #include "models/temp_dir.h"
 #include "runtime/error.h"
 #include "search/pruner.h"
+#include "search/study_test_util.h"
 #include "search/tpe.h"
 
 using namespace mase;
@@ -202,4 +203,41 @@ TEST_CASE("Pruning::report: a trial below the median is pruned, keeps its value,
   CHECK_THROWS_AS(parse_pruner("hyperband", 5, 0), ConfigError);
   CHECK_FALSE(parse_pruner("none", 5, 0));
   CHECK(parse_pruner("median", 3, 20)->n_warmup_steps == 20);
+}
+
+TEST_CASE("Pruning::report: an Optuna worker's NaN and infinite reports read back as Optuna reads them") {
+  // Optuna stores a non-finite intermediate value as NULL with intermediate_value_type NAN,
+  // INF_POS or INF_NEG (optuna/storages/_rdb/models.py); they were read back as 0. The oracle:
+  // Optuna 5.0's MedianPruner(n_startup_trials=0), completed trials that reported 0.6 and NaN at
+  // step 1, a trial reporting 0.5 there: pruned (nanpercentile drops the NaN: median 0.6) —
+  // with the NaN read as 0 the median was 0.3 and it went on.
+  test::TempDir dir;
+  const std::string db = dir.file("p.db");
+  Space space;
+  space.integer("x", 0, 9);
+  Study s = Study::open(db, "p", space, Direction::maximize, make_sampler("random", 1), 1);
+  MedianPruner mp;
+  mp.n_startup_trials = 0;
+  Pruning pruning(s, mp);
+  auto a = s.ask(), b = s.ask();
+  REQUIRE(a);
+  REQUIRE(b);
+  pruning.report(a->number, 1, 0.6);
+  s.tell(a->number, TrialState::complete, 0.6);
+  // trial b's reports as an Optuna worker writes them
+  const std::string id = cat("(SELECT trial_id FROM trials WHERE number = ", b->number, ")");
+  for (const auto& [step, type] : std::vector<std::pair<int, std::string>>{
+           {1, "NAN"}, {2, "INF_POS"}, {3, "INF_NEG"}})
+    test_util::raw_sql(db, cat("INSERT INTO trial_intermediate_values(trial_id, step, "
+                               "intermediate_value, intermediate_value_type) VALUES(", id, ", ",
+                               step, ", NULL, '", type, "')"));
+  s.tell(b->number, TrialState::complete, 0.7);
+  const std::map<int64_t, double> iv = s.trials()[1].intermediate;
+  REQUIRE(iv.size() == 3);
+  CHECK(std::isnan(iv.at(1)));
+  CHECK(iv.at(2) == std::numeric_limits<double>::infinity());
+  CHECK(iv.at(3) == -std::numeric_limits<double>::infinity());
+  auto t = s.ask();
+  REQUIRE(t);
+  CHECK_THROWS_AS(pruning.report(t->number, 1, 0.5), TrialPruned);
 }
