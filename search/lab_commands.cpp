@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "quant/passes.h"
 #include "runtime/error.h"
+#include "runtime/parallel.h"
 #include "search/command_objective.h"
 #include "search/lab_objectives.h"
 #include "search/lab_plot.h"
@@ -263,6 +265,11 @@ LabResult run_precision(PrecisionOptions o) {
   (void)make_sampler(o.sampler, o.seed);
   MASE_CHECK(o.base.vocab.empty(), ConfigError, "[precision] --vocab: the trials use --init's "
              "tokenizer (the model was trained with it); drop --vocab");
+  // With --workers the copies fork once the studies are open, and oneTBB's pool must not be
+  // running then (a copy has none of its threads: its kernels would run on one). Loading --init
+  // builds a model, whose random init runs on the pool: before the fork, on this thread alone.
+  std::optional<SerialRegion> before_fork;
+  if (o.workers > 1) before_fork.emplace();
   train::LoadedModel lm = train::load_model_dir(o.init);  // its tokenizer and max_len
   o.base.vocab = lm.tokenizer_file.string();
   o.base.tokenizer = lm.tokenizer_file.extension() == ".model" ? "sentencepiece" : "wordpiece";
@@ -286,6 +293,7 @@ LabResult run_precision(PrecisionOptions o) {
                      precision_space(layers.names, formats), key});
   const LabRun run = make_run(o);
   std::vector<Study> studies = open_lab_studies(specs, run);
+  before_fork.reset();
   const auto workers = start_workers(o, studies);
   auto data = std::make_shared<const TrialData>(load_trial_data(o.base, data_log(o, *workers)));
   std::vector<Objective> objectives;
