@@ -78,9 +78,13 @@ void check_common(LabOptions& o, const std::string& command) {
 // --workers: the copies start once the studies are open and checked (an error is then
 // printed once, not by every copy) and before the data is loaded — no thread pool (oneTBB's,
 // OpenBLAS's) may be running when a process forks, and tokenizing runs on one.
+// Then every process takes its --threads (check_common's cores / N by default): the data
+// loading and the precision trials' PTQ evaluations as well as training (train_model sets it).
 std::unique_ptr<Workers> start_workers(const LabOptions& o, std::vector<Study>& studies) {
   std::fflush(o.out);
-  return std::make_unique<Workers>(o.workers, std::span<Study>(studies));
+  auto workers = std::make_unique<Workers>(o.workers, std::span<Study>(studies));
+  set_num_threads(o.base.threads);
+  return workers;
 }
 
 // Where a process's data-loading lines go: only the parent's are printed.

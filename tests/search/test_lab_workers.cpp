@@ -1,9 +1,10 @@
-// tests/search/test_lab_workers.cpp — `mase-search precision --workers N` around its fork:
-// loading --init builds a model whose random init runs on oneTBB's pool, and a pool running at
-// the fork is missing in the copies (their kernels then run on one thread). The oracle: the
-// threads of the process at the moment it forks (/proc/self/task, counted by a pthread_atfork
-// handler), in a process of its own — this test binary run again for one case, since an earlier
-// case of the same process may have started the pool already.
+// tests/search/test_lab_workers.cpp — `mase-search precision` and its threads around the
+// --workers fork: loading --init builds a model whose random init runs on oneTBB's pool, and a
+// pool running at the fork is missing in the copies (their kernels then run on one thread) —
+// the oracle: the threads of the process at the moment it forks (/proc/self/task, counted by a
+// pthread_atfork handler), in a process of its own (this test binary run again for one case:
+// an earlier case of the same process may have started the pool already); and every process's
+// PTQ trials run on --threads (cores / N by default) — the oracle: num_threads() in each.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,8 +16,10 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "runtime/parallel.h"
 #include "search/lab_commands.h"
 #include "train/trainer_fixture.h"
 
@@ -131,4 +134,35 @@ TEST_CASE("precision --workers 2: no thread of oneTBB's pool is running when the
   in >> threads;
   // the process's own thread alone (OpenBLAS's stop at a fork by themselves)
   CHECK(threads == 1);
+}
+
+TEST_CASE("precision: its trials run on --threads, cores / N in each process with --workers N") {
+  // A PTQ trial only evaluates (no training, where train_model sets the count): the command
+  // itself must set it, after the fork. The oracle: num_threads() in each process once its
+  // trials are done (a copy exits non-zero when its count is wrong: the parent then fails).
+  TrainFixture fx;
+  train::TrainConfig tc = fx.config("trained");
+  tc.epochs = 1;
+  REQUIRE(train::train_new(tc, fx.null).status == train::TrainStatus::completed);
+  const std::string cache = (fx.dir.path / "cache").string();
+
+  set_num_threads(2);  // what an earlier command of this process left
+  PrecisionOptions one = precision_options(fx.run("trained"), fx.data_dir.string(), cache,
+                                           (fx.dir.path / "one").string());
+  one.base.threads = 1;
+  CHECK(run_precision(one).csvs.size() == 2);
+  std::fclose(one.out);
+  CHECK(num_threads() == 1);
+
+  set_num_threads(2);
+  PrecisionOptions two = precision_options(fx.run("trained"), fx.data_dir.string(), cache,
+                                           (fx.dir.path / "two").string());
+  two.workers = 2;  // --threads 0: the cores shared
+  const int share = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+  const LabResult res = run_precision(two);
+  if (res.worker_copy) _exit(num_threads() == share ? 0 : 1);
+  std::fclose(two.out);
+  CHECK(res.csvs.size() == 2);
+  CHECK(num_threads() == share);
+  set_num_threads(0);
 }
