@@ -66,6 +66,18 @@ PrecisionOptions precision_options(const std::string& init, const std::string& d
   return o;
 }
 
+// run_precision with --workers: a copy that throws exits (status 1, which fails the parent)
+// instead of going on with the rest of this test binary.
+LabResult run_in_copies(const PrecisionOptions& o) {
+  const pid_t parent = getpid();
+  try {
+    return run_precision(o);
+  } catch (...) {
+    if (getpid() != parent) _exit(1);
+    throw;
+  }
+}
+
 }  // namespace
 
 TEST_CASE(kForkCase) {
@@ -78,7 +90,7 @@ TEST_CASE(kForkCase) {
   PrecisionOptions o = precision_options(init, std::getenv("MASE_TEST_FORK_DATA"),
                                          std::getenv("MASE_TEST_FORK_CACHE"), out + "/s");
   o.workers = 2;
-  const LabResult res = run_precision(o);
+  const LabResult res = run_in_copies(o);
   if (res.worker_copy) _exit(0);  // the copy: its trials are in the study
   std::fclose(o.out);
   std::ofstream(out + "/threads_at_fork") << g_threads_at_fork;
@@ -159,7 +171,7 @@ TEST_CASE("precision: its trials run on --threads, cores / N in each process wit
                                            (fx.dir.path / "two").string());
   two.workers = 2;  // --threads 0: the cores shared
   const int share = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
-  const LabResult res = run_precision(two);
+  const LabResult res = run_in_copies(two);
   if (res.worker_copy) _exit(num_threads() == share ? 0 : 1);
   std::fclose(two.out);
   CHECK(res.csvs.size() == 2);
