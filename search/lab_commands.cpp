@@ -94,7 +94,7 @@ std::FILE* data_log(const LabOptions& o, const Workers& w) {
 
 // The trials run; one figure of the studies' best-so-far curves.
 // Every process claims trials of each study in turn; a copy stops there. The parent waits
-// for its copies, then writes a CSV per study run and the figure.
+// for its copies, then writes a CSV per study run (or holding trials) and the figure.
 LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
                  const std::vector<Objective>& objectives, const LabOptions& o,
                  const std::string& title, const std::string& ylabel, Workers& workers) {
@@ -117,7 +117,10 @@ LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs
   MASE_CHECK(workers.wait() == 0 || train::stop_requested(), Error,
              "[search] a worker process failed (its error is above); the trials it finished "
              "are kept: continue with --resume");
-  for (size_t i = 0; i < ran; ++i) {
+  for (size_t i = 0; i < studies.size(); ++i) {
+    // a study this process did not reach may hold its copies' trials (Ctrl-C stops each
+    // process in the study it is in, and a copy may be a study ahead): its CSV too
+    if (i >= ran && studies[i].trials().empty()) continue;
     const std::string csv = (fs::path(o.dir) / (specs[i].name + ".csv")).string();
     studies[i].write_csv(csv);
     res.csvs.push_back(csv);
@@ -154,7 +157,7 @@ std::shared_ptr<const Pruning> pruning_for(Study& study, const std::optional<Med
 void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
                  const LabOptions& o, LabResult& res) {
   const std::string ext = fs::path(o.plot).extension().string();
-  for (size_t i = 0; i < res.studies.size(); ++i) {
+  for (size_t i = 0; i < studies.size(); ++i) {
     const std::string path = (fs::path(o.dir) / (specs[i].name + "-curves" + ext)).string();
     const std::vector<TrialRecord> trials = studies[i].trials();
     const bool any = std::any_of(trials.begin(), trials.end(),

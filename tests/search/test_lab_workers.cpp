@@ -3,8 +3,9 @@
 // pool running at the fork is missing in the copies (their kernels then run on one thread) —
 // the oracle: the threads of the process at the moment it forks (/proc/self/task, counted by a
 // pthread_atfork handler), in a process of its own (this test binary run again for one case:
-// an earlier case of the same process may have started the pool already); and every process's
-// PTQ trials run on --threads (cores / N by default) — the oracle: num_threads() in each.
+// an earlier case of the same process may have started the pool already); every process's
+// PTQ trials run on --threads (cores / N by default) — the oracle: num_threads() in each; and
+// a study only a copy reached (the parent stopped first) gets its CSV — the CSVs written.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,6 +22,7 @@
 
 #include "runtime/parallel.h"
 #include "search/lab_commands.h"
+#include "train/trainer.h"
 #include "train/trainer_fixture.h"
 
 using namespace mase;
@@ -177,4 +179,49 @@ TEST_CASE("precision: its trials run on --threads, cores / N in each process wit
   CHECK(res.csvs.size() == 2);
   CHECK(num_threads() == share);
   set_num_threads(0);
+}
+
+namespace {
+bool g_stop_parent_at_fork = false;  // once: the parent of the next fork is told to stop
+}  // namespace
+
+TEST_CASE("precision --workers 2: a study only a copy reached still gets its CSV") {
+  // Ctrl-C stops every process in the study it is in, and a copy that found one study's trials
+  // all taken is already in the next. The extreme case, made certain: the parent is told to stop
+  // as it forks (a pthread_atfork handler of the parent), so it reaches no study at all, while
+  // its copy runs both. The oracle: the CSVs the parent writes, one per study with its 2 trials.
+  TrainFixture fx;
+  train::TrainConfig tc = fx.config("trained");
+  tc.epochs = 1;
+  REQUIRE(train::train_new(tc, fx.null).status == train::TrainStatus::completed);
+  static bool registered = false;
+  if (!registered)
+    pthread_atfork(nullptr, [] {
+      if (g_stop_parent_at_fork) train::request_stop(), g_stop_parent_at_fork = false;
+    }, nullptr);
+  registered = true;
+
+  const fs::path dir = fx.dir.path / "s";
+  PrecisionOptions o = precision_options(fx.run("trained"), fx.data_dir.string(),
+                                         (fx.dir.path / "cache").string(), dir.string());
+  o.formats = {"integer", "binary"};
+  o.workers = 2;
+  train::clear_stop();
+  g_stop_parent_at_fork = true;
+  const LabResult res = run_in_copies(o);
+  if (res.worker_copy) _exit(0);
+  std::fclose(o.out);
+  g_stop_parent_at_fork = false;
+  CHECK(train::stop_requested());  // the parent did stop
+  train::clear_stop();
+  CHECK(res.studies == std::vector<std::string>{"precision-integer", "precision-binary"});
+  for (const char* s : {"precision-integer", "precision-binary"}) {
+    INFO(s);
+    std::ifstream in(dir / (std::string(s) + ".csv"));
+    REQUIRE(in.good());
+    int complete = 0;
+    for (std::string line; std::getline(in, line);)
+      complete += line.find(",complete,") != std::string::npos;
+    CHECK(complete == 2);
+  }
 }
