@@ -39,8 +39,13 @@ Workers::Workers(int n, std::span<Study> studies) {
     }
     children_.push_back(pid);
   }
-  for (size_t i = 0; i < studies.size(); ++i)  // every process its own connection, the stored
-    studies[i] = Study::load(where[i].first, where[i].second);  // sampler and seed
+  try {
+    for (size_t i = 0; i < studies.size(); ++i)  // every process its own connection, the stored
+      studies[i] = Study::load(where[i].first, where[i].second);  // sampler and seed
+  } catch (...) {  // the parent: its copies first, as the destructor (which will not run) would
+    if (!children_.empty()) wait();
+    throw;
+  }
 }
 
 Workers::~Workers() {

@@ -36,7 +36,8 @@ namespace mase::search {
 class Workers {
  public:
   // n >= 1 (ConfigError otherwise); n == 1 forks nothing and leaves `study` as it is.
-  // IoError if a fork fails (the copies already started are waited for first).
+  // IoError if a fork fails, or whatever Study::load throws reopening the study after it (the
+  // copies already started are waited for first).
   Workers(int n, Study& study);
   // The same for several studies of one storage: each is closed before forking and loaded
   // again (Study::load) in every process.

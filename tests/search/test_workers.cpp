@@ -4,10 +4,13 @@
 // objectives are cheap (a few ms of sleep, so that the workers overlap), not training. The
 // oracle is the study file read back afterwards: every trial, its point, state and pid.
 #include <doctest/doctest.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -164,4 +167,57 @@ TEST_CASE("workers: checking a study file keeps this process's locks (another pr
   REQUIRE(t);
   s.tell(t->number, TrialState::complete, 1.0);
   CHECK(Study::load(path, "locks").trials().size() == 1);  // a new connection sees our trial
+}
+
+namespace {
+std::string g_remove_at_fork;  // a file removed as the next fork begins (then forgotten)
+}  // namespace
+
+TEST_CASE("workers: a study that cannot be opened again after the fork: the parent waits for "
+          "its copy before the error leaves the constructor") {
+  // The study file is removed as the process forks, so Study::load fails in both processes:
+  // the copy reports its pid and exits; the parent's IoError leaves Workers' constructor, whose
+  // destructor never runs — the copy must have been waited for before that (as the destructor
+  // does for an exception in the trial loop), or it would be left unwaited. The oracle: the
+  // copy's pid is no child of this process any more (waitpid: ECHILD) once the error is caught.
+  TempDir dir;
+  const std::string db = dir.file("gone.db"), pid_file = dir.file("copy.pid");
+  Space space;
+  space.integer("x", 0, 3);
+  Study s = Study::open(db, "gone", space, Direction::maximize, make_sampler("random", 1), 1);
+  static bool registered = false;
+  if (!registered)
+    pthread_atfork([] {
+      if (!g_remove_at_fork.empty()) std::remove(g_remove_at_fork.c_str());
+      g_remove_at_fork.clear();
+    }, nullptr, nullptr);
+  registered = true;
+  g_remove_at_fork = db;
+  const pid_t parent = getpid();
+  bool threw = false;
+  try {
+    Workers w(2, s);
+  } catch (const std::exception&) {
+    if (getpid() != parent) {  // the copy
+      std::FILE* f = std::fopen(pid_file.c_str(), "w");
+      if (f) std::fprintf(f, "%d", static_cast<int>(getpid())), std::fclose(f);
+      _exit(0);
+    }
+    threw = true;
+  }
+  CHECK(threw);
+  int copy = 0;
+  for (int i = 0; i < 400 && !copy; ++i) {  // the copy writes it (at once if it was waited for)
+    if (std::FILE* f = std::fopen(pid_file.c_str(), "r")) {
+      if (std::fscanf(f, "%d", &copy) != 1) copy = 0;
+      std::fclose(f);
+    }
+    if (!copy) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(copy > 0);
+  errno = 0;
+  const pid_t reaped = waitpid(copy, nullptr, WNOHANG);
+  CHECK(reaped == -1);
+  CHECK(errno == ECHILD);
+  if (reaped != -1) waitpid(copy, nullptr, 0);  // not waited for: do it now
 }
