@@ -33,8 +33,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kForkCase =
-    "precision --workers 2 in a process of its own (the case below starts it; alone it does "
-    "nothing)";
+    "precision --workers 2 in a process of its own (started by the case below and a no-op alone)";
 
 int threads_now() {
   int n = 0;
