@@ -20,6 +20,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// An item or a field of --space in a message: its first 60 bytes (an argument may be long).
+std::string clipped(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 60) + "..."; }
+
 double number(const std::string& text, const std::string& item) {
   size_t used = 0;
   double v = 0;
@@ -28,8 +31,8 @@ double number(const std::string& text, const std::string& item) {
   } catch (const std::exception&) {
     used = 0;
   }
-  MASE_CHECK(used == text.size() && !text.empty(), ConfigError, "[search] --space item '", item,
-             "': expected a number, got '", text, "'");
+  MASE_CHECK(used == text.size() && !text.empty(), ConfigError, "[search] --space item '",
+             clipped(item), "': expected a number, got '", clipped(text), "'");
   return v;
 }
 
@@ -48,13 +51,18 @@ std::string shell_quoted(const std::string& s) {
 }  // namespace
 
 Space parse_space_spec(const std::string& spec) {
+  constexpr const char* kGrammar =
+      "name=real:LOW:HIGH[:log], name=int:LOW:HIGH[:log] or name=cat:A|B";
   Space space;
   for (const std::string& item : split(spec, ',')) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
-    MASE_CHECK(eq != std::string::npos && eq > 0, ConfigError, "[search] --space item '", item,
-               "': expected name=real:LOW:HIGH[:log], name=int:LOW:HIGH[:log] or name=cat:A|B");
+    MASE_CHECK(eq != std::string::npos && eq > 0, ConfigError, "[search] expected each --space ",
+               "item to be ", kGrammar, ", got '", clipped(item), "'");
     const std::string name = item.substr(0, eq);
+    MASE_CHECK(name.find_first_of("{}") == std::string::npos, ConfigError, "[search] --space item '",
+               clipped(item), "': expected a name without { or } (--command names it as {name}), "
+               "got '", clipped(name), "'");
     const std::vector<std::string> f = split(item.substr(eq + 1), ':');
     const std::string kind = f.empty() ? "" : f[0];
     const bool log = f.size() == 4 && f[3] == "log";
@@ -62,21 +70,32 @@ Space parse_space_spec(const std::string& spec) {
       std::vector<std::string> choices;
       for (const std::string& c : split(f[1], '|'))
         if (!c.empty()) choices.push_back(c);
-      MASE_CHECK(!choices.empty(), ConfigError, "[search] --space item '", item,
+      MASE_CHECK(!choices.empty(), ConfigError, "[search] --space item '", clipped(item),
                  "': expected choices A|B|..., got none");
       space.categorical(name, choices);
     } else if ((kind == "real" || kind == "int") && (f.size() == 3 || log)) {
       const double lo = number(f[1], item), hi = number(f[2], item);
-      MASE_CHECK(lo < hi && (!log || lo > 0), ConfigError, "[search] --space item '", item,
-                 "': expected 0 < LOW < HIGH for log, LOW < HIGH otherwise");
-      if (kind == "real") space.real(name, lo, hi, log);
-      else space.integer(name, static_cast<int64_t>(lo), static_cast<int64_t>(hi), 1, log);
+      MASE_CHECK(lo < hi && (!log || lo > 0), ConfigError, "[search] --space item '",
+                 clipped(item), "': expected ", log ? "0 < LOW < HIGH on a log scale" : "LOW < HIGH",
+                 ", got ", clipped(f[1]), " and ", clipped(f[2]));
+      if (kind == "real") {
+        space.real(name, lo, hi, log);
+      } else {
+        // whole and within ±2^53 (a Param's bounds are doubles): casting 1e300 to int64 is
+        // undefined, and 0.5 would quietly become 0
+        for (double v : {lo, hi})
+          MASE_CHECK(v == std::floor(v) && std::fabs(v) <= 0x1p53, ConfigError, "[search] --space item '",
+                     clipped(item), "': expected whole LOW and HIGH within ±2^53 for int, got ",
+                     clipped(f[1]), " and ", clipped(f[2]));
+        space.integer(name, static_cast<int64_t>(lo), static_cast<int64_t>(hi), 1, log);
+      }
     } else {
-      throw ConfigError(cat("[search] --space item '", item, "': expected name=real:LOW:HIGH[:log], "
-                            "name=int:LOW:HIGH[:log] or name=cat:A|B"));
+      throw ConfigError(cat("[search] expected each --space item to be ", kGrammar, ", got '",
+                            clipped(item), "'"));
     }
   }
-  MASE_CHECK(!space.empty(), ConfigError, "[search] expected a non-empty list for --space");
+  MASE_CHECK(!space.empty(), ConfigError, "[search] expected a non-empty list for --space, got none (",
+             kGrammar, ", comma-separated)");
   return space;
 }
 
@@ -94,8 +113,8 @@ std::string expand_command(const std::string& tmpl, const Space& space, const Va
       out += std::to_string(trial);
     } else {
       const auto it = values.find(name);
-      MASE_CHECK(it != values.end(), ConfigError, "[search] --command: {", name,
-                 "} is not a parameter of --space");
+      MASE_CHECK(it != values.end(), ConfigError, "[search] --command: expected each {name} to ",
+                 "be a parameter of --space or {trial}, got {", clipped(name), "}");
       out += shell_quoted(space.at(name).format(it->second));
     }
     i = close;

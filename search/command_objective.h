@@ -3,6 +3,7 @@
 //
 //   space    "lr=real:1e-5:1e-2:log,layers=int:1:8,act=cat:relu|gelu"
 //            real:LOW:HIGH[:log]   int:LOW:HIGH[:log]   cat:A|B|C
+//            (int bounds whole, within ±2^53; names without { or }; names and choices UTF-8)
 //   command  "python3 train.py --lr {lr} --layers {layers} --act {act}"
 // Each {name} becomes the trial's value as text (Param::format: the choice, the integer, or
 // %.17g), single-quoted for the shell when it has other characters than letters, digits and

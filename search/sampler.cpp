@@ -114,7 +114,8 @@ void GridSampler::check_space(const Space& space) {
                "' is continuous: a grid needs every parameter finite (make it categorical or integer)");
   const int64_t n = space.grid_size();
   constexpr int64_t kMaxGrid = int64_t{1} << 20;  // the shuffled order is rebuilt on each ask
-  MASE_CHECK(n <= kMaxGrid, ConfigError, "[grid] expected at most ", kMaxGrid, " grid points, got ", n,
+  MASE_CHECK(n <= kMaxGrid, ConfigError, "[grid] expected at most ", kMaxGrid, " grid points, got ",
+             n == INT64_MAX ? std::string("more than 2^63") : std::to_string(n),
              " (use the random or tpe sampler for a space this large)");
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "data/utf8.h"
 #include "runtime/error.h"
 
 namespace mase::search {
@@ -61,6 +62,28 @@ bool Param::contains(double v) const {
   return false;
 }
 
+namespace {
+
+// Names and choices are stored in a study as JSON text, which is UTF-8: a byte that is not
+// (a --space typed in a Latin-1 terminal) would fail when the study is written.
+void check_utf8(const std::string& text, const std::string& what) {
+  for (size_t i = 0; i < text.size();) {
+    const data::Utf8Prefix u = data::utf8_prefix(text, i);
+    if (!u.well_formed()) {
+      std::string shown;
+      data::sanitize_utf8(text.substr(0, 60), shown);
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[i]));
+      throw ConfigError(cat("[space] expected ", what, " in UTF-8 (a study stores it as JSON), ",
+                            "got the byte ", byte, " at offset ", i, " of '", shown,
+                            text.size() > 60 ? "...'" : "'"));
+    }
+    i += static_cast<size_t>(u.len);
+  }
+}
+
+}  // namespace
+
 void Space::add(Param p) {
   auto it = std::lower_bound(params_.begin(), params_.end(), p.name,
                              [](const Param& a, const std::string& n) { return a.name < n; });
@@ -71,6 +94,8 @@ void Space::add(Param p) {
 }
 
 Space& Space::categorical(const std::string& name, std::vector<std::string> choices) {
+  check_utf8(name, "a parameter name");
+  for (const std::string& c : choices) check_utf8(c, cat("parameter '", name, "' choices"));
   MASE_CHECK(!choices.empty(), ConfigError, "[space] parameter '", name,
              "' expected at least one choice, got none");
   for (size_t i = 0; i < choices.size(); ++i)
@@ -86,6 +111,7 @@ Space& Space::categorical(const std::string& name, std::vector<std::string> choi
 }
 
 Space& Space::integer(const std::string& name, int64_t low, int64_t high, int64_t step, bool log) {
+  check_utf8(name, "a parameter name");
   // a Param keeps its bounds as doubles, exact up to 2^53 (and high - low cannot overflow)
   constexpr int64_t kExact = int64_t{1} << 53;
   MASE_CHECK(std::llabs(low) <= kExact && std::llabs(high) <= kExact && step <= kExact, ConfigError,
@@ -109,6 +135,7 @@ Space& Space::integer(const std::string& name, int64_t low, int64_t high, int64_
 }
 
 Space& Space::real(const std::string& name, double low, double high, bool log) {
+  check_utf8(name, "a parameter name");
   MASE_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high, ConfigError,
              "[space] parameter '", name, "' expected finite low <= high, got [", low, ", ", high, "]");
   MASE_CHECK(!log || low > 0, ConfigError, "[space] parameter '", name,
@@ -132,10 +159,12 @@ const Param& Space::at(const std::string& name) const {
 }
 
 int64_t Space::grid_size() const {
+  for (const Param& p : params_)
+    if (p.cardinality() == 0) return 0;
   int64_t n = 1;
   for (const Param& p : params_) {
-    int64_t c = p.cardinality();
-    if (c == 0) return 0;
+    const int64_t c = p.cardinality();  // >= 1
+    if (n > INT64_MAX / c) return INT64_MAX;  // the product would overflow (found by fuzz/)
     n *= c;
   }
   return n;

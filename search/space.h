@@ -50,7 +50,8 @@ class Space {
   const std::vector<Param>& params() const { return params_; }  // sorted by name
   const Param& at(const std::string& name) const;               // ConfigError if unknown
   bool empty() const { return params_.empty(); }
-  // The number of points of a finite space (a grid), or 0 if some parameter is continuous.
+  // The number of points of a finite space (a grid), or 0 if some parameter is continuous;
+  // INT64_MAX when there are more than int64 counts.
   int64_t grid_size() const;
   // "name=value name=value" in parameter order, for logs and CSV.
   std::string format(const Values& values) const;

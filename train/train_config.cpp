@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -102,6 +103,18 @@ void from_j(const json& j, T& v, const char* key, const std::string& src) {
     MASE_CHECK(j.is_number_unsigned(), ConfigError, "[train] ", src, ": expected ", key,
                " >= 0, got ", j.dump());
   }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // get<T> would wrap a value outside T ("threads": 4294967297 read as 1)
+    using L = std::numeric_limits<T>;
+    bool fits = false;  // an unsigned T took only unsigned JSON numbers (above)
+    if (j.is_number_unsigned()) {
+      fits = j.get<uint64_t>() <= static_cast<uint64_t>(L::max());
+    } else if constexpr (std::is_signed_v<T>) {
+      fits = j.get<int64_t>() >= L::min() && j.get<int64_t>() <= L::max();
+    }
+    MASE_CHECK(fits, ConfigError, "[train] ", src, ": expected ", key, " within [", +L::min(), ", ",
+               +L::max(), "], got ", j.dump());
+  }
   v = j.get<T>();
 }
 template <class T>
@@ -179,9 +192,10 @@ void TrainConfig::validate() const {
   MASE_CHECK(!warmup || (*warmup >= 0 && std::isfinite(*warmup)), ConfigError,
              "[train] expected --warmup >= 0 (a fraction < 1 or a number of steps), got ",
              warmup.value_or(0));
-  MASE_CHECK(!warmup || *warmup < 1 || *warmup == std::floor(*warmup), ConfigError,
-             "[train] expected --warmup to be a fraction < 1 or a whole number of steps, got ",
-             *warmup);
+  // at most 2^53 steps: whole and exact as a double, and within int64 for warmup_steps
+  MASE_CHECK(!warmup || *warmup < 1 || (*warmup == std::floor(*warmup) && *warmup <= 0x1p53),
+             ConfigError, "[train] expected --warmup to be a fraction < 1 or a whole number of "
+             "steps up to 2^53, got ", *warmup);
   MASE_CHECK(!dropout || (*dropout >= 0 && *dropout < 1), ConfigError,
              "[train] expected --dropout in [0, 1), got ", dropout.value_or(0));
   MASE_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, ConfigError,
@@ -272,6 +286,18 @@ TrainConfig resolve_recipe(TrainConfig c) {
   }
   c.validate();
   return c;
+}
+
+int64_t total_steps(const TrainConfig& c, int64_t batches_per_epoch) {
+  const char* unset = !c.lr ? "lr" : !c.warmup ? "warmup" : !c.epochs ? "epochs" : nullptr;
+  MASE_CHECK(unset == nullptr, ConfigError, "[train] expected the recipe resolved (lr, warmup ",
+             "and epochs set), got ", unset ? unset : "", " unset (resolve_recipe fills them; a ",
+             "run folder's train_config.json holds them unless it was edited)");
+  if (c.max_steps > 0) return c.max_steps;
+  const int64_t most = std::numeric_limits<int64_t>::max() / std::max<int64_t>(1, batches_per_epoch);
+  MASE_CHECK(*c.epochs <= most, ConfigError, "[train] expected --epochs <= ", most, " (x ",
+             batches_per_epoch, " batches an epoch within 64 bits), got ", *c.epochs);
+  return *c.epochs * batches_per_epoch;
 }
 
 int64_t warmup_steps(const TrainConfig& c, int64_t total_steps) {

@@ -113,4 +113,10 @@ TrainConfig resolve_recipe(TrainConfig c);
 // Warm-up in steps for a run of `total_steps`: round(warmup · total) when warmup < 1.
 int64_t warmup_steps(const TrainConfig& c, int64_t total_steps);
 
+// The optimizer steps of a run with `batches_per_epoch` batches an epoch: max_steps when > 0,
+// else epochs × batches. ConfigError when the recipe is not resolved (lr, warmup or epochs
+// unset: resolve_recipe fills them, and a run folder's train_config.json holds them, unless it
+// was edited) or when the product does not fit in 64 bits.
+int64_t total_steps(const TrainConfig& c, int64_t batches_per_epoch);
+
 }  // namespace mase::train

@@ -82,14 +82,12 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
       pad_id_(pad_id),
       device_(Device::parse(config.device)),
       progress_(out, ::isatty(::fileno(out)) != 0) {
-  MASE_CHECK(config_.lr.has_value() && config_.warmup.has_value(), ConfigError,
-             "[train] the config's recipe is not resolved (call resolve_recipe)");
   MASE_CHECK(batches_.num_batches() > 0, ConfigError,
              "[train] expected training reviews, got an empty training split");
   if (device_.is_cuda()) set_gpu_precision(config_.precision);  // runtime/gpu_math.h
   set_deterministic(config_.deterministic);
   const int64_t nb = batches_.num_batches();
-  total_steps_ = config_.max_steps > 0 ? config_.max_steps : *config_.epochs * nb;
+  total_steps_ = train::total_steps(config_, nb);  // ConfigError for an unresolved recipe
   epochs_ = (total_steps_ + nb - 1) / nb;
   schedule_ = LrSchedule::parse(config_.schedule, warmup_steps(config_, total_steps_), total_steps_);
   nn::NamedTensors params = trainable(model_);

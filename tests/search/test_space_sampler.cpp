@@ -89,6 +89,37 @@ TEST_CASE("space: bad declarations and bad reads are ConfigErrors with the name"
                        mase::ConfigError);
 }
 
+TEST_CASE("space: names and choices that are not UTF-8 are refused (a study stores them as JSON)") {
+  // found by fuzz/targets.h's space_spec: --space 'w=cat:19\xe3|2' parsed, and the study's
+  // space_to_json(...).dump() then threw nlohmann's type_error 316 ("unexpected error")
+  CHECK_THROWS_WITH_AS(Space().categorical("w", {"128", "19\xe3", "256"}),
+                       "[space] expected parameter 'w' choices in UTF-8 (a study stores it as "
+                       "JSON), got the byte 0xe3 at offset 2 of '19\uFFFD'",
+                       mase::ConfigError);
+  CHECK_THROWS_WITH_AS(Space().real("l\xffr", 0, 1),
+                       doctest::Contains("expected a parameter name in UTF-8"), mase::ConfigError);
+  CHECK_THROWS_AS(Space().integer("\xc0\x80", 0, 1), mase::ConfigError);  // overlong NUL
+  CHECK_THROWS_AS(Space().categorical("\xed\xa0\x80", {"a"}), mase::ConfigError);  // a surrogate
+  CHECK_NOTHROW(Space().categorical("\xce\xbb", {"\xc3\xa9t\xc3\xa9", "\xe2\x82\xac"}));  // λ: été, €
+}
+
+TEST_CASE("space: a grid of more points than int64 counts is refused and does not overflow") {
+  // found by fuzz/targets.h's space_spec: grid_size multiplied the cardinalities in int64 (UBSan:
+  // signed overflow); 2^32 x 2^31 points wrapped to INT64_MIN, which passed the grid sampler's
+  // check and reached std::vector's constructor (std::length_error, not a ConfigError)
+  Space s;
+  s.integer("a", 0, (int64_t{1} << 32) - 1).integer("b", 0, (int64_t{1} << 31) - 1);
+  CHECK(s.grid_size() == INT64_MAX);
+  CHECK_THROWS_WITH_AS(GridSampler(0).sample(s, {}, 0),
+                       doctest::Contains("expected at most 1048576 grid points, got more than 2^63"),
+                       mase::ConfigError);
+  s.real("x", 0, 1);  // continuous: no grid, whatever the others
+  CHECK(s.grid_size() == 0);
+  Space t;
+  t.integer("a", 0, (int64_t{1} << 31) - 1).integer("b", 0, (int64_t{1} << 31) - 1);
+  CHECK(t.grid_size() == int64_t{1} << 62);  // the largest products are still exact
+}
+
 TEST_CASE("sampler: uniform draws by hand at chosen u") {
   Space s = lab2_like();
   const Param& hs = s.at("hidden_size");

@@ -105,6 +105,62 @@ TEST_CASE("train config: the recipe fills what was not given") {
   CHECK(warmup_steps(c, 782) == 50);
 }
 
+TEST_CASE("train config: a warm-up of more steps than 2^53 is refused") {
+  // found by fuzz/targets.h's train_config: a train_config.json with "warmup": 1e300 passed
+  // validate() and warmup_steps cast it to int64 (undefined; the schedule then said
+  // "expected warmup_steps >= 0, got -9223372036854775808")
+  TrainConfig c = resolve_recipe(TrainConfig{});
+  c.warmup = 1e300;
+  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("--warmup to be a fraction < 1 or a whole "
+                                                       "number of steps up to 2^53, got 1e+300"),
+                       ConfigError);
+  c.warmup = 0x1p53;
+  CHECK_NOTHROW(c.validate());
+  CHECK(warmup_steps(c, 10) == (int64_t{1} << 53));
+}
+
+TEST_CASE("train config: an integer outside its field's type is refused and not wrapped") {
+  // found by fuzz/targets.h's train_config (every value must read back as written):
+  // "threads": 4294967297 was read as 1, "max_steps": 18446744073709551615 as -1
+  nlohmann::json j = TrainConfig{}.to_json();
+  j["threads"] = 4294967297ull;
+  CHECK_THROWS_WITH_AS(TrainConfig::from_json(j, "t.json"),
+                       "[train] t.json: expected threads within [-2147483648, 2147483647], got "
+                       "4294967297",
+                       ConfigError);
+  j["threads"] = -4294967297ll;
+  CHECK_THROWS_WITH_AS(TrainConfig::from_json(j, "t.json"), doctest::Contains("got -4294967297"),
+                       ConfigError);
+  j = TrainConfig{}.to_json();
+  j["max_steps"] = UINT64_MAX;
+  CHECK_THROWS_WITH_AS(TrainConfig::from_json(j, "t.json"),
+                       "[train] t.json: expected max_steps within [-9223372036854775808, "
+                       "9223372036854775807], got 18446744073709551615",
+                       ConfigError);
+  j["max_steps"] = 5;
+  j["threads"] = 1;
+  j["seed"] = UINT64_MAX;  // the whole of uint64
+  CHECK(TrainConfig::from_json(j, "t.json").max_steps == 5);
+  CHECK(TrainConfig::from_json(j, "t.json").seed == UINT64_MAX);
+}
+
+TEST_CASE("train config: total_steps from max_steps or epochs and refusing an unresolved recipe") {
+  TrainConfig c = resolve_recipe(TrainConfig{});
+  CHECK(total_steps(c, 782) == 782);  // 1 epoch
+  c.max_steps = 7;
+  CHECK(total_steps(c, 782) == 7);
+  c.max_steps = 0;
+  c.epochs = int64_t{1} << 62;  // x 782 batches an epoch passes int64
+  CHECK_THROWS_WITH_AS(total_steps(c, 782),
+                       doctest::Contains("expected --epochs <= 11794593397512501 (x 782 batches "
+                                         "an epoch within 64 bits), got 4611686018427387904"),
+                       ConfigError);
+  c.epochs.reset();
+  CHECK_THROWS_WITH_AS(total_steps(c, 782), doctest::Contains("got epochs unset"), ConfigError);
+  c.max_steps = 7;  // the Trainer checked lr and warmup only, and read epochs unset
+  CHECK_THROWS_WITH_AS(total_steps(c, 782), doctest::Contains("got epochs unset"), ConfigError);
+}
+
 TEST_CASE("balanced_subset: half of each label, seeded, in the original order") {
   data::TokenizedSplit s;
   // labels 0 0 0 1 1 1 1 1; sequence i is {i} so the kept indices can be read back

@@ -148,6 +148,24 @@ TEST_CASE("resume: what is not a resumable run folder is refused with the reason
                        ConfigError);
 }
 
+TEST_CASE("resume: a train_config.json that lost a value of its recipe is refused naming it") {
+  // A run saves its resolved recipe; one edited to "epochs": null (and no max_steps) had the
+  // Trainer read the unset optional (found writing fuzz/targets.h's train_config, which now
+  // runs train::total_steps).
+  TrainFixture fx;
+  auto& null = fx.null;
+  TrainResult first = train_new(fx.config("cut"), null, [](int64_t step, double) {
+    if (step == 3) request_stop();
+  });
+  REQUIRE(first.status == TrainStatus::interrupted);
+  clear_stop();
+  nlohmann::json j = read_json_file(fx.run("cut") / "train_config.json");
+  j["epochs"] = nullptr;
+  write_bytes(fx.run("cut") / "train_config.json", j.dump());
+  CHECK_THROWS_WITH_AS(resume(fx.run("cut"), {}, null), doctest::Contains("got epochs unset"),
+                       ConfigError);
+}
+
 TEST_CASE("run folder: checkpoints replace each other atomically") {
   mase::test::TempDir tmp;
   RunDir run = RunDir::create(tmp.path / "run");
