@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -29,9 +30,14 @@
 #include "models/safetensors.h"
 #include "quant/passes.h"
 #include "quant/prune.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
+#include "search/command_objective.h"
 #include "search/optuna_format.h"
+#include "search/sampler.h"
 #include "search/space_json.h"
+#include "train/lr_schedule.h"
+#include "train/train_config.h"
 
 namespace mase::fuzz {
 
@@ -118,12 +124,72 @@ inline void optuna_distribution(std::string_view b) {
   (void)search::optuna::param_from_distribution("x", std::string(b));
 }
 
+// The --space string of mase-search custom (search/command_objective.h; a command-line
+// argument, so it ends at a NUL), then what the command does with the space before a trial
+// runs: the --command placeholder check (with every parameter in the command), the space as
+// the study stores it (mase:space, read back as a reopen reads it; each parameter's Optuna
+// distribution_json and back), the grid sampler's check of the space (refusing one is an
+// answer, not an error: random is the default), and trial 0 drawn by the random sampler, its
+// values expanded into the command and read back from their text. A space that parses but does
+// not survive a step is a bug: std::logic_error, which the fuzzer and the corpus test report.
+inline void space_spec(std::string_view b) {
+  const search::Space space = search::parse_space_spec(std::string(b.substr(0, b.find('\0'))));
+  std::string command = "echo {trial}";
+  for (const search::Param& p : space.params()) command += " {" + p.name + "}";
+  (void)search::command_objective(space, command);
+  const nlohmann::json given = search::space_to_json(space);
+  const nlohmann::json stored = search::optuna::parse_stored(given.dump(), "a mase:space");
+  if (!search::space_difference(stored, given).empty() ||
+      search::space_to_json(search::space_from_json(stored)) != given)
+    throw std::logic_error("[space_spec] the space changed on its way through mase:space");
+  for (const search::Param& p : space.params())
+    if (!search::optuna::same_param(
+            p, search::optuna::param_from_distribution(p.name, search::optuna::distribution_json(p))))
+      throw std::logic_error("[space_spec] parameter '" + p.name + "' changed through distribution_json");
+  try {
+    search::GridSampler::check_space(space);
+  } catch (const ConfigError&) {
+  }
+  const search::Values values = *search::RandomSampler(0).sample(space, {}, 0);
+  (void)search::expand_command(command, space, values, 0);
+  for (const search::Param& p : space.params()) {
+    const double v = values.at(p.name);
+    if (!p.contains(v) || p.parse(p.format(v)) != v)
+      throw std::logic_error("[space_spec] parameter '" + p.name + "' sampled " + p.format(v) +
+                             ", which it does not read back");
+  }
+}
+// A run folder's train_config.json as mase-train --resume reads it (train/session.cpp): parsed
+// as read_json parses it (nn::parse_json_text: the depth limit, a parse error as one IoError
+// line), TrainConfig::from_json (which validates), validate() and the device as resume checks
+// them, and to_json, which ranks compare: each value as it was read (a number that changed on
+// the way in is a bug: std::logic_error) and read back. Resume uses the config's resolved recipe
+// as saved (it does not call resolve_recipe): what the Trainer derives from it before any data
+// is read — the steps of an epoch of IMDb's 25,000 training reviews (or the subset), the total,
+// the warm-up and the schedule — comes last.
+inline void train_config(std::string_view b) {
+  const nlohmann::json j = nn::parse_json_text(b, "train_config.json", "resume");
+  const train::TrainConfig c = train::TrainConfig::from_json(j, "train_config.json");
+  c.validate();
+  (void)Device::parse(c.device);
+  const nlohmann::json written = c.to_json();  // every value read is the value written back
+  for (const auto& [key, value] : j.items())
+    if (written.at(key) != value)
+      throw std::logic_error("[train_config] " + key + " was read as " + written.at(key).dump());
+  if (train::TrainConfig::from_json(written, "to_json").to_json() != written)
+    throw std::logic_error("[train_config] the config changed on its way through to_json");
+  const int64_t reviews = c.train_subset > 0 ? std::min<int64_t>(c.train_subset, 25000) : 25000;
+  const int64_t total = train::total_steps(c, (reviews + c.batch_size - 1) / c.batch_size);
+  (void)train::LrSchedule::parse(c.schedule, train::warmup_steps(c, total), total);
+}
+
 inline const std::map<std::string, std::function<void(std::string_view)>>& targets() {
   static const std::map<std::string, std::function<void(std::string_view)>> t = {
       {"safetensors", safetensors}, {"config_json", config_json},
       {"compress_config", compress_config}, {"prune_config", prune_config},
       {"wordpiece", wordpiece}, {"sentencepiece", sentencepiece}, {"token_cache", token_cache},
-      {"study_space", study_space}, {"optuna_distribution", optuna_distribution}};
+      {"study_space", study_space}, {"optuna_distribution", optuna_distribution},
+      {"space_spec", space_spec}, {"train_config", train_config}};
   return t;
 }
 
