@@ -23,6 +23,12 @@ std::vector<std::string> split(const std::string& s, char sep) {
 // An item or a field of --space in a message: its first 60 bytes (an argument may be long).
 std::string clipped(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 60) + "..."; }
 
+// Without the spaces and tabs around it: "x=int:1:3, y=cat:a|b" is two items, x and y.
+std::string trimmed(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
 double number(const std::string& text, const std::string& item) {
   size_t used = 0;
   double v = 0;
@@ -54,22 +60,24 @@ Space parse_space_spec(const std::string& spec) {
   constexpr const char* kGrammar =
       "name=real:LOW:HIGH[:log], name=int:LOW:HIGH[:log] or name=cat:A|B";
   Space space;
-  for (const std::string& item : split(spec, ',')) {
+  for (const std::string& raw : split(spec, ',')) {
+    const std::string item = trimmed(raw);
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     MASE_CHECK(eq != std::string::npos && eq > 0, ConfigError, "[search] expected each --space ",
                "item to be ", kGrammar, ", got '", clipped(item), "'");
-    const std::string name = item.substr(0, eq);
+    const std::string name = trimmed(item.substr(0, eq));
     MASE_CHECK(name.find_first_of("{}") == std::string::npos, ConfigError, "[search] --space item '",
                clipped(item), "': expected a name without { or } (--command names it as {name}), "
                "got '", clipped(name), "'");
-    const std::vector<std::string> f = split(item.substr(eq + 1), ':');
+    std::vector<std::string> f = split(item.substr(eq + 1), ':');
+    for (std::string& field : f) field = trimmed(field);
     const std::string kind = f.empty() ? "" : f[0];
     const bool log = f.size() == 4 && f[3] == "log";
     if (kind == "cat" && f.size() == 2) {
       std::vector<std::string> choices;
       for (const std::string& c : split(f[1], '|'))
-        if (!c.empty()) choices.push_back(c);
+        if (!trimmed(c).empty()) choices.push_back(trimmed(c));
       MASE_CHECK(!choices.empty(), ConfigError, "[search] --space item '", clipped(item),
                  "': expected choices A|B|..., got none");
       space.categorical(name, choices);

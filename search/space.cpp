@@ -140,6 +140,11 @@ Space& Space::real(const std::string& name, double low, double high, bool log) {
              "[space] parameter '", name, "' expected finite low <= high, got [", low, ", ", high, "]");
   MASE_CHECK(!log || low > 0, ConfigError, "[space] parameter '", name,
              "' is log-scaled: expected low > 0, got ", low);
+  // the samplers draw low + u·(high − low): a width beyond double's range would make every
+  // draw high (or NaN)
+  MASE_CHECK(log || std::isfinite(high - low), ConfigError, "[space] parameter '", name,
+             "' expected a finite width high - low, got [", low, ", ", high,
+             "] (narrow it, or use a log scale for a positive range)");
   Param p;
   p.name = name;
   p.kind = Param::Kind::real;

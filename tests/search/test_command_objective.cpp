@@ -89,3 +89,21 @@ TEST_CASE("custom space: int bounds must be whole numbers within 2^53 and errors
     CHECK(std::string(e.what()).size() < 300);
   }
 }
+
+TEST_CASE("custom space: spaces around items, names, fields and choices are not part of them") {
+  // "x=…, y=…" is how people write lists: the second name used to be " y", which --command
+  // cannot name ({ y} is not {y}), so every trial failed on the placeholder
+  Space s = parse_space_spec(" x = real : -1 : 1 , n=int:1:8,\tact=cat: relu | gelu ");
+  CHECK(s.params().size() == 3);
+  CHECK(s.at("x").low == -1);
+  CHECK(s.at("n").high == 8);
+  CHECK(s.at("act").choices == std::vector<std::string>{"relu", "gelu"});
+  CHECK_NOTHROW(command_objective(s, "echo {x} {n} {act}"));
+}
+
+TEST_CASE("space: a real range wider than a double is refused (every draw would be HIGH)") {
+  CHECK_THROWS_WITH_AS(parse_space_spec("x=real:-1e308:1e308"),
+                       doctest::Contains("expected a finite width high - low"), ConfigError);
+  CHECK_NOTHROW(parse_space_spec("x=real:-1e307:1e307"));
+  CHECK_NOTHROW(parse_space_spec("x=real:1e-300:1e300:log"));  // a log range is fine
+}
