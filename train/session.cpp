@@ -370,6 +370,11 @@ TrainResult resume(const fs::path& dir, const ResumeOverrides& o, std::FILE* out
   if (o.device) c.device = *o.device;
   if (o.log_every) c.log_every = *o.log_every;
   c.validate();
+  try {  // a hand-edited file that lost a value of its recipe: now, naming it, before any data
+    (void)total_steps(c, 1);
+  } catch (const ConfigError& e) {
+    throw ConfigError(cat("[resume] ", run.file(RunDir::kConfig).string(), ": ", e.what()));
+  }
   require_device(Device::parse(c.device));
   set_num_threads(c.threads);
   quant::set_integer_kernels(c.int8_kernels == "on");

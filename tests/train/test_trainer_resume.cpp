@@ -164,6 +164,15 @@ TEST_CASE("resume: a train_config.json that lost a value of its recipe is refuse
   write_bytes(fx.run("cut") / "train_config.json", j.dump());
   CHECK_THROWS_WITH_AS(resume(fx.run("cut"), {}, null), doctest::Contains("got epochs unset"),
                        ConfigError);
+  // the file is named, and nothing was loaded first: a data folder that is not there is not
+  // what the error is about
+  const std::string file = (fx.run("cut") / "train_config.json").string();
+  CHECK_THROWS_WITH_AS(resume(fx.run("cut"), {}, null), doctest::Contains(file.c_str()),
+                       ConfigError);
+  j["data_dir"] = (fx.dir.path / "no-such-data").string();
+  write_bytes(fx.run("cut") / "train_config.json", j.dump());
+  CHECK_THROWS_WITH_AS(resume(fx.run("cut"), {}, null), doctest::Contains("got epochs unset"),
+                       ConfigError);
 }
 
 TEST_CASE("run folder: checkpoints replace each other atomically") {
