@@ -88,7 +88,7 @@ Trainer::Trainer(const TrainConfig& config, nn::BertForSequenceClassification& m
   set_deterministic(config_.deterministic);
   const int64_t nb = batches_.num_batches();
   total_steps_ = train::total_steps(config_, nb);  // ConfigError for an unresolved recipe
-  epochs_ = (total_steps_ + nb - 1) / nb;
+  epochs_ = total_steps_ / nb + (total_steps_ % nb != 0);  // rounded up; no overflow at 2^63
   schedule_ = LrSchedule::parse(config_.schedule, warmup_steps(config_, total_steps_), total_steps_);
   nn::NamedTensors params = trainable(model_);
   MASE_CHECK(!params.empty(), ConfigError,

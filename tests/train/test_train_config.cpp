@@ -1,11 +1,14 @@
 // tests/train/test_train_config.cpp — the trainer's small parts: TrainConfig (checks, JSON round
 // trip, the recipe), balanced test subsets, progress formatting, parameter counts, --freeze.
+#include <limits>
+
 #include "helpers.h"
 #include "models/bert.h"
 #include "train/evaluate.h"
 #include "train/progress.h"
 #include "train/session.h"
 #include "train/train_config.h"
+#include "train/trainer_fixture.h"
 
 using namespace mase;
 using namespace mase::train;
@@ -230,4 +233,19 @@ TEST_CASE("parameter counts: per part of BERT and in total") {
                        ConfigError);
   CHECK_THROWS_WITH_AS(freeze_parameters(*m, "(unclosed"), doctest::Contains("not a valid regex"),
                        ConfigError);
+}
+
+TEST_CASE("trainer: --max-steps at int64's end starts and stops without an overflow") {
+  // The epoch count was (total + batches - 1) / batches: signed overflow for max_steps near
+  // 2^63 (undefined; CI's UBSan stage runs this case). One step, then a stop request.
+  test::TrainFixture fx;
+  TrainConfig c = fx.config("huge");
+  c.max_steps = std::numeric_limits<int64_t>::max();
+  c.warmup = 0;
+  const TrainResult r = train_new(c, fx.null, [](int64_t step, double) {
+    if (step == 1) request_stop();
+  });
+  clear_stop();
+  CHECK(r.status == TrainStatus::interrupted);
+  CHECK(r.step == 1);
 }
