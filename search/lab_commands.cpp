@@ -141,8 +141,7 @@ std::optional<MedianPruner> check_pruner(const PruneOptions& p, const train::Tra
                                          json& key) {
   std::optional<MedianPruner> mp = parse_pruner(p.pruner, p.startup_trials, p.warmup_steps);
   if (!mp) return mp;
-  MASE_CHECK(base.eval_every > 0, ConfigError, "[search] --pruner ", p.pruner, " expected "
-             "--eval-every N > 0 (the accuracies it judges), got ", base.eval_every);
+  check_prune_schedule(*mp, base.eval_every, base.max_steps);
   key["pruner"] = {{"name", p.pruner}, {"startup_trials", p.startup_trials},
                    {"warmup_steps", p.warmup_steps}, {"eval_every", base.eval_every}};
   return mp;

@@ -105,6 +105,18 @@ void Pruning::record_final(int64_t number, int64_t step, double value) const {
   if (std::isfinite(value)) study_->report(number, step, value);
 }
 
+void check_prune_schedule(const MedianPruner& p, int64_t eval_every, int64_t max_steps) {
+  MASE_CHECK(eval_every > 0, ConfigError, "[search] --pruner median expected --eval-every N > 0 "
+             "(the accuracies it judges), got ", eval_every);
+  if (max_steps <= 0) return;  // an epoch budget: its length is known once the data is
+  MASE_CHECK(eval_every < max_steps, ConfigError, "[search] --pruner median expected --eval-every "
+             "below --max-steps ", max_steps, " (only evaluations before the last step are "
+             "judged), got ", eval_every);
+  MASE_CHECK(p.n_warmup_steps < max_steps, ConfigError, "[search] --pruner median expected "
+             "--prune-warmup below --max-steps ", max_steps, ", got ", p.n_warmup_steps,
+             " (nothing would be judged)");
+}
+
 std::optional<MedianPruner> parse_pruner(const std::string& name, int n_startup_trials,
                                          int64_t n_warmup_steps) {
   if (name == "none") return std::nullopt;

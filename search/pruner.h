@@ -79,6 +79,11 @@ class Pruning {
   MedianPruner pruner_;
 };
 
+// A pruner judges the evaluations before a trial's last step: ConfigError naming the flags
+// unless eval_every > 0 and, for a budget of max_steps > 0, some evaluation falls before it
+// and after the warm-up (eval_every < max_steps, warmup_steps < max_steps).
+void check_prune_schedule(const MedianPruner& pruner, int64_t eval_every, int64_t max_steps);
+
 // "median" -> a MedianPruner with these settings; "none" -> nullopt; ConfigError otherwise.
 std::optional<MedianPruner> parse_pruner(const std::string& name, int n_startup_trials,
                                          int64_t n_warmup_steps);

@@ -241,3 +241,17 @@ TEST_CASE("Pruning::report: an Optuna worker's NaN and infinite reports read bac
   REQUIRE(t);
   CHECK_THROWS_AS(pruning.report(t->number, 1, 0.5), TrialPruned);
 }
+
+TEST_CASE("check_prune_schedule: evaluations before the last step and after the warm-up") {
+  MedianPruner p;
+  CHECK_NOTHROW(check_prune_schedule(p, 25, 100));
+  CHECK_NOTHROW(check_prune_schedule(p, 25, 0));  // an epoch budget: known only with the data
+  CHECK_THROWS_WITH_AS(check_prune_schedule(p, 0, 100), doctest::Contains("--eval-every N > 0"),
+                       ConfigError);
+  // the only evaluation is the final one, which is never judged: the pruner would do nothing
+  CHECK_THROWS_WITH_AS(check_prune_schedule(p, 100, 100),
+                       doctest::Contains("expected --eval-every below --max-steps 100"), ConfigError);
+  p.n_warmup_steps = 100;
+  CHECK_THROWS_WITH_AS(check_prune_schedule(p, 25, 100),
+                       doctest::Contains("--prune-warmup below --max-steps 100"), ConfigError);
+}
