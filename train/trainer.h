@@ -136,6 +136,8 @@ class Trainer {
   // Called after each evaluation before the last step (--eval-every, epoch ends) with (step,
   // result): a search reports it to its study, whose pruner may end the trial by throwing
   // (search/pruner.h) — the exception leaves fit() as it is, the run folder as it was.
+  // One process only: under data parallelism only rank 0 evaluates (the others would see a
+  // stale result), and a throw on one rank leaves the others in their next all-reduce.
   EvalHook on_eval;
 
  private:
