@@ -28,6 +28,19 @@ using namespace mase::search::test_util;
 using mase::test::TempDir;
 namespace fs = std::filesystem;
 
+namespace {
+// A LabRun over <dir>/studies.db with `trials` per study, its progress lines discarded.
+LabRun quiet_run(const TempDir& dir, int trials) {
+  LabRun run;
+  run.db = dir.file("studies.db");
+  run.dir = dir.path.string();
+  run.trials = trials;
+  run.out = std::fopen("/dev/null", "w");
+  REQUIRE(run.out != nullptr);
+  return run;
+}
+}  // namespace
+
 TEST_CASE("lab commands: --resume of a study file that is not there writes nothing") {
   TempDir dir;
   CustomOptions o;  // `mase-search custom --space x=int:1:3 --command 'echo {x}' --resume`
@@ -59,12 +72,7 @@ TEST_CASE("lab commands: --resume of a study file that is not there writes nothi
 
 TEST_CASE("lab commands: a trial's worker beats in trial_heartbeats while the objective runs") {
   TempDir dir;
-  LabRun run;
-  run.db = dir.file("studies.db");
-  run.dir = dir.path.string();
-  run.trials = 2;
-  run.out = std::fopen("/dev/null", "w");
-  REQUIRE(run.out != nullptr);
+  LabRun run = quiet_run(dir, 2);
   Space space;
   space.integer("x", 1, 3);
   std::vector<Study> studies = open_lab_studies({LabStudy{"hb", "hb", "random", space, {}}}, run);
@@ -142,12 +150,7 @@ TEST_CASE("lab commands: --workers moves on to the next study when one's trials 
   // Two studies, as a lab command runs them one after the other: each process walks both, so
   // the second study's trials run in several processes too (a Workers over both studies).
   TempDir dir;
-  LabRun run;
-  run.db = dir.file("studies.db");
-  run.dir = dir.path.string();
-  run.trials = 4;
-  run.out = std::fopen("/dev/null", "w");
-  REQUIRE(run.out != nullptr);
+  LabRun run = quiet_run(dir, 4);
   Space space;
   space.integer("x", 1, 4);
   std::vector<Study> studies = open_lab_studies(
