@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "runtime/error.h"
+#include "search/text.h"
 
 namespace mase::search {
 
@@ -22,12 +23,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 // An item or a field of --space in a message: its first 60 bytes (an argument may be long).
 std::string clipped(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 60) + "..."; }
-
-// Without the spaces and tabs around it: "x=int:1:3, y=cat:a|b" is two items, x and y.
-std::string trimmed(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
 
 double number(const std::string& text, const std::string& item) {
   size_t used = 0;
@@ -61,7 +56,7 @@ Space parse_space_spec(const std::string& spec) {
       "name=real:LOW:HIGH[:log], name=int:LOW:HIGH[:log] or name=cat:A|B";
   Space space;
   for (const std::string& raw : split(spec, ',')) {
-    const std::string item = trimmed(raw);
+    const std::string item = trimmed(raw);  // "x=int:1:3, y=cat:a|b" is two items, x and y
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     MASE_CHECK(eq != std::string::npos && eq > 0, ConfigError, "[search] expected each --space ",

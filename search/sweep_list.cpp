@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "runtime/error.h"
+#include "search/text.h"
 
 namespace mase::search {
 namespace {
@@ -18,11 +19,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   for (std::string item; std::getline(in, item, sep);) out.push_back(item);
   if (!s.empty() && s.back() == sep) out.push_back("");
   return out;
-}
-
-std::string trimmed(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
 // One number: the whole item must be read.
