@@ -142,8 +142,7 @@ std::optional<MedianPruner> check_pruner(const PruneOptions& p, const train::Tra
   std::optional<MedianPruner> mp = parse_pruner(p.pruner, p.startup_trials, p.warmup_steps);
   if (!mp) return mp;
   check_prune_schedule(*mp, base.eval_every, base.max_steps);
-  key["pruner"] = {{"name", p.pruner}, {"startup_trials", p.startup_trials},
-                   {"warmup_steps", p.warmup_steps}, {"eval_every", base.eval_every}};
+  key["pruner"] = pruner_key(*mp, base.eval_every);
   return mp;
 }
 

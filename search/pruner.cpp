@@ -117,6 +117,11 @@ void check_prune_schedule(const MedianPruner& p, int64_t eval_every, int64_t max
              " (nothing would be judged)");
 }
 
+nlohmann::json pruner_key(const MedianPruner& p, int64_t eval_every) {
+  return {{"name", "median"}, {"startup_trials", p.n_startup_trials},
+          {"warmup_steps", p.n_warmup_steps}, {"eval_every", eval_every}};
+}
+
 std::optional<MedianPruner> parse_pruner(const std::string& name, int n_startup_trials,
                                          int64_t n_warmup_steps) {
   if (name == "none") return std::nullopt;

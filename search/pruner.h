@@ -26,6 +26,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -83,6 +84,11 @@ class Pruning {
 // unless eval_every > 0 and, for a budget of max_steps > 0, some evaluation falls before it
 // and after the warm-up (eval_every < max_steps, warmup_steps < max_steps).
 void check_prune_schedule(const MedianPruner& pruner, int64_t eval_every, int64_t max_steps);
+
+// What a pruner adds to its study's objective key ("pruner": ..., search/lab_runner.h): pruned
+// trials are results of the pruner as much as of the budget, so a --resume with other settings
+// is refused.
+nlohmann::json pruner_key(const MedianPruner& pruner, int64_t eval_every);
 
 // "median" -> a MedianPruner with these settings; "none" -> nullopt; ConfigError otherwise.
 std::optional<MedianPruner> parse_pruner(const std::string& name, int n_startup_trials,

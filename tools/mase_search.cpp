@@ -233,10 +233,10 @@ int main(int argc, char** argv) {
       key.erase(k);
     key["objective"] = "architecture";
     const std::optional<MedianPruner> median = parse_pruner(pruner, prune_startup, prune_warmup);
-    if (median) check_prune_schedule(*median, base.eval_every, base.max_steps);
-    if (median)  // pruned trials are results of the pruner as much as of the budget
-      key["pruner"] = {{"name", pruner}, {"startup_trials", prune_startup},
-                       {"warmup_steps", prune_warmup}, {"eval_every", base.eval_every}};
+    if (median) {
+      check_prune_schedule(*median, base.eval_every, base.max_steps);
+      key["pruner"] = pruner_key(*median, base.eval_every);
+    }
     LabRun lr;
     lr.db = db;
     lr.dir = dir;
