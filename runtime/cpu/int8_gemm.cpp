@@ -1,7 +1,8 @@
 // runtime/cpu/int8_gemm.cpp — the int8 GEMM around its microkernels: run-time ISA choice,
 // packing B once, packing A per task, the loops and threads, and the scalar reference.
 // The contract and the math: runtime/kernels/int8_gemm.h. The microkernels:
-// int8_gemm_vnni.cpp, int8_gemm_avx2.cpp (read int8_tile.h first).
+// int8_gemm_vnni.cpp, int8_gemm_avx2.cpp (read int8_tile.h first). Calls whose block scales
+// multiply past fp32's range take a detour: int8_gemm_wide.cpp.
 //
 // The activation quantizers the Linear calls before it: runtime/cpu/int8_quantize.cpp.
 //
@@ -19,10 +20,11 @@
 #include "runtime/kernels/int8_gemm.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstring>
 
+#include "runtime/cpu/int8_gemm_wide.h"
+#include "runtime/cpu/int8_layout.h"
 #include "runtime/cpu/int8_tile.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -74,27 +76,6 @@ Int8Isa int8_isa_for(int64_t N, int64_t K, int64_t block) {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Geometry of a blocked, padded K shared by packed A and packed B.
-struct KLayout {
-  int64_t block, nblocks, gb, gl, kp;  // gb / gl: groups of 4 per full / last block
-};
-KLayout k_layout(int64_t K, int64_t block) {
-  KLayout l{};
-  l.block = std::max<int64_t>(1, std::min(block, K));
-  l.nblocks = K > 0 ? ceil_div(K, l.block) : 0;
-  l.gb = ceil_div(l.block, 4);
-  l.gl = l.nblocks ? ceil_div(K - (l.nblocks - 1) * l.block, 4) : 0;
-  l.kp = l.nblocks ? 4 * ((l.nblocks - 1) * l.gb + l.gl) : 0;
-  return l;
-}
-// Offset in a packed row of k (block by block, each padded to a multiple of 4).
-int64_t packed_k(const KLayout& l, int64_t k) {
-  const int64_t blk = k / l.block;
-  return blk * l.gb * 4 + (k - blk * l.block);
-}
-
 void check_sizes(const char* op, int64_t M, int64_t N, int64_t K, int64_t block) {
   MASE_CHECK(M >= 0 && N >= 0 && K >= 0, ShapeError, "[", op, "] expected sizes ≥ 0, got M=", M,
              " N=", N, " K=", K);
@@ -102,36 +83,6 @@ void check_sizes(const char* op, int64_t M, int64_t N, int64_t K, int64_t block)
   MASE_CHECK(std::min(block, K) <= kInt8MaxBlock, ConfigError, "[", op, "] blocks of ",
              std::min(block, K), " could overflow int32 (at most ", kInt8MaxBlock,
              "; pass a smaller block with repeated scales)");
-}
-
-// The exact product p of two finite scales is outside fp32's normal range: its fp32 product
-// would be inf, or a subnormal or 0 that lost bits (int8_gemm.h). Such a block's term is
-// computed in double.
-bool beyond_fp32(double p) {
-  p = std::fabs(p);
-  return p > double(FLT_MAX) || (p < double(FLT_MIN) && p > 0);
-}
-
-// n codes that are all 0 (zero: the byte of code 0, 0x80 for offset codes)
-bool all_zero(const int8_t* codes, int64_t n, int8_t zero) {
-  return std::all_of(codes, codes + n, [zero](int8_t v) { return v == zero; });
-}
-
-// acc + float(s)·sa·sb, the term in double (exact for power-of-two scales), rounded once
-float add_wide(float acc, int32_t s, double p) { return float(double(acc) + double(float(s)) * p); }
-
-// B's scale range (Int8PackedB::scale_hi, scale_lo) from B (N, K) and its scales (N, nblocks)
-void note_scale_range(Int8PackedB& p, const int8_t* B, int64_t ldb, const float* scales,
-                      int64_t N, int64_t K, const KLayout& l) {
-  for (int64_t j = 0; j < N; ++j)
-    for (int64_t blk = 0; blk < l.nblocks; ++blk) {
-      const float a = scales ? std::fabs(scales[j * l.nblocks + blk]) : 1.0f;
-      if (!std::isfinite(a)) continue;
-      p.scale_hi = std::max(p.scale_hi, a);
-      if (a == 0 || a >= p.scale_lo) continue;
-      const int64_t k0 = blk * l.block;
-      if (!all_zero(B + j * ldb + k0, std::min(l.block, K - k0), 0)) p.scale_lo = a;
-    }
 }
 
 }  // namespace
@@ -165,7 +116,7 @@ void int8_gemm_scaled_reference(float* C, int64_t ldc, const int8_t* A, int64_t 
             s += int32_t(A[i * lda + k]) * int32_t(B[j * ldb + k]);
           const float a = sa[i * l.nblocks + blk], b = sb ? sb[j * l.nblocks + blk] : 1.0f;
           const double p = double(a) * double(b);  // exact; not finite when a or b is not
-          if (std::isfinite(p) && beyond_fp32(p)) acc = add_wide(acc, s, p);
+          if (std::isfinite(p) && beyond_fp32(p)) acc = add_wide(acc, s, p);  // int8_gemm_wide.h
           else acc = std::fma(float(s), a * b, acc);
         }
         C[i * ldc + j] = bias ? acc + bias[j] : acc;
@@ -182,7 +133,7 @@ Int8PackedB int8_pack_b(const int8_t* B, int64_t ldb, const float* scales, int64
              int8_isa_name(isa), " kernel");
   const KLayout l = k_layout(K, block);
   Int8PackedB p;
-  note_scale_range(p, B, ldb, scales, N, K, l);
+  int8_note_scale_range(p, B, ldb, scales, N, K, l);  // int8_gemm_wide.cpp
   if (isa == Int8Isa::onednn) {
     // one scale per row only (scales inside K are beyond oneDNN's int8 matmul): B in the
     // reference layout (the fallback) and in oneDNN's; else the best of our own kernels
@@ -271,11 +222,8 @@ namespace {
 // oneDNN's int8 matmul scales per output column only, so rows of A are sent in runs that share
 // one scale: one call for the integer formats (every row 2^−f); a row whose scale is NaN gets
 // NaN outputs, as in the reference.
-// A run whose scale times some of B's leaves fp32's normal range (int8_gemm.h) goes to oneDNN
-// with the scale 2^−e instead (e: the exponent of B's largest scale, so 2^−e·sb ≤ 2 for every
-// column, exactly), and the rest, s·2^e, is applied here in double per output, then the bias:
-// for power-of-two scales the same single rounding of the exact term as the reference's (unless
-// B's own nonzero scales span more than 2^149, which no format gives).
+// A run whose scale times some of B's leaves fp32's normal range (int8_gemm.h) is rescaled
+// around oneDNN (int8_gemm_wide.cpp).
 void run_onednn(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa, int64_t M,
                 const Int8PackedB& B, const float* bias) {
   for (int64_t i0 = 0; i0 < M;) {
@@ -287,85 +235,12 @@ void run_onednn(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float
       continue;
     }
     while (i1 < M && sa[i1] == s) ++i1;
-    const double a = std::fabs(double(s));  // B.scale_lo is +inf when B's codes are all 0
-    const bool wide = a < INFINITY && (a * B.scale_hi > double(FLT_MAX) ||
-                                       (a * B.scale_lo < double(FLT_MIN) && a > 0));
-    if (!wide) {
+    if (int8_onednn_is_wide(s, B))
+      int8_run_onednn_wide(C + i0 * ldc, ldc, A + i0 * lda, lda, s, i1 - i0, B, bias);
+    else
       onednn_int8_gemm(C + i0 * ldc, ldc, A + i0 * lda, lda, i1 - i0, *B.onednn, s, bias);
-    } else {
-      const int e = std::max(std::ilogb(B.scale_hi), -127);  // 2^−e a float
-      onednn_int8_gemm(C + i0 * ldc, ldc, A + i0 * lda, lda, i1 - i0, *B.onednn,
-                       std::ldexp(1.0f, -e), nullptr);
-      const double rest = std::ldexp(double(s), e);
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = 0; j < B.N; ++j) {  // + 0: −0 to +0, as fma(0, ·, +0) gives
-          float& c = C[i * ldc + j];
-          c = float(double(c) * rest) + (bias ? bias[j] : 0.0f);
-        }
-    }
     i0 = i1;
   }
-}
-
-// Whether a call must take the reference loops (int8_gemm.h): a block of A with a finite scale
-// a whose product with some scale of B leaves fp32 — above FLT_MAX with any of B's (a sum of 0
-// gives 0·inf = NaN), or below FLT_MIN with a nonzero block of B while this block of A holds a
-// nonzero code (a sum of 0 is 0 either way, so zero blocks, MXINT8's 2^−133, do not count).
-// First a pass that the compiler vectorises, against float limits on the safe side (a few
-// more scales pass them than need to): 0.05 ms for BERT-base's largest MXINT8 activations
-// (8192 × 96 scales), 0.1% of that GEMM. Only when some scale passes, the exact pass, which
-// reads the codes of a block below the lower limit.
-bool needs_wide(const int8_t* A, int64_t lda, const float* sa, int64_t M, const Int8PackedB& B,
-                bool a_offset) {
-  const int64_t nb = B.nblocks;
-  const float hi = std::nextafter(float(double(FLT_MAX) / B.scale_hi), 0.0f);      // ≤ the limit
-  const float lo = std::nextafter(float(double(FLT_MIN) / B.scale_lo), INFINITY);  // ≥ the limit
-  int64_t candidates = 0;
-  for (int64_t n = 0; n < M * nb; ++n) {
-    const float a = std::fabs(sa[n]);
-    candidates += (a > hi || (a < lo && a > 0.0f)) ? 1 : 0;
-  }
-  if (candidates == 0) return false;
-  const int8_t zero = a_offset ? int8_t(-128) : int8_t(0);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t blk = 0; blk < nb; ++blk) {
-      const double a = std::fabs(double(sa[i * nb + blk]));
-      if (!(a < INFINITY)) continue;  // inf, NaN: the same in every path
-      if (a * B.scale_hi > double(FLT_MAX)) return true;
-      if (a * B.scale_lo < double(FLT_MIN) && a > 0) {
-        const int64_t k0 = blk * B.block;
-        if (!all_zero(A + i * lda + k0, std::min(B.block, B.K - k0), zero)) return true;
-      }
-    }
-  return false;
-}
-
-// The reference loops for a B packed for avx2 / avx512-vnni: B's codes and scales unpacked from
-// its panels, A's offset codes back to codes. Only calls that needs_wide picks come here.
-void run_wide(float* C, int64_t ldc, const int8_t* A, int64_t lda, const float* sa, int64_t M,
-              const Int8PackedB& B, const float* bias, bool a_offset) {
-  const int64_t N = B.N, K = B.K, nr = B.nr;
-  const KLayout l = k_layout(K, B.block);
-  std::vector<int8_t> b(size_t(N * K));
-  std::vector<float> sb(size_t(N * l.nblocks));
-  for (int64_t j = 0; j < N; ++j) {
-    const int64_t pan = j / nr, c = j % nr;
-    const int8_t* src = B.data.data() + pan * l.kp * nr;
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t pk = packed_k(l, k);
-      b[size_t(j * K + k)] = src[(pk / 4) * 4 * nr + 4 * c + pk % 4];
-    }
-    for (int64_t blk = 0; blk < l.nblocks; ++blk)
-      sb[size_t(j * l.nblocks + blk)] = B.scales[size_t((pan * l.nblocks + blk) * nr + c)];
-  }
-  std::vector<int8_t> a;
-  if (a_offset) {
-    a.resize(size_t(M * K));
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t k = 0; k < K; ++k) a[size_t(i * K + k)] = int8_t(A[i * lda + k] ^ 0x80);
-  }
-  int8_gemm_scaled_reference(C, ldc, a_offset ? a.data() : A, a_offset ? K : lda, sa, b.data(), K,
-                             sb.data(), M, N, K, B.block, bias);
 }
 
 // dst[k] = src[k] ^ fill for n bytes, 8 at a time (the byte loop, with fill reloaded on every
@@ -435,8 +310,8 @@ void run(float* C, int32_t* Ci, int64_t ldc, const int8_t* A, int64_t lda, const
   }
   MASE_CHECK(int8_isa_supported(B.isa), ConfigError, "[int8_gemm] B was packed for ",
              int8_isa_name(B.isa), ", which this CPU cannot run");
-  if (sa && needs_wide(A, lda, sa, M, B, a_offset)) {
-    run_wide(C, ldc, A, lda, sa, M, B, bias, a_offset);
+  if (sa && int8_needs_wide(A, lda, sa, M, B, a_offset)) {  // int8_gemm_wide.cpp
+    int8_run_wide(C, ldc, A, lda, sa, M, B, bias, a_offset);
     return;
   }
   const bool vnni = B.isa == Int8Isa::avx512_vnni;
