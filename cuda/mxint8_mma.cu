@@ -7,8 +7,13 @@
 //   y[m, n] = Σ_blocks 2^(sx[m,b]−133) · 2^(sw[n,b]−133) · Σ_{k in block} qx[m,k]·qw[n,k]
 // and the inner sum is an exact int8 dot product with an int32 result: one tensor-core
 // instruction, mma.sync.m16n8k32.s8 (K = 32 = one MX block), per 16 × 8 outputs. The scales are
-// applied once per block in fp32 after it. Per element the tensor core reads 1 byte instead of
-// 4, and an H100's int8 tensor cores do ~30× the multiply-adds of its fp32 FFMA units.
+// applied once per block after it, by the CPU int8 GEMM's rule (runtime/kernels/int8_scale.h):
+// acc = fma(float(c), sx·sw, acc) block after block from acc = 0, the exact term rounded once,
+// also where sx·sw leaves fp32's range (then in another order, mma_block) — so y equals
+// cpu::int8_gemm_scaled_reference on the same codes and scales mx_step(s) bit for bit, even for
+// extreme shared exponents. (Not (c·sx)·sw: c·2^121 is inf where c·2^121·2^−93 is not.)
+// Per element the tensor core reads 1 byte instead of 4, and an H100's int8 tensor cores do ~30×
+// the multiply-adds of its fp32 FFMA units.
 //
 // The tiling: a thread block owns a 128 × 128 tile of y with 8 warps in a 2 × 4 grid; a warp
 // owns 64 × 32 outputs, i.e. 4 × 4 tiles of 16 × 8, 16 mma per block of K. Per block of K the
@@ -25,6 +30,7 @@
 
 #include "cuda/check.h"
 #include "cuda/stream.h"
+#include "runtime/kernels/int8_scale.h"
 #include "runtime/kernels/mxint8_linear.h"
 #include "runtime/kernels/quant_elem.h"
 
@@ -42,7 +48,37 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], const uint32_t (&a)[4], uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__global__ void __launch_bounds__(kThreads)
+// Step 2 below for one block of K: the 16 mma of this warp's 64 × 32 outputs, then the block's
+// scales on their int32 sums c by the CPU reference's rule, acc = fma(float(c), sa·sb, acc)
+// (int8_add_block, runtime/kernels/int8_scale.h). Two copies:
+//   kExtreme false, the common case: every product sa·sb this thread meets is inside fp32's
+//     normal range (the caller checks), where the rule is exactly that fma;
+//   kExtreme true: some product leaves it (a block of 2^121 or 2^−133): int8_add_block_pow2,
+//     the same bits for MXINT8's scales, in fp32 (int8_add_block's double branch, inlined
+//     here, took the kernel from 128 registers to 193: one block per SM instead of two).
+// __launch_bounds__(kThreads, 2) holds the kernel with both copies to 128 registers (ptxas -v:
+// 128 and 4 bytes spilled, as the kernel had with its one loop before).
+template <bool kExtreme>
+__device__ __forceinline__ void mma_block(float (&acc)[4][4][4], const uint32_t (&a)[4][4],
+                                          const uint32_t (&b)[4][2], const float* sa,
+                                          const float* sb, int wm, int wn, int gid, int tid) {
+#pragma unroll  // (acc stays in registers only while every index is a constant)
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      int c[4] = {0, 0, 0, 0};
+      mma_s8(c, a[i], b[j][0], b[j][1]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = wm + 16 * i + gid + 8 * (e / 2), n = wn + 8 * j + tid * 2 + (e % 2);
+        float& f = acc[i][j][e];  // |c| < 2^19: exact in f32
+        if (kExtreme) f = int8_add_block_pow2(f, c[e], sa[r], sb[n]);
+        else f = fmaf(float(c[e]), sa[r] * sb[n], f);
+      }
+    }
+}
+
+__global__ void __launch_bounds__(kThreads, 2)  // 2 blocks per SM: at most 128 registers
 mxint8_mma_kernel(float* y, const int8_t* xq, const uint8_t* xs, const int8_t* wq,
                   const uint8_t* ws, int64_t M, int64_t N, int64_t K) {
   __shared__ __align__(16) int8_t As[BM * kRow];
@@ -61,10 +97,12 @@ mxint8_mma_kernel(float* y, const int8_t* xq, const uint8_t* xs, const int8_t* w
         gm < M ? *reinterpret_cast<const uint4*>(xq + gm * K + kb * BK + lh) : zero;
     *reinterpret_cast<uint4*>(&Bs[lr * kRow + lh]) =
         gn < N ? *reinterpret_cast<const uint4*>(wq + gn * K + kb * BK + lh) : zero;
-    if (t < BM) sa[t] = m0 + t < M ? quant::mx_step(xs[(m0 + t) * nb + kb]) : 0.f;
-    else sb[t - BM] = n0 + (t - BM) < N ? quant::mx_step(ws[(n0 + t - BM) * nb + kb]) : 0.f;
+    // (a row beyond M or N has codes 0, so any scale gives it 0; 1 keeps it out of the way of
+    // the range test in step 2)
+    if (t < BM) sa[t] = m0 + t < M ? quant::mx_step(xs[(m0 + t) * nb + kb]) : 1.f;
+    else sb[t - BM] = n0 + (t - BM) < N ? quant::mx_step(ws[(n0 + t - BM) * nb + kb]) : 1.f;
     __syncthreads();
-    // 2. fragments, 16 mma, then the block's scales on the int32 results
+    // 2. fragments, 16 mma, then the block's scales on the int32 results (mma_block)
     uint32_t a[4][4], b[4][2];
     for (int i = 0; i < 4; ++i) {
       const int r = wm + 16 * i + gid;
@@ -78,15 +116,19 @@ mxint8_mma_kernel(float* y, const int8_t* xq, const uint8_t* xs, const int8_t* w
       b[j][0] = *reinterpret_cast<const uint32_t*>(&Bs[n * kRow + tid * 4]);
       b[j][1] = *reinterpret_cast<const uint32_t*>(&Bs[n * kRow + 16 + tid * 4]);
     }
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j) {
-        int c[4] = {0, 0, 0, 0};
-        mma_s8(c, a[i], b[j][0], b[j][1]);
-        for (int e = 0; e < 4; ++e) {
-          const int r = wm + 16 * i + gid + 8 * (e / 2), n = wn + 8 * j + tid * 2 + (e % 2);
-          acc[i][j][e] += float(c[e]) * sa[r] * sb[n];  // |c| < 2^19: exact in f32
-        }
-      }
+    // this thread's rows and columns: the extremes of their scales bound every product
+    // (rounding is monotonic), so one test per block says whether all are in range
+    float lo_a = INFINITY, hi_a = 0.f, lo_b = INFINITY, hi_b = 0.f;
+    for (int h = 0; h < 8; ++h) {
+      const float va = sa[wm + 16 * (h / 2) + gid + 8 * (h % 2)];
+      const float vb = sb[wn + 8 * (h / 2) + tid * 2 + h % 2];
+      lo_a = fminf(lo_a, va), hi_a = fmaxf(hi_a, va);
+      lo_b = fminf(lo_b, vb), hi_b = fmaxf(hi_b, vb);
+    }
+    if (int8_scale_in_range(lo_a * lo_b) && int8_scale_in_range(hi_a * hi_b))
+      mma_block<false>(acc, a, b, sa, sb, wm, wn, gid, tid);
+    else  // a block of 2^121 or 2^−133, say: rare
+      mma_block<true>(acc, a, b, sa, sb, wm, wn, gid, tid);
     __syncthreads();  // the next block overwrites the tiles
   }
   // 3. store, masked at the edges

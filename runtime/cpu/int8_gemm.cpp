@@ -29,6 +29,7 @@
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "runtime/cpu/onednn_gemm.h"
+#include "runtime/kernels/int8_scale.h"
 #include "runtime/parallel.h"
 
 namespace mase::cpu {
@@ -114,10 +115,9 @@ void int8_gemm_scaled_reference(float* C, int64_t ldc, const int8_t* A, int64_t 
           const int64_t k1 = std::min(K, (blk + 1) * l.block);
           for (int64_t k = blk * l.block; k < k1; ++k)
             s += int32_t(A[i * lda + k]) * int32_t(B[j * ldb + k]);
-          const float a = sa[i * l.nblocks + blk], b = sb ? sb[j * l.nblocks + blk] : 1.0f;
-          const double p = double(a) * double(b);  // exact; not finite when a or b is not
-          if (std::isfinite(p) && beyond_fp32(p)) acc = add_wide(acc, s, p);  // int8_gemm_wide.h
-          else acc = std::fma(float(s), a * b, acc);
+          // fma(float(s), sa·sb, acc), or in double where sa·sb leaves fp32 (int8_scale.h)
+          const float b = sb ? sb[j * l.nblocks + blk] : 1.0f;
+          acc = int8_add_block(acc, s, sa[i * l.nblocks + blk], b);
         }
         C[i * ldc + j] = bias ? acc + bias[j] : acc;
       }

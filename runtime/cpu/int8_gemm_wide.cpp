@@ -18,10 +18,13 @@
 //     a block goes to the scalar reference loops, B unpacked from its panels (int8_run_wide);
 //   - oneDNN's path rescales a run of rows instead (int8_run_onednn_wide).
 // Rare by construction: BERT-range data never gets here. The reference loops themselves
-// (int8_gemm_scaled_reference, int8_gemm.cpp) apply beyond_fp32 / add_wide block by block.
+// (int8_gemm_scaled_reference, int8_gemm.cpp) apply the rule block by block: int8_add_block,
+// runtime/kernels/int8_scale.h (which cuda/mxint8_mma.cu shares).
 #include "runtime/cpu/int8_gemm_wide.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <vector>
 
 #include "runtime/cpu/onednn_gemm.h"

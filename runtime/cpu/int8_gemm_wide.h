@@ -2,26 +2,12 @@
 // fp32 (the rule: runtime/kernels/int8_gemm.h; the code and why: int8_gemm_wide.cpp).
 // Called by the driver, runtime/cpu/int8_gemm.cpp, only.
 #pragma once
-#include <cfloat>
-#include <cmath>
 #include <cstdint>
 
 #include "runtime/cpu/int8_layout.h"
 #include "runtime/kernels/int8_gemm.h"
 
 namespace mase::cpu {
-
-// The exact product p of two finite scales is outside fp32's normal range: its fp32 product
-// would be inf, or a subnormal or 0 that lost bits. Such a block's term is computed in double.
-inline bool beyond_fp32(double p) {
-  p = std::fabs(p);
-  return p > double(FLT_MAX) || (p < double(FLT_MIN) && p > 0);
-}
-
-// acc + float(s)·sa·sb, the term in double (exact for power-of-two scales), rounded once
-inline float add_wide(float acc, int32_t s, double p) {
-  return float(double(acc) + double(float(s)) * p);
-}
 
 // At packing: B's scale range (Int8PackedB::scale_hi, scale_lo) from B (N, K) and its scales
 // (N, nblocks; nullptr: all 1)
