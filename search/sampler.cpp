@@ -3,12 +3,15 @@
 #include "search/sampler.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <unordered_set>
 
 #include "runtime/error.h"
 #include "runtime/philox.h"
+#include "search/nsga2.h"
 #include "search/tpe.h"
 
 namespace mase::search {
@@ -68,6 +71,16 @@ double draw_uniform(const Param& p, double u) {
     }
   }
   return 0;
+}
+
+void Sampler::set_directions(const std::vector<Direction>& directions) {
+  MASE_CHECK(directions.size() == 1, ConfigError, "[sampler] ", name(), " ranks one objective, got ",
+             directions.size(), " (for several objectives use nsga2, random or grid)");
+}
+
+std::vector<std::pair<std::string, std::string>> Sampler::trial_attrs(const std::vector<Trial>&,
+                                                                      int64_t) const {
+  return {};
 }
 
 std::optional<Values> RandomSampler::sample(const Space& space, const std::vector<Trial>&,
@@ -162,8 +175,20 @@ std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed) {
     independent.multivariate = false;
     return std::make_unique<TpeSampler>(seed, independent);
   }
-  throw ConfigError(
-      cat("[sampler] expected random, grid, tpe or tpe-independent, got '", name, "'"));
+  if (name == "nsga2") return std::make_unique<Nsga2Sampler>(seed);
+  if (name.rfind("nsga2:", 0) == 0) {  // nsga2:N, a population of N
+    const std::string n = name.substr(6);
+    char* end = nullptr;
+    errno = 0;
+    const long long size = n.empty() ? 0 : std::strtoll(n.c_str(), &end, 10);
+    MASE_CHECK(!n.empty() && *end == '\0' && errno == 0 && size >= 2, ConfigError,
+               "[sampler] nsga2:N expected a population N >= 2, got '", n, "'");
+    Nsga2Options options;
+    options.population_size = size;
+    return std::make_unique<Nsga2Sampler>(seed, options);
+  }
+  throw ConfigError(cat("[sampler] expected random, grid, tpe, tpe-independent, nsga2 or nsga2:N, "
+                        "got '", name, "'"));
 }
 
 }  // namespace mase::search

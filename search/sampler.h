@@ -14,6 +14,7 @@
 //           points of failed trials are handed out again; exhausted -> nullopt.
 //   tpe     search/tpe.h: Optuna's default Tree-structured Parzen Estimator (multivariate, with
 //           the constant liar for parallel workers); tpe-independent: one parameter at a time.
+//   nsga2   search/nsga2.h: NSGA-II, Optuna's sampler for studies of several objectives.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,7 @@
 namespace mase::search {
 
 enum class TrialState { running, complete, failed, pruned };
+enum class Direction { maximize, minimize };
 const char* to_string(TrialState s);
 TrialState trial_state_from(const std::string& s);  // ConfigError if unknown
 
@@ -35,6 +37,11 @@ struct Trial {
   TrialState state = TrialState::running;
   Values values;       // internal form (search/space.h)
   double value = 0;    // the objective; meaningful when state == complete
+  // Every objective's value as the objective returned it (never negated: a sampler of several
+  // objectives is told their directions, Sampler::set_directions); objectives[0] is `value`
+  // before a minimizing study's negation. Filled for complete and pruned trials.
+  std::vector<double> objectives;
+  int64_t generation = -1;  // NSGA-II's generation of the trial (search/nsga2.h), -1 if none
   int64_t retry_of = -1;  // Study::ask: the interrupted trial whose parameters these are, or -1
   // A pruned trial's last report (step, value; search/pruner.h), value oriented as `value` is
   // (Study::ask negates both when minimizing); none if it reported nothing. TPE ranks pruned
@@ -49,12 +56,21 @@ class Sampler {
   // The values of trial `number`, or nullopt when there is nothing left to try.
   virtual std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
                                        int64_t number) = 0;
+  // The study's objectives, one direction each, told once by the study that owns the sampler
+  // (Study::open). By default a sampler ranks one value: more than one objective is a
+  // ConfigError naming the samplers that take several (random, grid and nsga2 accept them).
+  virtual void set_directions(const std::vector<Direction>& directions);
+  // System attributes to store with trial `number`, whose values sample() has just proposed
+  // from the same history: (Optuna's key, JSON value), e.g. NSGA-II's generation. None here.
+  virtual std::vector<std::pair<std::string, std::string>> trial_attrs(
+      const std::vector<Trial>& history, int64_t number) const;
 };
 
 class RandomSampler : public Sampler {
  public:
   explicit RandomSampler(uint64_t seed) : seed_(seed) {}
   std::string name() const override { return "random"; }
+  void set_directions(const std::vector<Direction>&) override {}  // never looks at values
   std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
                                int64_t number) override;
 
@@ -66,6 +82,7 @@ class GridSampler : public Sampler {
  public:
   explicit GridSampler(uint64_t seed) : seed_(seed) {}
   std::string name() const override { return "grid"; }
+  void set_directions(const std::vector<Direction>&) override {}  // never looks at values
   // ConfigError if the space has a continuous parameter (give it choices instead).
   std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
                                int64_t number) override;
@@ -77,7 +94,8 @@ class GridSampler : public Sampler {
   uint64_t seed_;
 };
 
-// "random", "grid", "tpe" or "tpe-independent" (ConfigError otherwise).
+// "random", "grid", "tpe", "tpe-independent", "nsga2" or "nsga2:N" (NSGA-II with a population
+// of N) — ConfigError otherwise.
 std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed);
 
 // Helpers shared by the samplers.

@@ -32,8 +32,6 @@ namespace store {
 class Database;
 }
 
-enum class Direction { maximize, minimize };
-
 // A trial as stored: the sampler's view plus what the study records about it.
 struct TrialRecord {
   Trial trial;  // value as the objective returned it (not negated)

@@ -209,5 +209,5 @@ TEST_CASE("make_sampler: tpe is multivariate, tpe-independent is not; both keep 
   } catch (const mase::ConfigError& e) {
     msg = e.what();
   }
-  CHECK(msg == "[sampler] expected random, grid, tpe or tpe-independent, got 'bayes'");
+  CHECK(msg == "[sampler] expected random, grid, tpe, tpe-independent, nsga2 or nsga2:N, got 'bayes'");
 }

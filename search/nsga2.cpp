@@ -1,0 +1,235 @@
+// search/nsga2.cpp — NSGA-II: non-domination fronts, crowding distance, elite selection, and
+// the sampler that breeds children from them. Read search/nsga2.h first.
+#include "search/nsga2.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "runtime/error.h"
+
+namespace mase::search {
+
+namespace nsga2 {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
+
+bool dominates(const Point& a, const Point& b, const std::vector<Direction>& directions) {
+  bool better_somewhere = false;
+  for (size_t i = 0; i < directions.size(); ++i) {
+    // as losses: lower is better in every objective
+    const double x = directions[i] == Direction::maximize ? -a[i] : a[i];
+    const double y = directions[i] == Direction::maximize ? -b[i] : b[i];
+    if (x > y) return false;
+    better_somewhere = better_somewhere || x < y;
+  }
+  return better_somewhere;
+}
+
+// Peeling: front 0 is every point nothing dominates; remove it, and what nothing of the rest
+// dominates is front 1; and so on. O(n² m) per front — a study has hundreds of trials at most.
+std::vector<std::vector<size_t>> fronts(const std::vector<Point>& points,
+                                        const std::vector<Direction>& directions) {
+  std::vector<std::vector<size_t>> out;
+  std::vector<bool> placed(points.size(), false);
+  size_t left = points.size();
+  while (left > 0) {
+    std::vector<size_t> front;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (placed[i]) continue;
+      bool dominated = false;
+      for (size_t j = 0; j < points.size() && !dominated; ++j)
+        dominated = !placed[j] && j != i && dominates(points[j], points[i], directions);
+      if (!dominated) front.push_back(i);
+    }
+    for (size_t i : front) placed[i] = true;
+    left -= front.size();
+    out.push_back(std::move(front));
+  }
+  return out;
+}
+
+namespace {
+
+// Optuna's crowding distance, computed as its code does *including the order it leaves the
+// list in* (it sorts the list by each objective in turn, stably): the elite's tie-breaking
+// depends on that order. `order` is reordered in place; the distances are by point index.
+std::vector<double> crowding_in_place(const std::vector<Point>& points, std::vector<size_t>& order) {
+  std::vector<double> distance(points.size(), 0.0);
+  if (order.empty()) return distance;
+  const size_t m = points[order[0]].size();
+  for (size_t i = 0; i < m; ++i) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return points[a][i] < points[b][i]; });
+    const double lo = points[order.front()][i], hi = points[order.back()][i];
+    if (lo == hi) continue;  // every point equal in this objective: it tells none apart
+    // the values sorted, with −inf before the first and +inf after the last
+    std::vector<double> v = {-kInf};
+    for (size_t k : order) v.push_back(points[k][i]);
+    v.push_back(kInf);
+    // the range of the finite values (the first value above −inf, the last below +inf)
+    const double v_min = *std::find_if(v.begin(), v.end(), [](double x) { return x != -kInf; });
+    const double v_max = *std::find_if(v.rbegin(), v.rend(), [](double x) { return x != kInf; });
+    double width = v_max - v_min;
+    if (!(width > 0)) width = 1.0;  // one finite value, or none
+    for (size_t j = 0; j < order.size(); ++j) {
+      const double gap = v[j] == v[j + 2] ? 0.0 : v[j + 2] - v[j];  // inf − inf counts as 0
+      distance[order[j]] += gap / width;
+    }
+  }
+  return distance;
+}
+
+}  // namespace
+
+std::vector<double> crowding_distances(const std::vector<Point>& points,
+                                       const std::vector<size_t>& members) {
+  std::vector<size_t> order = members;
+  const std::vector<double> by_index = crowding_in_place(points, order);
+  std::vector<double> out;
+  for (size_t k : members) out.push_back(by_index[k]);
+  return out;
+}
+
+std::vector<size_t> elite(const std::vector<Point>& points, const std::vector<Direction>& directions,
+                          size_t population_size) {
+  std::vector<size_t> chosen;
+  for (std::vector<size_t>& front : fronts(points, directions)) {
+    if (chosen.size() + front.size() < population_size) {
+      chosen.insert(chosen.end(), front.begin(), front.end());
+      continue;
+    }
+    // The front that does not fit: largest crowding distance first. Optuna sorts by distance
+    // ascending (stably, after its per-objective sorts) and reverses the list, so among equal
+    // distances the later one in that order comes first.
+    const std::vector<double> d = crowding_in_place(points, front);
+    std::stable_sort(front.begin(), front.end(), [&](size_t a, size_t b) { return d[a] < d[b]; });
+    std::reverse(front.begin(), front.end());
+    const size_t n = population_size - chosen.size();
+    chosen.insert(chosen.end(), front.begin(), front.begin() + static_cast<std::ptrdiff_t>(n));
+    break;
+  }
+  return chosen;
+}
+
+}  // namespace nsga2
+
+namespace {
+
+// The draws of trial n's child: stream kStream + n of the seed's Philox (search/sampler.h);
+// generation 0 and mutated parameters use RandomSampler's draws of trial n instead.
+constexpr uint64_t kStream = uint64_t{0x4e534741} << 32;  // "NSGA"
+
+bool complete(const Trial& t) { return t.state == TrialState::complete; }
+
+}  // namespace
+
+Nsga2Sampler::Nsga2Sampler(uint64_t seed, Nsga2Options options) : seed_(seed), options_(options) {
+  MASE_CHECK(options_.population_size >= 2, ConfigError,
+             "[nsga2] expected a population of at least 2, got ", options_.population_size);
+  for (double p : {options_.crossover_prob, options_.swapping_prob})
+    MASE_CHECK(p >= 0 && p <= 1, ConfigError, "[nsga2] expected probabilities in [0, 1], got ", p);
+}
+
+std::string Nsga2Sampler::name() const {
+  return options_.population_size == Nsga2Options{}.population_size
+             ? "nsga2"
+             : cat("nsga2:", options_.population_size);
+}
+
+void Nsga2Sampler::set_directions(const std::vector<Direction>& directions) {
+  MASE_CHECK(!directions.empty(), ConfigError, "[nsga2] expected at least one objective, got none");
+  directions_ = directions;
+}
+
+int64_t Nsga2Sampler::next_generation(const std::vector<Trial>& history) const {
+  // the newest generation any complete trial belongs to, and how many complete trials it has
+  int64_t newest = 0, count = 0;
+  for (const Trial& t : history) {
+    if (!complete(t) || t.generation < newest) continue;
+    count = t.generation > newest ? 1 : count + 1;
+    newest = t.generation;
+  }
+  return count < options_.population_size ? newest : newest + 1;
+}
+
+std::vector<size_t> Nsga2Sampler::parents(const std::vector<Trial>& history,
+                                          int64_t generation) const {
+  // parents(g) = elite of (generation g−1's complete trials, then parents(g−1)), parents(0) = ∅
+  std::vector<size_t> pool;
+  for (int64_t g = 0; g < generation; ++g) {
+    std::vector<size_t> candidates;
+    for (size_t i = 0; i < history.size(); ++i)
+      if (complete(history[i]) && history[i].generation == g) candidates.push_back(i);
+    candidates.insert(candidates.end(), pool.begin(), pool.end());
+    std::vector<nsga2::Point> points;
+    for (size_t i : candidates) {
+      const Trial& t = history[i];
+      MASE_CHECK(t.objectives.size() == directions_.size(), ConfigError, "[nsga2] trial ",
+                 t.number, " expected ", directions_.size(), " objective values, got ",
+                 t.objectives.size());
+      points.push_back(t.objectives);
+    }
+    std::vector<size_t> next;
+    for (size_t k : nsga2::elite(points, directions_, static_cast<size_t>(options_.population_size)))
+      next.push_back(candidates[k]);
+    pool = std::move(next);
+  }
+  return pool;
+}
+
+std::optional<Values> Nsga2Sampler::sample(const Space& space, const std::vector<Trial>& history,
+                                           int64_t number) {
+  const Values fresh = *RandomSampler(seed_).sample(space, history, number);
+  const std::vector<size_t> pool = parents(history, next_generation(history));
+  if (pool.empty()) return fresh;  // generation 0: at random
+
+  const uint64_t stream = kStream + static_cast<uint64_t>(number);
+  uint64_t draw = 0;
+  auto u = [&] { return unit_uniform(seed_, stream, draw++); };
+  auto pick = [&](const std::vector<size_t>& from) {
+    return from[std::min(static_cast<size_t>(u() * static_cast<double>(from.size())),
+                         from.size() - 1)];
+  };
+  // binary tournament: of two random candidates, the first if it dominates the second
+  auto tournament = [&](const std::vector<size_t>& from) {
+    const size_t a = pick(from), b = pick(from);
+    return nsga2::dominates(history[a].objectives, history[b].objectives, directions_) ? a : b;
+  };
+
+  Values child;
+  if (u() < options_.crossover_prob) {
+    const size_t first = tournament(pool);
+    std::vector<size_t> rest;
+    for (size_t i : pool)
+      if (i != first) rest.push_back(i);
+    const size_t second = rest.empty() ? first : tournament(rest);
+    for (const Param& p : space.params()) {
+      // Optuna's uniform crossover: rand >= swapping_prob takes the second parent's value
+      const bool from_second = u() >= options_.swapping_prob;
+      const Values& parent = history[from_second ? second : first].values;
+      if (auto it = parent.find(p.name); it != parent.end()) child[p.name] = it->second;
+    }
+  } else {
+    child = history[pick(pool)].values;
+  }
+  // mutation: each parameter with probability 1/(number of parameters), drawn afresh
+  const double mutation_prob = 1.0 / std::max<double>(1.0, static_cast<double>(space.params().size()));
+  Values out;
+  for (const Param& p : space.params()) {
+    auto it = child.find(p.name);
+    const bool keep = u() >= mutation_prob && it != child.end() && p.contains(it->second);
+    out[p.name] = keep ? it->second : fresh.at(p.name);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Nsga2Sampler::trial_attrs(
+    const std::vector<Trial>& history, int64_t) const {
+  return {{"NSGAIISampler:generation", std::to_string(next_generation(history))}};
+}
+
+}  // namespace mase::search
