@@ -158,7 +158,8 @@ int64_t Nsga2Sampler::next_generation(const std::vector<Trial>& history) const {
 
 std::vector<size_t> Nsga2Sampler::parents(const std::vector<Trial>& history,
                                           int64_t generation) const {
-  // parents(g) = elite of (generation g−1's complete trials, then parents(g−1)), parents(0) = ∅
+  // parents(g) = elite of (generation g−1's complete trials, then parents(g−1)), parents(0) = ∅;
+  // history is in trial order, so indices sort as trial numbers do
   std::vector<size_t> pool;
   for (int64_t g = 0; g < generation; ++g) {
     std::vector<size_t> candidates;
@@ -176,6 +177,9 @@ std::vector<size_t> Nsga2Sampler::parents(const std::vector<Trial>& history,
     std::vector<size_t> next;
     for (size_t k : nsga2::elite(points, directions_, static_cast<size_t>(options_.population_size)))
       next.push_back(candidates[k]);
+    // in trial order, as Optuna reads a generation's parents back from its cache: the order
+    // the next generation's elite selection sees them in (it breaks ties by position)
+    std::sort(next.begin(), next.end());
     pool = std::move(next);
   }
   return pool;

@@ -88,7 +88,8 @@ class Nsga2Sampler : public Sampler {
       const std::vector<Trial>& history, int64_t number) const override;
 
   // The generation a trial asked for now joins (Optuna's get_trial_generation), and the
-  // parents of generation g (trials of `history`, by index), both from the history alone.
+  // parents of generation g (indices into `history`, which is in trial order; returned in
+  // that order), both from the history alone.
   int64_t next_generation(const std::vector<Trial>& history) const;
   std::vector<size_t> parents(const std::vector<Trial>& history, int64_t generation) const;
 

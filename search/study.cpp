@@ -1,5 +1,6 @@
 // search/study.cpp — a study kept in Optuna's tables (a SQLite file or a PostgreSQL database):
-// ask, tell, resume, optimize, best, CSV. Read search/study.h first; the tables are
+// open, load, ask, tell, resume, optimize (reading the results: study_results.cpp). Read
+// search/study.h first; the tables are
 // search/optuna_schema.h, the values' Optuna forms search/optuna_format.h, the database
 // plumbing search/study_store.h (one SQL text for both backends).
 #include "search/study.h"
@@ -8,13 +9,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
 
-#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "search/optuna_format.h"
 #include "search/space_json.h"
@@ -34,6 +34,12 @@ using namespace rows;
 
 const char* to_string(Direction d) { return d == Direction::maximize ? "maximize" : "minimize"; }
 const char* optuna_name(Direction d) { return d == Direction::maximize ? "MAXIMIZE" : "MINIMIZE"; }
+
+std::string words(const std::vector<Direction>& dirs) {  // "maximize" or "maximize, minimize"
+  std::string out;
+  for (Direction d : dirs) out += (out.empty() ? "" : ", ") + std::string(to_string(d));
+  return out;
+}
 
 // How an Optuna script's distributions differ from `space`, in words; "" if they agree (the
 // space may have parameters no trial used yet).
@@ -68,30 +74,32 @@ json parse_space(const std::string& text, const std::string& name, const Databas
   }
 }
 
-// CSV: a field with a comma, quote or line break goes in quotes, its quotes doubled (RFC 4180).
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 }  // namespace
 
 // --- opening ---
 
 Study Study::open(const std::string& storage, const std::string& name, Space space,
                   Direction direction, std::unique_ptr<Sampler> sampler, uint64_t seed) {
+  return open(storage, name, std::move(space), std::vector<Direction>{direction},
+              std::move(sampler), seed);
+}
+
+Study Study::open(const std::string& storage, const std::string& name, Space space,
+                  std::vector<Direction> directions, std::unique_ptr<Sampler> sampler,
+                  uint64_t seed) {
   MASE_CHECK(sampler != nullptr, ConfigError, "[study] study '", name,
              "' expected a sampler, got none");
   MASE_CHECK(!name.empty(), ConfigError, "[study] expected a study name, got an empty one");
+  MASE_CHECK(!directions.empty(), ConfigError, "[study] study '", name,
+             "' expected at least one direction, got none");
+  sampler->set_directions(directions);  // a sampler of one value refuses several, here
   Study s;  // if anything below throws, ~Study closes the file
   s.db_ = store::open_database(storage);
   Database& db = *s.db_;
   const std::string& path = db.where();
   s.name_ = name;
   s.space_ = std::move(space);
-  s.direction_ = direction;
+  s.directions_ = std::move(directions);
   s.sampler_ = std::move(sampler);
   const json given = space_to_json(s.space_);
 
@@ -102,9 +110,9 @@ Study Study::open(const std::string& storage, const std::string& name, Space spa
       s.study_id_ = find.int64(0);
       const std::string where = cat("[study] study '", name, "' in ", path, " was created with ");
       const char* hint = " (use another --study name or file)";
-      const std::string dir = stored_direction(db, s.study_id_, where);
-      MASE_CHECK(dir == optuna_name(direction), ConfigError, where, "direction ",
-                 dir == "MINIMIZE" ? "minimize" : "maximize", ", not ", to_string(direction), hint);
+      const std::vector<Direction> dirs = stored_directions(db, s.study_id_, where);
+      MASE_CHECK(dirs == s.directions_, ConfigError, where, dirs.size() > 1 ? "directions " : "direction ",
+                 words(dirs), ", not ", words(s.directions_), hint);
       std::optional<std::string> sampler_json = system_attr(db, s.study_id_, "mase:sampler");
       if (sampler_json) {  // a study mase made: its sampler and space are recorded
         const std::string stored = optuna::attr_text(*sampler_json);
@@ -128,9 +136,11 @@ Study Study::open(const std::string& storage, const std::string& name, Space spa
       ins.reset();  // done with it: SQLite commits only once no statement is in progress
       Statement dir(db,
                     "INSERT INTO study_directions(direction, study_id, objective) "
-                    "VALUES(?1, ?2, 0)",
+                    "VALUES(?1, ?2, ?3)",
                     "create study");
-      dir.bind(1, std::string(optuna_name(direction))).bind(2, s.study_id_).run();
+      for (size_t k = 0; k < s.directions_.size(); ++k)
+        dir.bind(1, std::string(optuna_name(s.directions_[k]))).bind(2, s.study_id_)
+            .bind(3, static_cast<int64_t>(k)).run();
       set_system_attrs(db, s.study_id_, s.sampler_->name(), seed, given);
     }
     tx.commit();
@@ -159,7 +169,8 @@ void check_study_file(const std::string& storage) {
 
 Study Study::load(const std::string& storage, const std::string& name) {
   check_study_file(storage);
-  std::string dir, sampler = "tpe", known;
+  std::vector<Direction> dirs;
+  std::string sampler = "tpe", known;
   uint64_t seed = 0;
   Space space;
   {
@@ -176,8 +187,10 @@ Study Study::load(const std::string& storage, const std::string& name) {
     MASE_CHECK(s.study_id_ != 0, ConfigError, "[study] no study '", name, "' in ", path,
                " (it has: ", known.empty() ? "none" : known, ")");
     const std::string where = cat("[study] study '", name, "' in ", path, " has ");
-    dir = stored_direction(db, s.study_id_, where);
-    // A study an Optuna script made has no mase attributes: TPE, seed 0, its distributions.
+    dirs = stored_directions(db, s.study_id_, where);
+    // A study an Optuna script made has no mase attributes: its distributions, seed 0, and
+    // Optuna's default sampler — TPE for one objective, NSGA-II for several.
+    if (dirs.size() > 1) sampler = "nsga2";
     if (auto v = system_attr(db, s.study_id_, "mase:sampler")) sampler = optuna::attr_text(*v);
     if (auto v = system_attr(db, s.study_id_, "mase:seed"))
       seed = std::strtoull(optuna::attr_text(*v).c_str(), nullptr, 10);
@@ -190,9 +203,7 @@ Study Study::load(const std::string& storage, const std::string& name) {
                         e.what(), " (was it written by mase?)"));
     }
   }
-  return open(storage, name, std::move(space),
-              dir == "MINIMIZE" ? Direction::minimize : Direction::maximize,
-              make_sampler(sampler, seed), seed);
+  return open(storage, name, std::move(space), std::move(dirs), make_sampler(sampler, seed), seed);
 }
 
 // The moved-from study no longer owns the connection; the destructor closes it.
@@ -266,10 +277,12 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
     if (r.waiting) continue;  // not started: no params, nothing a sampler can learn from
     history.push_back(r.trial);
     // Samplers maximize (search/sampler.h): a minimizing study shows them -value.
-    if (direction_ == Direction::minimize) history.back().value = -r.trial.value;
+    // (Trial::objectives stay as they are: a sampler of several is told their directions.)
+    const bool minimize = direction() == Direction::minimize;
+    if (minimize) history.back().value = -r.trial.value;
     if (r.trial.state == TrialState::pruned && !r.intermediate.empty()) {  // how far it got
       const auto& [step, v] = *r.intermediate.rbegin();
-      history.back().last_report = {step, direction_ == Direction::minimize ? -v : v};
+      history.back().last_report = {step, minimize ? -v : v};
     }
     taken += r.trial.state != TrialState::failed;
   }
@@ -315,7 +328,15 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
                 "insert trial");
   who.bind(1, trial_id).bind(2, std::to_string(getpid()));
   who.bind(3, optuna::attr_json(store::host_name())).run();
-  Trial trial{number, TrialState::running, {}, 0.0};
+  // what the sampler keeps with the trial (NSGA-II: its generation), worked out from the same
+  // history as its values, in the same transaction
+  Statement sys(*db_,
+                "INSERT INTO trial_system_attributes(trial_id, key, value_json) VALUES(?1, ?2, ?3)",
+                "insert trial");
+  for (const auto& [key, value_json] : sampler_->trial_attrs(history, number))
+    sys.bind(1, trial_id).bind(2, key).bind(3, value_json).run();
+  Trial trial;  // running, its values filled below
+  trial.number = number;
   if (retry) {  // Optuna's RetryFailedTrialCallback's attributes (raw JSON, not strings)
     std::vector<int64_t> chain = retry->retry_history;
     chain.push_back(retry->trial.number);
@@ -346,10 +367,23 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
 
 void Study::tell(int64_t number, TrialState state, double value,
                  const std::map<std::string, std::string>& attrs) {
+  MASE_CHECK(directions_.size() == 1 || state == TrialState::failed, ConfigError,
+             "[study] tell(trial ", number, ") expected ", directions_.size(),
+             " values (one per objective), got one");
+  tell(number, state, std::vector<double>(directions_.size(), value), attrs);
+}
+
+void Study::tell(int64_t number, TrialState state, const std::vector<double>& values,
+                 const std::map<std::string, std::string>& attrs) {
   MASE_CHECK(state != TrialState::running, ConfigError, "[study] tell(trial ", number,
              ") expected a final state (complete, failed, pruned), got running");
+  MASE_CHECK(state == TrialState::failed || values.size() == directions_.size(), ConfigError,
+             "[study] tell(trial ", number, ") expected ", directions_.size(),
+             directions_.size() == 1 ? " value" : " values (one per objective)", ", got ",
+             values.size());
   std::map<std::string, std::string> all = attrs;
-  if (state == TrialState::complete && std::isnan(value)) {
+  const bool nan = std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); });
+  if (state == TrialState::complete && nan) {
     // As in Optuna: a NaN cannot be ranked, so the trial counts as failed.
     state = TrialState::failed;
     all.emplace("error", "the objective returned nan");
@@ -363,13 +397,16 @@ void Study::tell(int64_t number, TrialState state, double value,
   if (state != TrialState::failed) {  // a failure has no value
     Statement val(*db_,
                   "INSERT INTO trial_values(trial_id, objective, value, value_type) "
-                  "VALUES(?1, 0, ?2, ?3) ON CONFLICT(trial_id, objective) DO UPDATE "
+                  "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(trial_id, objective) DO UPDATE "
                   "SET value = excluded.value, value_type = excluded.value_type",
                   "record trial outcome");
-    val.bind(1, trial_id);
-    std::isinf(value) ? val.bind_null(2) : val.bind(2, value);
-    val.bind(3, std::string(std::isinf(value) ? (value > 0 ? "INF_POS" : "INF_NEG") : "FINITE"));
-    val.run();
+    for (size_t k = 0; k < values.size(); ++k) {
+      const double value = values[k];
+      val.bind(1, trial_id).bind(2, static_cast<int64_t>(k));
+      std::isinf(value) ? val.bind_null(3) : val.bind(3, value);
+      val.bind(4, std::string(std::isinf(value) ? (value > 0 ? "INF_POS" : "INF_NEG") : "FINITE"));
+      val.run();
+    }
   }
   insert_attrs(*db_, trial_id, all);
   tx.commit();
@@ -445,63 +482,14 @@ void Study::optimize(const Objective& objective, int n_trials,
       outcome.reset();  // not a final state: a bug in the objective, recorded like a throw
       error = "the objective returned state running (expected complete or pruned)";
     }
-    if (outcome)
+    if (outcome && !outcome->values.empty())
+      tell(trial->number, outcome->state, outcome->values, outcome->attrs);
+    else if (outcome)
       tell(trial->number, outcome->state, outcome->value, outcome->attrs);
     else
       tell(trial->number, TrialState::failed, 0, {{"error", error}});
     if (on_trial) on_trial(load_trials(*db_, study_id_, space_, trial->number).at(0));
   }
-}
-
-// --- reading the results ---
-
-const std::string& Study::storage() const { return db_->storage(); }
-const std::string& Study::where() const { return db_->where(); }
-
-std::vector<TrialRecord> Study::trials() const { return load_trials(*db_, study_id_, space_); }
-
-std::optional<TrialRecord> Study::best() const {
-  std::optional<TrialRecord> best;
-  for (TrialRecord& r : trials()) {  // by number: a tie keeps the earlier trial
-    if (r.trial.state != TrialState::complete) continue;
-    bool better = !best || (direction_ == Direction::maximize ? r.trial.value > best->trial.value
-                                                              : r.trial.value < best->trial.value);
-    if (better) best = std::move(r);
-  }
-  return best;
-}
-
-void Study::write_csv(const std::string& path) const {
-  const std::vector<TrialRecord> all = trials();
-  std::set<std::string> attr_names;  // sorted: the columns do not depend on trial order
-  for (const TrialRecord& r : all)
-    for (const auto& [name, text] : r.attrs) attr_names.insert(name);
-
-  // Each cell is preceded by its comma; the first cell of a line (number) has none.
-  std::string text = "number,state,value";
-  auto cell = [&text](const std::string& field) { (text += ',') += csv_field(field); };
-  for (const Param& p : space_.params()) cell(p.name);
-  for (const std::string& a : attr_names) cell(a);
-  text += '\n';
-  for (const TrialRecord& r : all) {
-    const Trial& t = r.trial;
-    bool has_value = t.state == TrialState::complete || t.state == TrialState::pruned;
-    text += std::to_string(t.number);
-    cell(to_string(t.state));
-    cell(has_value ? shortest_text(t.value) : "");
-    for (const Param& p : space_.params()) {
-      auto it = t.values.find(p.name);
-      cell(it == t.values.end() ? "" : p.format(it->second));
-    }
-    for (const std::string& a : attr_names) {
-      auto it = r.attrs.find(a);
-      cell(it == r.attrs.end() ? "" : it->second);
-    }
-    text += '\n';
-  }
-
-  // whole or not at all: a reader never sees half a CSV (runtime/atomic_file.h)
-  write_text_atomic(path, text);
 }
 
 }  // namespace mase::search

@@ -57,11 +57,13 @@ struct TrialRecord {
 };
 
 
-// What an objective returns: its value and any attributes worth keeping with the trial.
+// What an objective returns: its value and any attributes worth keeping with the trial. A
+// study of several objectives reads `values` (one per objective, in the study's order) instead.
 struct Outcome {
   double value = 0;
   std::map<std::string, std::string> attrs;
   TrialState state = TrialState::complete;  // or pruned
+  std::vector<double> values;  // several objectives: one value each (then `value` is unused)
 };
 using Objective = std::function<Outcome(const Params&, int64_t trial_number)>;
 
@@ -87,6 +89,12 @@ class Study {
   // schema revision (nothing written then).
   static Study open(const std::string& storage, const std::string& name, Space space,
                     Direction direction, std::unique_ptr<Sampler> sampler, uint64_t seed);
+  // A study of several objectives (Optuna's create_study(directions=[...])): one direction per
+  // objective, which must match a stored study's. The sampler must rank several values
+  // (nsga2; random and grid ignore them): ConfigError before anything is written otherwise.
+  static Study open(const std::string& storage, const std::string& name, Space space,
+                    std::vector<Direction> directions, std::unique_ptr<Sampler> sampler,
+                    uint64_t seed);
   // Opens an existing study with the space, direction, sampler and seed it was created with
   // (to read it, plot it, or go on with it). A study an Optuna script made has no mase
   // record of these: its trials' distributions are the space, the sampler is tpe, the seed 0.
@@ -114,8 +122,12 @@ class Study {
   // study with the same budget end with exactly `budget` finished trials, not N - 1 more
   // (a failed trial does not count: its place is asked for again).
   std::optional<Trial> ask(std::optional<int64_t> budget = std::nullopt);
-  // Records the outcome of a running trial (ConfigError if it is not running).
+  // Records the outcome of a running trial (ConfigError if it is not running). A study of
+  // several objectives takes one value per objective (the single-value form is a ConfigError
+  // there, and the other way round); a NaN among them fails the trial, as in Optuna.
   void tell(int64_t number, TrialState state, double value,
+            const std::map<std::string, std::string>& attrs = {});
+  void tell(int64_t number, TrialState state, const std::vector<double>& values,
             const std::map<std::string, std::string>& attrs = {});
   // Records a running trial that was stopped before it finished (Ctrl-C): failed, with `why` as
   // its "error", and retryable — the next ask() (here or in any worker, e.g. after --resume)
@@ -134,8 +146,15 @@ class Study {
                 const std::function<void(const TrialRecord&)>& on_trial = {});
 
   std::vector<TrialRecord> trials() const;    // by number
-  std::optional<TrialRecord> best() const;    // best complete trial, per direction
-  // One row per trial: number, state, value, each parameter (by name), each attribute seen.
+  // The best complete trial, per direction (ConfigError for a study of several objectives,
+  // which has a front instead, as Optuna's best_trial raises).
+  std::optional<TrialRecord> best() const;
+  // The complete trials no other complete trial dominates (search/nsga2.h), by number:
+  // Optuna's best_trials. For one objective, every trial tied for the best.
+  std::vector<TrialRecord> pareto_front() const;
+  // One row per trial: number, state, value (several objectives: values_<name> for each, the
+  // names of set_metric_names, else values_0, values_1, ...), each parameter (by name), each
+  // attribute seen.
   void write_csv(const std::string& path) const;  // written to a temp name, then renamed
 
   const Space& space() const { return space_; }
@@ -144,7 +163,12 @@ class Study {
   // where it is for messages (the file, or the URL with its password as ***).
   const std::string& storage() const;
   const std::string& where() const;
-  Direction direction() const { return direction_; }
+  Direction direction() const { return directions_.front(); }  // objective 0's
+  const std::vector<Direction>& directions() const { return directions_; }
+  // Optuna's set_metric_names: one name per objective, stored with the study (shown by
+  // optuna-dashboard, the CSV's column names); ConfigError if the count differs.
+  void set_metric_names(const std::vector<std::string>& names);
+  std::vector<std::string> metric_names() const;
 
  private:
   Study() = default;
@@ -153,7 +177,7 @@ class Study {
   int64_t study_id_ = 0;
   std::string name_;
   Space space_;
-  Direction direction_ = Direction::maximize;
+  std::vector<Direction> directions_ = {Direction::maximize};
   std::unique_ptr<Sampler> sampler_;
 };
 

@@ -39,16 +39,29 @@ void set_system_attrs(Database& db, int64_t study_id, const std::string& sampler
     ins.bind(1, study_id).bind(2, std::string(key)).bind(3, value).run();
 }
 
-// The one objective's direction; ConfigError for a multi-objective Optuna study.
-std::string stored_direction(Database& db, int64_t study_id, const std::string& where) {
+std::vector<Direction> stored_directions(Database& db, int64_t study_id, const std::string& where) {
   Statement q(db, "SELECT direction FROM study_directions WHERE study_id = ?1 ORDER BY objective",
               "read study direction");
   q.bind(1, study_id);
-  std::vector<std::string> dirs;
-  while (q.step()) dirs.push_back(q.text(0));
-  MASE_CHECK(dirs.size() == 1, ConfigError, where, dirs.size(),
-             " objectives, expected 1 (mase searches one objective)");
-  return dirs[0];
+  std::vector<Direction> dirs;
+  while (q.step()) {
+    const std::string d = q.text(0);
+    MASE_CHECK(d == "MAXIMIZE" || d == "MINIMIZE", ConfigError, where, "direction '", d,
+               "', expected MAXIMIZE or MINIMIZE");
+    dirs.push_back(d == "MAXIMIZE" ? Direction::maximize : Direction::minimize);
+  }
+  MASE_CHECK(!dirs.empty(), ConfigError, where, "no direction (expected one per objective)");
+  return dirs;
+}
+
+std::vector<std::string> metric_names(Database& db, int64_t study_id) {
+  std::vector<std::string> names;
+  if (auto text = system_attr(db, study_id, "study:metric_names")) {
+    const json j = json::parse(*text, nullptr, false);
+    if (j.is_array())
+      for (const auto& n : j) names.push_back(n.is_string() ? n.get<std::string>() : n.dump());
+  }
+  return names;
 }
 
 // The space an Optuna script left: every distribution its trials used, one per name.
@@ -79,6 +92,7 @@ std::vector<Param> distributions(Database& db, int64_t study_id) {
 std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space& space,
                                      std::optional<int64_t> number) {
   // "?2 < 0 OR number = ?2": one statement serves both "all trials" (-1) and "trial n".
+  // Objective 0's value comes with the trial; every objective's (0 included) below.
   Statement rows(db,
                  "SELECT t.trial_id, t.number, t.state, v.value, v.value_type, t.datetime_start, "
                  "t.datetime_complete FROM trials t LEFT JOIN trial_values v "
@@ -104,13 +118,14 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
     index_of_id[rows.int64(0)] = out.size();
     out.push_back(std::move(r));
   }
-  enum Table { params, user_attrs, system_attrs, intermediate };
+  enum Table { params, user_attrs, system_attrs, intermediate, objectives };
   const char* sql[] = {"param_name, x.param_value FROM trial_params",
                        "key, x.value_json FROM trial_user_attributes",
                        "key, x.value_json FROM trial_system_attributes",
                        "step, x.intermediate_value, x.intermediate_value_type "
-                       "FROM trial_intermediate_values"};
-  for (int table : {params, user_attrs, system_attrs, intermediate}) {
+                       "FROM trial_intermediate_values",
+                       "objective, x.value, x.value_type FROM trial_values"};
+  for (int table : {params, user_attrs, system_attrs, intermediate, objectives}) {
     std::string q = cat("SELECT x.trial_id, x.", sql[table],
                         " x JOIN trials t ON t.trial_id = x.trial_id "
                         "WHERE t.study_id = ?1 AND (?2 < 0 OR t.number = ?2)");
@@ -123,6 +138,15 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
       const auto at = index_of_id.find(named.int64(0));
       if (at == index_of_id.end()) continue;
       TrialRecord& r = out.at(at->second);
+      if (table == objectives) {  // objective k's value (NULL with its kind for ±inf)
+        const auto k = static_cast<size_t>(named.int64(1));
+        const std::string type = named.text(3);
+        if (r.trial.objectives.size() <= k) r.trial.objectives.resize(k + 1, NAN);
+        r.trial.objectives[k] = type == "INF_POS"   ? INFINITY
+                                : type == "INF_NEG" ? -INFINITY
+                                                    : named.real(2);
+        continue;
+      }
       const std::string key = named.text(1);
       if (table == params) {
         // A parameter no longer in the space (open refused a space that disagrees) is left out.
@@ -145,6 +169,8 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
         r.host = optuna::attr_text(named.text(2));
       } else if (key == "fixed_params") {
         r.fixed_params = named.text(2);
+      } else if (key == "NSGAIISampler:generation") {  // JSON: 2
+        r.trial.generation = std::atoll(named.text(2).c_str());
       } else if (key == "mase:retry") {
         r.retryable = true;
       } else if (key == "failed_trial") {  // JSON: 3

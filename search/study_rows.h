@@ -24,13 +24,18 @@ std::optional<std::string> system_attr(store::Database& db, int64_t study_id, co
 // mase:sampler, mase:seed (decimal text) and mase:space, written or replaced.
 void set_system_attrs(store::Database& db, int64_t study_id, const std::string& sampler, uint64_t seed,
                       const nlohmann::json& space);
-// "MAXIMIZE" or "MINIMIZE"; ConfigError (`where` + the count) unless there is one objective.
-std::string stored_direction(store::Database& db, int64_t study_id, const std::string& where);
+// The study's directions, objective 0 first ("MAXIMIZE" or "MINIMIZE" each); ConfigError
+// (`where` + what is wrong) if it has none or another word.
+std::vector<Direction> stored_directions(store::Database& db, int64_t study_id,
+                                         const std::string& where);
+// Optuna's "study:metric_names" (set_metric_names): one name per objective, or none.
+std::vector<std::string> metric_names(store::Database& db, int64_t study_id);
 // Every distribution the study's trials used, one per parameter name, by name. ConfigError if
 // trials used two different distributions for one name (Optuna allows changing float ranges).
 std::vector<Param> distributions(store::Database& db, int64_t study_id);
 // The trials of a study (or only trial `number`), by number, with params (those in `space`),
-// value, user attributes, pid and host, intermediate values.
+// value and every objective's value, user attributes, pid and host, intermediate values,
+// NSGA-II's generation.
 std::vector<TrialRecord> load_trials(store::Database& db, int64_t study_id, const Space& space,
                                      std::optional<int64_t> number = std::nullopt);
 // Text attributes as JSON strings, replacing those of the same name.

@@ -1,0 +1,194 @@
+// tests/search/test_study_multi.cpp — studies of several objectives (search/study.h,
+// search/nsga2.h): stored in Optuna's tables as Optuna stores them (one study_directions row
+// and one trial_values row per objective, NSGA-II's generation per trial, the metric names),
+// the Pareto front by hand, refusals, and a study Optuna's own NSGA-II made
+// (tests/fixtures/search/optuna_multi.db, make_optuna_multi.py) read back and continued — its
+// cached parents of each generation found again by mase from the trials alone.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "models/temp_dir.h"
+#include "runtime/error.h"
+#include "search/nsga2.h"
+#include "search/study.h"
+#include "search/study_test_util.h"
+
+using namespace mase;
+using namespace mase::search;
+using namespace mase::search::test_util;
+using mase::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<Direction> kAccBits = {Direction::maximize, Direction::minimize};
+
+Space xn_space() {
+  Space s;
+  s.real("x", 0, 1);
+  s.integer("n", 1, 8);
+  return s;
+}
+
+// the objective of make_optuna_multi.py: (accuracy up, bits down)
+Outcome acc_bits(const Params& p, int64_t) {
+  const double x = p.real("x");
+  const auto n = static_cast<double>(p.integer("n"));
+  Outcome o;
+  o.values = {x * n / 8 + 0.1 * std::fmod(n, 3.0), n + 4 * x};
+  return o;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("multi-objective study: stored as Optuna stores it; front, CSV, reopening") {
+  TempDir dir;
+  const std::string db = (dir.path / "studies.db").string();
+  Study s = Study::open(db, "pareto", xn_space(), kAccBits, make_sampler("nsga2:4", 5), 5);
+  s.set_metric_names({"accuracy", "bits"});
+  s.optimize(acc_bits, 12);
+  // one direction row and one value row per objective
+  CHECK(query_one(db, "SELECT group_concat(direction, ',') FROM (SELECT direction FROM "
+                      "study_directions ORDER BY objective)") == "MAXIMIZE,MINIMIZE");
+  CHECK(query_one(db, "SELECT count(*) FROM trial_values") == "24");
+  // generations of 4 complete trials, as Optuna's NSGA-II numbers them
+  CHECK(query_one(db, "SELECT group_concat(value_json, ',') FROM (SELECT a.value_json FROM "
+                      "trial_system_attributes a JOIN trials t ON t.trial_id = a.trial_id "
+                      "WHERE a.key = 'NSGAIISampler:generation' ORDER BY t.number)") ==
+        "0,0,0,0,1,1,1,1,2,2,2,2");
+  const std::vector<TrialRecord> all = s.trials();
+  REQUIRE(all.size() == 12);
+  for (const TrialRecord& r : all) {
+    REQUIRE(r.trial.objectives.size() == 2);
+    CHECK(r.trial.value == r.trial.objectives[0]);
+  }
+  // the front by brute force: no other trial at least as good in both and better in one
+  std::set<int64_t> want;
+  for (const TrialRecord& a : all) {
+    bool dominated = false;
+    for (const TrialRecord& b : all)
+      dominated = dominated || nsga2::dominates(b.trial.objectives, a.trial.objectives, kAccBits);
+    if (!dominated) want.insert(a.trial.number);
+  }
+  std::set<int64_t> got;
+  for (const TrialRecord& r : s.pareto_front()) got.insert(r.trial.number);
+  CHECK(got == want);
+  CHECK_FALSE(got.empty());
+  CHECK(error_of<ConfigError>([&] { (void)s.best(); }) ==
+        "[study] study 'pareto' has 2 objectives: no single best trial (its Pareto front "
+        "instead)");
+  // CSV: Optuna's trials_dataframe column names
+  s.write_csv((dir.path / "p.csv").string());
+  const std::string csv = read_file((dir.path / "p.csv").string());
+  CHECK(csv.rfind("number,state,values_accuracy,values_bits,n,x\n", 0) == 0);
+  CHECK(s.metric_names() == std::vector<std::string>{"accuracy", "bits"});
+
+  // reopened with the directions it has: goes on (generation 2 has its 4: the next is 3)
+  Study again = Study::load(db, "pareto");
+  CHECK(again.directions() == kAccBits);
+  again.optimize(acc_bits, 1);
+  CHECK(query_one(db, "SELECT a.value_json FROM trial_system_attributes a JOIN trials t ON "
+                      "t.trial_id = a.trial_id WHERE a.key = 'NSGAIISampler:generation' AND "
+                      "t.number = 12") == "3");
+  // other directions, or one: refused, naming both
+  CHECK(error_of<ConfigError>([&] {
+          Study::open(db, "pareto", xn_space(), {Direction::maximize, Direction::maximize},
+                      make_sampler("nsga2:4", 5), 5);
+        }) == "[study] study 'pareto' in " + db +
+                  " was created with directions maximize, minimize, not maximize, maximize "
+                  "(use another --study name or file)");
+  CHECK(contains(error_of<ConfigError>([&] {
+                   Study::open(db, "pareto", xn_space(), Direction::maximize,
+                               make_sampler("nsga2:4", 5), 5);
+                 }),
+                 "was created with directions maximize, minimize, not maximize"));
+}
+
+TEST_CASE("multi-objective study: refusals and NaN") {
+  TempDir dir;
+  const std::string db = (dir.path / "studies.db").string();
+  // TPE ranks one value: refused before the file is made
+  CHECK(error_of<ConfigError>([&] {
+          Study::open(db, "t", xn_space(), kAccBits, make_sampler("tpe", 0), 0);
+        }) == "[sampler] tpe ranks one objective, got 2 (for several objectives use nsga2, "
+              "random or grid)");
+  CHECK_FALSE(fs::exists(db));
+  Study s = Study::open(db, "r", xn_space(), kAccBits, make_sampler("random", 0), 0);
+  auto t = s.ask();
+  REQUIRE(t);
+  CHECK(error_of<ConfigError>([&] { s.tell(t->number, TrialState::complete, 0.5); }) ==
+        "[study] tell(trial 0) expected 2 values (one per objective), got one");
+  CHECK(error_of<ConfigError>([&] {
+          s.tell(t->number, TrialState::complete, std::vector<double>{0.5});
+        }) == "[study] tell(trial 0) expected 2 values (one per objective), got 1");
+  CHECK(error_of<ConfigError>([&] { s.set_metric_names({"a"}); }) ==
+        "[study] study 'r' expected 2 metric names (one per objective), got 1");
+  // a NaN among the values: failed, as in Optuna
+  s.tell(t->number, TrialState::complete, std::vector<double>{0.5, NAN});
+  CHECK(s.trials().at(0).trial.state == TrialState::failed);
+  CHECK(s.trials().at(0).attrs.at("error") == "the objective returned nan");
+  // ±inf are values (stored as NULL with their kind, as Optuna does)
+  t = s.ask();
+  s.tell(t->number, TrialState::complete, std::vector<double>{INFINITY, -INFINITY});
+  const TrialRecord r = s.trials().at(1);
+  CHECK(r.trial.objectives == std::vector<double>{INFINITY, -INFINITY});
+}
+
+TEST_CASE("multi-objective study: one Optuna's NSGA-II made, read and continued by mase") {
+  TempDir dir;
+  const std::string fixture = std::string(MASE_FIXTURES_DIR) + "/search/optuna_multi.db";
+  const std::string db = (dir.path / "optuna_multi.db").string();
+  const std::string other = (dir.path / "read_only.db").string();
+  fs::copy_file(fixture, db);
+  fs::copy_file(fixture, other);
+  // loaded as Optuna left it (NSGA-II being Optuna's default sampler for several objectives)
+  CHECK(Study::load(other, "pareto").directions() == kAccBits);
+  // opened with the population its Optuna script used, as `--sampler nsga2 --population 4`
+  Study s = Study::open(db, "pareto", xn_space(), kAccBits, make_sampler("nsga2:4", 1), 1);
+  CHECK(s.directions() == kAccBits);
+  CHECK(s.metric_names() == std::vector<std::string>{"accuracy", "bits"});
+  const std::vector<TrialRecord> all = s.trials();
+  REQUIRE(all.size() == 14);
+  // trial 0 as Optuna printed it (make_optuna_multi.py)
+  CHECK(all[0].trial.objectives[0] == doctest::Approx(0.41309842693093163).epsilon(1e-15));
+  CHECK(all[0].trial.objectives[1] == doctest::Approx(8.203191610298301).epsilon(1e-15));
+  for (const TrialRecord& r : all) CHECK(r.trial.generation == r.trial.number / 4);
+  // Optuna's best_trials
+  std::set<int64_t> front;
+  for (const TrialRecord& r : s.pareto_front()) front.insert(r.trial.number);
+  CHECK(front == std::set<int64_t>{1, 2, 3, 11, 13});
+  // Optuna cached each generation's parents (trial ids, which are numbers + 1 here):
+  // parent:1 = [3, 4, 1, 2], parent:2 = parent:3 = [3, 4, 6, 2]. mase recomputes them.
+  Nsga2Options o;
+  o.population_size = 4;
+  Nsga2Sampler nsga(0, o);
+  nsga.set_directions(kAccBits);
+  std::vector<Trial> history;
+  for (const TrialRecord& r : all) history.push_back(r.trial);
+  auto parent_numbers = [&](int64_t g) {
+    std::vector<int64_t> out;
+    for (size_t i : nsga.parents(history, g)) out.push_back(history[i].number);
+    return out;
+  };
+  CHECK(parent_numbers(1) == std::vector<int64_t>{0, 1, 2, 3});
+  CHECK(parent_numbers(2) == std::vector<int64_t>{1, 2, 3, 5});
+  CHECK(parent_numbers(3) == std::vector<int64_t>{1, 2, 3, 5});
+  CHECK(nsga.next_generation(history) == 3);
+  // continued by mase with Optuna's population: trial 14 joins generation 3, 16 starts the 4th
+  s.optimize(acc_bits, 3);
+  const std::vector<TrialRecord> now = s.trials();
+  REQUIRE(now.size() == 17);
+  CHECK(now[14].trial.generation == 3);
+  CHECK(now[15].trial.generation == 3);
+  CHECK(now[16].trial.generation == 4);
+}
