@@ -22,10 +22,22 @@
 // process walks them in order, moving on when a study's budget is finished *or running in
 // another process*, so a worker that finds nothing left to claim in one study helps with the
 // next; the parent writes the CSVs and the figure once every copy is done.
+//
+// Signals. Ctrl-C in a terminal reaches every process of the group, and each stops its running
+// trial (train::install_stop_handlers; failed and retryable: Study::interrupted). A stop signal
+// sent to the parent alone (`kill PID`, a scheduler's SIGTERM, SIGHUP) reaches its copies too:
+// from the fork until wait() has reaped them, the parent's handler of each stop signal the
+// process catches (SIGINT, SIGTERM, SIGHUP; one ignored or left to its default is left alone)
+// first sends it to every copy still there (kill(2) only: async-signal-safe), then does what
+// it did before. A copy counts a signal its parent forwarded and the same one sent to it
+// directly (Ctrl-C: both arrive) as one, so the first Ctrl-C stops it cleanly and the second
+// quits at once, as in a single process. One Workers of a process forwards at a time.
 // Read next: search/study.h, tools/mase_search.cpp.
 #pragma once
 #include <sys/types.h>
 
+#include <atomic>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -54,6 +66,9 @@ class Workers {
  private:
   int index_ = 0;
   std::vector<pid_t> children_;
+  // the signal handler's view of children_ (0: not forked yet, or reaped); null when this
+  // Workers does not forward (n == 1, a copy, or another Workers forwarding already)
+  std::unique_ptr<std::atomic<pid_t>[]> forward_to_;
 };
 
 }  // namespace mase::search

@@ -11,7 +11,8 @@
 // and optuna-dashboard open it; search/optuna_schema.h) and <dir>/<study>.csv, or, with
 // --storage postgresql://..., in a PostgreSQL database that workers on many machines share
 // (docs/scaling.md).
-// Exit status: 0 done; 1 an error; 2 bad flags; 130 stopped by Ctrl-C (resume with --resume).
+// Exit status: 0 done; 1 an error; 2 bad flags; 130 stopped by Ctrl-C, SIGTERM or SIGHUP (to
+// this process alone too: it stops its --workers copies; resume with --resume).
 // Read next: search/study.h, search/sampler.h, search/objectives.h, docs/lab2.md.
 #include <CLI/CLI.hpp>
 

@@ -9,7 +9,7 @@
 // A thin main: flags (CLI11) -> train::TrainConfig -> train/session.h. The contradictions
 // between flags are refused here, before anything is read or written.
 // Exit status: 0 done; 1 an error (one line); 2 bad flags or config; 3 the loss diverged
-// (NaN/inf); 130 stopped by Ctrl-C / SIGTERM after saving a checkpoint (resume it).
+// (NaN/inf); 130 stopped by Ctrl-C / SIGTERM / SIGHUP after saving a checkpoint (resume it).
 // Read next: train/session.h, docs/training.md (the recipe and measured runs).
 #include <CLI/CLI.hpp>
 

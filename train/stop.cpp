@@ -1,4 +1,4 @@
-// train/stop.cpp — stopping a run cleanly: what Ctrl-C and SIGTERM do (train/trainer.h,
+// train/stop.cpp — stopping a run cleanly: what Ctrl-C, SIGTERM and SIGHUP do (train/trainer.h,
 // "Stopping"). The loop polls stop_requested() between steps; the signal handler only sets a
 // flag and writes one line, the two things a handler may safely do.
 //
@@ -10,7 +10,7 @@
 // size vs. prev_size" in a oneDNN GEMM; none of 40 with oneDNN off (MASE_SGEMM=openblas), none
 // of 40 with one thread, and none of 60 since the signals moved off those threads. So the
 // threads that run kernels — the one that installs the handlers (main) and every oneTBB worker
-// (a task_scheduler_observer blocks them as they join) — block SIGINT and SIGTERM, and one idle
+// (a task_scheduler_observer blocks them as they join) — block the stop signals, and one idle
 // thread of ours, which runs nothing else, takes them: a signal sent to the process is handled
 // by a thread that does not block it. A fork (mase-search --workers) gets that thread again in
 // the child (pthread_atfork), which would otherwise have none and never see its Ctrl-C.
@@ -32,7 +32,7 @@ namespace {
 std::atomic<bool> g_stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be signal-safe");
 
-// The first SIGINT or SIGTERM asks for a clean stop; a second one of either kind exits at once
+// The first SIGINT, SIGTERM or SIGHUP asks for a clean stop; a second one of any exits at once
 // (128 + signal, as a shell reports it), even where the process is stuck outside the training
 // loop (a library's thread shutdown at exit). Only async-signal-safe calls: write(2), _exit(2).
 extern "C" void on_stop_signal(int sig) {
@@ -53,6 +53,7 @@ sigset_t stop_signals() {
   sigemptyset(&s);
   sigaddset(&s, SIGINT);
   sigaddset(&s, SIGTERM);
+  sigaddset(&s, SIGHUP);  // a closed terminal, a scheduler's "hang up": a stop like SIGTERM's
   return s;
 }
 
@@ -86,6 +87,9 @@ void clear_stop() { g_stop.store(false); }
 void install_stop_handlers() {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
+  struct sigaction hup {};
+  sigaction(SIGHUP, nullptr, &hup);
+  if (hup.sa_handler != SIG_IGN) std::signal(SIGHUP, on_stop_signal);  // nohup's stays ignored
   static std::once_flag once;
   std::call_once(once, [] {
     start_signal_thread();  // before this thread blocks: it starts with the signals open

@@ -21,7 +21,7 @@
 // resumed run takes bit-identical steps and reaches bit-identical weights
 // (tests/train/test_trainer_resume.cpp checks it).
 //
-// Stopping: request_stop() (what Ctrl-C and SIGTERM call, see install_stop_handlers) makes
+// Stopping: request_stop() (what Ctrl-C, SIGTERM, SIGHUP call: install_stop_handlers) makes
 // fit() finish the step in progress, save a checkpoint and return `interrupted`. A NaN or
 // infinite loss or gradient returns `diverged` at once: nothing is saved, so the last
 // checkpoint is the last good state.
@@ -61,8 +61,9 @@ class DataParallel;
 void request_stop();     // async-signal-safe: a lock-free atomic store
 bool stop_requested();
 void clear_stop();
-// SIGINT and SIGTERM call request_stop() (and print one line saying so); a second signal
-// ends the process at once, _exit(128 + signal) (checkpoints are atomic: nothing breaks).
+// SIGINT, SIGTERM and SIGHUP (unless ignored: nohup) call request_stop() (and print one line
+// saying so); a second signal ends the process at once, _exit(128 + signal) (checkpoints are
+// atomic: nothing breaks).
 void install_stop_handlers();
 
 // ---- what a checkpoint's trainer_state.json holds ----------------------------------------

@@ -1,7 +1,7 @@
 // tests/train/test_run_hardening.cpp — a run folder left by a kill or edited by hand: a
 // half-written last log line, a torn metrics row, a kill between the two renames of a re-saved
-// checkpoint, a trainer state whose step is impossible; the second Ctrl-C/SIGTERM, and which
-// threads take the signals.
+// checkpoint, a trainer state whose step is impossible; the second Ctrl-C/SIGTERM, SIGHUP (and
+// nohup's), and which threads take the signals.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,9 +131,37 @@ TEST_CASE("stop handlers: a second signal exits at once with 128 + signal") {
   CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
 }
 
+// A hangup (the terminal closed, a scheduler's SIGHUP) stops a run as SIGTERM does, but a
+// process started under nohup keeps ignoring it.
+TEST_CASE("stop handlers: SIGHUP asks for a stop; an ignored SIGHUP (nohup) stays ignored") {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(STDERR_FILENO);
+    std::signal(SIGHUP, SIG_IGN);  // nohup
+    install_stop_handlers();
+    struct sigaction now {};
+    sigaction(SIGHUP, nullptr, &now);
+    if (now.sa_handler != SIG_IGN) ::_exit(2);
+    ::kill(::getpid(), SIGHUP);
+    ::usleep(100'000);
+    if (stop_requested()) ::_exit(3);
+    std::signal(SIGHUP, SIG_DFL);  // no nohup
+    install_stop_handlers();
+    ::kill(::getpid(), SIGHUP);
+    for (int i = 0; i < 500 && !stop_requested(); ++i) ::usleep(10'000);
+    ::_exit(stop_requested() ? 0 : 4);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  INFO("2: nohup's SIG_IGN replaced; 3: an ignored SIGHUP stopped; 4: SIGHUP did not stop");
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
 // oneDNN's JIT'd GEMMs point rsp at the heap: a handler run inside one corrupts it
 // (train/stop.cpp). So the installing thread and every kernel worker block the stop signals.
-TEST_CASE("stop handlers: the threads that run kernels block SIGINT and SIGTERM") {
+TEST_CASE("stop handlers: the threads that run kernels block SIGINT, SIGTERM and SIGHUP") {
   const pid_t pid = ::fork();  // a child: the mask and the signal thread stay out of this process
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -143,7 +171,8 @@ TEST_CASE("stop handlers: the threads that run kernels block SIGINT and SIGTERM"
     auto blocked = [] {
       sigset_t now;
       pthread_sigmask(SIG_BLOCK, nullptr, &now);
-      return sigismember(&now, SIGINT) == 1 && sigismember(&now, SIGTERM) == 1;
+      return sigismember(&now, SIGINT) == 1 && sigismember(&now, SIGTERM) == 1 &&
+             sigismember(&now, SIGHUP) == 1;
     };
     std::atomic<int> open{0}, tasks{0};
     for (int round = 0; round < 20; ++round)  // workers join the arena as the rounds run
