@@ -402,6 +402,7 @@ void Study::tell(int64_t number, TrialState state, const std::vector<double>& va
                   "record trial outcome");
     for (size_t k = 0; k < values.size(); ++k) {
       const double value = values[k];
+      if (std::isnan(value)) continue;  // pruned at a NaN report: no value (Optuna's tell)
       val.bind(1, trial_id).bind(2, static_cast<int64_t>(k));
       std::isinf(value) ? val.bind_null(3) : val.bind(3, value);
       val.bind(4, std::string(std::isinf(value) ? (value > 0 ? "INF_POS" : "INF_NEG") : "FINITE"));
@@ -440,13 +441,18 @@ void Study::report(int64_t number, int64_t step, double value) {
   const int64_t trial_id = running_trial(number);
   Statement ins(*db_,
                 "INSERT INTO trial_intermediate_values(trial_id, step, intermediate_value, "
-                "intermediate_value_type) VALUES(?1, ?2, ?3, 'FINITE') "
+                "intermediate_value_type) VALUES(?1, ?2, ?3, ?4) "
                 "ON CONFLICT(trial_id, step) DO UPDATE "
-                "SET intermediate_value = excluded.intermediate_value",
+                "SET intermediate_value = excluded.intermediate_value, "
+                "intermediate_value_type = excluded.intermediate_value_type",
                 "record intermediate value");
-  MASE_CHECK(std::isfinite(value), ConfigError, "[study] report(trial ", number, ", step ", step,
-             ") expected a finite value, got ", value);
-  ins.bind(1, trial_id).bind(2, step).bind(3, value).run();
+  // as Optuna stores a non-finite report: NULL, its kind in the type column (study_rows.cpp)
+  ins.bind(1, trial_id).bind(2, step);
+  std::isfinite(value) ? ins.bind(3, value) : ins.bind_null(3);
+  ins.bind(4, std::string(std::isnan(value)   ? "NAN"
+                          : std::isinf(value) ? (value > 0 ? "INF_POS" : "INF_NEG")
+                                              : "FINITE"));
+  ins.run();
   tx.commit();
 }
 

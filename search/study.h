@@ -124,7 +124,8 @@ class Study {
   std::optional<Trial> ask(std::optional<int64_t> budget = std::nullopt);
   // Records the outcome of a running trial (ConfigError if it is not running). A study of
   // several objectives takes one value per objective (the single-value form is a ConfigError
-  // there, and the other way round); a NaN among them fails the trial, as in Optuna.
+  // there, and the other way round); a NaN among them fails the trial, as in Optuna (a pruned
+  // trial told NaN, its last report, keeps no value: Optuna gives it none).
   void tell(int64_t number, TrialState state, double value,
             const std::map<std::string, std::string>& attrs = {});
   void tell(int64_t number, TrialState state, const std::vector<double>& values,
@@ -137,7 +138,11 @@ class Study {
   // random and TPE draw afresh, as in Optuna.
   void interrupted(int64_t number, const std::string& why);
   // Records the objective's value at `step` of a running trial (Optuna's trial.report; shown
-  // by optuna-dashboard as the trial's curve). ConfigError if not running or not finite.
+  // by optuna-dashboard as the trial's curve). NaN and ±inf are kept as Optuna keeps them
+  // (intermediate_value NULL, intermediate_value_type NAN, INF_POS or INF_NEG) and read back
+  // as such by trials() and by Optuna; the pruner skips NaN as Optuna's does (search/pruner.h).
+  // A step reported again keeps the last value (Optuna's trial.report would ignore it).
+  // ConfigError if the trial is not running.
   void report(int64_t number, int64_t step, double value);
   // ask -> objective -> tell, n_trials times or until the sampler is exhausted; an exception
   // from the objective marks that trial failed (its message kept as attribute "error") and the

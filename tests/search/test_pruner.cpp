@@ -1,9 +1,10 @@
 // tests/search/test_pruner.cpp — the median pruner and pruned trials in TPE (search/pruner.h,
 // search/tpe.h). Oracles: hand arithmetic (numpy's percentile rule, the rules of the pruner one
-// at a time), and Optuna 5.0 itself — 240 random scenarios of MedianPruner.prune and 80 of
-// TPE's _split_trials with pruned trials (tests/fixtures/search/pruner.json, made by
-// make_pruner_fixture.py) — and a real study: a trial reported below the median is pruned,
-// keeps its last value, and counts as finished.
+// at a time), and Optuna 5.0 itself — 360 random scenarios of MedianPruner.prune (NaN and ±inf
+// reports among them) and 80 of TPE's _split_trials with pruned trials
+// (tests/fixtures/search/pruner.json, made by make_pruner_fixture.py) — and a real study: a
+// trial reported below the median is pruned, keeps its last value, and counts as finished;
+// NaN and infinite reports are stored, read back and judged as Optuna does.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -33,9 +34,14 @@ TrialRecord record(int64_t number, TrialState state, std::map<int64_t, double> i
   return r;
 }
 
-std::map<int64_t, double> curve(const json& pairs) {  // [[step, value or null], ...]
+// [[step, value], ...]; a value is a number, null (NaN), or "inf" / "-inf"
+std::map<int64_t, double> curve(const json& pairs) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
   std::map<int64_t, double> m;
-  for (const auto& p : pairs) m[p[0].get<int64_t>()] = p[1].is_null() ? kNaN : p[1].get<double>();
+  for (const auto& p : pairs)
+    m[p[0].get<int64_t>()] = p[1].is_null()     ? kNaN
+                             : p[1].is_string() ? (p[1] == "inf" ? inf : -inf)
+                                                : p[1].get<double>();
   return m;
 }
 
@@ -119,7 +125,9 @@ TEST_CASE("should_prune matches Optuna's MedianPruner.prune (fixture)") {
   const json fx = fixture();
   MESSAGE("fixture from optuna " << fx["optuna"].get<std::string>());
   int pruned = 0, n = 0;
-  for (const json& c : fx["pruner"]) {
+  json cases = fx["pruner"];  // 240 with NaN reports, then 120 with ±inf too
+  for (const json& c : fx["pruner_inf"]) cases.push_back(c);
+  for (const json& c : cases) {
     MedianPruner p;
     p.n_startup_trials = c["n_startup_trials"];
     p.n_warmup_steps = c["n_warmup_steps"];
@@ -135,7 +143,7 @@ TEST_CASE("should_prune matches Optuna's MedianPruner.prune (fixture)") {
     pruned += c["prune"].get<bool>();
     ++n;
   }
-  CHECK(n == 240);
+  CHECK(n == 360);
   CHECK(pruned > 20);  // the fixture exercises both answers
 }
 
@@ -205,25 +213,40 @@ TEST_CASE("Pruning::report: a trial below the median is pruned, keeps its value,
   CHECK(parse_pruner("median", 3, 20)->n_warmup_steps == 20);
 }
 
+namespace {
+
+// A study (maximize, x in 0..9) judged by MedianPruner(n_startup_trials=0), with trial 0
+// completed after reporting 0.6 at step 1.
+struct OneCompleted {
+  test::TempDir dir;
+  std::string db = dir.file("p.db");
+  Study s = open(db);
+  Pruning pruning{s, MedianPruner{.n_startup_trials = 0}};
+  OneCompleted() {
+    auto a = s.ask();
+    REQUIRE(a);
+    pruning.report(a->number, 1, 0.6);
+    s.tell(a->number, TrialState::complete, 0.6);
+  }
+  static Study open(const std::string& db) {
+    Space space;
+    space.integer("x", 0, 9);
+    return Study::open(db, "p", space, Direction::maximize, make_sampler("random", 1), 1);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("Pruning::report: an Optuna worker's NaN and infinite reports read back as Optuna reads them") {
   // Optuna stores a non-finite intermediate value as NULL with intermediate_value_type NAN,
   // INF_POS or INF_NEG (optuna/storages/_rdb/models.py); they were read back as 0. The oracle:
   // Optuna 5.0's MedianPruner(n_startup_trials=0), completed trials that reported 0.6 and NaN at
   // step 1, a trial reporting 0.5 there: pruned (nanpercentile drops the NaN: median 0.6) —
   // with the NaN read as 0 the median was 0.3 and it went on.
-  test::TempDir dir;
-  const std::string db = dir.file("p.db");
-  Space space;
-  space.integer("x", 0, 9);
-  Study s = Study::open(db, "p", space, Direction::maximize, make_sampler("random", 1), 1);
-  MedianPruner mp;
-  mp.n_startup_trials = 0;
-  Pruning pruning(s, mp);
-  auto a = s.ask(), b = s.ask();
-  REQUIRE(a);
+  OneCompleted fx;
+  auto& [dir, db, s, pruning] = fx;
+  auto b = s.ask();
   REQUIRE(b);
-  pruning.report(a->number, 1, 0.6);
-  s.tell(a->number, TrialState::complete, 0.6);
   // trial b's reports as an Optuna worker writes them
   const std::string id = cat("(SELECT trial_id FROM trials WHERE number = ", b->number, ")");
   for (const auto& [step, type] : std::vector<std::pair<int, std::string>>{
@@ -240,6 +263,80 @@ TEST_CASE("Pruning::report: an Optuna worker's NaN and infinite reports read bac
   auto t = s.ask();
   REQUIRE(t);
   CHECK_THROWS_AS(pruning.report(t->number, 1, 0.5), TrialPruned);
+}
+
+TEST_CASE("Study::report: NaN and ±inf stored as Optuna's trial.report stores them") {
+  // Optuna 5.0's trial.report(v, step) takes nan, inf and -inf and writes intermediate_value
+  // NULL with intermediate_value_type NAN, INF_POS, INF_NEG (load_study reads back nan, inf,
+  // -inf; checked with Optuna). report refused them (ConfigError): an evaluation that diverged
+  // failed the trial where Optuna's goes on. The oracle: the rows Optuna writes, and our reader.
+  test::TempDir dir;
+  const std::string db = dir.file("r.db");
+  Space space;
+  space.integer("x", 0, 9);
+  Study s = Study::open(db, "r", space, Direction::maximize, make_sampler("random", 1), 1);
+  auto t = s.ask();
+  REQUIRE(t);
+  const double inf = std::numeric_limits<double>::infinity();
+  s.report(t->number, 0, kNaN);
+  s.report(t->number, 1, inf);
+  s.report(t->number, 2, -inf);
+  s.report(t->number, 3, 0.5);
+  s.report(t->number, 4, 0.25);  // a step reported again: the last value, its kind with it
+  s.report(t->number, 4, kNaN);
+  s.report(t->number, 5, kNaN);
+  s.report(t->number, 5, 0.75);
+  auto row = [&](int step) {
+    return test_util::query_one(db, cat("SELECT COALESCE(CAST(intermediate_value AS TEXT), "
+                                        "'NULL') || ' ' || intermediate_value_type FROM "
+                                        "trial_intermediate_values WHERE step = ", step));
+  };
+  CHECK(row(0) == "NULL NAN");
+  CHECK(row(1) == "NULL INF_POS");
+  CHECK(row(2) == "NULL INF_NEG");
+  CHECK(row(3) == "0.5 FINITE");
+  CHECK(row(4) == "NULL NAN");
+  CHECK(row(5) == "0.75 FINITE");
+  const std::map<int64_t, double> iv = s.trials()[0].intermediate;
+  REQUIRE(iv.size() == 6);
+  CHECK(std::isnan(iv.at(0)));
+  CHECK(iv.at(1) == inf);
+  CHECK(iv.at(2) == -inf);
+  CHECK(iv.at(3) == 0.5);
+  CHECK(std::isnan(iv.at(4)));
+  CHECK(iv.at(5) == 0.75);
+}
+
+TEST_CASE("Pruning::report: a NaN report pruned as Optuna prunes it; the pruned trial has no value") {
+  // Optuna 5.0, MedianPruner(n_startup_trials=0), a completed trial that reported 0.6 at step
+  // 1: a trial reporting only NaN there is pruned (nanmax of its reports is NaN; also the
+  // fixture's cases); one reporting 0.5 at step 1 and NaN at step 2 is not (nobody completed
+  // reported at step 2). Told PRUNED, each has no value: Optuna gives a pruned trial its last
+  // report as value only when that is not NaN (a value row NULL and FINITE, as tell wrote it,
+  // fails Optuna's load_study on an assert).
+  OneCompleted fx;
+  auto& [dir, db, s, pruning] = fx;
+  auto b = s.ask();
+  REQUIRE(b);
+  double pruned_value = 0;
+  try {
+    pruning.report(b->number, 1, kNaN);
+  } catch (const TrialPruned& e) {
+    pruned_value = e.value;
+    s.tell(b->number, TrialState::pruned, e.value);
+  }
+  CHECK(std::isnan(pruned_value));
+  auto c = s.ask();
+  REQUIRE(c);
+  pruning.report(c->number, 1, 0.7);
+  CHECK_NOTHROW(pruning.report(c->number, 2, kNaN));
+  s.tell(c->number, TrialState::pruned, kNaN);  // stopped there by its objective
+  const std::vector<TrialRecord> trials = s.trials();
+  REQUIRE(trials.size() == 3);
+  CHECK(trials[1].trial.state == TrialState::pruned);
+  CHECK(trials[2].trial.state == TrialState::pruned);
+  CHECK(test_util::query_one(db, "SELECT COUNT(*) FROM trial_values") == "1");  // trial a's only
+  CHECK(s.best()->trial.number == 0);
 }
 
 TEST_CASE("check_prune_schedule: evaluations before the last step and after the warm-up") {
