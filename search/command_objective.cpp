@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <sys/wait.h>
 
 #include "runtime/error.h"
@@ -13,16 +12,6 @@
 namespace mase::search {
 
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, sep);) out.push_back(item);
-  return out;
-}
-
-// An item or a field of --space in a message: its first 60 bytes (an argument may be long).
-std::string clipped(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 60) + "..."; }
 
 double number(const std::string& text, const std::string& item) {
   size_t used = 0;
@@ -55,9 +44,8 @@ Space parse_space_spec(const std::string& spec) {
   constexpr const char* kGrammar =
       "name=real:LOW:HIGH[:log], name=int:LOW:HIGH[:log] or name=cat:A|B";
   Space space;
-  for (const std::string& raw : split(spec, ',')) {
-    const std::string item = trimmed(raw);  // "x=int:1:3, y=cat:a|b" is two items, x and y
-    if (item.empty()) continue;
+  // "x=int:1:3, y=cat:a|b" is two items, x and y; "x=int:1:3," an error (an empty item)
+  for (const std::string& item : split_items(spec, ',', "--space", kGrammar)) {
     const size_t eq = item.find('=');
     MASE_CHECK(eq != std::string::npos && eq > 0, ConfigError, "[search] expected each --space ",
                "item to be ", kGrammar, ", got '", clipped(item), "'");
@@ -65,14 +53,12 @@ Space parse_space_spec(const std::string& spec) {
     MASE_CHECK(name.find_first_of("{}") == std::string::npos, ConfigError, "[search] --space item '",
                clipped(item), "': expected a name without { or } (--command names it as {name}), "
                "got '", clipped(name), "'");
-    std::vector<std::string> f = split(item.substr(eq + 1), ':');
+    std::vector<std::string> f = split(item.substr(eq + 1), ':');  // "real:0:1:" has 4 fields
     for (std::string& field : f) field = trimmed(field);
     const std::string kind = f.empty() ? "" : f[0];
     const bool log = f.size() == 4 && f[3] == "log";
     if (kind == "cat" && f.size() == 2) {
-      std::vector<std::string> choices;
-      for (const std::string& c : split(f[1], '|'))
-        if (!trimmed(c).empty()) choices.push_back(trimmed(c));
+      const std::vector<std::string> choices = split_items(f[1], '|', "--space", "a choice");
       MASE_CHECK(!choices.empty(), ConfigError, "[search] --space item '", clipped(item),
                  "': expected choices A|B|..., got none");
       space.categorical(name, choices);

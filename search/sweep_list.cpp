@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <type_traits>
 
 #include "runtime/error.h"
@@ -12,14 +11,6 @@
 
 namespace mase::search {
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, sep);) out.push_back(item);
-  if (!s.empty() && s.back() == sep) out.push_back("");
-  return out;
-}
 
 // One number: the whole item must be read.
 template <class T>
@@ -47,10 +38,7 @@ std::vector<T> parse_list(const std::string& text, const std::string& flag, cons
              "] expected at least one value, got an empty list (e.g. ",
              std::is_integral_v<T> ? "4..32 or 4,8,16" : "0.1..0.9:0.1 or 0.5", ")");
   std::vector<T> out;
-  for (const std::string& raw : split(text, ',')) {
-    const std::string item = trimmed(raw);
-    MASE_CHECK(!item.empty(), ConfigError, "[", flag, "] expected ", what,
-               " between the commas, got an empty item in '", text, "'");
+  for (const std::string& item : split_items(text, ',', flag, what)) {
     const size_t dots = item.find("..");
     if (dots == std::string::npos) {
       out.push_back(number<T>(item, flag, what));
@@ -108,8 +96,7 @@ std::vector<std::string> parse_name_list(const std::string& text, const std::str
   MASE_CHECK(!trimmed(text).empty(), ConfigError, "[", flag,
              "] expected at least one of ", choices, ", got an empty list");
   std::vector<std::string> out;
-  for (const std::string& raw : split(text, ',')) {
-    const std::string item = trimmed(raw);
+  for (const std::string& item : split_items(text, ',', flag, "one of " + choices)) {
     MASE_CHECK(std::find(known.begin(), known.end(), item) != known.end(), ConfigError, "[",
                flag, "] expected one of ", choices, ", got '", item, "'");
     MASE_CHECK(std::find(out.begin(), out.end(), item) == out.end(), ConfigError, "[", flag,

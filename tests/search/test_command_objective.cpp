@@ -72,7 +72,7 @@ TEST_CASE("custom space: int bounds must be whole numbers within 2^53 and errors
                        "[search] --space item 'x=real:0:1:log': expected 0 < LOW < HIGH on a log "
                        "scale, got 0 and 1",
                        ConfigError);
-  CHECK_THROWS_WITH_AS(parse_space_spec(",,"), doctest::Contains("--space, got none"), ConfigError);
+  CHECK_THROWS_WITH_AS(parse_space_spec(" "), doctest::Contains("--space, got none"), ConfigError);
   CHECK_THROWS_WITH_AS(parse_space_spec("x=float:0:1"),
                        doctest::Contains("expected each --space item to be name=real:LOW:HIGH[:log], "
                                          "name=int:LOW:HIGH[:log] or name=cat:A|B, got 'x=float:0:1'"),
@@ -106,4 +106,30 @@ TEST_CASE("space: a real range wider than a double is refused (every draw would 
                        doctest::Contains("expected a finite width high - low"), ConfigError);
   CHECK_NOTHROW(parse_space_spec("x=real:-1e307:1e307"));
   CHECK_NOTHROW(parse_space_spec("x=real:1e-300:1e300:log"));  // a log range is fine
+}
+
+TEST_CASE("custom space: an empty item (a comma or | too many) is an error naming its place") {
+  // 'x=int:1:3,' used to be read as x alone, 'a|b|' as a|b, and 'x=real:0:1:' as real 0..1: a
+  // typo the search then ran without a word. Now one line, as the sweeps' lists (sweep_list.h).
+  const std::string grammar =
+      "name=real:LOW:HIGH[:log], name=int:LOW:HIGH[:log] or name=cat:A|B";
+  CHECK_THROWS_WITH_AS(parse_space_spec("x=int:1:3,"),
+                       ("[--space] expected " + grammar + " as item 2 of 'x=int:1:3,', got an "
+                        "empty item (drop the extra ',')").c_str(),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_space_spec("x=int:1:3, ,y=real:0:1"),
+                       doctest::Contains("as item 2 of 'x=int:1:3, ,y=real:0:1', got an empty item"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_space_spec(",,"), doctest::Contains("as item 1 of ',,'"), ConfigError);
+  CHECK_THROWS_WITH_AS(parse_space_spec("act=cat:relu|gelu|"),
+                       "[--space] expected a choice as item 3 of 'relu|gelu|', got an empty item "
+                       "(drop the extra '|')",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_space_spec("act=cat:relu||gelu"), doctest::Contains("item 2 of"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_space_spec("x=real:0:1:"),
+                       ("[search] expected each --space item to be " + grammar +
+                        ", got 'x=real:0:1:'").c_str(),
+                       ConfigError);
+  CHECK(parse_space_spec(" x=int:1:3 , y=cat: a | b ").params().size() == 2);  // blanks are fine
 }

@@ -1,8 +1,8 @@
-// tests/search/test_sweep.cpp — the Lab 1 sweeps without a model: list parsing and every bad
-// input (the flag named in one line), the pass configs a point builds, and run_sweep on a
-// made-up objective: points in order, resumed without re-evaluating, a failing point, the CSV
-// rows, a stop request between points, and a refused re-run (other objective or space) that
-// leaves the study file unchanged.
+// tests/search/test_sweep.cpp — the Lab 1 sweeps without a model: list parsing (search/text.h's
+// split too) and every bad input (the flag named in one line), the pass configs a point
+// builds, and run_sweep on a made-up objective: points in order, resumed without re-evaluating,
+// a failing point, the CSV rows, a stop request between points, and a refused re-run (other
+// objective or space) that leaves the study file unchanged.
 // The oracles are hand-written lists, CSV text and file bytes.
 #include <doctest/doctest.h>
 
@@ -15,6 +15,7 @@
 #include "search/sparsity_sweep.h"
 #include "search/sweep_list.h"
 #include "search/sweep_study.h"
+#include "search/text.h"
 #include "search/width_sweep.h"
 #include "train/trainer.h"
 
@@ -95,6 +96,34 @@ TEST_CASE("sweep lists: bad input names the flag") {
         "[--curves] expected at least one of ptq, qat, got an empty list");
   CHECK(config_error([] { parse_frac_rule("quarter", "--frac-width"); })
             .find("[--frac-width] expected a frac width (an integer) or 'half'") == 0);
+}
+
+TEST_CASE("sweep lists: an empty item (a comma too many) is an error naming its place") {
+  // the same rule and line as mase-search custom's --space (search/text.h, split_items)
+  CHECK(config_error([] { parse_int_list("128,256,", "--widths"); }) ==
+        "[--widths] expected an integer or a range A..B[:STEP] as item 3 of '128,256,', got an "
+        "empty item (drop the extra ',')");
+  CHECK(config_error([] { parse_real_list(" ,0.5", "--sparsities"); }) ==
+        "[--sparsities] expected a number or a range A..B:STEP as item 1 of ' ,0.5', got an "
+        "empty item (drop the extra ',')");
+  CHECK(config_error([] { parse_name_list("ptq,", "--curves", {"ptq", "qat"}); }) ==
+        "[--curves] expected one of ptq, qat as item 2 of 'ptq,', got an empty item (drop the "
+        "extra ',')");
+  CHECK(parse_int_list(" 4 , 8 ", "--widths") == std::vector<int64_t>{4, 8});
+}
+
+TEST_CASE("split, split_items: every item kept; an empty one refused by split_items") {
+  using V = std::vector<std::string>;
+  CHECK(split("a::b:", ':') == V{"a", "", "b", ""});
+  CHECK(split("", ':').empty());
+  CHECK(split_items(" a , b ", ',', "--f", "a name") == V{"a", "b"});
+  CHECK(split_items("  ", ',', "--f", "a name").empty());  // the caller names an empty list
+  CHECK(config_error([] { split_items("a,,b", ',', "--f", "a name"); }) ==
+        "[--f] expected a name as item 2 of 'a,,b', got an empty item (drop the extra ',')");
+  const std::string longer = std::string(70, 'a') + ",";
+  CHECK(config_error([&] { split_items(longer, ',', "--f", "a name"); }) ==
+        "[--f] expected a name as item 2 of '" + std::string(60, 'a') + "...', got an empty "
+        "item (drop the extra ',')");
 }
 
 TEST_CASE("sweep lists: widths and sparsities out of range") {
