@@ -15,6 +15,7 @@
 #include "search/lab_objectives.h"
 #include "search/lab_plot.h"
 #include "search/lab_runner.h"
+#include "search/nsga2.h"
 #include "search/objectives.h"
 #include "search/pruner.h"
 #include "search/sampler.h"
@@ -267,7 +268,15 @@ LabResult run_precision(PrecisionOptions o) {
              o.bits_weight);
   MASE_CHECK(o.per_format || o.mixed, ConfigError,
              "[search] nothing to search: --mixed-only needs --mixed");
-  (void)make_sampler(o.sampler, o.seed);
+  MASE_CHECK(!o.bits_objective || o.bits_weight == 0, ConfigError,
+             "[search] --bits-weight folds the bits into one value, --objectives accuracy,bits "
+             "makes them an objective of their own: give one of the two");
+  if (o.sampler == "nsga2" && o.population != Nsga2Options{}.population_size)
+    o.sampler = cat("nsga2:", o.population);  // the study records its population
+  const std::vector<Direction> directions =
+      o.bits_objective ? std::vector<Direction>{Direction::maximize, Direction::minimize}
+                       : std::vector<Direction>{Direction::maximize};
+  make_sampler(o.sampler, o.seed)->set_directions(directions);  // TPE refuses two, now
   MASE_CHECK(o.base.vocab.empty(), ConfigError, "[precision] --vocab: the trials use --init's "
              "tokenizer (the model was trained with it); drop --vocab");
   // With --workers the copies fork once the studies are open, and oneTBB's pool must not be
@@ -288,6 +297,7 @@ LabResult run_precision(PrecisionOptions o) {
   key["init"] = fs::absolute(o.init).lexically_normal().string();
   key["qat_steps"] = o.qat_steps;
   if (o.bits_weight != 0) key["bits_weight"] = o.bits_weight;
+  if (o.bits_objective) key["objectives"] = {"accuracy", "avg_weight_bits"};
   std::vector<LabStudy> specs;
   if (o.per_format)
     for (const FormatChoices& f : formats)
@@ -296,6 +306,11 @@ LabResult run_precision(PrecisionOptions o) {
   if (o.mixed)
     specs.push_back({o.study + "-mixed", "each layer picks", o.sampler,
                      precision_space(layers.names, formats), key});
+  if (o.bits_objective)
+    for (LabStudy& s : specs) {
+      s.directions = directions;
+      s.metric_names = {"accuracy", "avg_weight_bits"};
+    }
   const LabRun run = make_run(o);
   std::vector<Study> studies = open_lab_studies(specs, run);
   before_fork.reset();
@@ -305,13 +320,15 @@ LabResult run_precision(PrecisionOptions o) {
   for (const LabStudy& s : specs)
     objectives.push_back(precision_trial_objective(s.space, layers, o.init, o.base, data,
                                                    o.qat_steps, fs::path(o.dir) / s.name,
-                                                   null_sink(), o.bits_weight));
+                                                   null_sink(), o.bits_weight,
+                                                   o.bits_objective));
   // the reference, for the figure's title: the parent's (a copy only runs trials)
   const double fp32 = workers->is_copy() ? 0 : test_model(*lm.model, *data, o.base).accuracy;
   if (!workers->is_copy())
     std::fprintf(o.out, "fp32      %s: accuracy %.4f on the test subset\n", o.init.c_str(), fp32);
   std::string what = o.qat_steps > 0 ? cat("PTQ + ", o.qat_steps, " QAT steps") : "PTQ";
   if (o.bits_weight > 0) what += cat(", value = acc - ", o.bits_weight, " bits/32");
+  if (o.bits_objective) what += ", objectives accuracy and bits";
   const std::string title =
       cat("Lab 3: ", fs::path(o.init).filename().string(), " (",
           lm.model->config().num_hidden_layers, " layers, fp32 ", fp32, "), ", what,
@@ -330,6 +347,15 @@ LabResult run_precision(PrecisionOptions o) {
   plot_pareto(series, "avg_weight_bits", title, "average bits per weight (fp32 = 32)", pareto);
   res.plots.push_back(pareto);
   std::fprintf(o.out, "pareto    %s\n", pareto.c_str());
+  if (o.bits_objective)  // each study's own front, as its sampler saw it
+    for (const Study& study : studies) {
+      std::string front;
+      for (const TrialRecord& r : study.pareto_front())
+        front += cat(front.empty() ? "" : ", ", "trial ", r.trial.number, " (",
+                     r.trial.objectives[0], ", ", r.trial.objectives[1], " bits)");
+      std::fprintf(o.out, "front     %s: %s\n", study.name().c_str(),
+                   front.empty() ? "no complete trial" : front.c_str());
+    }
   const std::string summary = (fs::path(o.dir) / (o.study + "-summary.csv")).string();
   write_summary_csv(series, "avg_weight_bits", summary);  // one row per format
   res.csvs.push_back(summary);

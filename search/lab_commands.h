@@ -10,7 +10,8 @@
 //   run_precision       Lab 3    `mase-search precision`: per-layer formats on a trained model
 //                       (--init), one study per format (<study>-<format>), and with `mixed` one
 //                       where each layer picks among them (<study>-mixed); best-so-far figure
-//                       and the Pareto figure (accuracy against average weight bits)
+//                       and the Pareto figure (accuracy against average weight bits); with
+//                       bits_objective the studies have two objectives (NSGA-II)
 //   run_custom          beyond the course `mase-search custom`: the samplers on any command
 // With `workers` > 1 the command forks workers − 1 copies of itself once its studies are open
 // (search/workers.h); every process loads the data and claims trials of each study in turn.
@@ -83,6 +84,11 @@ struct PrecisionOptions : LabOptions {
   bool per_format = true; // one study per format
   int64_t qat_steps = 0;  // > 0: fine-tune this many steps quantized after PTQ
   double bits_weight = 0; // > 0: value = accuracy − bits_weight · avg_weight_bits / 32
+  // Two objectives, accuracy up and average weight bits down (Optuna's directions =
+  // [maximize, minimize]), searched by NSGA-II (search/nsga2.h) unless `sampler` says
+  // otherwise (random or grid; TPE ranks one value). Its population: `population`.
+  bool bits_objective = false;
+  int64_t population = 8;  // NSGA-II's generation size (Optuna's default is 50: too many here)
 };
 
 // `mase-search custom`: any experiment, through a command template (search/command_objective.h).

@@ -125,10 +125,10 @@ LayerList linear_layer_list(const fs::path& init) {
 Objective precision_trial_objective(const Space& space, const LayerList& layers, fs::path init,
                                     train::TrainConfig base, std::shared_ptr<const TrialData> data,
                                     int64_t qat_steps, fs::path trials_dir, std::FILE* log,
-                                    double bits_weight) {
+                                    double bits_weight, bool bits_objective) {
   (void)space;
-  return [layers, init, base, data, qat_steps, trials_dir, log, bits_weight](const Params& p,
-                                                                             int64_t number) {
+  return [layers, init, base, data, qat_steps, trials_dir, log, bits_weight, bits_objective](
+             const Params& p, int64_t number) {
     const auto t0 = std::chrono::steady_clock::now();
     const nlohmann::json cfg = precision_quant_config(p, layers.names);
     train::LoadedModel lm = train::load_model_dir(init);  // a fresh copy: weights only, fast
@@ -154,6 +154,7 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
       o.attrs["run"] = run.string();
     }
     o.attrs["accuracy"] = cat(o.value);
+    if (bits_objective) o.values = {o.value, bits};  // two objectives: accuracy up, bits down
     o.value -= bits_weight * bits / 32;
     o.attrs["wall_s"] = cat(seconds_since(t0));
     return o;

@@ -12,8 +12,10 @@
 //   test set tokenized once) -> the trial's per-layer quantize config -> test (PTQ) ->
 //   [`qat_steps` steps of quantization-aware training in trial-NNNN, then test]. Value = the
 //   last accuracy − bits_weight · avg_weight_bits / 32 (bits_weight 0: the accuracy; > 0: a
-//   scalarized two-objective search, accuracy up and bits down); attributes: accuracy (the last
-//   one), accuracy_ptq, accuracy_qat, avg_weight_bits, quantized_layers, test_loss, wall_s.
+//   scalarized two-objective search, accuracy up and bits down); with `bits_objective` two
+//   values instead (Outcome::values: the accuracy, avg_weight_bits) for a study of two
+//   objectives (search/nsga2.h); attributes: accuracy (the last one), accuracy_ptq,
+//   accuracy_qat, avg_weight_bits, quantized_layers, test_loss, wall_s.
 // Read next: search/lab_commands.h (the commands that run them).
 #pragma once
 #include <cstdio>
@@ -52,6 +54,6 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
                                     std::filesystem::path init, train::TrainConfig base,
                                     std::shared_ptr<const TrialData> data, int64_t qat_steps,
                                     std::filesystem::path trials_dir, std::FILE* log,
-                                    double bits_weight = 0);
+                                    double bits_weight = 0, bool bits_objective = false);
 
 }  // namespace mase::search

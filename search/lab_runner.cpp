@@ -78,7 +78,7 @@ TrialRun run_one_trial(Study& study, const Objective& objective, const Trial& t)
       Heartbeat beat(study, t.number);
       return objective(Params(study.space(), t.values), t.number);
     }();
-    study.tell(t.number, r.outcome.state, r.outcome.value, r.outcome.attrs);
+    study.tell(t.number, r.outcome);
     r.ok = true;
   } catch (const std::exception& e) {  // the trial failed, not the search: recorded, go on
     r.error = e.what();
@@ -115,7 +115,7 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
                "--study, --sampler and --dir)");
     for (const LabStudy& s : specs) {
       if (!study_exists(*db.db, s.name)) continue;
-      Study existing = Study::open(run.db, s.name, s.space, s.direction,
+      Study existing = Study::open(run.db, s.name, s.space, s.all_directions(),
                                    make_sampler(s.sampler, run.seed), run.seed);
       check_objective(*db.db, s, db.db->where());
       const size_t n = existing.trials().size();
@@ -128,8 +128,9 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
   std::vector<Study> studies;
   Db db(run.db);
   for (const LabStudy& s : specs) {
-    studies.push_back(Study::open(run.db, s.name, s.space, s.direction,
+    studies.push_back(Study::open(run.db, s.name, s.space, s.all_directions(),
                                   make_sampler(s.sampler, run.seed), run.seed));
+    if (!s.metric_names.empty()) studies.back().set_metric_names(s.metric_names);
     Statement put(*db.db,
                   "INSERT INTO study_objectives(name, objective_json) VALUES(?1, ?2) "
                   "ON CONFLICT DO NOTHING",
@@ -150,6 +151,19 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
   return studies;
 }
 
+std::string standing(const Study& study) {
+  if (study.directions().size() > 1) {
+    const std::vector<TrialRecord> front = study.pareto_front();
+    std::string numbers;
+    for (const TrialRecord& r : front) numbers += cat(numbers.empty() ? "" : " ", r.trial.number);
+    return cat("front ", numbers.empty() ? std::string("(none yet)") : "trials " + numbers);
+  }
+  const auto best = study.best();
+  char text[48];
+  std::snprintf(text, sizeof text, "best %.4f", best ? best->trial.value : 0.0);
+  return text;
+}
+
 void run_lab_trials(Study& study, const Objective& objective, const LabRun& run) {
   constexpr int kMaxFailuresInARow = 3;
   int failures_in_a_row = 0;
@@ -162,6 +176,10 @@ void run_lab_trials(Study& study, const Objective& objective, const LabRun& run)
     if (!t) break;  // the budget is finished or running elsewhere, or the grid is done
     const TrialRun tr = run_one_trial(study, objective, *t);
     std::string result = tr.ok ? cat("value ", tr.outcome.value) : cat("failed: ", tr.error);
+    if (tr.ok && !tr.outcome.values.empty()) {  // several objectives
+      result = "values";
+      for (double v : tr.outcome.values) result += cat(result == "values" ? " " : ", ", v);
+    }
     if (tr.ok && tr.outcome.state == TrialState::pruned) {
       const auto step = tr.outcome.attrs.find("pruned_at_step");
       result = cat("pruned", step == tr.outcome.attrs.end() ? "" : " at step " + step->second,
@@ -175,12 +193,11 @@ void run_lab_trials(Study& study, const Objective& objective, const LabRun& run)
     const double s = tr.seconds;
     std::string values = study.space().format(t->values);
     if (values.size() > 160) values = cat(values.substr(0, 150), " …");
-    auto best = study.best();
     const std::string again =
         t->retry_of >= 0 ? cat("  (trial ", t->retry_of, " again: it was interrupted)") : "";
-    std::fprintf(run.out, "%-18s trial %-3lld %s%s\n%-18s           %s  (%.1f s)  best %.4f\n",
+    std::fprintf(run.out, "%-18s trial %-3lld %s%s\n%-18s           %s  (%.1f s)  %s\n",
                  study.name().c_str(), static_cast<long long>(t->number), values.c_str(),
-                 again.c_str(), "", result.c_str(), s, best ? best->trial.value : 0.0);
+                 again.c_str(), "", result.c_str(), s, standing(study).c_str());
     std::fflush(run.out);
   }
 }

@@ -28,6 +28,13 @@ struct LabStudy {
   Space space;
   nlohmann::json objective;     // the objective key (see above)
   Direction direction = Direction::maximize;
+  // Several objectives (search/nsga2.h): one direction and one metric name each (then
+  // `direction` is unused); the trials' Outcome::values follow this order.
+  std::vector<Direction> directions;
+  std::vector<std::string> metric_names;
+  std::vector<Direction> all_directions() const {
+    return directions.empty() ? std::vector<Direction>{direction} : directions;
+  }
 };
 
 struct LabRun {
@@ -50,6 +57,9 @@ std::vector<Study> open_lab_studies(const std::vector<LabStudy>& specs, const La
 // (or the sampler is exhausted, or Ctrl-C: train::stop_requested()), two progress lines each;
 // three failures in a row end the search with an Error.
 void run_lab_trials(Study& study, const Objective& objective, const LabRun& run);
+// What a progress line ends with: "best 0.8125" (the best value so far), or for several
+// objectives "front trials 3 7 9" (the Pareto front so far, Study::pareto_front).
+std::string standing(const Study& study);
 // run_lab_trials, then <dir>/<study>.csv written; returns its path.
 std::string run_lab_study(Study& study, const Objective& objective, const LabRun& run);
 

@@ -413,6 +413,11 @@ void Study::tell(int64_t number, TrialState state, const std::vector<double>& va
   tx.commit();
 }
 
+void Study::tell(int64_t number, const Outcome& o) {
+  if (o.values.empty()) tell(number, o.state, o.value, o.attrs);
+  else tell(number, o.state, o.values, o.attrs);
+}
+
 void Study::interrupted(int64_t number, const std::string& why) {
   Transaction tx(*db_);  // failed and retryable together: no worker sees one without the other
   const int64_t trial_id = running_trial(number);
@@ -437,6 +442,8 @@ void Study::heartbeat(int64_t number) {
 }
 
 void Study::report(int64_t number, int64_t step, double value) {
+  MASE_CHECK(directions_.size() == 1, ConfigError, "[study] report(trial ", number, ") expected a "
+             "study of one objective, got ", directions_.size(), " (as in Optuna, a pruner judges one)");
   Transaction tx(*db_);
   const int64_t trial_id = running_trial(number);
   Statement ins(*db_,
@@ -488,10 +495,8 @@ void Study::optimize(const Objective& objective, int n_trials,
       outcome.reset();  // not a final state: a bug in the objective, recorded like a throw
       error = "the objective returned state running (expected complete or pruned)";
     }
-    if (outcome && !outcome->values.empty())
-      tell(trial->number, outcome->state, outcome->values, outcome->attrs);
-    else if (outcome)
-      tell(trial->number, outcome->state, outcome->value, outcome->attrs);
+    if (outcome)
+      tell(trial->number, *outcome);
     else
       tell(trial->number, TrialState::failed, 0, {{"error", error}});
     if (on_trial) on_trial(load_trials(*db_, study_id_, space_, trial->number).at(0));

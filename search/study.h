@@ -130,6 +130,8 @@ class Study {
             const std::map<std::string, std::string>& attrs = {});
   void tell(int64_t number, TrialState state, const std::vector<double>& values,
             const std::map<std::string, std::string>& attrs = {});
+  // What an objective returned: its values if it gave several, else its value.
+  void tell(int64_t number, const Outcome& outcome);
   // Records a running trial that was stopped before it finished (Ctrl-C): failed, with `why` as
   // its "error", and retryable — the next ask() (here or in any worker, e.g. after --resume)
   // runs the same parameters again as a new trial, before the sampler draws anything new, up to
@@ -142,7 +144,8 @@ class Study {
   // (intermediate_value NULL, intermediate_value_type NAN, INF_POS or INF_NEG) and read back
   // as such by trials() and by Optuna; the pruner skips NaN as Optuna's does (search/pruner.h).
   // A step reported again keeps the last value (Optuna's trial.report would ignore it).
-  // ConfigError if the trial is not running.
+  // ConfigError if the trial is not running, or the study has several objectives (Optuna's
+  // report raises there too: a pruner compares one value).
   void report(int64_t number, int64_t step, double value);
   // ask -> objective -> tell, n_trials times or until the sampler is exhausted; an exception
   // from the objective marks that trial failed (its message kept as attribute "error") and the

@@ -139,7 +139,7 @@ int run_sweep(const SweepPlan& plan, const PointFn& evaluate, std::FILE* out) {
     std::string result;
     try {
       Outcome o = evaluate(Params(plan.space, t->values));
-      study.tell(t->number, o.state, o.value, o.attrs);
+      study.tell(t->number, o);
       result = cat("accuracy ", format_real(o.value));
       if (o.attrs.count("test_loss")) result += "  test_loss " + o.attrs["test_loss"];
       failures = 0;

@@ -65,6 +65,9 @@ Examples:
   mase-search precision --init runs/tiny --formats all --mixed-only --bits-weight 0.1
       accuracy up and bits down: each 32 bits per weight cost 0.1 of accuracy; the
       Pareto figure shows which trials no other beats on both
+  mase-search precision --init runs/tiny --formats integer --objectives accuracy,bits --trials 32
+      accuracy and bits as two objectives: NSGA-II (generations of --population 8) searches
+      for the Pareto front itself; each study's front is printed at the end
 Formats: integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual
   ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2
   mxfp6_e2m3 mxfp4_e2m1 (or all))";
@@ -212,7 +215,7 @@ int lab_main(int argc, char** argv) {
   Common ct, cc, cp;
   std::string samplers = "random,grid,tpe", linear_t = "shared", linear_c = "shared";
   std::string compress_file, variants = "plain,compressed,post-trained";
-  std::string formats = "integer", widths = "8,16,32", fracs = "2,4,8";
+  std::string formats = "integer", widths = "8,16,32", fracs = "2,4,8", objectives = "accuracy";
   bool mixed_only = false;
 
   CLI::App* t = app.add_subcommand("tutorial", "Lab 2.1: the tutorial's whole space");
@@ -253,9 +256,19 @@ int lab_main(int argc, char** argv) {
   p->add_flag("--mixed-only", mixed_only, "only that study");
   p->add_option("--qat-steps", pre.qat_steps, "quantized fine-tuning steps after PTQ")
       ->capture_default_str();
-  p->add_option("--sampler", pre.sampler, "random, grid, tpe or tpe-independent")->capture_default_str();
+  p->add_option("--sampler", pre.sampler,
+                "random, grid, tpe, tpe-independent or nsga2 (default tpe; nsga2 with two "
+                "--objectives)");
   p->add_option("--bits-weight", pre.bits_weight,
                 "two objectives in one: value = accuracy - W * avg weight bits / 32")
+      ->capture_default_str();
+  p->add_option("--objectives", objectives,
+                "accuracy, or accuracy,bits: two objectives (accuracy up, average weight bits "
+                "down), a Pareto front searched by NSGA-II")
+      ->capture_default_str();
+  p->add_option("--population", pre.population,
+                "nsga2: trials per generation (Optuna's default is 50; a few dozen trials "
+                "want about 8)")
       ->capture_default_str();
 
   CustomOptions cus;
@@ -314,6 +327,14 @@ int lab_main(int argc, char** argv) {
       pre.widths = int_list(widths, "--widths");
       pre.frac_widths = int_list(fracs, "--frac-widths");
       if (mixed_only) pre.mixed = true, pre.per_format = false;
+      MASE_CHECK(objectives == "accuracy" || objectives == "accuracy,bits", ConfigError,
+                 "[search] --objectives expected accuracy or accuracy,bits, got '", objectives,
+                 "'");
+      pre.bits_objective = objectives == "accuracy,bits";
+      if (pre.bits_objective && !p->count("--sampler")) pre.sampler = "nsga2";
+      MASE_CHECK(p->count("--population") == 0 || pre.sampler == "nsga2", ConfigError,
+                 "[search] --population is NSGA-II's: expected --sampler nsga2 (or two "
+                 "--objectives), got --sampler ", pre.sampler);
       run_precision(pre);
     }
     // a --workers copy ends here too (LabResult::worker_copy); the parent has written the files

@@ -131,6 +131,9 @@ TEST_CASE("multi-objective study: refusals and NaN") {
   CHECK(error_of<ConfigError>([&] {
           s.tell(t->number, TrialState::complete, std::vector<double>{0.5});
         }) == "[study] tell(trial 0) expected 2 values (one per objective), got 1");
+  CHECK(error_of<ConfigError>([&] { s.report(t->number, 1, 0.5); }) ==
+        "[study] report(trial 0) expected a study of one objective, got 2 (as in Optuna, a "
+        "pruner judges one)");
   CHECK(error_of<ConfigError>([&] { s.set_metric_names({"a"}); }) ==
         "[study] study 'r' expected 2 metric names (one per objective), got 1");
   // a NaN among the values: failed, as in Optuna

@@ -3,6 +3,7 @@
 # mase-search end to end on real IMDb at a tiny budget (3 steps of 8 reviews of 32 tokens, 32
 # test reviews, 2 trials per study): exit 0, one CSV per study with 2 complete rows, the figure.
 #   LAB: tutorial (2.1) | compress-aware (2.2) | precision-integer (3.1) | precision-all (3.2)
+#        | precision-pareto (3.1 with two objectives, NSGA-II: 4 trials, generations of 2)
 # IMDb comes from $MASE_DATA_DIR, else /work/shared/data; without it the test prints
 # MASE_SKIPPED (ctest: skipped). Prints "e2e: ok" when every check passed.
 set -u
@@ -18,6 +19,7 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "e2e: FAILED: $*"; exit 1; }
 budget="--data-dir $data --batch-size 8 --train-subset 64 --test-subset 32 --max-len 32 --threads 2"
 common="--trials 2 --dir $dir/s $budget"
+ptq="$budget"  # the budget of a command that trains nothing (precision's PTQ trials)
 budget="$budget --max-steps 3"
 small="--num-layers 1,2 --hidden-sizes 64,128 --intermediate-sizes 128,256"
 
@@ -94,6 +96,17 @@ case "$lab" in
       [ "$(tail -n +2 "$sum" | wc -l)" -eq 18 ] || fail "summary rows: $(cat "$sum")"
       grep -q '^"each layer picks",' "$sum" || fail "no mixed row in the summary"
     fi
+    check_plot "$dir/p.svg"
+    check_plot "$dir/p-pareto.svg"
+    ;;
+  precision-pareto)
+    "$train" --model bert-tiny $budget --out "$dir/run" > "$dir/train.log" 2>&1 || fail "training: $(tail -n 3 "$dir/train.log")"
+    "$search" precision --init "$dir/run" --trials 4 --dir "$dir/s" $ptq --objectives accuracy,bits --population 2 --plot "$dir/p.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+    f="$dir/s/precision-integer.csv"
+    head -n 1 "$f" | grep -q '^number,state,values_accuracy,values_avg_weight_bits,' || fail "CSV header: $(head -n 1 "$f")"
+    [ "$(grep -c ',complete,' "$f")" -eq 4 ] || fail "$f: expected 4 complete rows: $(cat "$f")"
+    grep -q 'sampler nsga2:2, 4 trials' "$dir/log" || fail "no nsga2:2 study line: $(grep '^study' "$dir/log")"
+    grep -q '^front     precision-integer: trial [0-9]' "$dir/log" || fail "no front line: $(tail -n 3 "$dir/log")"
     check_plot "$dir/p.svg"
     check_plot "$dir/p-pareto.svg"
     ;;
