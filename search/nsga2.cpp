@@ -115,6 +115,29 @@ std::vector<size_t> elite(const std::vector<Point>& points, const std::vector<Di
   return chosen;
 }
 
+double hypervolume(const std::vector<Point>& points, const std::vector<Direction>& directions,
+                   const Point& reference) {
+  MASE_CHECK(directions.size() == 2 && reference.size() == 2, ConfigError,
+             "[nsga2] hypervolume expected two objectives, got ", directions.size());
+  auto loss = [&](const Point& p, size_t i) {
+    return directions[i] == Direction::maximize ? -p[i] : p[i];
+  };
+  const double r0 = loss(reference, 0), r1 = loss(reference, 1);
+  std::vector<std::pair<double, double>> inside;  // (loss 0, loss 1) of the points that count
+  for (const Point& p : points)
+    if (loss(p, 0) < r0 && loss(p, 1) < r1) inside.emplace_back(loss(p, 0), loss(p, 1));
+  // A staircase: by loss 0 ascending, each point that lowers loss 1 adds the strip between its
+  // loss 1 and the lowest so far, as wide as it is from the reference in loss 0.
+  std::sort(inside.begin(), inside.end());
+  double area = 0, lowest = r1;
+  for (const auto& [l0, l1] : inside)
+    if (l1 < lowest) {
+      area += (r0 - l0) * (lowest - l1);
+      lowest = l1;
+    }
+  return area;
+}
+
 }  // namespace nsga2
 
 namespace {

@@ -66,6 +66,14 @@ std::vector<double> crowding_distances(const std::vector<Point>& points,
 std::vector<size_t> elite(const std::vector<Point>& points, const std::vector<Direction>& directions,
                           size_t population_size);
 
+// The hypervolume of two objectives: the area of the region the points dominate and the
+// reference point bounds (each objective in its own direction; a point not better than the
+// reference in both adds nothing) — the usual single number for how good a front is: it grows
+// when a point moves outwards or a new one fills a gap (Optuna's compute_hypervolume, which
+// works on losses). ConfigError unless there are two objectives.
+double hypervolume(const std::vector<Point>& points, const std::vector<Direction>& directions,
+                   const Point& reference);
+
 }  // namespace nsga2
 
 struct Nsga2Options {

@@ -75,16 +75,21 @@ TEST_CASE("nsga2: dominance, fronts and crowding by hand") {
   CHECK(d[3] == kInf);
   // Elite of 3: front 0 (2 trials) fits, front 1 does not: its crowding picks one of 1, 2
   // (both at an end of every objective of that front: inf; Optuna's order keeps the later)
+  // Hypervolume against (accuracy 0.5, 32 bits), by hand: the front 0 (0.9, 8), 3 (0.85, 4)
+  // and 1, 2, 4 inside it dominate the staircase (0.85 − 0.5)·(32 − 4) + (0.9 − 0.85)·(32 − 8)
+  CHECK(nsga2::hypervolume(p, max_min, {0.5, 32}) == doctest::Approx(0.35 * 28 + 0.05 * 24));
+  CHECK(nsga2::hypervolume(p, max_min, {0.95, 32}) == 0);  // nothing beats 0.95
+  CHECK_THROWS_AS(nsga2::hypervolume(p, {Direction::maximize}, {0.5}), ConfigError);
   const auto e = nsga2::elite(p, max_min, 3);
   REQUIRE(e.size() == 3);
   CHECK(std::set<size_t>(e.begin(), e.begin() + 2) == std::set<size_t>{0, 3});
 }
 
-TEST_CASE("nsga2: fronts, crowding and elite agree with Optuna 5.0 (300 populations)") {
+TEST_CASE("nsga2: fronts, crowding, elite and hypervolume agree with Optuna 5.0 (300 populations)") {
   std::ifstream in(std::string(MASE_FIXTURES_DIR) + "/search/nsga2.json");
   REQUIRE(in.good());
   const json fixture = json::parse(in);
-  int cases = 0;
+  int cases = 0, hv_cases = 0;
   for (const json& c : fixture["cases"]) {
     const std::vector<Direction> dirs = directions_of(c);
     // points in the order Optuna was given them ("order": trial numbers)
@@ -118,9 +123,16 @@ TEST_CASE("nsga2: fronts, crowding and elite agree with Optuna 5.0 (300 populati
     }
     const auto e = nsga2::elite(points, dirs, c["population_size"].get<size_t>());
     CHECK(numbers(e) == c["elite"].get<std::vector<int64_t>>());
+    if (!c["hv"].is_null()) {
+      const nsga2::Point ref = c["hv"]["reference"].get<nsga2::Point>();
+      CHECK(nsga2::hypervolume(points, dirs, ref) ==
+            doctest::Approx(c["hv"]["volume"].get<double>()).epsilon(1e-12));
+      ++hv_cases;
+    }
     ++cases;
   }
   CHECK(cases == 300);
+  CHECK(hv_cases == 86);  // the cases of two objectives, all finite
 }
 
 TEST_CASE("nsga2: generations of population_size complete trials, as Optuna counts them") {
