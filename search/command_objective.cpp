@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cctype>
 #include <cstdio>
 #include <sys/wait.h>
 
@@ -111,12 +112,63 @@ std::string expand_command(const std::string& tmpl, const Space& space, const Va
   return out;
 }
 
-Objective command_objective(const Space& space, const std::string& tmpl) {
+std::vector<double> output_values(const std::string& line, size_t count) {
+  const auto fail = [&](const std::string& got) {
+    throw Error(cat("[search] expected ",
+                    count == 1 ? std::string("a number")
+                               : cat(count, " numbers (one per objective, separated by spaces "
+                                     "or commas)"),
+                    " on the last line of the command's stdout, got ", got));
+  };
+  // "1, 2" by its commas (an empty piece is a word that is not a number), "1 2" by its blanks
+  std::vector<std::string> words;
+  if (line.find(',') != std::string::npos) {
+    words = split(line, ',');
+  } else {
+    std::string word;
+    for (char c : line + ' ') {
+      if (!std::isspace(static_cast<unsigned char>(c))) word += c;
+      else if (!word.empty()) words.push_back(word), word.clear();
+    }
+  }
+  const std::string quoted = "'" + clipped(line) + "'";
+  if (words.size() != count) fail(count == 1 ? quoted : cat(words.size(), " in ", quoted));
+  std::vector<double> values;
+  for (const std::string& word : words) {
+    size_t used = 0;
+    double v = NAN;
+    try {
+      v = std::stod(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    while (used < word.size() && std::isspace(static_cast<unsigned char>(word[used]))) ++used;
+    if (word.empty() || used != word.size() || !std::isfinite(v)) fail(quoted);
+    values.push_back(v);
+  }
+  return values;
+}
+
+std::vector<Direction> parse_directions(const std::string& text) {
+  std::vector<Direction> out;
+  for (const std::string& word : split_items(text, ',', "--directions", "maximize or minimize")) {
+    MASE_CHECK(word == "maximize" || word == "minimize", ConfigError,
+               "[--directions] expected maximize or minimize for each objective, got '",
+               clipped(word), "'");
+    out.push_back(word == "maximize" ? Direction::maximize : Direction::minimize);
+  }
+  MASE_CHECK(!out.empty(), ConfigError, "[--directions] expected maximize or minimize for each "
+             "objective, comma-separated, got none");
+  return out;
+}
+
+Objective command_objective(const Space& space, const std::string& tmpl, size_t objectives) {
   MASE_CHECK(!tmpl.empty(), ConfigError, "[search] expected --command, got an empty template");
+  MASE_CHECK(objectives >= 1, ConfigError, "[search] expected at least one objective, got 0");
   Values zero;
   for (const Param& p : space.params()) zero[p.name] = p.kind == Param::Kind::categorical ? 0 : p.low;
   (void)expand_command(tmpl, space, zero, 0);  // unknown placeholders fail now
-  return [tmpl, space](const Params& p, int64_t number) -> Outcome {
+  return [tmpl, space, objectives](const Params& p, int64_t number) -> Outcome {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string cmd = expand_command(tmpl, space, p.values(), number);
     std::FILE* pipe = popen(cmd.c_str(), "r");
@@ -135,19 +187,14 @@ Objective command_objective(const Space& space, const std::string& tmpl) {
     MASE_CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, Error,
                "[search] command exited with status ",
                WIFEXITED(status) ? WEXITSTATUS(status) : -1, ": ", cmd);
-    size_t used = 0;
-    double v = NAN;
-    try {
-      v = std::stod(last, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    while (used < last.size() && std::isspace(static_cast<unsigned char>(last[used]))) ++used;
-    MASE_CHECK(used == last.size() && !last.empty() && std::isfinite(v), Error,
-               "[search] expected a number on the last line of the command's stdout, got '",
-               last, "': ", cmd);
     Outcome o;
-    o.value = v;
+    try {
+      const std::vector<double> values = output_values(last, objectives);
+      o.value = values[0];
+      if (objectives > 1) o.values = values;
+    } catch (const Error& e) {
+      throw Error(cat(e.what(), ": ", cmd));
+    }
     o.attrs["output"] = last;
     o.attrs["wall_s"] =
         cat(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -10,10 +10,13 @@
 // _.+-=/:,@% (numbers never do, so {x} may sit inside quoted code); {trial} is the trial
 // number. The trial fails (and the search goes on) when the command exits non-zero or its last
 // non-empty stdout line is not a number; its stderr passes through to ours. Attributes: output
-// (that line), wall_s.
+// (that line), wall_s. A study of several objectives (--directions maximize,minimize) reads as
+// many numbers from that line, separated by blanks or by commas ("0.81 12.5", "0.81, 12.5"):
+// another count, or a word among them, fails the trial the same way.
 // Read next: search/lab_commands.h (run_custom), docs/lab2.md ("Any experiment").
 #pragma once
 #include <string>
+#include <vector>
 
 #include "search/study.h"
 
@@ -23,7 +26,17 @@ namespace mase::search {
 Space parse_space_spec(const std::string& spec);
 
 // ConfigError naming --command for a {placeholder} that is not a parameter of `space`.
-Objective command_objective(const Space& space, const std::string& command_template);
+// `objectives` > 1: the trials' Outcome::values, one per objective, read from the last line.
+Objective command_objective(const Space& space, const std::string& command_template,
+                            size_t objectives = 1);
+
+// The `count` numbers of a command's last stdout line (blank- or comma-separated; finite):
+// Error saying what was expected and what the line held otherwise (the trial's "error").
+std::vector<double> output_values(const std::string& line, size_t count);
+
+// --directions "maximize,minimize": one direction per objective. ConfigError naming the flag
+// for an empty item or another word.
+std::vector<Direction> parse_directions(const std::string& text);
 
 // The command of one trial (the template with its values in place).
 std::string expand_command(const std::string& command_template, const Space& space,

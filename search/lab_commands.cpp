@@ -169,6 +169,21 @@ void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs
   }
 }
 
+// Each study's own Pareto front, as its sampler saw it: "front     <study>: trial 3 (0.81,
+// 12.5 bits), ..." (`unit` after the last value).
+void print_fronts(const std::vector<Study>& studies, const std::string& unit, std::FILE* out) {
+  for (const Study& study : studies) {
+    std::string front;
+    for (const TrialRecord& r : study.pareto_front()) {
+      std::string values;
+      for (double v : r.trial.objectives) values += cat(values.empty() ? "" : ", ", v);
+      front += cat(front.empty() ? "" : ", ", "trial ", r.trial.number, " (", values, unit, ")");
+    }
+    std::fprintf(out, "front     %s: %s\n", study.name().c_str(),
+                 front.empty() ? "no complete trial" : front.c_str());
+  }
+}
+
 Space arch_space(const ArchChoices& a) {
   return architecture_space(a.layers, a.heads, a.hidden, a.intermediate);
 }
@@ -347,15 +362,7 @@ LabResult run_precision(PrecisionOptions o) {
   plot_pareto(series, "avg_weight_bits", title, "average bits per weight (fp32 = 32)", pareto);
   res.plots.push_back(pareto);
   std::fprintf(o.out, "pareto    %s\n", pareto.c_str());
-  if (o.bits_objective)  // each study's own front, as its sampler saw it
-    for (const Study& study : studies) {
-      std::string front;
-      for (const TrialRecord& r : study.pareto_front())
-        front += cat(front.empty() ? "" : ", ", "trial ", r.trial.number, " (",
-                     r.trial.objectives[0], ", ", r.trial.objectives[1], " bits)");
-      std::fprintf(o.out, "front     %s: %s\n", study.name().c_str(),
-                   front.empty() ? "no complete trial" : front.c_str());
-    }
+  if (o.bits_objective) print_fronts(studies, " bits", o.out);
   const std::string summary = (fs::path(o.dir) / (o.study + "-summary.csv")).string();
   write_summary_csv(series, "avg_weight_bits", summary);  // one row per format
   res.csvs.push_back(summary);
@@ -366,16 +373,49 @@ LabResult run_precision(PrecisionOptions o) {
 
 LabResult run_custom(CustomOptions o) {
   check_common(o, "custom");
-  (void)make_sampler(o.sampler, o.seed);
+  MASE_CHECK(!o.minimize || o.directions.empty(), ConfigError,
+             "[search] --minimize and --directions both give the direction: expected one of "
+             "the two, got both (--directions minimize is --minimize)");
+  const std::vector<Direction> directions =
+      !o.directions.empty() ? o.directions
+                            : std::vector<Direction>{o.minimize ? Direction::minimize
+                                                                : Direction::maximize};
+  const size_t n = directions.size();
+  MASE_CHECK(o.metric_names.empty() || o.metric_names.size() == n, ConfigError,
+             "[search] --metric-names expected ", n, n == 1 ? " name" : " names (one per "
+             "objective of --directions)", ", got ", o.metric_names.size());
+  for (size_t i = 0; i < o.metric_names.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      MASE_CHECK(o.metric_names[i] != o.metric_names[j], ConfigError, "[search] --metric-names "
+                 "expected a different name for each objective, got '", o.metric_names[i],
+                 "' twice");
+  if (o.sampler == "nsga2" && o.population != Nsga2Options{}.population_size)
+    o.sampler = cat("nsga2:", o.population);  // the study records its population
+  make_sampler(o.sampler, o.seed)->set_directions(directions);  // TPE refuses several, now
   const Space space = parse_space_spec(o.space);
-  Objective objective = command_objective(space, o.command);  // checks the placeholders
+  Objective objective = command_objective(space, o.command, n);  // checks the placeholders
   LabStudy spec{o.study, o.sampler, o.sampler, space, {{"objective", "command"}, {"command", o.command}}};
-  spec.direction = o.minimize ? Direction::minimize : Direction::maximize;
+  spec.direction = directions.front();  // what the best-so-far figure plots: objective 0
+  if (n > 1) {
+    spec.directions = directions;
+    json words = json::array();  // another count or order of directions: another objective
+    for (Direction d : directions) words.push_back(d == Direction::minimize ? "minimize" : "maximize");
+    spec.objective["directions"] = words;
+  }
+  spec.metric_names = o.metric_names;
   std::vector<Study> studies = open_lab_studies({spec}, make_run(o));
   const auto workers = start_workers(o, studies);
-  return finish(studies, {spec}, {objective}, o,
-                cat("mase-search custom: ", o.command, "; ", o.trials, " trials, ", o.sampler),
-                o.minimize ? "lowest value so far" : "best value so far", *workers);
+  const std::string first = !o.metric_names.empty() ? o.metric_names[0]
+                            : n > 1                   ? std::string("objective 0")
+                                                      : std::string("value");
+  LabResult res = finish(studies, {spec}, {objective}, o,
+                         cat("mase-search custom: ", o.command, "; ", o.trials, " trials, ",
+                             o.sampler, n > 1 ? cat(", objective 0 of ", n) : std::string()),
+                         cat(spec.direction == Direction::minimize ? "lowest " : "best ", first,
+                             " so far"),
+                         *workers);
+  if (n > 1 && !res.worker_copy) print_fronts(studies, "", o.out);
+  return res;
 }
 
 }  // namespace mase::search

@@ -12,7 +12,8 @@
 //                       where each layer picks among them (<study>-mixed); best-so-far figure
 //                       and the Pareto figure (accuracy against average weight bits); with
 //                       bits_objective the studies have two objectives (NSGA-II)
-//   run_custom          beyond the course `mase-search custom`: the samplers on any command
+//   run_custom          beyond the course `mase-search custom`: the samplers on any command,
+//                       of one objective or several (--directions; NSGA-II, front printed)
 // With `workers` > 1 the command forks workers − 1 copies of itself once its studies are open
 // (search/workers.h); every process loads the data and claims trials of each study in turn.
 // Files: <dir>/studies.db (or --storage), <dir>/<study>.csv per study, <dir>/<study>/trial-NNNN
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "search/lab_spaces.h"
+#include "search/sampler.h"
 #include "train/train_config.h"
 
 namespace mase::search {
@@ -97,6 +99,13 @@ struct CustomOptions : LabOptions {
   std::string space;    // "x=real:0:1,n=int:1:8,act=cat:relu|gelu"
   std::string command;  // "python3 f.py {x} {n} {act}": the last stdout line is the value
   bool minimize = false;
+  // Several objectives (--directions maximize,minimize): the last line holds one number each;
+  // a study of that many objectives (sampler nsga2 unless given), its Pareto front printed at
+  // the end. Exclusive with `minimize`. `metric_names`: one per objective (Optuna's
+  // set_metric_names), or none.
+  std::vector<Direction> directions;
+  std::vector<std::string> metric_names;
+  int64_t population = 8;  // NSGA-II's generation size, as precision's
 };
 
 struct LabResult {

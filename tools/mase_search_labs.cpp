@@ -14,7 +14,9 @@
 
 #include "quant/passes.h"
 #include "runtime/error.h"
+#include "search/command_objective.h"
 #include "search/lab_commands.h"
+#include "search/text.h"
 #include "tools/cli.h"
 #include "train/trainer.h"
 
@@ -79,7 +81,11 @@ Examples:
   mase-search custom --space 'x=real:-2:2,y=real:-2:2' --trials 30 \
       --command 'python3 -c "print(-({x}-0.5)**2 - ({y}+1)**2)"'
   mase-search custom --minimize --space 'lr=real:1e-5:1e-2:log,layers=int:1:8,act=cat:relu|gelu' \
-      --command './my_experiment.sh --lr {lr} --layers {layers} --act {act}' --study mine)HELP";
+      --command './my_experiment.sh --lr {lr} --layers {layers} --act {act}' --study mine
+  mase-search custom --directions minimize,minimize --metric-names f1,f2 --space 'x=real:-1:3' \
+      --command 'python3 -c "x={x}; print(x*x, (x-2)**2)"' --trials 24 --population 6
+      two objectives: the last line holds one number each (spaces or commas between them);
+      NSGA-II (generations of --population) searches for the Pareto front, printed at the end)HELP";
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -280,7 +286,16 @@ int lab_main(int argc, char** argv) {
   u->add_option("--command", cus.command, "shell command; its last stdout line is the value")
       ->required();
   u->add_flag("--minimize", cus.minimize, "lower values are better");
-  u->add_option("--sampler", cus.sampler, "random, grid, tpe or tpe-independent")->capture_default_str();
+  std::string directions, metric_names;
+  u->add_option("--directions", directions,
+                "several objectives: maximize or minimize for each, comma-separated (the last "
+                "stdout line then holds one number each); exclusive with --minimize");
+  u->add_option("--metric-names", metric_names, "a name for each objective, comma-separated");
+  u->add_option("--sampler", cus.sampler, "random, grid, tpe, tpe-independent or nsga2 (default "
+                "tpe; nsga2 with several --directions)");
+  u->add_option("--population", cus.population,
+                "nsga2: trials per generation (Optuna's default is 50)")
+      ->capture_default_str();
   u->add_option("--trials", cus.trials, "finished trials")->capture_default_str();
   u->add_option("--study", cus.study, "study name (default custom)")
       ->check(cli::file_name_check());
@@ -320,6 +335,16 @@ int lab_main(int argc, char** argv) {
       cmp.compress = quant::read_config_file(compress_file);
       run_compress_aware(cmp);
     } else if (u->parsed()) {
+      if (u->count("--directions")) cus.directions = parse_directions(directions);
+      if (u->count("--metric-names")) {
+        cus.metric_names = split_items(metric_names, ',', "--metric-names", "a name");
+        MASE_CHECK(!cus.metric_names.empty(), ConfigError, "[--metric-names] expected a name "
+                   "for each objective, comma-separated, got none");
+      }
+      if (cus.directions.size() > 1 && !u->count("--sampler")) cus.sampler = "nsga2";
+      MASE_CHECK(u->count("--population") == 0 || cus.sampler == "nsga2", ConfigError,
+                 "[search] --population is NSGA-II's: expected --sampler nsga2 (or several "
+                 "--directions), got --sampler ", cus.sampler);
       run_custom(cus);
     } else {
       if (p->count("--lr")) pre.base.lr = cp.lr;

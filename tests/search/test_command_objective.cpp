@@ -133,3 +133,57 @@ TEST_CASE("custom space: an empty item (a comma or | too many) is an error namin
                        ConfigError);
   CHECK(parse_space_spec(" x=int:1:3 , y=cat: a | b ").params().size() == 2);  // blanks are fine
 }
+
+TEST_CASE("custom objectives: the last line's numbers, one per objective, by blanks or commas") {
+  CHECK(output_values("2.5", 1) == std::vector<double>{2.5});
+  CHECK(output_values(" 2.5 \r", 1) == std::vector<double>{2.5});
+  CHECK(output_values("0.25 4", 2) == std::vector<double>{0.25, 4});
+  CHECK(output_values("0.25\t 4 ", 2) == std::vector<double>{0.25, 4});
+  CHECK(output_values("0.25, 4", 2) == std::vector<double>{0.25, 4});
+  CHECK(output_values("1,2,3e-3", 3) == std::vector<double>{1, 2, 3e-3});
+  const std::string two = "[search] expected 2 numbers (one per objective, separated by spaces "
+                          "or commas) on the last line of the command's stdout, got ";
+  CHECK_THROWS_WITH_AS(output_values("1 2 3", 2), (two + "3 in '1 2 3'").c_str(), Error);
+  CHECK_THROWS_WITH_AS(output_values("0.5", 2), (two + "1 in '0.5'").c_str(), Error);
+  CHECK_THROWS_WITH_AS(output_values("", 2), (two + "0 in ''").c_str(), Error);
+  CHECK_THROWS_WITH_AS(output_values("0.5 loss", 2), (two + "'0.5 loss'").c_str(), Error);
+  CHECK_THROWS_WITH_AS(output_values("0.5, ", 2), (two + "'0.5, '").c_str(), Error);
+  CHECK_THROWS_WITH_AS(output_values("1,,2", 2), (two + "3 in '1,,2'").c_str(), Error);
+  CHECK_THROWS_WITH_AS(output_values("nan 1", 2), (two + "'nan 1'").c_str(), Error);
+  CHECK_THROWS_WITH_AS(output_values("1 inf", 2), (two + "'1 inf'").c_str(), Error);
+  // one objective: as before, one number and nothing else
+  CHECK_THROWS_WITH_AS(output_values("1 2", 1),
+                       "[search] expected a number on the last line of the command's stdout, got "
+                       "'1 2'",
+                       Error);
+  CHECK_THROWS_AS(output_values("done", 1), Error);
+}
+
+TEST_CASE("custom objectives: a command of two objectives gives Outcome::values; a wrong line fails") {
+  Space s = parse_space_spec("x=int:0:4");
+  Objective f = command_objective(s, "echo starting; echo $(({x}*{x})), $((({x}-2)*({x}-2)))", 2);
+  const Outcome o = f(Params(s, {{"x", 3}}), 0);
+  CHECK(o.values == std::vector<double>{9, 1});
+  CHECK(o.attrs.at("output") == "9, 1");
+  Objective one = command_objective(s, "echo {x}", 2);
+  CHECK_THROWS_WITH_AS(one(Params(s, {{"x", 3}}), 1),
+                       doctest::Contains("expected 2 numbers (one per objective, separated by "
+                                         "spaces or commas) on the last line of the command's "
+                                         "stdout, got 1 in '3': echo 3"),
+                       Error);
+  CHECK(command_objective(s, "echo {x}")(Params(s, {{"x", 3}}), 2).values.empty());  // one: value
+}
+
+TEST_CASE("custom objectives: --directions reads maximize and minimize, nothing else") {
+  CHECK(parse_directions("maximize") == std::vector<Direction>{Direction::maximize});
+  CHECK(parse_directions("minimize, maximize,minimize") ==
+        std::vector<Direction>{Direction::minimize, Direction::maximize, Direction::minimize});
+  CHECK_THROWS_WITH_AS(parse_directions("maximize,max"),
+                       "[--directions] expected maximize or minimize for each objective, got 'max'",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_directions("maximize,"),
+                       "[--directions] expected maximize or minimize as item 2 of 'maximize,', "
+                       "got an empty item (drop the extra ',')",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_directions(" "), doctest::Contains("got none"), ConfigError);
+}
