@@ -495,6 +495,15 @@ void Study::optimize(const Objective& objective, int n_trials,
       outcome.reset();  // not a final state: a bug in the objective, recorded like a throw
       error = "the objective returned state running (expected complete or pruned)";
     }
+    // One value per objective (Optuna's optimize fails the trial otherwise, and goes on);
+    // tell would refuse it, leaving the trial running. A pruned outcome may give none.
+    const size_t given = outcome && !outcome->values.empty() ? outcome->values.size() : 1;
+    if (outcome && given != directions_.size() &&
+        !(outcome->state == TrialState::pruned && outcome->values.empty())) {
+      outcome.reset();
+      error = cat("the objective returned ", given, given == 1 ? " value" : " values",
+                  ", expected ", directions_.size(), " (one per objective)");
+    }
     if (outcome)
       tell(trial->number, *outcome);
     else

@@ -195,3 +195,37 @@ TEST_CASE("multi-objective study: one Optuna's NSGA-II made, read and continued 
   CHECK(now[15].trial.generation == 3);
   CHECK(now[16].trial.generation == 4);
 }
+
+TEST_CASE("multi-objective study: optimize fails a trial whose objective gives the wrong count") {
+  // Optuna's optimize: "The number of the values 1 did not match the number of the objectives
+  // 2" fails that trial and goes on. mase's too, with the trial failed, never left running.
+  TempDir dir;
+  const std::string db = (dir.path / "studies.db").string();
+  Study s = Study::open(db, "w", xn_space(), kAccBits, make_sampler("random", 0), 0);
+  int64_t calls = 0;
+  s.optimize(
+      [&](const Params& p, int64_t n) {
+        Outcome o = acc_bits(p, n);
+        if (calls == 0) o.values.clear();              // one value (o.value) for two objectives
+        if (calls == 1) o.values.push_back(1);         // three for two
+        ++calls;
+        return o;
+      },
+      3);
+  const std::vector<TrialRecord> all = s.trials();
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].trial.state == TrialState::failed);
+  CHECK(all[0].attrs.at("error") ==
+        "the objective returned 1 value, expected 2 (one per objective)");
+  CHECK(all[1].trial.state == TrialState::failed);
+  CHECK(all[1].attrs.at("error") ==
+        "the objective returned 3 values, expected 2 (one per objective)");
+  CHECK(all[2].trial.state == TrialState::complete);
+  // and a study of one objective given two
+  Study one = Study::open(db, "one", xn_space(), Direction::maximize, make_sampler("random", 0), 0);
+  one.optimize(acc_bits, 1);
+  REQUIRE(one.trials().size() == 1);
+  CHECK(one.trials()[0].trial.state == TrialState::failed);
+  CHECK(one.trials()[0].attrs.at("error") ==
+        "the objective returned 2 values, expected 1 (one per objective)");
+}
