@@ -367,17 +367,23 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
 
 void Study::tell(int64_t number, TrialState state, double value,
                  const std::map<std::string, std::string>& attrs) {
-  MASE_CHECK(directions_.size() == 1 || state == TrialState::failed, ConfigError,
-             "[study] tell(trial ", number, ") expected ", directions_.size(),
+  // several objectives: a failed trial has no values, nor has a pruned one (its last report
+  // is one number; Optuna's tell(state=PRUNED) keeps none there)
+  MASE_CHECK(directions_.size() == 1 || state == TrialState::failed ||
+                 state == TrialState::pruned,
+             ConfigError, "[study] tell(trial ", number, ") expected ", directions_.size(),
              " values (one per objective), got one");
-  tell(number, state, std::vector<double>(directions_.size(), value), attrs);
+  tell(number, state, directions_.size() == 1 ? std::vector<double>{value} : std::vector<double>{},
+       attrs);
 }
 
 void Study::tell(int64_t number, TrialState state, const std::vector<double>& values,
                  const std::map<std::string, std::string>& attrs) {
   MASE_CHECK(state != TrialState::running, ConfigError, "[study] tell(trial ", number,
              ") expected a final state (complete, failed, pruned), got running");
-  MASE_CHECK(state == TrialState::failed || values.size() == directions_.size(), ConfigError,
+  MASE_CHECK(state == TrialState::failed || values.size() == directions_.size() ||
+                 (state == TrialState::pruned && values.empty()),
+             ConfigError,
              "[study] tell(trial ", number, ") expected ", directions_.size(),
              directions_.size() == 1 ? " value" : " values (one per objective)", ", got ",
              values.size());
@@ -394,7 +400,10 @@ void Study::tell(int64_t number, TrialState state, const std::vector<double>& va
                 "record trial outcome");
   upd.bind(1, trial_id).bind(2, std::string(optuna::state_name(state)));
   upd.bind(3, optuna::time_now()).run();
-  if (state != TrialState::failed) {  // a failure has no value
+  // A failure has no value. A pruned trial keeps every value or none: told a NaN (its last
+  // report) none, as Optuna's tell (objective 1's row without objective 0's is a trial Optuna's
+  // storage cannot read back).
+  if (state != TrialState::failed && !nan) {
     Statement val(*db_,
                   "INSERT INTO trial_values(trial_id, objective, value, value_type) "
                   "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(trial_id, objective) DO UPDATE "
@@ -402,7 +411,6 @@ void Study::tell(int64_t number, TrialState state, const std::vector<double>& va
                   "record trial outcome");
     for (size_t k = 0; k < values.size(); ++k) {
       const double value = values[k];
-      if (std::isnan(value)) continue;  // pruned at a NaN report: no value (Optuna's tell)
       val.bind(1, trial_id).bind(2, static_cast<int64_t>(k));
       std::isinf(value) ? val.bind_null(3) : val.bind(3, value);
       val.bind(4, std::string(std::isinf(value) ? (value > 0 ? "INF_POS" : "INF_NEG") : "FINITE"));

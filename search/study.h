@@ -124,8 +124,10 @@ class Study {
   std::optional<Trial> ask(std::optional<int64_t> budget = std::nullopt);
   // Records the outcome of a running trial (ConfigError if it is not running). A study of
   // several objectives takes one value per objective (the single-value form is a ConfigError
-  // there, and the other way round); a NaN among them fails the trial, as in Optuna (a pruned
-  // trial told NaN, its last report, keeps no value: Optuna gives it none).
+  // there unless the trial failed or was pruned: then it keeps no value, as Optuna's pruned
+  // trials of several objectives; and the other way round); a NaN among them fails the trial,
+  // as in Optuna (a pruned trial told NaN, its last report, keeps no value at all: Optuna
+  // gives it none).
   void tell(int64_t number, TrialState state, double value,
             const std::map<std::string, std::string>& attrs = {});
   void tell(int64_t number, TrialState state, const std::vector<double>& values,

@@ -229,3 +229,37 @@ TEST_CASE("multi-objective study: optimize fails a trial whose objective gives t
   CHECK(one.trials()[0].attrs.at("error") ==
         "the objective returned 2 values, expected 1 (one per objective)");
 }
+
+TEST_CASE("multi-objective study: a pruned trial keeps every value or none") {
+  TempDir dir;
+  const std::string db = (dir.path / "studies.db").string();
+  Study s = Study::open(db, "p", xn_space(), kAccBits, make_sampler("random", 0), 0);
+  auto rows_of = [&](int64_t number) {
+    return query_one(db, cat("SELECT count(*) FROM trial_values v JOIN trials t ON t.trial_id = "
+                             "v.trial_id WHERE t.number = ", number));
+  };
+  // a NaN among them: none (objective 1's row alone is a study Optuna cannot read: its
+  // storage fills values[objective] of a list as long as the rows, an IndexError)
+  auto t = s.ask();
+  s.tell(t->number, TrialState::pruned, std::vector<double>{NAN, 0.5});
+  CHECK(s.trials().at(0).trial.state == TrialState::pruned);
+  CHECK(rows_of(0) == "0");
+  CHECK(s.trials().at(0).trial.objectives.empty());
+  // pruned with no values at all, as Optuna's tell(state=PRUNED) in a study of several
+  t = s.ask();
+  CHECK_NOTHROW(s.tell(t->number, TrialState::pruned, 0.0));
+  CHECK(s.trials().at(1).trial.state == TrialState::pruned);
+  CHECK(rows_of(1) == "0");
+  t = s.ask();
+  s.tell(t->number, Outcome{0, {}, TrialState::pruned, {}});
+  CHECK(rows_of(2) == "0");
+  // every value: all kept
+  t = s.ask();
+  s.tell(t->number, TrialState::pruned, std::vector<double>{0.7, 3});
+  CHECK(rows_of(3) == "2");
+  CHECK(s.trials().at(3).trial.objectives == std::vector<double>{0.7, 3});
+  // the one-value form still refuses a complete trial
+  t = s.ask();
+  CHECK(error_of<ConfigError>([&] { s.tell(t->number, TrialState::complete, 0.5); }) ==
+        "[study] tell(trial 4) expected 2 values (one per objective), got one");
+}
