@@ -18,7 +18,8 @@
 //                 tournament (of two random parents the one that dominates, else the second),
 //                 every parameter taken from either parent with probability 1/2 (uniform
 //                 crossover); otherwise a copy of one random parent. Then each parameter is
-//                 mutated with probability 1/(number of parameters): drawn afresh, at random.
+//                 mutated with probability 1/(number of parameters, those of one value not
+//                 counted, as Optuna's): drawn afresh, at random.
 //                 Generation 0 has no parents: its trials are drawn at random.
 //
 // Like every sampler here it is stateless (search/sampler.h): the generation of a new trial and

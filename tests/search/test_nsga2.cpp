@@ -233,3 +233,27 @@ TEST_CASE("nsga2: names, make_sampler and refusals") {
   CHECK_NOTHROW(make_sampler("nsga2", 0)->set_directions(two));
   CHECK_NOTHROW(make_sampler("tpe", 0)->set_directions({Direction::minimize}));
 }
+
+TEST_CASE("nsga2: a parameter of one value does not dilute the mutation rate (as Optuna's)") {
+  // Optuna's relative search space leaves out single-valued distributions, so a child's
+  // mutation probability is 1/(number of the others): with c fixed and x free, 1/1 — every
+  // child's x is a fresh draw, never a parent's (1/2 would keep a parent's x half the time).
+  Space space;
+  space.categorical("c", {"only"});
+  space.real("x", 0, 1);
+  Nsga2Options o;
+  o.population_size = 2;
+  Nsga2Sampler s(3, o);
+  s.set_directions({Direction::maximize, Direction::minimize});
+  Trial p0 = trial(0, {0.9, 8}, 0, 0.125), p1 = trial(1, {0.8, 4}, 0, 0.875);
+  p0.values["c"] = 0;
+  p1.values["c"] = 0;
+  const std::vector<Trial> h = {p0, p1};
+  int kept = 0;
+  for (int64_t n = 2; n < 202; ++n) {
+    const Values v = *s.sample(space, h, n);
+    CHECK(v.at("c") == 0);
+    kept += v.at("x") == 0.125 || v.at("x") == 0.875;
+  }
+  CHECK(kept == 0);
+}
