@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "runtime/error.h"
+#include "search/shell_command.h"
 #include "search/text.h"
 
 namespace mase::search {
@@ -171,22 +172,20 @@ Objective command_objective(const Space& space, const std::string& tmpl, size_t 
   return [tmpl, space, objectives](const Params& p, int64_t number) -> Outcome {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string cmd = expand_command(tmpl, space, p.values(), number);
-    std::FILE* pipe = popen(cmd.c_str(), "r");
-    MASE_CHECK(pipe != nullptr, IoError, "[search] cannot run: ", cmd);
-    std::string last, line;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, pipe)) {
-      line += buf;
-      if (line.back() != '\n') continue;
-      line.pop_back();
-      if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-      line.clear();
-    }
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-    const int status = pclose(pipe);
+    const ShellRun run = run_shell(cmd);
+    // stopped (Ctrl-C, kill): whatever it printed is not the trial's result; the caller
+    // records the trial as interrupted (lab_runner.h, run_one_trial)
+    MASE_CHECK(!run.stopped, Error, "[search] stopped: the command was sent SIGTERM",
+               run.killed ? cat(" and, ", kCommandGrace_s, " s later, SIGKILL") : std::string(),
+               ": ", cmd);
+    const std::string& last = run.last_line;
+    const int status = run.status;
     MASE_CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, Error,
-               "[search] command exited with status ",
-               WIFEXITED(status) ? WEXITSTATUS(status) : -1, ": ", cmd);
+               "[search] command ",
+               status != -1 && WIFSIGNALED(status)
+                   ? cat("killed by signal ", WTERMSIG(status))
+                   : cat("exited with status ", status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1),
+               ": ", cmd);
     Outcome o;
     try {
       const std::vector<double> values = output_values(last, objectives);

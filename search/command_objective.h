@@ -12,7 +12,9 @@
 // non-empty stdout line is not a number; its stderr passes through to ours. Attributes: output
 // (that line), wall_s. A study of several objectives (--directions maximize,minimize) reads as
 // many numbers from that line, separated by blanks or by commas ("0.81 12.5", "0.81, 12.5"):
-// another count, or a word among them, fails the trial the same way.
+// another count, or a word among them, fails the trial the same way. The command runs in a
+// process group of its own, stdin /dev/null; a stopped search (Ctrl-C, kill) sends it SIGTERM
+// and the trial is interrupted, not complete (search/shell_command.h).
 // Read next: search/lab_commands.h (run_custom), docs/lab2.md ("Any experiment").
 #pragma once
 #include <string>

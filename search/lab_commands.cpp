@@ -127,10 +127,18 @@ LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs
     res.csvs.push_back(csv);
     res.studies.push_back(specs[i].name);
   }
-  for (size_t i = 0; i < studies.size(); ++i) series.emplace_back(specs[i].label, studies[i].trials());
+  bool any_complete = false;
+  for (size_t i = 0; i < studies.size(); ++i) {
+    series.emplace_back(specs[i].label, studies[i].trials());
+    any_complete = any_complete || !completed(series.back().second).empty();
+  }
+  for (const std::string& csv : res.csvs) std::fprintf(o.out, "csv       %s\n", csv.c_str());
+  if (!any_complete) {  // stopped during the first trial: nothing to draw (gnuplot would fail)
+    std::fprintf(o.out, "plot      none: no trial complete yet\n");
+    return res;
+  }
   plot_best_so_far(series, title, ylabel, o.plot, specs.front().direction);
   res.plots.push_back(o.plot);
-  for (const std::string& csv : res.csvs) std::fprintf(o.out, "csv       %s\n", csv.c_str());
   std::fprintf(o.out, "plot      %s (data %s.dat, script %s.gp)\n", o.plot.c_str(),
                o.plot.c_str(), o.plot.c_str());
   return res;
