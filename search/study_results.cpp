@@ -103,13 +103,13 @@ void Study::write_csv(const std::string& path) const {
   text += '\n';
   for (const TrialRecord& r : all) {
     const Trial& t = r.trial;
+    // a value as stored (objectives[0] is `value`); none for a failed trial, or a pruned one
+    // that kept none (pruned at a NaN report, or in a study of several objectives)
     bool has_value = t.state == TrialState::complete || t.state == TrialState::pruned;
     text += std::to_string(t.number);
     cell(to_string(t.state));
     for (size_t k = 0; k < m; ++k)
-      cell(!has_value ? ""
-           : m == 1   ? shortest_text(t.value)
-                      : (k < t.objectives.size() ? shortest_text(t.objectives[k]) : ""));
+      cell(has_value && k < t.objectives.size() ? shortest_text(t.objectives[k]) : "");
     for (const Param& p : space_.params()) {
       auto it = t.values.find(p.name);
       cell(it == t.values.end() ? "" : p.format(it->second));

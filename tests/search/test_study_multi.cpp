@@ -263,3 +263,28 @@ TEST_CASE("multi-objective study: a pruned trial keeps every value or none") {
   CHECK(error_of<ConfigError>([&] { s.tell(t->number, TrialState::complete, 0.5); }) ==
         "[study] tell(trial 4) expected 2 values (one per objective), got one");
 }
+
+TEST_CASE("study CSV: a trial with no value has empty value cells, in one objective or several") {
+  TempDir dir;
+  const std::string db = (dir.path / "studies.db").string();
+  // one objective: pruned at a NaN report keeps no value (Optuna's tell) — not a 0
+  Study one = Study::open(db, "one", xn_space(), Direction::maximize, make_sampler("random", 0), 0);
+  auto t = one.ask();
+  one.tell(t->number, TrialState::pruned, NAN);
+  t = one.ask();
+  one.tell(t->number, TrialState::pruned, 0.25);
+  one.write_csv((dir.path / "one.csv").string());
+  const std::string csv = read_file((dir.path / "one.csv").string());
+  CHECK(csv.find("\n0,pruned,,") != std::string::npos);
+  CHECK(csv.find("\n1,pruned,0.25,") != std::string::npos);
+  // several: a pruned trial without values, and ±inf as Optuna's dataframe shows them
+  Study two = Study::open(db, "two", xn_space(), kAccBits, make_sampler("random", 0), 0);
+  t = two.ask();
+  two.tell(t->number, TrialState::pruned, 0.0);
+  t = two.ask();
+  two.tell(t->number, TrialState::complete, std::vector<double>{INFINITY, -INFINITY});
+  two.write_csv((dir.path / "two.csv").string());
+  const std::string csv2 = read_file((dir.path / "two.csv").string());
+  CHECK(csv2.find("\n0,pruned,,,") != std::string::npos);
+  CHECK(csv2.find("\n1,complete,inf,-inf,") != std::string::npos);
+}
