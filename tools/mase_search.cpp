@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +35,7 @@
 #include "search/objectives.h"
 #include "search/plot.h"
 #include "search/study.h"
+#include "search/text.h"
 #include "search/workers.h"
 #include "train/trainer.h"
 
@@ -76,14 +76,6 @@ std::string clock_time(double s) {
   else
     std::snprintf(buf, sizeof buf, "%lld:%02lld", t / 60, t % 60);
   return buf;
-}
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 int finished(const std::vector<TrialRecord>& trials) {
@@ -201,7 +193,7 @@ int main(int argc, char** argv) {
           cli::flag_outside(app, {"--plot", "--compare", "--dir", "--storage", "--threads"});
       MASE_CHECK(flag.empty(), ConfigError, flag, " has no effect with --plot (it draws studies "
                  "already run; drop it)");
-      return run_plot(db, split_commas(compare), plot);
+      return run_plot(db, split_items(compare, ',', "--compare", "a study name"), plot);
     }
     MASE_CHECK(compare.empty(), ConfigError, "--compare names the studies --plot draws; give "
                "--plot FILE.svg too");

@@ -10,7 +10,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstring>
-#include <sstream>
 
 #include "quant/passes.h"
 #include "runtime/error.h"
@@ -87,17 +86,9 @@ Examples:
       two objectives: the last line holds one number each (spaces or commas between them);
       NSGA-II (generations of --population) searches for the Pareto front, printed at the end)HELP";
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::vector<int64_t> int_list(const std::string& s, const char* flag) {
   std::vector<int64_t> out;
-  for (const std::string& item : split_list(s)) {
+  for (const std::string& item : split_items(s, ',', flag, "an integer")) {
     size_t used = 0;
     int64_t v = 0;
     try {
@@ -323,7 +314,7 @@ int lab_main(int argc, char** argv) {
       if (!o->base.vocab.empty()) o->base.tokenizer = train::tokenizer_kind(o->base.vocab);
     if (t->parsed()) {
       if (t->count("--lr")) tut.base.lr = ct.lr;
-      tut.samplers = split_list(samplers);
+      tut.samplers = split_items(samplers, ',', "--samplers", "a sampler name");
       tut.linear = parse_linear(linear_t);
       tut.arch = arch_t.read();
       run_tutorial(tut);
@@ -331,7 +322,7 @@ int lab_main(int argc, char** argv) {
       if (c->count("--lr")) cmp.base.lr = cc.lr;
       cmp.linear = parse_linear(linear_c);
       cmp.arch = arch_c.read();
-      cmp.variants = split_list(variants);
+      cmp.variants = split_items(variants, ',', "--variants", "a variant");
       cmp.compress = quant::read_config_file(compress_file);
       run_compress_aware(cmp);
     } else if (u->parsed()) {
@@ -348,7 +339,7 @@ int lab_main(int argc, char** argv) {
       run_custom(cus);
     } else {
       if (p->count("--lr")) pre.base.lr = cp.lr;
-      pre.formats = split_list(formats);
+      pre.formats = split_items(formats, ',', "--formats", "a format name");
       pre.widths = int_list(widths, "--widths");
       pre.frac_widths = int_list(fracs, "--frac-widths");
       if (mixed_only) pre.mixed = true, pre.per_format = false;
