@@ -118,8 +118,13 @@ std::vector<size_t> elite(const std::vector<Point>& points, const std::vector<Di
 
 double hypervolume(const std::vector<Point>& points, const std::vector<Direction>& directions,
                    const Point& reference) {
-  MASE_CHECK(directions.size() == 2 && reference.size() == 2, ConfigError,
+  MASE_CHECK(directions.size() == 2, ConfigError,
              "[nsga2] hypervolume expected two objectives, got ", directions.size());
+  MASE_CHECK(reference.size() == 2, ConfigError,
+             "[nsga2] hypervolume expected a reference point of 2 values, got ", reference.size());
+  for (const Point& p : points)
+    MASE_CHECK(p.size() == 2, ConfigError,
+               "[nsga2] hypervolume expected points of 2 values, got one of ", p.size());
   auto loss = [&](const Point& p, size_t i) {
     return directions[i] == Direction::maximize ? -p[i] : p[i];
   };

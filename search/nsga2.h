@@ -71,7 +71,8 @@ std::vector<size_t> elite(const std::vector<Point>& points, const std::vector<Di
 // reference point bounds (each objective in its own direction; a point not better than the
 // reference in both adds nothing) — the usual single number for how good a front is: it grows
 // when a point moves outwards or a new one fills a gap (Optuna's compute_hypervolume, which
-// works on losses). ConfigError unless there are two objectives.
+// works on losses). ConfigError unless there are two objectives, and the reference and every
+// point have a value for each.
 double hypervolume(const std::vector<Point>& points, const std::vector<Direction>& directions,
                    const Point& reference);
 

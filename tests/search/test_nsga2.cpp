@@ -257,3 +257,16 @@ TEST_CASE("nsga2: a parameter of one value does not dilute the mutation rate (as
   }
   CHECK(kept == 0);
 }
+
+TEST_CASE("nsga2: hypervolume names what is not two objectives: directions, reference, a point") {
+  const std::vector<Direction> max_min = {Direction::maximize, Direction::minimize};
+  CHECK_THROWS_WITH_AS(nsga2::hypervolume({{0.9, 8}}, {Direction::maximize}, {0.5}),
+                       "[nsga2] hypervolume expected two objectives, got 1", ConfigError);
+  CHECK_THROWS_WITH_AS(nsga2::hypervolume({{0.9, 8}}, max_min, {0.5}),
+                       "[nsga2] hypervolume expected a reference point of 2 values, got 1",
+                       ConfigError);
+  // a point of one value was read past its end
+  CHECK_THROWS_WITH_AS(nsga2::hypervolume({{0.9, 8}, {0.8}}, max_min, {0.5, 32}),
+                       "[nsga2] hypervolume expected points of 2 values, got one of 1",
+                       ConfigError);
+}
