@@ -151,7 +151,8 @@ class Study {
   void report(int64_t number, int64_t step, double value);
   // ask -> objective -> tell, n_trials times or until the sampler is exhausted; an exception
   // from the objective marks that trial failed (its message kept as attribute "error") and the
-  // loop goes on; so does an outcome with the wrong number of values (as Optuna's). on_trial (optional) is called after each trial, for progress output.
+  // loop goes on; so does an outcome with the wrong number of values (as Optuna's). on_trial
+  // (optional) is called after each trial, for progress output.
   void optimize(const Objective& objective, int n_trials,
                 const std::function<void(const TrialRecord&)>& on_trial = {});
 
