@@ -178,16 +178,25 @@ void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs
 }
 
 // Each study's own Pareto front, as its sampler saw it: "front     <study>: trial 3 (0.81,
-// 12.5 bits), ..." (`unit` after the last value).
-void print_fronts(const std::vector<Study>& studies, const std::string& unit, std::FILE* out) {
+// 12.5 bits), ..." (`unit` after the last value). Given a reference point (two objectives),
+// the area the front dominates up to it comes first: "hypervolume 3.6 (from <ref_text>): ...".
+void print_fronts(const std::vector<Study>& studies, const std::string& unit, std::FILE* out,
+                  const std::optional<nsga2::Point>& reference = std::nullopt,
+                  const std::string& ref_text = "") {
   for (const Study& study : studies) {
     std::string front;
+    std::vector<nsga2::Point> points;
     for (const TrialRecord& r : study.pareto_front()) {
       std::string values;
       for (double v : r.trial.objectives) values += cat(values.empty() ? "" : ", ", v);
       front += cat(front.empty() ? "" : ", ", "trial ", r.trial.number, " (", values, unit, ")");
+      points.push_back(r.trial.objectives);
     }
-    std::fprintf(out, "front     %s: %s\n", study.name().c_str(),
+    char hv[96] = "";
+    if (reference)
+      std::snprintf(hv, sizeof hv, "hypervolume %.4f (from %s): ",
+                    nsga2::hypervolume(points, study.directions(), *reference), ref_text.c_str());
+    std::fprintf(out, "front     %s: %s%s\n", study.name().c_str(), hv,
                  front.empty() ? "no complete trial" : front.c_str());
   }
 }
@@ -360,7 +369,8 @@ LabResult run_precision(PrecisionOptions o) {
   LabResult res = finish(studies, specs, objectives, o, title,
                          o.bits_weight > 0 ? "best value so far" : "best test accuracy so far",
                          *workers);
-  if (res.worker_copy) return res;
+  // a copy wrote nothing; finish() drew nothing when no trial is complete (stopped in the first)
+  if (res.worker_copy || res.plots.empty()) return res;
   Series series;
   for (size_t i = 0; i < studies.size(); ++i)
     series.emplace_back(specs[i].label, studies[i].trials());
@@ -370,7 +380,8 @@ LabResult run_precision(PrecisionOptions o) {
   plot_pareto(series, "avg_weight_bits", title, "average bits per weight (fp32 = 32)", pareto);
   res.plots.push_back(pareto);
   std::fprintf(o.out, "pareto    %s\n", pareto.c_str());
-  if (o.bits_objective) print_fronts(studies, " bits", o.out);
+  if (o.bits_objective)  // the reference: chance on a label-balanced test set, fp32's bits
+    print_fronts(studies, " bits", o.out, nsga2::Point{0.5, 32}, "accuracy 0.5, 32 bits");
   const std::string summary = (fs::path(o.dir) / (o.study + "-summary.csv")).string();
   write_summary_csv(series, "avg_weight_bits", summary);  // one row per format
   res.csvs.push_back(summary);

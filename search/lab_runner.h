@@ -30,8 +30,8 @@ struct LabStudy {
   Direction direction = Direction::maximize;
   // Several objectives (search/nsga2.h): one direction and one metric name each (then
   // `direction` is unused); the trials' Outcome::values follow this order.
-  std::vector<Direction> directions;
-  std::vector<std::string> metric_names;
+  std::vector<Direction> directions = {};
+  std::vector<std::string> metric_names = {};
   std::vector<Direction> all_directions() const {
     return directions.empty() ? std::vector<Direction>{direction} : directions;
   }

@@ -63,7 +63,7 @@ struct Outcome {
   double value = 0;
   std::map<std::string, std::string> attrs;
   TrialState state = TrialState::complete;  // or pruned
-  std::vector<double> values;  // several objectives: one value each (then `value` is unused)
+  std::vector<double> values = {};  // several objectives: one value each (`value` unused then)
 };
 using Objective = std::function<Outcome(const Params&, int64_t trial_number)>;
 

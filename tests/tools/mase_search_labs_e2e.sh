@@ -106,7 +106,7 @@ case "$lab" in
     head -n 1 "$f" | grep -q '^number,state,values_accuracy,values_avg_weight_bits,' || fail "CSV header: $(head -n 1 "$f")"
     [ "$(grep -c ',complete,' "$f")" -eq 4 ] || fail "$f: expected 4 complete rows: $(cat "$f")"
     grep -q 'sampler nsga2:2, 4 trials' "$dir/log" || fail "no nsga2:2 study line: $(grep '^study' "$dir/log")"
-    grep -q '^front     precision-integer: trial [0-9]' "$dir/log" || fail "no front line: $(tail -n 3 "$dir/log")"
+    grep -q '^front     precision-integer: hypervolume [0-9.]* (from accuracy 0.5, 32 bits): trial [0-9]' "$dir/log" || fail "no front line: $(tail -n 3 "$dir/log")"
     check_plot "$dir/p.svg"
     check_plot "$dir/p-pareto.svg"
     ;;
