@@ -18,6 +18,11 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
+bool has_every_value(const Point& p, size_t objectives) {
+  return p.size() == objectives &&
+         std::none_of(p.begin(), p.end(), [](double v) { return std::isnan(v); });
+}
+
 bool dominates(const Point& a, const Point& b, const std::vector<Direction>& directions) {
   bool better_somewhere = false;
   for (size_t i = 0; i < directions.size(); ++i) {
@@ -198,9 +203,12 @@ std::vector<size_t> Nsga2Sampler::parents(const std::vector<Trial>& history,
     std::vector<nsga2::Point> points;
     for (size_t i : candidates) {
       const Trial& t = history[i];
-      MASE_CHECK(t.objectives.size() == directions_.size(), ConfigError, "[nsga2] trial ",
-                 t.number, " expected ", directions_.size(), " objective values, got ",
-                 t.objectives.size());
+      const auto given = std::count_if(t.objectives.begin(), t.objectives.end(),
+                                       [](double v) { return !std::isnan(v); });
+      MASE_CHECK(nsga2::has_every_value(t.objectives, directions_.size()), ConfigError,
+                 "[nsga2] trial ", t.number, " expected ", directions_.size(),
+                 " objective values, got ", given, " (a complete trial without every value row "
+                 "in trial_values: fail it, or delete it)");
       points.push_back(t.objectives);
     }
     std::vector<size_t> next;

@@ -49,6 +49,9 @@ namespace nsga2 {
 
 using Point = std::vector<double>;  // one trial's objective values, as the objective returned them
 
+// A value for each of `objectives` (a complete trial read back without one of its trial_values
+// rows has a NaN in its place, or fewer values): what ranking a trial takes.
+bool has_every_value(const Point& p, size_t objectives);
 // a no worse than b in every objective and better in at least one (per direction)
 bool dominates(const Point& a, const Point& b, const std::vector<Direction>& directions);
 // The non-domination fronts: indices into `points`, front 0 first, each front in the order

@@ -161,7 +161,8 @@ class Study {
   // which has a front instead, as Optuna's best_trial raises).
   std::optional<TrialRecord> best() const;
   // The complete trials no other complete trial dominates (search/nsga2.h), by number:
-  // Optuna's best_trials. For one objective, every trial tied for the best.
+  // Optuna's best_trials. For one objective, every trial tied for the best. A complete trial
+  // missing one of its value rows (a damaged file: Optuna cannot read it) is left out.
   std::vector<TrialRecord> pareto_front() const;
   // One row per trial: number, state, value (several objectives: values_<name> for each, the
   // names of set_metric_names, else values_0, values_1, ...), each parameter (by name), each

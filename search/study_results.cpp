@@ -54,7 +54,8 @@ std::vector<TrialRecord> Study::pareto_front() const {
   std::vector<TrialRecord> done;
   std::vector<nsga2::Point> points;
   for (TrialRecord& r : trials())
-    if (r.trial.state == TrialState::complete && r.trial.objectives.size() == directions_.size()) {
+    if (r.trial.state == TrialState::complete &&
+        nsga2::has_every_value(r.trial.objectives, directions_.size())) {
       points.push_back(r.trial.objectives);
       done.push_back(std::move(r));
     }

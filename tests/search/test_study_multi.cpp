@@ -288,3 +288,26 @@ TEST_CASE("study CSV: a trial with no value has empty value cells, in one object
   CHECK(csv2.find("\n0,pruned,,,") != std::string::npos);
   CHECK(csv2.find("\n1,complete,inf,-inf,") != std::string::npos);
 }
+
+TEST_CASE("multi-objective study: a complete trial missing a value row is named, not ranked") {
+  // Optuna never writes one (its own storage cannot read objective 1's row without objective
+  // 0's back); a hand-edited or damaged file can have it. NSGA-II needs every parent's values:
+  // the ask names the trial; the front leaves it out, as it leaves out a trial with no rows.
+  TempDir dir;
+  const std::string db = (dir.path / "optuna_multi.db").string();
+  fs::copy_file(std::string(MASE_FIXTURES_DIR) + "/search/optuna_multi.db", db);
+  // trial 3 (id 4) is on the front: (0.23, 2.50), the fewest bits; without its accuracy row
+  raw_sql(db, "DELETE FROM trial_values WHERE trial_id = 4 AND objective = 0");
+  Study s = Study::open(db, "pareto", xn_space(), kAccBits, make_sampler("nsga2:4", 1), 1);
+  std::set<int64_t> front;
+  for (const TrialRecord& r : s.pareto_front()) front.insert(r.trial.number);
+  CHECK(front == std::set<int64_t>{1, 2, 9, 10, 11, 13});  // 9 and 10 were behind 3 alone
+  CHECK(error_of<ConfigError>([&] { (void)s.ask(); }) ==
+        "[nsga2] trial 3 expected 2 objective values, got 1 (a complete trial without every "
+        "value row in trial_values: fail it, or delete it)");
+  // none of its rows
+  raw_sql(db, "DELETE FROM trial_values WHERE trial_id = 4");
+  CHECK(error_of<ConfigError>([&] { (void)s.ask(); }) ==
+        "[nsga2] trial 3 expected 2 objective values, got 0 (a complete trial without every "
+        "value row in trial_values: fail it, or delete it)");
+}
