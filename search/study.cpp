@@ -311,6 +311,13 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
                     "UPDATE trials SET state = 'RUNNING', datetime_start = ?2 WHERE trial_id = ?1",
                     "start enqueued trial");
     start.bind(1, trial_id).bind(2, optuna::time_now()).run();
+    // Optuna's RetryFailedTrialCallback queues a copy of a failed trial's system attributes:
+    // a mase worker's retry mark would make this trial retried if it fails by its own error
+    Statement unmark(*db_,
+                     "DELETE FROM trial_system_attributes WHERE trial_id = ?1 "
+                     "AND key = 'mase:retry'",
+                     "start enqueued trial");
+    unmark.bind(1, trial_id).run();
   } else {
     Statement ins(*db_,
                   "INSERT INTO trials(number, study_id, state, datetime_start) "
@@ -324,14 +331,17 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
   }
   Statement who(*db_,
                 "INSERT INTO trial_system_attributes(trial_id, key, value_json) "
-                "VALUES(?1, 'mase:pid', ?2), (?1, 'mase:host', ?3)",
+                "VALUES(?1, 'mase:pid', ?2), (?1, 'mase:host', ?3) ON CONFLICT(trial_id, key) "
+                "DO UPDATE SET value_json = excluded.value_json",  // a queued copy's: now ours
                 "insert trial");
   who.bind(1, trial_id).bind(2, std::to_string(getpid()));
   who.bind(3, optuna::attr_json(store::host_name())).run();
   // what the sampler keeps with the trial (NSGA-II: its generation), worked out from the same
-  // history as its values, in the same transaction
+  // history as its values, in the same transaction; a queued trial that has one keeps it, as
+  // Optuna's get_trial_generation returns a stored generation
   Statement sys(*db_,
-                "INSERT INTO trial_system_attributes(trial_id, key, value_json) VALUES(?1, ?2, ?3)",
+                "INSERT INTO trial_system_attributes(trial_id, key, value_json) VALUES(?1, ?2, ?3) "
+                "ON CONFLICT(trial_id, key) DO NOTHING",
                 "insert trial");
   for (const auto& [key, value_json] : sampler_->trial_attrs(history, number))
     sys.bind(1, trial_id).bind(2, key).bind(3, value_json).run();
@@ -349,9 +359,11 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
     trial.retry_of = retry->trial.number;
   }
 
+  // (a queued trial's params already stored are its fixed values: queue::fixed_values)
   Statement ins_param(*db_,
                       "INSERT INTO trial_params(trial_id, param_name, param_value, "
-                      "distribution_json) VALUES(?1, ?2, ?3, ?4)",
+                      "distribution_json) VALUES(?1, ?2, ?3, ?4) "
+                      "ON CONFLICT(trial_id, param_name) DO NOTHING",
                       "write trial values");
   for (const Param& p : space_.params()) {
     auto it = values->find(p.name);

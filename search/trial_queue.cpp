@@ -44,9 +44,9 @@ const TrialRecord* retry_candidate(const std::vector<TrialRecord>& records) {
 }
 
 // An enqueued trial's values: its fixed_params (Optuna's external form: a categorical's choice,
-// a number) in mase's internal form, the sampler's `drawn` values for the parameters it does
-// not fix; nullopt when it leaves one open and the sampler has nothing (an exhausted grid).
-// ConfigError for a fixed value the space does not have.
+// a number) in mase's internal form, and the params stored with its row, the sampler's `drawn`
+// values for the parameters it does not fix; nullopt when it leaves one open and the sampler
+// has nothing (an exhausted grid). ConfigError for a fixed value the space does not have.
 std::optional<Values> fixed_values(const Space& space, const TrialRecord& r,
                                    std::optional<Values> drawn) {
   const json fixed = json::parse(r.fixed_params.empty() ? "{}" : r.fixed_params, nullptr, false);
@@ -54,6 +54,16 @@ std::optional<Values> fixed_values(const Space& space, const TrialRecord& r,
              ": expected fixed_params as a JSON object, got ", r.fixed_params);
   Values v = drawn.value_or(Values{});
   for (const Param& p : space.params()) {
+    // params stored with the row (Optuna's RetryFailedTrialCallback queues a failed trial's
+    // params so, not as fixed_params) are fixed too: Optuna runs them
+    const auto stored = r.trial.values.find(p.name);
+    if (!fixed.contains(p.name) && stored != r.trial.values.end()) {
+      MASE_CHECK(p.contains(stored->second), ConfigError, "[study] enqueued trial ",
+                 r.trial.number, " has ", p.name, " = ", stored->second,
+                 " stored, which its space (", describe(param_to_json(p)), ") does not have");
+      v[p.name] = stored->second;
+      continue;
+    }
     if (!fixed.contains(p.name)) {
       if (!drawn) return std::nullopt;
       continue;

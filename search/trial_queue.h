@@ -2,7 +2,8 @@
 //
 // In this order:
 //   1. a trial an Optuna script put in the queue (study.enqueue_trial: a WAITING row with its
-//      "fixed_params"): it keeps its number; the parameters it does not fix are the sampler's.
+//      "fixed_params"; RetryFailedTrialCallback: one with the failed trial's params and system
+//      attributes): it keeps its number; the parameters it does not fix are the sampler's.
 //      One that fixes a value the space does not have is marked FAIL (its "error" attribute
 //      says why) and skipped: left waiting, it would stop every worker's ask;
 //   2. the parameters of a trial that was stopped, not wrong — Ctrl-C (Study::interrupted) or
@@ -42,9 +43,10 @@ void mark_retryable(store::Database& db, int64_t trial_id);
 // The trial whose parameters ask() runs again (the first of retries_due), or nullptr.
 const TrialRecord* retry_candidate(const std::vector<TrialRecord>& records);
 // An enqueued trial's values: its fixed_params (Optuna's external form: a categorical's
-// choice, a number) in mase's internal form, the sampler's `drawn` values for the parameters it
-// does not fix; nullopt when it leaves one open and the sampler has nothing (an exhausted
-// grid). ConfigError for a fixed value the space does not have.
+// choice, a number) in mase's internal form, and the params stored with its row (how Optuna's
+// RetryFailedTrialCallback queues a failed trial again), the sampler's `drawn` values for the
+// parameters it does not fix; nullopt when it leaves one open and the sampler has nothing (an
+// exhausted grid). ConfigError for a fixed value the space does not have.
 std::optional<Values> fixed_values(const Space& space, const TrialRecord& r,
                                    std::optional<Values> drawn);
 // The lowest-numbered enqueued (waiting) trial of `records` whose fixed_params the space has,

@@ -311,3 +311,44 @@ TEST_CASE("multi-objective study: a complete trial missing a value row is named,
         "[nsga2] trial 3 expected 2 objective values, got 0 (a complete trial without every "
         "value row in trial_values: fail it, or delete it)");
 }
+
+TEST_CASE("multi-objective study: a trial Optuna's RetryFailedTrialCallback left waiting is run") {
+  // The callback re-adds a failed trial as WAITING with its params and a copy of every system
+  // attribute: NSGA-II's generation, and a mase worker's pid, host and retry mark. Optuna runs
+  // those params, keeping that generation (get_trial_generation returns a stored one). mase's
+  // ask inserted them again and broke the UNIQUE rules: no worker could ask any more.
+  TempDir dir;
+  const std::string db = (dir.path / "optuna_multi.db").string();
+  fs::copy_file(std::string(MASE_FIXTURES_DIR) + "/search/optuna_multi.db", db);
+  // trial 11 (id 12, generation 2) failed in a mase worker; the callback queued trial 14 (id 15)
+  raw_sql(db,
+          "UPDATE trials SET state = 'FAIL' WHERE trial_id = 12;"
+          "DELETE FROM trial_values WHERE trial_id = 12;"
+          "INSERT INTO trials(trial_id, number, study_id, state) VALUES(15, 14, 1, 'WAITING');"
+          "INSERT INTO trial_params(trial_id, param_name, param_value, distribution_json) "
+          "SELECT 15, param_name, param_value, distribution_json FROM trial_params "
+          "WHERE trial_id = 12;"
+          "INSERT INTO trial_system_attributes(trial_id, key, value_json) VALUES "
+          "(15, 'NSGAIISampler:generation', '2'), (15, 'failed_trial', '11'), "
+          "(15, 'retry_history', '[11]'), (15, 'mase:pid', '999999999'), "
+          "(15, 'mase:host', '\"elsewhere\"'), (15, 'mase:retry', '\"interrupted\"');");
+  Study s = Study::open(db, "pareto", xn_space(), kAccBits, make_sampler("nsga2:4", 1), 1);
+  const Values failed = s.trials().at(11).trial.values;
+  auto t = s.ask();
+  REQUIRE(t);
+  CHECK(t->number == 14);
+  CHECK(t->values == failed);  // its params, as Optuna runs them
+  auto attr = [&](const std::string& key) {
+    return query_one(db, "SELECT value_json FROM trial_system_attributes WHERE trial_id = 15 "
+                         "AND key = '" + key + "'");
+  };
+  CHECK(attr("NSGAIISampler:generation") == "2");  // kept, as Optuna's get_trial_generation
+  CHECK(attr("mase:pid") == std::to_string(getpid()));  // this worker runs it now
+  CHECK(attr("mase:host") == "\"" + this_host() + "\"");
+  CHECK(attr("mase:retry") == "");  // not a failed trial to retry if it fails by its own error
+  CHECK(query_one(db, "SELECT count(*) FROM trial_params WHERE trial_id = 15") == "2");
+  s.tell(t->number, TrialState::complete, std::vector<double>{0.5, 4});
+  CHECK(s.trials().at(14).trial.state == TrialState::complete);
+  CHECK(s.trials().at(14).trial.retry_of == 11);
+  CHECK(s.ask());  // and the asks go on
+}
