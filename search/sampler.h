@@ -39,7 +39,9 @@ struct Trial {
   double value = 0;    // the objective; meaningful when state == complete
   // Every objective's value as the objective returned it (never negated: a sampler of several
   // objectives is told their directions, Sampler::set_directions); objectives[0] is `value`
-  // before a minimizing study's negation. Filled for complete and pruned trials.
+  // before a minimizing study's negation. Filled for complete trials, and for pruned ones
+  // that kept a value (not one pruned at a NaN report, nor one of several objectives told
+  // without values: Study::tell).
   std::vector<double> objectives;
   int64_t generation = -1;  // NSGA-II's generation of the trial (search/nsga2.h), -1 if none
   int64_t retry_of = -1;  // Study::ask: the interrupted trial whose parameters these are, or -1
