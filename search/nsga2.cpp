@@ -39,6 +39,10 @@ bool dominates(const Point& a, const Point& b, const std::vector<Direction>& dir
 // dominates is front 1; and so on. O(n² m) per front — a study has hundreds of trials at most.
 std::vector<std::vector<size_t>> fronts(const std::vector<Point>& points,
                                         const std::vector<Direction>& directions) {
+  // NaN orders nothing: dominance among NaNs can go round a cycle, and the peeling never ends
+  for (size_t i = 0; i < points.size(); ++i)
+    MASE_CHECK(has_every_value(points[i], points[i].size()), ConfigError,
+               "[nsga2] fronts expected values that are not NaN, got one in point ", i);
   std::vector<std::vector<size_t>> out;
   std::vector<bool> placed(points.size(), false);
   size_t left = points.size();

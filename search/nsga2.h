@@ -55,7 +55,8 @@ bool has_every_value(const Point& p, size_t objectives);
 // a no worse than b in every objective and better in at least one (per direction)
 bool dominates(const Point& a, const Point& b, const std::vector<Direction>& directions);
 // The non-domination fronts: indices into `points`, front 0 first, each front in the order
-// the points are given (Optuna's _rank_population).
+// the points are given (Optuna's _rank_population). ConfigError for a NaN value (it orders
+// nothing; Study::tell fails a trial that returns one).
 std::vector<std::vector<size_t>> fronts(const std::vector<Point>& points,
                                         const std::vector<Direction>& directions);
 // The crowding distance of each point of `members` (indices into `points`), in members' order:

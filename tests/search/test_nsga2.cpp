@@ -270,3 +270,17 @@ TEST_CASE("nsga2: hypervolume names what is not two objectives: directions, refe
                        "[nsga2] hypervolume expected points of 2 values, got one of 1",
                        ConfigError);
 }
+
+TEST_CASE("nsga2: a NaN value is refused, not ranked (with NaNs dominance can go round a cycle)") {
+  // a dominates b (objective 1), b dominates c (objective 0), c dominates a (objective 2): no
+  // point is undominated, and the peeling would never end
+  const std::vector<Direction> mins(3, Direction::minimize);
+  const std::vector<nsga2::Point> p = {{NAN, 1, 5}, {0, 2, NAN}, {1, NAN, 3}};
+  REQUIRE(nsga2::dominates(p[0], p[1], mins));
+  REQUIRE(nsga2::dominates(p[1], p[2], mins));
+  REQUIRE(nsga2::dominates(p[2], p[0], mins));
+  CHECK_THROWS_WITH_AS(nsga2::fronts(p, mins),
+                       "[nsga2] fronts expected values that are not NaN, got one in point 0",
+                       ConfigError);
+  CHECK_THROWS_AS(nsga2::elite(p, mins, 2), ConfigError);
+}
