@@ -264,9 +264,9 @@ std::optional<Values> Nsga2Sampler::sample(const Space& space, const std::vector
   // mutation: each parameter with probability 1/(number of parameters), drawn afresh. Those of
   // one value do not count: Optuna's relative search space leaves them out, so its rate is
   // 1/(number of the others).
-  const auto free = std::count_if(space.params().begin(), space.params().end(),
-                                  [](const Param& p) { return !single_valued(p); });
-  const double mutation_prob = 1.0 / std::max<double>(1.0, static_cast<double>(free));
+  const auto varying = std::count_if(space.params().begin(), space.params().end(),
+                                     [](const Param& p) { return !single_valued(p); });
+  const double mutation_prob = 1.0 / std::max<double>(1.0, static_cast<double>(varying));
   Values out;
   for (const Param& p : space.params()) {
     auto it = child.find(p.name);
