@@ -75,14 +75,15 @@ TEST_CASE("nsga2: dominance, fronts and crowding by hand") {
   CHECK(d[3] == kInf);
   // Elite of 3: front 0 (2 trials) fits, front 1 does not: its crowding picks one of 1, 2
   // (both at an end of every objective of that front: inf; Optuna's order keeps the later)
+  const auto e = nsga2::elite(p, max_min, 3);
+  REQUIRE(e.size() == 3);
+  CHECK(std::set<size_t>(e.begin(), e.begin() + 2) == std::set<size_t>{0, 3});
+  CHECK(e[2] == 2);
   // Hypervolume against (accuracy 0.5, 32 bits), by hand: the front 0 (0.9, 8), 3 (0.85, 4)
   // and 1, 2, 4 inside it dominate the staircase (0.85 − 0.5)·(32 − 4) + (0.9 − 0.85)·(32 − 8)
   CHECK(nsga2::hypervolume(p, max_min, {0.5, 32}) == doctest::Approx(0.35 * 28 + 0.05 * 24));
   CHECK(nsga2::hypervolume(p, max_min, {0.95, 32}) == 0);  // nothing beats 0.95
   CHECK_THROWS_AS(nsga2::hypervolume(p, {Direction::maximize}, {0.5}), ConfigError);
-  const auto e = nsga2::elite(p, max_min, 3);
-  REQUIRE(e.size() == 3);
-  CHECK(std::set<size_t>(e.begin(), e.begin() + 2) == std::set<size_t>{0, 3});
 }
 
 TEST_CASE("nsga2: fronts, crowding, elite and hypervolume agree with Optuna 5.0 (300 populations)") {
