@@ -87,6 +87,13 @@ Study Study::open(const std::string& storage, const std::string& name, Space spa
 Study Study::open(const std::string& storage, const std::string& name, Space space,
                   std::vector<Direction> directions, std::unique_ptr<Sampler> sampler,
                   uint64_t seed) {
+  return open_study(storage, name, std::move(space), std::move(directions), std::move(sampler),
+                    seed, true);
+}
+
+Study Study::open_study(const std::string& storage, const std::string& name, Space space,
+                        std::vector<Direction> directions, std::unique_ptr<Sampler> sampler,
+                        uint64_t seed, bool adopt) {
   MASE_CHECK(sampler != nullptr, ConfigError, "[study] study '", name,
              "' expected a sampler, got none");
   MASE_CHECK(!name.empty(), ConfigError, "[study] expected a study name, got an empty one");
@@ -125,7 +132,7 @@ Study Study::open(const std::string& storage, const std::string& name, Space spa
       } else {  // an Optuna script's: its trials' distributions must agree with the space
         std::string diff = distributions_difference(distributions(db, s.study_id_), s.space_);
         MASE_CHECK(diff.empty(), ConfigError, where, diff, hint);
-        set_system_attrs(db, s.study_id_, s.sampler_->name(), seed, given);
+        if (adopt) set_system_attrs(db, s.study_id_, s.sampler_->name(), seed, given);
       }
     } else {
       Statement ins(db, "INSERT INTO studies(study_name) VALUES(?1) RETURNING study_id",
@@ -203,7 +210,8 @@ Study Study::load(const std::string& storage, const std::string& name) {
                         e.what(), " (was it written by mase?)"));
     }
   }
-  return open(storage, name, std::move(space), std::move(dirs), make_sampler(sampler, seed), seed);
+  return open_study(storage, name, std::move(space), std::move(dirs), make_sampler(sampler, seed),
+                    seed, false);
 }
 
 // The moved-from study no longer owns the connection; the destructor closes it.

@@ -97,7 +97,9 @@ class Study {
                     uint64_t seed);
   // Opens an existing study with the space, direction, sampler and seed it was created with
   // (to read it, plot it, or go on with it). A study an Optuna script made has no mase
-  // record of these: its trials' distributions are the space, the sampler is tpe, the seed 0.
+  // record of these: its trials' distributions are the space, the sampler Optuna's default
+  // (tpe; nsga2 for several objectives), the seed 0 — guesses, so nothing is recorded: a
+  // later open() with the sampler the script really used is not refused.
   // ConfigError naming the studies the file has if there is no study `name`; IoError if the
   // file is missing, empty or not a study file (check_study_file).
   static Study load(const std::string& storage, const std::string& name);
@@ -184,6 +186,10 @@ class Study {
 
  private:
   Study() = default;
+  // open(); `adopt`: an Optuna script's study gets this sampler, seed and space recorded
+  static Study open_study(const std::string& storage, const std::string& name, Space space,
+                          std::vector<Direction> directions, std::unique_ptr<Sampler> sampler,
+                          uint64_t seed, bool adopt);
   int64_t running_trial(int64_t number) const;  // its trial_id; ConfigError if not running
   std::unique_ptr<store::Database> db_;
   int64_t study_id_ = 0;
