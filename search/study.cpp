@@ -164,7 +164,14 @@ std::optional<Trial> Study::ask(std::optional<int64_t> budget) {
                 "INSERT INTO trial_system_attributes(trial_id, key, value_json) VALUES(?1, ?2, ?3) "
                 "ON CONFLICT(trial_id, key) DO NOTHING",
                 "insert trial");
-  for (const auto& [key, value_json] : sampler_->trial_attrs(history, number))
+  // A retry runs the interrupted trial's values again, and keeps its generation too (Optuna's
+  // RetryFailedTrialCallback copies every system attribute of the failed trial).
+  std::vector<std::pair<std::string, std::string>> attrs =
+      retry && retry->trial.generation >= 0
+          ? std::vector<std::pair<std::string, std::string>>{{"NSGAIISampler:generation",
+                                                              std::to_string(retry->trial.generation)}}
+          : sampler_->trial_attrs(history, number);
+  for (const auto& [key, value_json] : attrs)
     sys.bind(1, trial_id).bind(2, key).bind(3, value_json).run();
   Trial trial;  // running, its values filled below
   trial.number = number;

@@ -353,3 +353,24 @@ TEST_CASE("multi-objective study: a trial Optuna's RetryFailedTrialCallback left
   CHECK(s.trials().at(14).trial.retry_of == 11);
   CHECK(s.ask());  // and the asks go on
 }
+
+TEST_CASE("multi-objective study: an interrupted trial run again keeps its NSGA-II generation") {
+  // Optuna's RetryFailedTrialCallback copies the failed trial's system attributes, generation
+  // included; mase's retry of an interrupted trial does the same. Population 2: trials 0, 1, 2
+  // all start in generation 0 (none complete yet); 0 and 1 complete (generation 0 is full) and
+  // 2 is interrupted. Its retry is generation 0 — a fresh trial would be generation 1.
+  TempDir dir;
+  const std::string db = (dir.path / "studies.db").string();
+  Study s = Study::open(db, "r", xn_space(), kAccBits, make_sampler("nsga2:2", 0), 0);
+  std::vector<Trial> t;
+  for (int i = 0; i < 3; ++i) t.push_back(*s.ask());
+  s.tell(0, TrialState::complete, std::vector<double>{0.5, 4});
+  s.tell(1, TrialState::complete, std::vector<double>{0.6, 8});
+  s.interrupted(2, "stopped by Ctrl-C");
+  const Trial again = *s.ask();
+  CHECK(again.retry_of == 2);
+  CHECK(s.trials().at(3).trial.generation == 0);
+  const Trial fresh = *s.ask();
+  CHECK(fresh.retry_of == -1);
+  CHECK(s.trials().at(4).trial.generation == 1);
+}
