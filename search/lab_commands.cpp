@@ -12,6 +12,7 @@
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 #include "search/command_objective.h"
+#include "search/lab_fronts.h"
 #include "search/lab_objectives.h"
 #include "search/lab_plot.h"
 #include "search/lab_runner.h"
@@ -177,32 +178,64 @@ void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs
   }
 }
 
-// Each study's own Pareto front, as its sampler saw it: "front     <study>: trial 3 (0.81,
-// 12.5 bits), ..." (`unit` after the last value). Given a reference point (two objectives),
-// the area the front dominates up to it comes first: "hypervolume 3.6 (from <ref_text>): ...".
-void print_fronts(const std::vector<Study>& studies, const std::string& unit, std::FILE* out,
-                  const std::optional<nsga2::Point>& reference = std::nullopt,
-                  const std::string& ref_text = "") {
-  for (const Study& study : studies) {
-    std::string front;
-    std::vector<nsga2::Point> points;
-    for (const TrialRecord& r : study.pareto_front()) {
-      std::string values;
-      for (double v : r.trial.objectives) values += cat(values.empty() ? "" : ", ", v);
-      front += cat(front.empty() ? "" : ", ", "trial ", r.trial.number, " (", values, unit, ")");
-      points.push_back(r.trial.objectives);
-    }
-    char hv[96] = "";
-    if (reference)
-      std::snprintf(hv, sizeof hv, "hypervolume %.4f (from %s): ",
-                    nsga2::hypervolume(points, study.directions(), *reference), ref_text.c_str());
-    std::fprintf(out, "front     %s: %s%s\n", study.name().c_str(), hv,
-                 front.empty() ? "no complete trial" : front.c_str());
-  }
-}
-
 Space arch_space(const ArchChoices& a) {
   return architecture_space(a.layers, a.heads, a.hidden, a.intermediate);
+}
+
+// The Pareto figure of the studies' trials, accuracy against attribute `x_attr`, at
+// "<plot stem>-pareto<ext>" beside --plot: drawn, printed, added to `res`. Returns the series.
+Series draw_pareto(const std::vector<Study>& studies, const std::vector<LabStudy>& specs,
+                   const LabOptions& o, const std::string& title, const std::string& x_attr,
+                   const std::string& xlabel, LabResult& res) {
+  Series series;
+  for (size_t i = 0; i < studies.size(); ++i)
+    series.emplace_back(specs[i].label, studies[i].trials());
+  const fs::path p(o.plot);
+  const std::string pareto =
+      (p.parent_path() / (p.stem().string() + "-pareto" + p.extension().string())).string();
+  plot_pareto(series, x_attr, title, xlabel, pareto);
+  res.plots.push_back(pareto);
+  std::fprintf(o.out, "pareto    %s\n", pareto.c_str());
+  return series;
+}
+
+// ---- tutorial, compress-aware: --objectives accuracy,params ----
+const std::vector<Direction> kAccuracyParams = {Direction::maximize, Direction::minimize};
+
+// A pruner judges one value as a trial trains (Study::report refuses a study of two objectives,
+// as Optuna's report does): refused before anything is written.
+void check_params_objective(bool two, const PruneOptions& p) {
+  MASE_CHECK(!two || p.pruner == "none", ConfigError, "[search] --objectives accuracy,params "
+             "expected --pruner none, got --pruner ", p.pruner, " (a pruner judges one value as "
+             "a trial trains; a study of two objectives has two)");
+}
+
+// The sampler name the study records (nsga2 with another population: nsga2:N), told the
+// directions now: a sampler that ranks one value refuses two before anything is written.
+std::string arch_sampler(const std::string& s, bool two, int64_t population, uint64_t seed) {
+  const std::string name =
+      s == "nsga2" && population != Nsga2Options{}.population_size ? cat("nsga2:", population) : s;
+  make_sampler(name, seed)->set_directions(two ? kAccuracyParams
+                                               : std::vector<Direction>{Direction::maximize});
+  return name;
+}
+
+void set_params_objective(LabStudy& s) {
+  s.directions = kAccuracyParams;
+  s.metric_names = {"accuracy", "parameters"};
+  s.objective["objectives"] = s.metric_names;  // another objective: another study
+}
+
+// After the trials, in the process that started them: accuracy against parameters (every
+// complete trial, each study's front as a line) beside --plot, and each study's front with its
+// hypervolume from accuracy 0.5 and the space's largest model.
+void finish_params_pareto(const std::vector<Study>& studies, const std::vector<LabStudy>& specs,
+                          const LabOptions& o, const std::string& title, const TrialData& data,
+                          LabResult& res) {
+  if (res.worker_copy || res.plots.empty()) return;  // no complete trial: nothing to draw
+  draw_pareto(studies, specs, o, title, "parameters", "trainable parameters", res);
+  const int64_t largest = largest_model_parameters(specs.front().space, o.base, *data.tokenizer);
+  print_fronts(studies, " parameters", o.out, parameters_reference(largest));
 }
 
 }  // namespace
@@ -210,14 +243,16 @@ Space arch_space(const ArchChoices& a) {
 LabResult run_tutorial(TutorialOptions o) {
   check_common(o, "tutorial");
   MASE_CHECK(!o.samplers.empty(), ConfigError, "[search] expected a non-empty list for --samplers");
+  check_params_objective(o.params_objective, o.prune);
   const Space space = tutorial_space(o.linear, arch_space(o.arch));
   json key = budget_key(o.base);
   key["objective"] = "architecture";
   const std::optional<MedianPruner> pruner = check_pruner(o.prune, o.base, key);
   std::vector<LabStudy> specs;
-  for (const std::string& s : o.samplers) {
-    (void)make_sampler(s, o.seed);  // ConfigError for an unknown name
-    specs.push_back({o.study + "-" + s, s, s, space, key});
+  for (const std::string& s : o.samplers) {  // ConfigError for an unknown name
+    specs.push_back({o.study + "-" + s, s,
+                     arch_sampler(s, o.params_objective, o.population, o.seed), space, key});
+    if (o.params_objective) set_params_objective(specs.back());
   }
   const LabRun run = make_run(o);
   std::vector<Study> studies = open_lab_studies(specs, run);
@@ -227,12 +262,15 @@ LabResult run_tutorial(TutorialOptions o) {
   for (size_t i = 0; i < specs.size(); ++i)
     objectives.push_back(arch_trial_objective(space, o.base, data, {},
                                               fs::path(o.dir) / specs[i].name, null_sink(),
-                                              pruning_for(studies[i], pruner)));
-  LabResult res = finish(studies, specs, objectives, o,
-                         cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space),
-                             "; ", o.trials, " trials per sampler"),
-                         "best test accuracy so far", *workers);
+                                              pruning_for(studies[i], pruner),
+                                              o.params_objective));
+  const std::string title = cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space),
+                                "; ", o.trials, " trials per sampler",
+                                o.params_objective ? ", objectives accuracy and parameters" : "");
+  LabResult res = finish(studies, specs, objectives, o, title, "best test accuracy so far",
+                         *workers);
   if (pruner && !res.worker_copy) draw_curves(studies, specs, o, res);
+  if (o.params_objective) finish_params_pareto(studies, specs, o, title, *data, res);
   return res;
 }
 
@@ -242,7 +280,8 @@ LabResult run_compress_aware(CompressAwareOptions o) {
              "[search] expected --compress FILE with {\"quantize\": ..., \"prune\": ...}");
   quant::check_compress_sections(o.compress);  // a typo refused before any study is written
   MASE_CHECK(!o.variants.empty(), ConfigError, "[search] expected a non-empty list for --variants");
-  (void)make_sampler(o.sampler, o.seed);
+  check_params_objective(o.params_objective, o.prune);
+  const std::string sampler = arch_sampler(o.sampler, o.params_objective, o.population, o.seed);
   const Space space = tutorial_space(o.linear, arch_space(o.arch));
   json pruner_key;
   const std::optional<MedianPruner> pruner = check_pruner(o.prune, o.base, pruner_key);
@@ -270,7 +309,8 @@ LabResult run_compress_aware(CompressAwareOptions o) {
                               : v == "compressed" ? "compression-aware"
                                                   : cat("compression-aware + ", o.post_steps,
                                                         " steps after");
-    specs.push_back({o.study + "-" + v, label, o.sampler, space, key});
+    specs.push_back({o.study + "-" + v, label, sampler, space, key});
+    if (o.params_objective) set_params_objective(specs.back());
     steps.push_back(step);
   }
   const LabRun run = make_run(o);
@@ -281,12 +321,15 @@ LabResult run_compress_aware(CompressAwareOptions o) {
   for (size_t i = 0; i < specs.size(); ++i)
     objectives.push_back(arch_trial_objective(space, o.base, data, steps[i],
                                               fs::path(o.dir) / specs[i].name, null_sink(),
-                                              pruning_for(studies[i], pruner)));
-  LabResult res = finish(studies, specs, objectives, o,
-                         cat("Lab 2.2: ", budget_text(o.base), "; ", architecture_text(space),
-                             "; ", o.trials, " trials, ", o.sampler),
-                         "best test accuracy so far", *workers);
+                                              pruning_for(studies[i], pruner),
+                                              o.params_objective));
+  const std::string title = cat("Lab 2.2: ", budget_text(o.base), "; ", architecture_text(space),
+                                "; ", o.trials, " trials, ", sampler,
+                                o.params_objective ? ", objectives accuracy and parameters" : "");
+  LabResult res = finish(studies, specs, objectives, o, title, "best test accuracy so far",
+                         *workers);
   if (pruner && !res.worker_copy) draw_curves(studies, specs, o, res);
+  if (o.params_objective) finish_params_pareto(studies, specs, o, title, *data, res);
   return res;
 }
 
@@ -371,17 +414,10 @@ LabResult run_precision(PrecisionOptions o) {
                          *workers);
   // a copy wrote nothing; finish() drew nothing when no trial is complete (stopped in the first)
   if (res.worker_copy || res.plots.empty()) return res;
-  Series series;
-  for (size_t i = 0; i < studies.size(); ++i)
-    series.emplace_back(specs[i].label, studies[i].trials());
-  const fs::path p(o.plot);
-  const std::string pareto =
-      (p.parent_path() / (p.stem().string() + "-pareto" + p.extension().string())).string();
-  plot_pareto(series, "avg_weight_bits", title, "average bits per weight (fp32 = 32)", pareto);
-  res.plots.push_back(pareto);
-  std::fprintf(o.out, "pareto    %s\n", pareto.c_str());
+  const Series series = draw_pareto(studies, specs, o, title, "avg_weight_bits",
+                                    "average bits per weight (fp32 = 32)", res);
   if (o.bits_objective)  // the reference: chance on a label-balanced test set, fp32's bits
-    print_fronts(studies, " bits", o.out, nsga2::Point{0.5, 32}, "accuracy 0.5, 32 bits");
+    print_fronts(studies, " bits", o.out, FrontReference{{0.5, 32}, "accuracy 0.5, 32 bits"});
   const std::string summary = (fs::path(o.dir) / (o.study + "-summary.csv")).string();
   write_summary_csv(series, "avg_weight_bits", summary);  // one row per format
   res.csvs.push_back(summary);

@@ -7,6 +7,8 @@
 //   run_compress_aware  Lab 2.2  `mase-search compress-aware`: three studies over the same
 //                       space — trained only (<study>-plain), trained then compressed
 //                       (-compressed), compressed then trained again (-post-trained)
+//                       (both: with params_objective two objectives, accuracy and parameters,
+//                       each study's front printed and a Pareto figure, <plot>-pareto)
 //   run_precision       Lab 3    `mase-search precision`: per-layer formats on a trained model
 //                       (--init), one study per format (<study>-<format>), and with `mixed` one
 //                       where each layer picks among them (<study>-mixed); best-so-far figure
@@ -17,8 +19,9 @@
 // With `workers` > 1 the command forks workers − 1 copies of itself once its studies are open
 // (search/workers.h); every process loads the data and claims trials of each study in turn.
 // Files: <dir>/studies.db (or --storage), <dir>/<study>.csv per study, <dir>/<study>/trial-NNNN
-// (runs), the figure at --plot (default <dir>/<prefix>.svg; precision adds <plot>-pareto and
-// <dir>/<prefix>-summary.csv). ConfigErrors before anything is written.
+// (runs), the figure at --plot (default <dir>/<prefix>.svg; precision and the two-objective
+// searches add <plot>-pareto, precision <dir>/<prefix>-summary.csv). ConfigErrors before
+// anything is written.
 // Read next: search/lab_objectives.h, search/lab_runner.h, tools/mase_search_labs.cpp.
 #pragma once
 #include <cstdio>
@@ -65,6 +68,14 @@ struct TutorialOptions : LabOptions {
   std::vector<std::string> samplers = {"random", "grid", "tpe"};
   LinearChoice linear = LinearChoice::shared;
   PruneOptions prune;
+  // Two objectives (--objectives accuracy,params): test accuracy up, the trained model's
+  // trainable parameters (attribute `parameters`) down, as Optuna's directions = [maximize,
+  // minimize]; the CLI's default samplers are then random,nsga2 (NSGA-II and its baseline;
+  // a sampler that ranks one value is refused before anything is written). No pruner
+  // (it judges one value). Each study's front is printed with its hypervolume from accuracy
+  // 0.5 and the space's largest model, and <plot>-pareto draws accuracy against parameters.
+  bool params_objective = false;
+  int64_t population = 8;  // nsga2's generation size (Optuna's default of 50: too many here)
 };
 
 struct CompressAwareOptions : LabOptions {
@@ -75,6 +86,11 @@ struct CompressAwareOptions : LabOptions {
   int64_t post_steps = 50;  // training steps after compressing (the post-trained study)
   std::vector<std::string> variants = {"plain", "compressed", "post-trained"};
   PruneOptions prune;
+  // As TutorialOptions' (the CLI's default sampler is then nsga2). The parameters are the
+  // architecture's before compression, the same measure for the three studies: a pruned
+  // model keeps its zeros as parameters (the trial's weight_sparsity says how many).
+  bool params_objective = false;
+  int64_t population = 8;
 };
 
 struct PrecisionOptions : LabOptions {

@@ -36,7 +36,7 @@ bool is_architecture(const std::string& name) {
 Objective arch_trial_objective(const Space& space, train::TrainConfig base,
                                std::shared_ptr<const TrialData> data, CompressStep compress,
                                fs::path trials_dir, std::FILE* log,
-                               std::shared_ptr<const Pruning> pruning) {
+                               std::shared_ptr<const Pruning> pruning, bool params_objective) {
   for (const Param& p : space.params())
     MASE_CHECK(is_architecture(p.name) || p.name == "linear_layer" || p.name.ends_with("_type"),
                ConfigError, "[search] the architecture objective has no parameter '", p.name,
@@ -53,7 +53,10 @@ Objective arch_trial_objective(const Space& space, train::TrainConfig base,
   MASE_CHECK(!pruning || base.eval_every > 0, ConfigError, "[search] a pruner judges the "
              "accuracies reported during training: expected --eval-every N > 0, got ",
              base.eval_every);
-  return [space, base, data, compress, trials_dir, log, pruning](const Params& p, int64_t number) {
+  MASE_CHECK(!pruning || !params_objective, ConfigError, "[search] a pruner judges one value: "
+             "expected no pruner for two objectives (accuracy, parameters), got one");
+  return [space, base, data, compress, trials_dir, log, pruning, params_objective](
+             const Params& p, int64_t number) {
     const auto t0 = std::chrono::steady_clock::now();
     train::TrainConfig c = base;
     for (const Param& param : space.params()) {
@@ -67,7 +70,8 @@ Objective arch_trial_objective(const Space& space, train::TrainConfig base,
     auto model = new_model(c, *data->tokenizer);
     const std::vector<std::string> identity = apply_linear_choice(*model, p);
     Outcome o;
-    o.attrs["parameters"] = cat(model->num_parameters(true));
+    const int64_t parameters = model->num_parameters(true);
+    o.attrs["parameters"] = cat(parameters);
     o.attrs["identity_layers"] = cat(identity.size());
     const fs::path run = trial_dir(trials_dir, number);
     train::TrainResult r;
@@ -104,6 +108,8 @@ Objective arch_trial_objective(const Space& space, train::TrainConfig base,
         o.attrs["test_loss"] = cat(r2.eval.loss);
       }
     }
+    // two objectives: accuracy up, parameters down
+    if (params_objective) o.values = {o.value, static_cast<double>(parameters)};
     o.attrs["wall_s"] = cat(seconds_since(t0));
     o.attrs["run"] = run.string();
     return o;

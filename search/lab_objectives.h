@@ -7,7 +7,8 @@
 //   [train `post_steps` more steps, the compressed model, in trial-NNNN/post]] -> value = the
 //   last test accuracy. Attributes: accuracy_trained, accuracy_compressed, accuracy_post (the
 //   ones that ran), parameters (trainable, Identity layers have none), identity_layers,
-//   weight_sparsity, test_loss, wall_s, run.
+//   weight_sparsity, test_loss, wall_s, run. With `params_objective` two values (Outcome::values:
+//   the accuracy, `parameters`) for a study of two objectives (search/nsga2.h).
 // Precision trial (Lab 3): a fresh copy of the trained model of `init` (its tokenizer, the
 //   test set tokenized once) -> the trial's per-layer quantize config -> test (PTQ) ->
 //   [`qat_steps` steps of quantization-aware training in trial-NNNN, then test]. Value = the
@@ -41,7 +42,8 @@ struct CompressStep {
 Objective arch_trial_objective(const Space& space, train::TrainConfig base,
                                std::shared_ptr<const TrialData> data, CompressStep compress,
                                std::filesystem::path trials_dir, std::FILE* log,
-                               std::shared_ptr<const Pruning> pruning = nullptr);
+                               std::shared_ptr<const Pruning> pruning = nullptr,
+                               bool params_objective = false);
 
 // The Linears of the model in `init`: dotted paths and weight counts, in model order.
 struct LayerList {

@@ -154,6 +154,11 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
   const bool wide = series.size() > 2;
   std::string data, plot = "plot ";
   size_t block = 0;
+  double most = 0;  // the largest x: parameter counts are read as 2.5M, not 2.5x10^6
+  for (const auto& [label, trials] : series)
+    for (const auto& r : trials)
+      if (r.trial.state == TrialState::complete && attr_value(r, x_attr) > most)
+        most = attr_value(r, x_attr);
   for (size_t i = 0; i < series.size(); ++i) {
     const auto& [label, trials] = series[i];
     data += "# " + label + ": trials (x y)\n";
@@ -171,7 +176,10 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
                 " title ", gp_quote(wide ? label : label + " Pareto front"));
     block += 2;
   }
-  draw(path, data, cat(common_settings(title, xlabel, "test accuracy", wide), plot, "\n"), wide);
+  draw(path, data,
+       cat(common_settings(title, xlabel, "test accuracy", wide),
+           most >= 1e5 ? "set format x '%.1s%c'\n" : "", plot, "\n"),
+       wide);
 }
 
 void plot_intermediate(const std::vector<TrialRecord>& trials, const std::string& title,

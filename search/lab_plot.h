@@ -3,8 +3,9 @@
 // pattern and point marker (so two curves on top of each other both stay visible).
 //
 //   plot_best_so_far   one running-best curve per study (Labs 2.1, 2.2, 3.1, 3.2)
-//   plot_pareto        accuracy against average weight bits for every trial, and the Pareto
-//                      front (the trials no other trial beats on both) as a line
+//   plot_pareto        accuracy against an attribute (average weight bits, parameters) for
+//                      every trial, and the Pareto front (the trials no other trial beats on
+//                      both) as a line
 //   plot_intermediate  each trial's accuracy during training, pruned trials marked (--pruner)
 // Beside the figure: <figure>.dat (the numbers) and <figure>.gp (the script; `gnuplot F.gp`
 // redraws it after an edit). IoError if gnuplot is missing or fails.
@@ -24,7 +25,8 @@ void plot_best_so_far(const Series& series, const std::string& title, const std:
                       const std::string& path, Direction direction = Direction::maximize);
 
 // Complete trials with attribute `x_attr`, x = that attribute (lower is better), y = attribute
-// "accuracy" if the trial has one (its value may weigh bits in), else the value.
+// "accuracy" if the trial has one (its value may weigh bits in), else the value (objective 0
+// in a study of several). Large x (100k and more: parameter counts) reads 2.5M on the axis.
 void plot_pareto(const Series& series, const std::string& x_attr, const std::string& title,
                  const std::string& xlabel, const std::string& path);
 

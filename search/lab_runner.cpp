@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "search/heartbeat.h"
+#include "search/lab_fronts.h"
 #include "search/study_store.h"
 #include "search/trial_queue.h"
 #include "train/trainer.h"
@@ -178,7 +179,8 @@ void run_lab_trials(Study& study, const Objective& objective, const LabRun& run)
     std::string result = tr.ok ? cat("value ", tr.outcome.value) : cat("failed: ", tr.error);
     if (tr.ok && !tr.outcome.values.empty()) {  // several objectives
       result = "values";
-      for (double v : tr.outcome.values) result += cat(result == "values" ? " " : ", ", v);
+      for (double v : tr.outcome.values)  // 1234567 parameters, not 1.23457e+06
+        result += cat(result == "values" ? " " : ", ", value_text(v));
     }
     if (tr.ok && tr.outcome.state == TrialState::pruned) {
       const auto step = tr.outcome.attrs.find("pruned_at_step");

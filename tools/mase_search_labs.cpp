@@ -1,14 +1,15 @@
 // tools/mase_search_labs.cpp — the flags of `mase-search tutorial | compress-aware | precision
 // | custom`. One command per lab question, named after what it searches (the lab numbers are in
 // --help and docs/lab2.md, docs/lab3.md). Each writes its studies to <dir>/studies.db (or
-// --storage), a CSV per study and one figure (--plot, .svg or .png; precision also a Pareto
-// figure). Exit status: 0 done, 1 error, 2 bad flags,
+// --storage), a CSV per study and one figure (--plot, .svg or .png; precision, and tutorial and
+// compress-aware with --objectives accuracy,params, also a Pareto figure). Exit status: 0 done, 1 error, 2 bad flags,
 // 130 stopped by Ctrl-C (continue with the same command and --resume).
 // Read next: search/lab_commands.h.
 #include "tools/mase_search_labs.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 #include "quant/passes.h"
@@ -40,7 +41,13 @@ Examples:
       a trial whose accuracy at step 50, 100 or 150 is below the median of the completed
       trials' there stops (pruned); the first 5 complete trials are never judged
   mase-search tutorial --num-layers 2 --hidden-sizes 128,192,256 --intermediate-sizes 512,768,1024
-      a smaller space for a CPU budget (the defaults are the tutorial's))";
+      a smaller space for a CPU budget (the defaults are the tutorial's)
+  mase-search tutorial --objectives accuracy,params --trials 16 --population 4 --plot arch.png
+      two objectives, test accuracy up and trainable parameters down: studies
+      tutorial-random and tutorial-nsga2 (the default --samplers then: NSGA-II and its
+      baseline; a sampler that ranks one value is refused); each study's Pareto front is
+      printed with its hypervolume from accuracy 0.5 and the space's largest model,
+      arch-pareto.png draws accuracy against parameters; no --pruner)";
 
 const char* kCompressHelp = R"(Lab 2.2: compression-aware search; three studies, three curves on one plot.
 Examples:
@@ -51,7 +58,13 @@ Examples:
       compress-aware-post-trained  train, compress, train 50 steps more, test
   int8-prune50.json: {"quantize": {"by": "type", "default": {"config": {"name": "integer",
       "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4,
-      "bias_width": 8, "bias_frac_width": 4}}}, "prune": {"weight": {"sparsity": 0.5}}})";
+      "bias_width": 8, "bias_frac_width": 4}}}, "prune": {"weight": {"sparsity": 0.5}}}
+  mase-search compress-aware --compress int8-prune50.json --objectives accuracy,params \
+      --trials 16 --population 4 --data-dir ../shared/data
+      two objectives, the variant's test accuracy up and the architecture's trainable
+      parameters down (counted before compression, pruned zeros included: the same measure
+      for the three studies), searched by NSGA-II (the default --sampler then); each study's
+      front printed, compress-aware-pareto.svg; no --pruner)";
 
 const char* kPrecisionHelp = R"(Lab 3: per-layer precision of a trained model (PTQ; QAT with --qat-steps).
 Examples:
@@ -193,6 +206,25 @@ void add_pruner(CLI::App* c, PruneOptions& p, train::TrainConfig& base) {
       ->capture_default_str();
 }
 
+// --objectives accuracy,params --population N (tutorial, compress-aware).
+void add_params_objective(CLI::App* c, std::string& objectives, int64_t& population) {
+  c->add_option("--objectives", objectives,
+                "accuracy, or accuracy,params: two objectives (test accuracy up, trainable "
+                "parameters down), a Pareto front searched by NSGA-II")
+      ->capture_default_str();
+  c->add_option("--population", population,
+                "nsga2: trials per generation (Optuna's default is 50; a few dozen trials "
+                "want about 8)")
+      ->capture_default_str();
+}
+
+bool params_objective(const std::string& objectives) {
+  MASE_CHECK(objectives == "accuracy" || objectives == "accuracy,params", ConfigError,
+             "[search] --objectives expected accuracy or accuracy,params, got '", objectives,
+             "'");
+  return objectives == "accuracy,params";
+}
+
 }  // namespace
 
 bool is_lab_command(const char* arg) {
@@ -218,13 +250,15 @@ int lab_main(int argc, char** argv) {
   CLI::App* t = app.add_subcommand("tutorial", "Lab 2.1: the tutorial's whole space");
   t->footer(kTutorialHelp);
   add_common(t, tut, ct);
-  t->add_option("--samplers", samplers, "comma-separated: random, grid, tpe, tpe-independent")
-      ->capture_default_str();
+  t->add_option("--samplers", samplers, "comma-separated: random, grid, tpe, tpe-independent, "
+                "nsga2 (default random,grid,tpe; random,nsga2 with two --objectives)");
   ArchFlags arch_t, arch_c;
   arch_t.add(t);
   t->add_option("--linear-choice", linear_t, "square Linear or Identity: shared, per-layer, none")
       ->capture_default_str();
   add_pruner(t, tut.prune, tut.base);
+  std::string objectives_t = "accuracy", objectives_c = "accuracy";
+  add_params_objective(t, objectives_t, tut.population);
 
   CLI::App* c = app.add_subcommand("compress-aware", "Lab 2.2: compression-aware search");
   c->footer(kCompressHelp);
@@ -234,12 +268,14 @@ int lab_main(int argc, char** argv) {
       ->check(cli::existing_file("a compress config (TOML or JSON)"));
   c->add_option("--post-steps", cmp.post_steps, "training steps after compressing")
       ->capture_default_str();
-  c->add_option("--sampler", cmp.sampler, "random, grid, tpe or tpe-independent")->capture_default_str();
+  c->add_option("--sampler", cmp.sampler, "random, grid, tpe, tpe-independent or nsga2 "
+                "(default tpe; nsga2 with two --objectives)");
   c->add_option("--variants", variants, "studies to run: plain, compressed, post-trained")
       ->capture_default_str();
   c->add_option("--linear-choice", linear_c, "shared, per-layer, none")->capture_default_str();
   arch_c.add(c);
   add_pruner(c, cmp.prune, cmp.base);
+  add_params_objective(c, objectives_c, cmp.population);
 
   CLI::App* p = app.add_subcommand("precision", "Lab 3: per-layer precision of a trained model");
   p->footer(kPrecisionHelp);
@@ -314,7 +350,14 @@ int lab_main(int argc, char** argv) {
       if (!o->base.vocab.empty()) o->base.tokenizer = train::tokenizer_kind(o->base.vocab);
     if (t->parsed()) {
       if (t->count("--lr")) tut.base.lr = ct.lr;
+      tut.params_objective = params_objective(objectives_t);
+      // NSGA-II, the sampler made for a Pareto front, and random search, its baseline
+      if (tut.params_objective && !t->count("--samplers")) samplers = "random,nsga2";
       tut.samplers = split_items(samplers, ',', "--samplers", "a sampler name");
+      MASE_CHECK(t->count("--population") == 0 ||
+                     std::count(tut.samplers.begin(), tut.samplers.end(), "nsga2") > 0,
+                 ConfigError, "[search] --population is NSGA-II's: expected nsga2 among "
+                 "--samplers (or --objectives accuracy,params), got --samplers ", samplers);
       tut.linear = parse_linear(linear_t);
       tut.arch = arch_t.read();
       run_tutorial(tut);
@@ -324,6 +367,11 @@ int lab_main(int argc, char** argv) {
       cmp.arch = arch_c.read();
       cmp.variants = split_items(variants, ',', "--variants", "a variant");
       cmp.compress = quant::read_config_file(compress_file);
+      cmp.params_objective = params_objective(objectives_c);
+      if (cmp.params_objective && !c->count("--sampler")) cmp.sampler = "nsga2";
+      MASE_CHECK(c->count("--population") == 0 || cmp.sampler == "nsga2", ConfigError,
+                 "[search] --population is NSGA-II's: expected --sampler nsga2 (or "
+                 "--objectives accuracy,params), got --sampler ", cmp.sampler);
       run_compress_aware(cmp);
     } else if (u->parsed()) {
       if (u->count("--directions")) cus.directions = parse_directions(directions);

@@ -4,6 +4,8 @@
 # test reviews, 2 trials per study): exit 0, one CSV per study with 2 complete rows, the figure.
 #   LAB: tutorial (2.1) | compress-aware (2.2) | precision-integer (3.1) | precision-all (3.2)
 #        | precision-pareto (3.1 with two objectives, NSGA-II: 4 trials, generations of 2)
+#        | tutorial-pareto (2.1 and 2.2 with two objectives, accuracy and parameters: random and
+#          NSGA-II, 4 trials, generations of 2)
 # IMDb comes from $MASE_DATA_DIR, else /work/shared/data; without it the test prints
 # MASE_SKIPPED (ctest: skipped). Prints "e2e: ok" when every check passed.
 set -u
@@ -109,6 +111,28 @@ case "$lab" in
     grep -q '^front     precision-integer: hypervolume [0-9.]* (from accuracy 0.5, 32 bits): trial [0-9]' "$dir/log" || fail "no front line: $(tail -n 3 "$dir/log")"
     check_plot "$dir/p.svg"
     check_plot "$dir/p-pareto.svg"
+    ;;
+  tutorial-pareto)
+    "$search" tutorial --trials 4 --dir "$dir/s" $budget $small --objectives accuracy,params --population 2 --plot "$dir/t.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+    for s in random nsga2; do
+      f="$dir/s/tutorial-$s.csv"
+      head -n 1 "$f" | grep -q '^number,state,values_accuracy,values_parameters,' || fail "CSV header: $(head -n 1 "$f")"
+      [ "$(grep -c ',complete,' "$f")" -eq 4 ] || fail "$f: expected 4 complete rows: $(cat "$f")"
+    done
+    grep -q 'sampler nsga2:2, 4 trials' "$dir/log" || fail "no nsga2:2 study line: $(grep '^study' "$dir/log")"
+    # the largest model of L{1,2} H{64,128} I{128,256}: L2 H128 I256, every Linear kept
+    ref='from accuracy 0.5, [0-9]* parameters: the space.s largest model'
+    for s in random nsga2; do
+      grep -q "^front     tutorial-$s: hypervolume [0-9.]* (accuracy x M parameters, $ref): trial [0-9]* (0[.0-9]*, [0-9]* parameters)" "$dir/log" || fail "no $s front line: $(tail -n 3 "$dir/log")"
+    done
+    check_plot "$dir/t.svg"
+    check_plot "$dir/t-pareto.svg"
+    # compress-aware: NSGA-II by default, one study per variant
+    printf '%s' '{"prune": {"weight": {"sparsity": 0.5}}}' > "$dir/c.json"
+    "$search" compress-aware --trials 2 --dir "$dir/s" $budget $small --compress "$dir/c.json" --variants plain,compressed --objectives accuracy,params --population 2 --plot "$dir/c.svg" > "$dir/log2" 2>&1 || fail "compress-aware: exit $?: $(tail -n 3 "$dir/log2")"
+    for s in plain compressed; do check_csv "compress-aware-$s"; done
+    grep -q "^front     compress-aware-compressed: hypervolume [0-9.]* (accuracy x M parameters, $ref): trial" "$dir/log2" || fail "no compress-aware front line: $(tail -n 3 "$dir/log2")"
+    check_plot "$dir/c-pareto.svg"
     ;;
   *) fail "unknown LAB $lab" ;;
 esac
