@@ -78,9 +78,9 @@ std::string style(size_t i, size_t n = 0) {
       "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
       "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
       "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"};
-  std::string s = cat("linecolor rgb \"", kColours[i % 20], "\" dashtype ", i % 5 + 1,
-                      " pointtype ", i % 13 + 1);
-  if (n == 0) return s;
+  std::string s = cat("linecolor rgb \"", kColours[i % 20], "\" dashtype ", i % 5 + 1);
+  if (n == 0) return cat(s, " pointtype ", i % 13 + 1);  // a marker only for points (a line
+                                                          // drawn `with steps` refuses one)
   const double wider = n <= 4 && i < n ? 2.0 * static_cast<double>(n - 1 - i) : 0.0;
   return cat(s, " linewidth ", 1.5 + wider);
 }
