@@ -75,7 +75,8 @@ double draw_uniform(const Param& p, double u) {
 
 void Sampler::set_directions(const std::vector<Direction>& directions) {
   MASE_CHECK(directions.size() == 1, ConfigError, "[sampler] ", name(), " ranks one objective, got ",
-             directions.size(), " (for several objectives use nsga2, random or grid)");
+             directions.size(), " (for several objectives use tpe, tpe-independent, nsga2, random "
+             "or grid)");
 }
 
 std::vector<std::pair<std::string, std::string>> Sampler::trial_attrs(const std::vector<Trial>&,
@@ -169,7 +170,8 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
 std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed) {
   if (name == "random") return std::make_unique<RandomSampler>(seed);
   if (name == "grid") return std::make_unique<GridSampler>(seed);
-  if (name == "tpe") return std::make_unique<TpeSampler>(seed);  // multivariate, as Optuna's
+  // multivariate for one objective, independent for several: Optuna's TPESampler()
+  if (name == "tpe") return std::make_unique<TpeSampler>(seed);
   if (name == "tpe-independent") {
     TpeOptions independent;
     independent.multivariate = false;

@@ -14,7 +14,10 @@
 //           points of failed trials are handed out again; exhausted -> nullopt.
 //   tpe     search/tpe.h: Optuna's default Tree-structured Parzen Estimator (multivariate, with
 //           the constant liar for parallel workers); tpe-independent: one parameter at a time.
-//   nsga2   search/nsga2.h: NSGA-II, Optuna's sampler for studies of several objectives.
+//           Both take several objectives (MOTPE, search/tpe_multi.cpp: good trials by
+//           non-domination rank and hypervolume) — Optuna 5.0's default sampler for such a
+//           study; "tpe" is then independent, as Optuna's default TPESampler() is there.
+//   nsga2   search/nsga2.h: NSGA-II, Optuna's genetic sampler for studies of several objectives.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -60,7 +63,9 @@ class Sampler {
                                        int64_t number) = 0;
   // The study's objectives, one direction each, told once by the study that owns the sampler
   // (Study::open). By default a sampler ranks one value: more than one objective is a
-  // ConfigError naming the samplers that take several (random, grid and nsga2 accept them).
+  // ConfigError naming the samplers that take several — every one make_sampler builds (tpe
+  // and nsga2 rank them; random and grid never look); what refuses is a sampler of one value
+  // such as sweep_study.h's ordered grid.
   virtual void set_directions(const std::vector<Direction>& directions);
   // System attributes to store with trial `number`, whose values sample() has just proposed
   // from the same history: (Optuna's key, JSON value), e.g. NSGA-II's generation. None here.

@@ -91,15 +91,16 @@ class Study {
                     Direction direction, std::unique_ptr<Sampler> sampler, uint64_t seed);
   // A study of several objectives (Optuna's create_study(directions=[...])): one direction per
   // objective, which must match a stored study's. The sampler must rank several values
-  // (nsga2; random and grid ignore them): ConfigError before anything is written otherwise.
+  // (tpe, tpe-independent, nsga2; random and grid ignore them): ConfigError before anything
+  // is written otherwise.
   static Study open(const std::string& storage, const std::string& name, Space space,
                     std::vector<Direction> directions, std::unique_ptr<Sampler> sampler,
                     uint64_t seed);
   // Opens an existing study with the space, direction, sampler and seed it was created with
   // (to read it, plot it, or go on with it). A study an Optuna script made has no mase
-  // record of these: its trials' distributions are the space, the sampler Optuna's default
-  // (tpe; nsga2 for several objectives), the seed 0 — guesses, so nothing is recorded: a
-  // later open() with the sampler the script really used is not refused.
+  // record of these: its trials' distributions are the space, the sampler Optuna 5.0's
+  // default (tpe, for one objective or several), the seed 0 — guesses, so nothing is
+  // recorded: a later open() with the sampler the script really used is not refused.
   // ConfigError naming the studies the file has if there is no study `name`; IoError if the
   // file is missing, empty or not a study file (check_study_file).
   static Study load(const std::string& storage, const std::string& name);

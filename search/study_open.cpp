@@ -187,8 +187,8 @@ Study Study::load(const std::string& storage, const std::string& name) {
     const std::string where = cat("[study] study '", name, "' in ", path, " has ");
     dirs = stored_directions(db, s.study_id_, where);
     // A study an Optuna script made has no mase attributes: its distributions, seed 0, and
-    // Optuna's default sampler — TPE for one objective, NSGA-II for several.
-    if (dirs.size() > 1) sampler = "nsga2";
+    // Optuna 5.0's default sampler, TPESampler() — for one objective and for several (MOTPE,
+    // search/tpe_multi.cpp; NSGA-II is what a script asks for by name).
     if (auto v = system_attr(db, s.study_id_, "mase:sampler")) sampler = optuna::attr_text(*v);
     if (auto v = system_attr(db, s.study_id_, "mase:seed"))
       seed = std::strtoull(optuna::attr_text(*v).c_str(), nullptr, 10);

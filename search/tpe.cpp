@@ -3,7 +3,8 @@
 //
 // Read search/tpe.h first: it states the algorithm (Optuna's default TPESampler). This file is
 // the one-parameter estimator, the good/bad split and the independent sampler (one parameter
-// at a time); search/tpe_multivariate.cpp multiplies the estimators into the joint one.
+// at a time); search/tpe_multivariate.cpp multiplies the estimators into the joint one, and
+// search/tpe_multi.cpp splits a study of several objectives.
 // In one line: split the finished trials into good and bad by value, fit a density to each
 // group's values of a parameter — l(x) for the good, g(x) for the bad — draw 24
 // candidates from l and keep the one with the largest log l(x) − log g(x). Maximising l/g is
@@ -148,7 +149,7 @@ std::vector<double> tpe_weights(int n) {
 }
 
 ParzenEstimator::ParzenEstimator(const Param& p, const std::vector<double>& observations,
-                                 double prior_weight)
+                                 double prior_weight, bool equal_weights)
     : param_(&p) {
   MASE_CHECK(std::isfinite(prior_weight) && prior_weight >= 0, ConfigError, "[tpe] parameter '",
              p.name, "' expected prior_weight >= 0, got ", prior_weight);
@@ -164,7 +165,7 @@ ParzenEstimator::ParzenEstimator(const Param& p, const std::vector<double>& obse
   if (n == 0) {
     weights_ = {1.0};
   } else {
-    weights_ = tpe_weights(static_cast<int>(n));
+    weights_ = equal_weights ? std::vector<double>(n, 1.0) : tpe_weights(static_cast<int>(n));
     weights_.push_back(prior_weight);
   }
   double total = 0;
@@ -337,6 +338,12 @@ TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar) {
   return out;
 }
 
+void TpeSampler::set_directions(const std::vector<Direction>& directions) {
+  MASE_CHECK(!directions.empty(), ConfigError, "[sampler] ", name(),
+             " expected at least one direction, got none");
+  directions_ = directions;
+}
+
 std::optional<Values> TpeSampler::sample(const Space& space, const std::vector<Trial>& history,
                                          int64_t number) {
   MASE_CHECK(opt_.n_ei_candidates >= 1, ConfigError, "[tpe] expected n_ei_candidates >= 1, got ",
@@ -344,7 +351,10 @@ std::optional<Values> TpeSampler::sample(const Space& space, const std::vector<T
   MASE_CHECK(opt_.n_startup_trials >= 0, ConfigError, "[tpe] expected n_startup_trials >= 0, got ",
              opt_.n_startup_trials);
 
-  const TpeSplit split = tpe_split(history, opt_.constant_liar);
+  // Several objectives: split by rank and hypervolume, sample independently (tpe_multi.cpp).
+  const bool several = directions_.size() > 1;
+  const TpeSplit split = several ? tpe_split(history, opt_.constant_liar, directions_)
+                                 : tpe_split(history, opt_.constant_liar);
   // Startup: too little to model yet, so sample at random — exactly what RandomSampler would.
   if (static_cast<int64_t>(split.n_complete) < opt_.n_startup_trials)
     return RandomSampler(seed_).sample(space, history, number);
@@ -352,7 +362,7 @@ std::optional<Values> TpeSampler::sample(const Space& space, const std::vector<T
   Values out;
   for (const Param& p : space.params())
     if (single_valued(p)) out[p.name] = p.kind == Param::Kind::categorical ? 0.0 : p.low;
-  if (opt_.multivariate) {
+  if (opt_.multivariate && !several) {
     sample_joint(space, split, number, out);
     return out;
   }
@@ -373,7 +383,7 @@ std::optional<Values> TpeSampler::sample(const Space& space, const std::vector<T
   for (size_t j = 0; j < params.size(); ++j) {
     const Param& p = params[j];
     if (single_valued(p)) continue;  // set above
-    const ParzenEstimator l(p, observed(good, p), opt_.prior_weight);
+    const ParzenEstimator l(p, observed(good, p), opt_.prior_weight, /*equal_weights=*/several);
     const ParzenEstimator g(p, observed(bad, p), opt_.prior_weight);
     // This (trial, parameter)'s own Philox stream; the top bit keeps it apart from the streams
     // RandomSampler uses (stream = trial number).

@@ -34,6 +34,10 @@
 // n_startup_trials); they fill the good group only after every complete trial, ranked as Optuna
 // ranks them: the furthest step reached first, then the better last value there (a NaN last;
 // no report at all: after all of them), Optuna's _split_pruned_trials.
+// Several objectives (Optuna's MOTPE, the default sampler of such a study in Optuna 5.0):
+// step 2 splits by non-domination rank and hypervolume instead of by value, gamma(n) =
+// ceil(0.1 n) without the cap, the good trials' weights are all 1, and "tpe" is independent
+// there as Optuna's TPESampler() is (its multivariate=None): search/tpe_multi.cpp.
 // Random numbers come from Philox keyed by (seed, trial number), so a study is reproducible;
 // they are the only thing that differs from Optuna (tests/search/test_tpe*.cpp check the rest
 // against fixtures made by Optuna itself).
@@ -51,12 +55,16 @@ struct TpeOptions {
   int n_startup_trials = 10;
   int n_ei_candidates = 24;
   double prior_weight = 1.0;
-  bool multivariate = true;   // false: Optuna's independent TPE ("tpe-independent")
+  // true: Optuna's default (multivariate=None) — multivariate for one objective, independent
+  // for several; false: independent always (Optuna's multivariate=False, "tpe-independent").
+  bool multivariate = true;
   bool constant_liar = true;  // running trials count as bad ones
 };
 
 // gamma(n) = min(ceil(0.1 n), 25): how many of n complete trials count as good.
 int tpe_gamma(int n);
+// Several objectives: ceil(0.1 n), uncapped (Optuna's default_gamma_multiobjective).
+int tpe_gamma_multi(int n);
 // Optuna's default_weights(n): ones for n < 25, else linspace(1/n, 1, n - 25) then 25 ones.
 std::vector<double> tpe_weights(int n);
 
@@ -70,8 +78,10 @@ double log_sum_exp(const std::vector<double>& terms);
 // kernels; for numeric parameters the kernels live in the transformed space (log for log ones).
 class ParzenEstimator {
  public:
-  // observations: internal values, oldest first (their weights come from tpe_weights).
-  ParzenEstimator(const Param& p, const std::vector<double>& observations, double prior_weight);
+  // observations: internal values, oldest first (their weights come from tpe_weights, or are
+  // all 1 with equal_weights: the good group of a study of several objectives).
+  ParzenEstimator(const Param& p, const std::vector<double>& observations, double prior_weight,
+                  bool equal_weights = false);
   // Draws a value (internal form) from uniforms in [0, 1): u_component picks the kernel,
   // u_value1 is the quantile drawn from it (inverse-CDF sampling); u_value2 is unused (spare).
   double sample(double u_component, double u_value1, double u_value2) const;
@@ -125,11 +135,17 @@ struct TpeSplit {
   size_t n_complete = 0;  // n of gamma(n): complete and pruned trials, never running ones
 };
 TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar);
+// The same for several objectives (directions.size() >= 2, else ConfigError), ranking
+// Trial::objectives: non-domination ranks, the last one cut by hypervolume (tpe_multi.cpp).
+TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar,
+                   const std::vector<Direction>& directions);
 
 class TpeSampler : public Sampler {
  public:
   explicit TpeSampler(uint64_t seed, TpeOptions options = {}) : seed_(seed), opt_(options) {}
   std::string name() const override { return opt_.multivariate ? "tpe" : "tpe-independent"; }
+  // Any number of objectives (one: Trial::value; several: Trial::objectives, tpe_multi.cpp).
+  void set_directions(const std::vector<Direction>& directions) override;
   std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,
                                int64_t number) override;
 
@@ -138,6 +154,7 @@ class TpeSampler : public Sampler {
   void sample_joint(const Space& space, const TpeSplit& split, int64_t number, Values& out) const;
   uint64_t seed_;
   TpeOptions opt_;
+  std::vector<Direction> directions_ = {Direction::maximize};
 };
 
 }  // namespace mase::search

@@ -223,16 +223,24 @@ TEST_CASE("nsga2: names, make_sampler and refusals") {
                        ConfigError);
   CHECK_THROWS_AS(make_sampler("nsga2:", 0), ConfigError);
   CHECK_THROWS_AS(make_sampler("nsga2:8x", 0), ConfigError);
-  // a sampler that ranks one value refuses two objectives; random, grid and nsga2 take them
+  // every sampler make_sampler builds takes two objectives (tpe: MOTPE, search/tpe_multi.cpp);
+  // one that ranks a single value refuses them, naming those
   const std::vector<Direction> two = {Direction::maximize, Direction::minimize};
-  CHECK_THROWS_WITH_AS(make_sampler("tpe", 0)->set_directions(two),
-                       "[sampler] tpe ranks one objective, got 2 (for several objectives use "
-                       "nsga2, random or grid)",
+  for (const char* name : {"random", "grid", "nsga2", "tpe", "tpe-independent"}) {
+    INFO(name);
+    CHECK_NOTHROW(make_sampler(name, 0)->set_directions(two));
+    CHECK_NOTHROW(make_sampler(name, 0)->set_directions({Direction::minimize}));
+  }
+  struct OneValue : Sampler {
+    std::string name() const override { return "one-value"; }
+    std::optional<Values> sample(const Space&, const std::vector<Trial>&, int64_t) override {
+      return std::nullopt;
+    }
+  };
+  CHECK_THROWS_WITH_AS(OneValue().set_directions(two),
+                       "[sampler] one-value ranks one objective, got 2 (for several objectives "
+                       "use tpe, tpe-independent, nsga2, random or grid)",
                        ConfigError);
-  CHECK_NOTHROW(make_sampler("random", 0)->set_directions(two));
-  CHECK_NOTHROW(make_sampler("grid", 0)->set_directions(two));
-  CHECK_NOTHROW(make_sampler("nsga2", 0)->set_directions(two));
-  CHECK_NOTHROW(make_sampler("tpe", 0)->set_directions({Direction::minimize}));
 }
 
 TEST_CASE("nsga2: a parameter of one value does not dilute the mutation rate (as Optuna's)") {

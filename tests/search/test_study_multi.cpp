@@ -117,11 +117,17 @@ TEST_CASE("multi-objective study: stored as Optuna stores it; front, CSV, reopen
 TEST_CASE("multi-objective study: refusals and NaN") {
   TempDir dir;
   const std::string db = (dir.path / "studies.db").string();
-  // TPE ranks one value: refused before the file is made
+  // a sampler that ranks one value: refused before the file is made
+  struct OneValue : Sampler {
+    std::string name() const override { return "one-value"; }
+    std::optional<Values> sample(const Space&, const std::vector<Trial>&, int64_t) override {
+      return std::nullopt;
+    }
+  };
   CHECK(error_of<ConfigError>([&] {
-          Study::open(db, "t", xn_space(), kAccBits, make_sampler("tpe", 0), 0);
-        }) == "[sampler] tpe ranks one objective, got 2 (for several objectives use nsga2, "
-              "random or grid)");
+          Study::open(db, "t", xn_space(), kAccBits, std::make_unique<OneValue>(), 0);
+        }) == "[sampler] one-value ranks one objective, got 2 (for several objectives use tpe, "
+              "tpe-independent, nsga2, random or grid)");
   CHECK_FALSE(fs::exists(db));
   Study s = Study::open(db, "r", xn_space(), kAccBits, make_sampler("random", 0), 0);
   auto t = s.ask();
@@ -152,11 +158,19 @@ TEST_CASE("multi-objective study: one Optuna's NSGA-II made, read and continued 
   const std::string fixture = std::string(MASE_FIXTURES_DIR) + "/search/optuna_multi.db";
   const std::string db = (dir.path / "optuna_multi.db").string();
   fs::copy_file(fixture, db);
-  // loaded as Optuna left it (NSGA-II being Optuna's default sampler for several objectives),
-  // which records nothing: the sampler is a guess (here, a wrong one: population 50)
+  // loaded as Optuna left it, which records nothing: the sampler is a guess, Optuna 5.0's
+  // default TPESampler (here a wrong one: the script asked for NSGA-II)
   CHECK(Study::load(db, "pareto").directions() == kAccBits);
   CHECK(query_one(db, "SELECT count(*) FROM study_system_attributes WHERE key LIKE 'mase:%'") ==
         "0");
+  {  // on a copy: a trial the loaded study asks for is TPE's (no NSGA-II generation)
+    const std::string copy = (dir.path / "loaded.db").string();
+    fs::copy_file(fixture, copy);
+    auto t = Study::load(copy, "pareto").ask();
+    REQUIRE(t);
+    CHECK(t->number == 14);
+    CHECK(t->generation == -1);
+  }
   // opened with the population its Optuna script used, as `--sampler nsga2 --population 4`
   Study s = Study::open(db, "pareto", xn_space(), kAccBits, make_sampler("nsga2:4", 1), 1);
   CHECK(s.directions() == kAccBits);
