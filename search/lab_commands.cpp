@@ -211,7 +211,7 @@ void check_params_objective(bool two, const PruneOptions& p) {
 }
 
 // The sampler name the study records (nsga2 with another population: nsga2:N), told the
-// directions now: a sampler that ranks one value refuses two before anything is written.
+// directions now (a sampler that ranks one value would refuse two, before anything is written).
 std::string arch_sampler(const std::string& s, bool two, int64_t population, uint64_t seed) {
   const std::string name =
       s == "nsga2" && population != Nsga2Options{}.population_size ? cat("nsga2:", population) : s;
@@ -351,7 +351,7 @@ LabResult run_precision(PrecisionOptions o) {
   const std::vector<Direction> directions =
       o.bits_objective ? std::vector<Direction>{Direction::maximize, Direction::minimize}
                        : std::vector<Direction>{Direction::maximize};
-  make_sampler(o.sampler, o.seed)->set_directions(directions);  // TPE refuses two, now
+  make_sampler(o.sampler, o.seed)->set_directions(directions);  // refused now, if at all
   MASE_CHECK(o.base.vocab.empty(), ConfigError, "[precision] --vocab: the trials use --init's "
              "tokenizer (the model was trained with it); drop --vocab");
   // With --workers the copies fork once the studies are open, and oneTBB's pool must not be
@@ -446,7 +446,7 @@ LabResult run_custom(CustomOptions o) {
                  "' twice");
   if (o.sampler == "nsga2" && o.population != Nsga2Options{}.population_size)
     o.sampler = cat("nsga2:", o.population);  // the study records its population
-  make_sampler(o.sampler, o.seed)->set_directions(directions);  // TPE refuses several, now
+  make_sampler(o.sampler, o.seed)->set_directions(directions);  // refused now, if at all
   const Space space = parse_space_spec(o.space);
   Objective objective = command_objective(space, o.command, n);  // checks the placeholders
   LabStudy spec{o.study, o.sampler, o.sampler, space, {{"objective", "command"}, {"command", o.command}}};

@@ -70,8 +70,8 @@ struct TutorialOptions : LabOptions {
   PruneOptions prune;
   // Two objectives (--objectives accuracy,params): test accuracy up, the trained model's
   // trainable parameters (attribute `parameters`) down, as Optuna's directions = [maximize,
-  // minimize]; the CLI's default samplers are then random,nsga2 (NSGA-II and its baseline;
-  // a sampler that ranks one value is refused before anything is written). No pruner
+  // minimize]; the CLI's default samplers are then random,tpe,nsga2 (Optuna's default TPE,
+  // NSGA-II, and random as their baseline). No pruner
   // (it judges one value). Each study's front is printed with its hypervolume from accuracy
   // 0.5 and the space's largest model, and <plot>-pareto draws accuracy against parameters.
   bool params_objective = false;
@@ -86,7 +86,7 @@ struct CompressAwareOptions : LabOptions {
   int64_t post_steps = 50;  // training steps after compressing (the post-trained study)
   std::vector<std::string> variants = {"plain", "compressed", "post-trained"};
   PruneOptions prune;
-  // As TutorialOptions' (the CLI's default sampler is then nsga2). The parameters are the
+  // As TutorialOptions' (the sampler stays --sampler's, tpe by default). The parameters are the
   // architecture's before compression, the same measure for the three studies: a pruned
   // model keeps its zeros as parameters (the trial's weight_sparsity says how many).
   bool params_objective = false;
@@ -103,8 +103,8 @@ struct PrecisionOptions : LabOptions {
   int64_t qat_steps = 0;  // > 0: fine-tune this many steps quantized after PTQ
   double bits_weight = 0; // > 0: value = accuracy − bits_weight · avg_weight_bits / 32
   // Two objectives, accuracy up and average weight bits down (Optuna's directions =
-  // [maximize, minimize]), searched by NSGA-II (search/nsga2.h) unless `sampler` says
-  // otherwise (random or grid; TPE ranks one value). Its population: `population`.
+  // [maximize, minimize]), searched by `sampler` (tpe, Optuna's default: search/tpe.h; or
+  // nsga2, search/nsga2.h, in generations of `population`; random; grid).
   bool bits_objective = false;
   int64_t population = 8;  // NSGA-II's generation size (Optuna's default is 50: too many here)
 };
@@ -116,7 +116,7 @@ struct CustomOptions : LabOptions {
   std::string command;  // "python3 f.py {x} {n} {act}": the last stdout line is the value
   bool minimize = false;
   // Several objectives (--directions maximize,minimize): the last line holds one number each;
-  // a study of that many objectives (sampler nsga2 unless given), its Pareto front printed at
+  // a study of that many objectives (any sampler: tpe by default), its Pareto front printed at
   // the end. Exclusive with `minimize`. `metric_names`: one per objective (Optuna's
   // set_metric_names), or none.
   std::vector<Direction> directions;

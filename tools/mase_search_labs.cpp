@@ -44,9 +44,9 @@ Examples:
       a smaller space for a CPU budget (the defaults are the tutorial's)
   mase-search tutorial --objectives accuracy,params --trials 16 --population 4 --plot arch.png
       two objectives, test accuracy up and trainable parameters down: studies
-      tutorial-random and tutorial-nsga2 (the default --samplers then: NSGA-II and its
-      baseline; a sampler that ranks one value is refused); each study's Pareto front is
-      printed with its hypervolume from accuracy 0.5 and the space's largest model,
+      tutorial-random, tutorial-tpe and tutorial-nsga2 (the default --samplers then:
+      Optuna's default TPE, NSGA-II, and random as the baseline); each study's Pareto front
+      is printed with its hypervolume from accuracy 0.5 and the space's largest model,
       arch-pareto.png draws accuracy against parameters; no --pruner)";
 
 const char* kCompressHelp = R"(Lab 2.2: compression-aware search; three studies, three curves on one plot.
@@ -63,8 +63,8 @@ Examples:
       --trials 16 --population 4 --data-dir ../shared/data
       two objectives, the variant's test accuracy up and the architecture's trainable
       parameters down (counted before compression, pruned zeros included: the same measure
-      for the three studies), searched by NSGA-II (the default --sampler then); each study's
-      front printed, compress-aware-pareto.svg; no --pruner)";
+      for the three studies), searched by TPE (as Optuna 5.0's default; --sampler nsga2 for
+      NSGA-II); each study's front printed, compress-aware-pareto.svg; no --pruner)";
 
 const char* kPrecisionHelp = R"(Lab 3: per-layer precision of a trained model (PTQ; QAT with --qat-steps).
 Examples:
@@ -79,9 +79,11 @@ Examples:
   mase-search precision --init runs/tiny --formats all --mixed-only --bits-weight 0.1
       accuracy up and bits down: each 32 bits per weight cost 0.1 of accuracy; the
       Pareto figure shows which trials no other beats on both
-  mase-search precision --init runs/tiny --formats integer --objectives accuracy,bits --trials 32
-      accuracy and bits as two objectives: NSGA-II (generations of --population 8) searches
-      for the Pareto front itself; each study's front is printed at the end
+  mase-search precision --init runs/tiny --formats integer --objectives accuracy,bits --trials 40
+      accuracy and bits as two objectives: TPE (Optuna's default) searches for the Pareto
+      front itself; each study's front is printed at the end with its hypervolume
+  mase-search precision --init runs/tiny --objectives accuracy,bits --sampler nsga2 --population 8
+      the same with NSGA-II, in generations of 8 trials (it needs a few: docs/lab3.md)
 Formats: integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual
   ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2
   mxfp6_e2m3 mxfp4_e2m1 (or all))";
@@ -251,7 +253,7 @@ int lab_main(int argc, char** argv) {
   t->footer(kTutorialHelp);
   add_common(t, tut, ct);
   t->add_option("--samplers", samplers, "comma-separated: random, grid, tpe, tpe-independent, "
-                "nsga2 (default random,grid,tpe; random,nsga2 with two --objectives)");
+                "nsga2 (default random,grid,tpe; random,tpe,nsga2 with two --objectives)");
   ArchFlags arch_t, arch_c;
   arch_t.add(t);
   t->add_option("--linear-choice", linear_t, "square Linear or Identity: shared, per-layer, none")
@@ -269,7 +271,7 @@ int lab_main(int argc, char** argv) {
   c->add_option("--post-steps", cmp.post_steps, "training steps after compressing")
       ->capture_default_str();
   c->add_option("--sampler", cmp.sampler, "random, grid, tpe, tpe-independent or nsga2 "
-                "(default tpe; nsga2 with two --objectives)");
+                "(default tpe)");
   c->add_option("--variants", variants, "studies to run: plain, compressed, post-trained")
       ->capture_default_str();
   c->add_option("--linear-choice", linear_c, "shared, per-layer, none")->capture_default_str();
@@ -290,14 +292,13 @@ int lab_main(int argc, char** argv) {
   p->add_option("--qat-steps", pre.qat_steps, "quantized fine-tuning steps after PTQ")
       ->capture_default_str();
   p->add_option("--sampler", pre.sampler,
-                "random, grid, tpe, tpe-independent or nsga2 (default tpe; nsga2 with two "
-                "--objectives)");
+                "random, grid, tpe, tpe-independent or nsga2 (default tpe)");
   p->add_option("--bits-weight", pre.bits_weight,
                 "two objectives in one: value = accuracy - W * avg weight bits / 32")
       ->capture_default_str();
   p->add_option("--objectives", objectives,
                 "accuracy, or accuracy,bits: two objectives (accuracy up, average weight bits "
-                "down), a Pareto front searched by NSGA-II")
+                "down): a Pareto front, searched by --sampler (tpe: Optuna's default)")
       ->capture_default_str();
   p->add_option("--population", pre.population,
                 "nsga2: trials per generation (Optuna's default is 50; a few dozen trials "
@@ -319,7 +320,7 @@ int lab_main(int argc, char** argv) {
                 "stdout line then holds one number each); exclusive with --minimize");
   u->add_option("--metric-names", metric_names, "a name for each objective, comma-separated");
   u->add_option("--sampler", cus.sampler, "random, grid, tpe, tpe-independent or nsga2 (default "
-                "tpe; nsga2 with several --directions)");
+                "tpe)");
   u->add_option("--population", cus.population,
                 "nsga2: trials per generation (Optuna's default is 50)")
       ->capture_default_str();
@@ -352,7 +353,7 @@ int lab_main(int argc, char** argv) {
       if (t->count("--lr")) tut.base.lr = ct.lr;
       tut.params_objective = params_objective(objectives_t);
       // NSGA-II, the sampler made for a Pareto front, and random search, its baseline
-      if (tut.params_objective && !t->count("--samplers")) samplers = "random,nsga2";
+      if (tut.params_objective && !t->count("--samplers")) samplers = "random,tpe,nsga2";
       tut.samplers = split_items(samplers, ',', "--samplers", "a sampler name");
       MASE_CHECK(t->count("--population") == 0 ||
                      std::count(tut.samplers.begin(), tut.samplers.end(), "nsga2") > 0,
@@ -368,10 +369,9 @@ int lab_main(int argc, char** argv) {
       cmp.variants = split_items(variants, ',', "--variants", "a variant");
       cmp.compress = quant::read_config_file(compress_file);
       cmp.params_objective = params_objective(objectives_c);
-      if (cmp.params_objective && !c->count("--sampler")) cmp.sampler = "nsga2";
       MASE_CHECK(c->count("--population") == 0 || cmp.sampler == "nsga2", ConfigError,
-                 "[search] --population is NSGA-II's: expected --sampler nsga2 (or "
-                 "--objectives accuracy,params), got --sampler ", cmp.sampler);
+                 "[search] --population is NSGA-II's: expected --sampler nsga2, got --sampler ",
+                 cmp.sampler);
       run_compress_aware(cmp);
     } else if (u->parsed()) {
       if (u->count("--directions")) cus.directions = parse_directions(directions);
@@ -380,10 +380,9 @@ int lab_main(int argc, char** argv) {
         MASE_CHECK(!cus.metric_names.empty(), ConfigError, "[--metric-names] expected a name "
                    "for each objective, comma-separated, got none");
       }
-      if (cus.directions.size() > 1 && !u->count("--sampler")) cus.sampler = "nsga2";
       MASE_CHECK(u->count("--population") == 0 || cus.sampler == "nsga2", ConfigError,
-                 "[search] --population is NSGA-II's: expected --sampler nsga2 (or several "
-                 "--directions), got --sampler ", cus.sampler);
+                 "[search] --population is NSGA-II's: expected --sampler nsga2, got --sampler ",
+                 cus.sampler);
       run_custom(cus);
     } else {
       if (p->count("--lr")) pre.base.lr = cp.lr;
@@ -395,10 +394,9 @@ int lab_main(int argc, char** argv) {
                  "[search] --objectives expected accuracy or accuracy,bits, got '", objectives,
                  "'");
       pre.bits_objective = objectives == "accuracy,bits";
-      if (pre.bits_objective && !p->count("--sampler")) pre.sampler = "nsga2";
       MASE_CHECK(p->count("--population") == 0 || pre.sampler == "nsga2", ConfigError,
-                 "[search] --population is NSGA-II's: expected --sampler nsga2 (or two "
-                 "--objectives), got --sampler ", pre.sampler);
+                 "[search] --population is NSGA-II's: expected --sampler nsga2, got --sampler ",
+                 pre.sampler);
       run_precision(pre);
     }
     // a --workers copy ends here too (LabResult::worker_copy); the parent has written the files

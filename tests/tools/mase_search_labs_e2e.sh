@@ -103,7 +103,7 @@ case "$lab" in
     ;;
   precision-pareto)
     "$train" --model bert-tiny $budget --out "$dir/run" > "$dir/train.log" 2>&1 || fail "training: $(tail -n 3 "$dir/train.log")"
-    "$search" precision --init "$dir/run" --trials 4 --dir "$dir/s" $ptq --objectives accuracy,bits --population 2 --plot "$dir/p.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+    "$search" precision --init "$dir/run" --trials 4 --dir "$dir/s" $ptq --objectives accuracy,bits --sampler nsga2 --population 2 --plot "$dir/p.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
     f="$dir/s/precision-integer.csv"
     head -n 1 "$f" | grep -q '^number,state,values_accuracy,values_avg_weight_bits,' || fail "CSV header: $(head -n 1 "$f")"
     [ "$(grep -c ',complete,' "$f")" -eq 4 ] || fail "$f: expected 4 complete rows: $(cat "$f")"
@@ -113,7 +113,7 @@ case "$lab" in
     check_plot "$dir/p-pareto.svg"
     ;;
   tutorial-pareto)
-    "$search" tutorial --trials 4 --dir "$dir/s" $budget $small --objectives accuracy,params --population 2 --plot "$dir/t.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
+    "$search" tutorial --trials 4 --dir "$dir/s" $budget $small --objectives accuracy,params --samplers random,nsga2 --population 2 --plot "$dir/t.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
     for s in random nsga2; do
       f="$dir/s/tutorial-$s.csv"
       head -n 1 "$f" | grep -q '^number,state,values_accuracy,values_parameters,' || fail "CSV header: $(head -n 1 "$f")"
@@ -129,7 +129,7 @@ case "$lab" in
     check_plot "$dir/t-pareto.svg"
     # compress-aware: NSGA-II by default, one study per variant
     printf '%s' '{"prune": {"weight": {"sparsity": 0.5}}}' > "$dir/c.json"
-    "$search" compress-aware --trials 2 --dir "$dir/s" $budget $small --compress "$dir/c.json" --variants plain,compressed --objectives accuracy,params --population 2 --plot "$dir/c.svg" > "$dir/log2" 2>&1 || fail "compress-aware: exit $?: $(tail -n 3 "$dir/log2")"
+    "$search" compress-aware --trials 2 --dir "$dir/s" $budget $small --compress "$dir/c.json" --variants plain,compressed --objectives accuracy,params --sampler nsga2 --population 2 --plot "$dir/c.svg" > "$dir/log2" 2>&1 || fail "compress-aware: exit $?: $(tail -n 3 "$dir/log2")"
     for s in plain compressed; do check_csv "compress-aware-$s"; done
     grep -q "^front     compress-aware-compressed: hypervolume [0-9.]* (accuracy x M parameters, $ref): trial" "$dir/log2" || fail "no compress-aware front line: $(tail -n 3 "$dir/log2")"
     check_plot "$dir/c-pareto.svg"
