@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -282,10 +281,12 @@ TEST_CASE("tpe_split, several objectives: by hand") {
   CHECK_THROWS_AS(tpe_split(h, true, {Direction::maximize}), ConfigError);
 }
 
-TEST_CASE("tpe_split, several objectives: a long chain of ranks stays fast (one pass per rank)") {
-  // 5000 trials each dominating the one before: 5000 ranks of one trial, gamma 500. Peeling a
-  // rank by comparing every pair left made this O(n^3) (about ten seconds); Optuna's pass over
-  // the lexicographically sorted losses makes it O(n) a rank.
+TEST_CASE("tpe_split, several objectives: a long chain of ranks, one trial each") {
+  // 5000 trials each dominating the one before: 5000 ranks of one trial, gamma 500, so the
+  // good group is the chain's last 500. (Peeling a rank by comparing every pair left made this
+  // O(n^3), about ten seconds; Optuna's one pass over the lexicographically sorted losses a rank
+  // makes it O(n) a rank. No time is asserted here — speed belongs to benchmarks — but a
+  // return of the cubic peel shows as this case's seconds in the ctest log.)
   const std::vector<Direction> dirs = {Direction::minimize, Direction::minimize, Direction::maximize};
   std::vector<Trial> h;
   for (int64_t n = 0; n < 5000; ++n) {
@@ -296,11 +297,7 @@ TEST_CASE("tpe_split, several objectives: a long chain of ranks stays fast (one 
     t.objectives = {v, v, -v};
     h.push_back(t);
   }
-  const auto start = std::chrono::steady_clock::now();
   const TpeSplit s = tpe_split(h, true, dirs);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK(seconds < 2.0);
   REQUIRE(s.good.size() == 500);
   CHECK(s.good.front()->number == 4500);
   CHECK(s.good.back()->number == 4999);
