@@ -13,9 +13,9 @@
 //                       (--init), one study per format (<study>-<format>), and with `mixed` one
 //                       where each layer picks among them (<study>-mixed); best-so-far figure
 //                       and the Pareto figure (accuracy against average weight bits); with
-//                       bits_objective the studies have two objectives (NSGA-II)
+//                       bits_objective the studies have two objectives (TPE by default)
 //   run_custom          beyond the course `mase-search custom`: the samplers on any command,
-//                       of one objective or several (--directions; NSGA-II, front printed)
+//                       of one objective or several (--directions; TPE by default, front printed)
 // With `workers` > 1 the command forks workers − 1 copies of itself once its studies are open
 // (search/workers.h); every process loads the data and claims trials of each study in turn.
 // Files: <dir>/studies.db (or --storage), <dir>/<study>.csv per study, <dir>/<study>/trial-NNNN

@@ -60,7 +60,7 @@ Examples:
       "data_in_width": 8, "data_in_frac_width": 4, "weight_width": 8, "weight_frac_width": 4,
       "bias_width": 8, "bias_frac_width": 4}}}, "prune": {"weight": {"sparsity": 0.5}}}
   mase-search compress-aware --compress int8-prune50.json --objectives accuracy,params \
-      --trials 16 --population 4 --data-dir ../shared/data
+      --trials 16 --data-dir ../shared/data
       two objectives, the variant's test accuracy up and the architecture's trainable
       parameters down (counted before compression, pruned zeros included: the same measure
       for the three studies), searched by TPE (as Optuna 5.0's default; --sampler nsga2 for
@@ -97,9 +97,10 @@ Examples:
   mase-search custom --minimize --space 'lr=real:1e-5:1e-2:log,layers=int:1:8,act=cat:relu|gelu' \
       --command './my_experiment.sh --lr {lr} --layers {layers} --act {act}' --study mine
   mase-search custom --directions minimize,minimize --metric-names f1,f2 --space 'x=real:-1:3' \
-      --command 'python3 -c "x={x}; print(x*x, (x-2)**2)"' --trials 24 --population 6
+      --command 'python3 -c "x={x}; print(x*x, (x-2)**2)"' --trials 24
       two objectives: the last line holds one number each (spaces or commas between them);
-      NSGA-II (generations of --population) searches for the Pareto front, printed at the end)HELP";
+      TPE (Optuna's default) searches for the Pareto front, printed at the end; add
+      --sampler nsga2 --population 6 for NSGA-II in generations of 6)HELP";
 
 std::vector<int64_t> int_list(const std::string& s, const char* flag) {
   std::vector<int64_t> out;
@@ -212,7 +213,7 @@ void add_pruner(CLI::App* c, PruneOptions& p, train::TrainConfig& base) {
 void add_params_objective(CLI::App* c, std::string& objectives, int64_t& population) {
   c->add_option("--objectives", objectives,
                 "accuracy, or accuracy,params: two objectives (test accuracy up, trainable "
-                "parameters down), a Pareto front searched by NSGA-II")
+                "parameters down), a Pareto front searched by each sampler")
       ->capture_default_str();
   c->add_option("--population", population,
                 "nsga2: trials per generation (Optuna's default is 50; a few dozen trials "
@@ -352,7 +353,7 @@ int lab_main(int argc, char** argv) {
     if (t->parsed()) {
       if (t->count("--lr")) tut.base.lr = ct.lr;
       tut.params_objective = params_objective(objectives_t);
-      // NSGA-II, the sampler made for a Pareto front, and random search, its baseline
+      // Optuna's default TPE, NSGA-II (made for a Pareto front), and random as their baseline
       if (tut.params_objective && !t->count("--samplers")) samplers = "random,tpe,nsga2";
       tut.samplers = split_items(samplers, ',', "--samplers", "a sampler name");
       MASE_CHECK(t->count("--population") == 0 ||
