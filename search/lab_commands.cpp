@@ -210,11 +210,16 @@ void check_params_objective(bool two, const PruneOptions& p) {
              "a trial trains; a study of two objectives has two)");
 }
 
-// The sampler name the study records (nsga2 with another population: nsga2:N), told the
-// directions now (a sampler that ranks one value would refuse two, before anything is written).
+// The sampler name the study records: nsga2 with another population is nsga2:N.
+std::string with_population(const std::string& s, int64_t population) {
+  return s == "nsga2" && population != Nsga2Options{}.population_size ? cat("nsga2:", population)
+                                                                      : s;
+}
+
+// with_population's name, told the directions now (a sampler that ranks one value would refuse
+// two, before anything is written).
 std::string arch_sampler(const std::string& s, bool two, int64_t population, uint64_t seed) {
-  const std::string name =
-      s == "nsga2" && population != Nsga2Options{}.population_size ? cat("nsga2:", population) : s;
+  const std::string name = with_population(s, population);
   make_sampler(name, seed)->set_directions(two ? kAccuracyParams
                                                : std::vector<Direction>{Direction::maximize});
   return name;
@@ -346,8 +351,7 @@ LabResult run_precision(PrecisionOptions o) {
   MASE_CHECK(!o.bits_objective || o.bits_weight == 0, ConfigError,
              "[search] --bits-weight folds the bits into one value, --objectives accuracy,bits "
              "makes them an objective of their own: give one of the two");
-  if (o.sampler == "nsga2" && o.population != Nsga2Options{}.population_size)
-    o.sampler = cat("nsga2:", o.population);  // the study records its population
+  o.sampler = with_population(o.sampler, o.population);  // the study records its population
   const std::vector<Direction> directions =
       o.bits_objective ? std::vector<Direction>{Direction::maximize, Direction::minimize}
                        : std::vector<Direction>{Direction::maximize};
@@ -444,8 +448,7 @@ LabResult run_custom(CustomOptions o) {
       MASE_CHECK(o.metric_names[i] != o.metric_names[j], ConfigError, "[search] --metric-names "
                  "expected a different name for each objective, got '", o.metric_names[i],
                  "' twice");
-  if (o.sampler == "nsga2" && o.population != Nsga2Options{}.population_size)
-    o.sampler = cat("nsga2:", o.population);  // the study records its population
+  o.sampler = with_population(o.sampler, o.population);  // the study records its population
   make_sampler(o.sampler, o.seed)->set_directions(directions);  // refused now, if at all
   const Space space = parse_space_spec(o.space);
   Objective objective = command_objective(space, o.command, n);  // checks the placeholders
