@@ -96,6 +96,44 @@ std::vector<bool> pareto_of_sorted(const std::vector<Losses>& s) {
   return on;
 }
 
+}  // namespace
+
+std::vector<int> nondomination_ranks(const std::vector<Losses>& points, size_t enough) {
+  std::vector<int> rank(points.size(), -1);
+  // the distinct points, lexicographically, each with every position it occurs at
+  std::vector<size_t> order(points.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return lex_less(points[a], points[b]); });
+  std::vector<std::vector<size_t>> copies;
+  for (size_t i : order) {
+    if (copies.empty() || points[copies.back().front()] != points[i]) copies.emplace_back();
+    copies.back().push_back(i);
+  }
+  const size_t goal = enough == 0 ? points.size() : std::min(enough, points.size());
+  std::vector<size_t> left(copies.size());  // distinct points not ranked yet, still sorted
+  std::iota(left.begin(), left.end(), size_t{0});
+  size_t ranked = 0;
+  for (int r = 0; ranked < goal; ++r) {
+    std::vector<Losses> sorted;
+    for (size_t c : left) sorted.push_back(points[copies[c].front()]);
+    const std::vector<bool> on = pareto_of_sorted(sorted);
+    std::vector<size_t> rest;
+    for (size_t k = 0; k < left.size(); ++k) {
+      if (!on[k]) {
+        rest.push_back(left[k]);
+        continue;
+      }
+      for (size_t i : copies[left[k]]) rank[i] = r;
+      ranked += copies[left[k]].size();
+    }
+    left = std::move(rest);
+  }
+  return rank;
+}
+
+namespace {
+
 // Two objectives, sorted by objective 0 (so objective 1 falls): a staircase of rectangles.
 double hv_2d(const std::vector<Losses>& s, const Losses& r) {
   double hv = 0;

@@ -43,6 +43,14 @@ double compute(const std::vector<Losses>& points, const Losses& reference);
 // worst loss w, moved outwards by 10% (max(1.1 w, 0.9 w)), 1e-12 where that is 0.
 Losses reference_point(const std::vector<Losses>& points);
 
+// Non-domination ranks (Optuna's _calculate_nondomination_rank): 0 for the Pareto front of
+// `points`, 1 for the front of what remains, and so on; copies share a rank. A rank is one pass
+// over the distinct points in lexicographic order (the first point left is on the front; drop
+// what it weakly dominates; repeat), so a study whose trials each beat the last costs O(n) a
+// rank, not O(n^2). With `enough` > 0 it stops once at least that many points are ranked (TPE
+// needs only its good ones); the points left get -1. Points must not hold NaN.
+std::vector<int> nondomination_ranks(const std::vector<Losses>& points, size_t enough = 0);
+
 // Greedy HSSP (Optuna's _solve_hssp): `subset_size` of `points` (0 < subset_size <=
 // points.size()), returned as their labels (labels[i] names points[i]) in the order chosen.
 // Optuna applies it to one non-domination rank; any set is accepted.

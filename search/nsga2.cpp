@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "runtime/error.h"
+#include "search/hypervolume.h"
 #include "search/tpe.h"  // single_valued
 
 namespace mase::search {
@@ -36,28 +37,27 @@ bool dominates(const Point& a, const Point& b, const std::vector<Direction>& dir
 }
 
 // Peeling: front 0 is every point nothing dominates; remove it, and what nothing of the rest
-// dominates is front 1; and so on. O(n² m) per front — a study has hundreds of trials at most.
+// dominates is front 1; and so on — hv::nondomination_ranks, one pass a front over the distinct
+// points in lexicographic order (the first one left is on the front, what it weakly dominates
+// is not), as Optuna ranks them for NSGA-II and TPE alike.
 std::vector<std::vector<size_t>> fronts(const std::vector<Point>& points,
                                         const std::vector<Direction>& directions) {
   // NaN orders nothing: dominance among NaNs can go round a cycle, and the peeling never ends
   for (size_t i = 0; i < points.size(); ++i)
     MASE_CHECK(has_every_value(points[i], points[i].size()), ConfigError,
                "[nsga2] fronts expected values that are not NaN, got one in point ", i);
+  // as losses (a maximized objective negated), ranked as Optuna ranks them
+  std::vector<hv::Losses> loss;
+  for (const Point& p : points) {
+    hv::Losses l(directions.size());
+    for (size_t d = 0; d < l.size(); ++d) l[d] = directions[d] == Direction::maximize ? -p[d] : p[d];
+    loss.push_back(std::move(l));
+  }
+  const std::vector<int> rank = hv::nondomination_ranks(loss);
   std::vector<std::vector<size_t>> out;
-  std::vector<bool> placed(points.size(), false);
-  size_t left = points.size();
-  while (left > 0) {
-    std::vector<size_t> front;
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (placed[i]) continue;
-      bool dominated = false;
-      for (size_t j = 0; j < points.size() && !dominated; ++j)
-        dominated = !placed[j] && j != i && dominates(points[j], points[i], directions);
-      if (!dominated) front.push_back(i);
-    }
-    for (size_t i : front) placed[i] = true;
-    left -= front.size();
-    out.push_back(std::move(front));
+  for (size_t i = 0; i < points.size(); ++i) {  // each front in the order the points came
+    if (out.size() <= static_cast<size_t>(rank[i])) out.resize(static_cast<size_t>(rank[i]) + 1);
+    out[static_cast<size_t>(rank[i])].push_back(i);
   }
   return out;
 }
@@ -138,19 +138,10 @@ double hypervolume(const std::vector<Point>& points, const std::vector<Direction
     return directions[i] == Direction::maximize ? -p[i] : p[i];
   };
   const double r0 = loss(reference, 0), r1 = loss(reference, 1);
-  std::vector<std::pair<double, double>> inside;  // (loss 0, loss 1) of the points that count
+  std::vector<hv::Losses> inside;  // the points better than the reference in both
   for (const Point& p : points)
-    if (loss(p, 0) < r0 && loss(p, 1) < r1) inside.emplace_back(loss(p, 0), loss(p, 1));
-  // A staircase: by loss 0 ascending, each point that lowers loss 1 adds the strip between its
-  // loss 1 and the lowest so far, as wide as it is from the reference in loss 0.
-  std::sort(inside.begin(), inside.end());
-  double area = 0, lowest = r1;
-  for (const auto& [l0, l1] : inside)
-    if (l1 < lowest) {
-      area += (r0 - l0) * (lowest - l1);
-      lowest = l1;
-    }
-  return area;
+    if (loss(p, 0) < r0 && loss(p, 1) < r1) inside.push_back({loss(p, 0), loss(p, 1)});
+  return hv::compute(inside, {r0, r1});  // for two objectives a staircase of rectangles
 }
 
 }  // namespace nsga2

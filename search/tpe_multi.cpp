@@ -41,54 +41,19 @@ int tpe_gamma_multi(int n) { return (std::max(n, 0) + 9) / 10; }  // ceil(0.1 n)
 
 namespace {
 
-bool lex_less(const hv::Losses& a, const hv::Losses& b) {
-  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
-}
-
 // Optuna's _split_complete_trials_multi_objective on the losses of the complete trials
 // (oldest first): the positions of the good ones, in no particular order.
 std::vector<size_t> good_positions(const std::vector<hv::Losses>& loss, size_t n_below) {
   std::vector<size_t> good;
   if (n_below == 0) return good;
-  // Ranks as Optuna's _calculate_nondomination_rank finds them: on the distinct losses in
-  // lexicographic order (copies share a rank), where none is dominated by a later one. Then a
-  // rank is one pass: the first loss left is non-dominated; drop what it weakly dominates
-  // (no better in objectives 1.. — objective 0 is sorted), and repeat on what is left. That
-  // costs O(left x rank size) a rank, where comparing every pair left would cost O(left^2):
-  // O(n^3) for a study whose trials each beat the last.
-  std::vector<size_t> order(loss.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return lex_less(loss[a], loss[b]); });
-  std::vector<std::vector<size_t>> copies;  // per distinct loss, its positions in trial order
-  for (size_t i : order) {
-    if (copies.empty() || loss[copies.back().front()] != loss[i]) copies.emplace_back();
-    copies.back().push_back(i);
-  }
-  std::vector<size_t> left(copies.size());  // distinct losses not ranked yet, lexsorted
-  std::iota(left.begin(), left.end(), size_t{0});
-  // Peel non-domination ranks (members in trial order) until the next one does not fit.
-  while (good.size() < n_below) {
-    std::vector<bool> on(copies.size(), false);
-    std::vector<size_t> candidates = left, rank;
-    while (!candidates.empty()) {
-      const hv::Losses& top = loss[copies[candidates.front()].front()];
-      on[candidates.front()] = true;
-      for (size_t i : copies[candidates.front()]) rank.push_back(i);
-      std::vector<size_t> keep;
-      for (size_t c : candidates) {
-        const hv::Losses& p = loss[copies[c].front()];
-        bool better_somewhere = false;
-        for (size_t d = 1; d < p.size() && !better_somewhere; ++d) better_somewhere = p[d] < top[d];
-        if (better_somewhere) keep.push_back(c);
-      }
-      candidates = std::move(keep);
-    }
-    std::vector<size_t> rest;
-    for (size_t c : left)
-      if (!on[c]) rest.push_back(c);
-    left = std::move(rest);
-    std::sort(rank.begin(), rank.end());
+  // Ranks as Optuna finds them (hv::nondomination_ranks: one pass a rank over the distinct
+  // losses in lexicographic order), only as far as n_below needs.
+  const std::vector<int> rank_of = hv::nondomination_ranks(loss, n_below);
+  // Whole ranks (members in trial order) while they fit; the next one is cut below.
+  for (int r = 0; good.size() < n_below; ++r) {
+    std::vector<size_t> rank;
+    for (size_t i = 0; i < loss.size(); ++i)
+      if (rank_of[i] == r) rank.push_back(i);
     if (good.size() + rank.size() <= n_below) {  // fits whole
       good.insert(good.end(), rank.begin(), rank.end());
       continue;
