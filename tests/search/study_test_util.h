@@ -1,11 +1,13 @@
 // tests/search/study_test_util.h — small helpers of the study tests: an exception's message,
-// a substring test, a statement or query run on a study file from outside, this machine's
-// name.
+// a substring test, a file's whole text, a statement or query run on a study file from
+// outside, this machine's name.
 #pragma once
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace mase::search::test_util {
@@ -22,6 +24,14 @@ std::string error_of(F&& f) {
 
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
+}
+
+// The whole text of a file ("" if it cannot be read): a CSV, a captured progress log.
+inline std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 // A statement run on the file directly, the way a second tool (or a crash) would leave it.

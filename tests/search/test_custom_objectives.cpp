@@ -6,8 +6,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "models/temp_dir.h"
 #include "runtime/error.h"
@@ -36,12 +34,6 @@ CustomOptions two_quadratics(const TempDir& dir) {
   return o;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // run_custom(o) with its progress lines into <dir>/out.txt; returns them.
 std::string run_printed(CustomOptions& o, const TempDir& dir) {
@@ -50,7 +42,7 @@ std::string run_printed(CustomOptions& o, const TempDir& dir) {
   REQUIRE(o.out != nullptr);
   run_custom(o);
   std::fclose(o.out);
-  return read_all(out);
+  return file_text(out);
 }
 }  // namespace
 
@@ -80,7 +72,7 @@ TEST_CASE("custom objectives: two directions make a study of two; its front is p
   CHECK(contains(printed, "study     custom (nsga2:4): sampler nsga2:4, 10 trials"));
   CHECK(contains(printed, expected + "\n"));
   // the CSV's columns are the metric names
-  CHECK(contains(read_all(o.dir + "/custom.csv"), "number,state,values_square,values_shifted,x"));
+  CHECK(contains(file_text(o.dir + "/custom.csv"), "number,state,values_square,values_shifted,x"));
 
   // another direction for an objective is another study: refused on --resume
   o.resume = true;

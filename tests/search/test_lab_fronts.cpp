@@ -8,8 +8,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "search/lab_commands.h"
 #include "search/lab_fronts.h"
@@ -25,13 +23,6 @@ using mase::test::TrainFixture;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The fixture's data, 4 steps a trial, over L{1} A{2} H{8,16} I{16,32} x {linear, identity}.
 void tiny_search(LabOptions& o, ArchChoices& arch, const TrainFixture& fx, const fs::path& dir) {
@@ -82,7 +73,7 @@ TEST_CASE("lab fronts: the front and its hypervolume from a scaled reference, by
   studies.push_back(std::move(study));
   print_fronts(studies, " parameters", f, ref);
   std::fclose(f);
-  CHECK(read_all(out) ==
+  CHECK(file_text(out) ==
         "front     h: hypervolume 0.4000 (accuracy x M parameters, from accuracy 0.5, 2000000 "
         "parameters: the space's largest model): trial 0 (0.8, 1000000 parameters), trial 1 "
         "(0.7, 500000 parameters)\n");
@@ -128,7 +119,7 @@ TEST_CASE("tutorial --objectives accuracy,params: accuracy and parameters, front
   REQUIRE(o.out != nullptr);
   const LabResult res = run_tutorial(o);
   std::fclose(o.out);
-  const std::string printed = read_all(out);
+  const std::string printed = file_text(out);
   CHECK(contains(printed, "study     tutorial-nsga2 (nsga2): sampler nsga2:2, 3 trials"));
   const std::string pareto = (fx.dir.path / "t-pareto.svg").string();
   CHECK(std::find(res.plots.begin(), res.plots.end(), pareto) != res.plots.end());
@@ -158,7 +149,7 @@ TEST_CASE("tutorial --objectives accuracy,params: accuracy and parameters, front
     CHECK(contains(printed, cat("front     ", name, ": hypervolume ", hv, " (accuracy x M "
                                 "parameters, from accuracy 0.5, ", largest, " parameters: the "
                                 "space's largest model): trial ")));
-    CHECK(contains(read_all(o.dir + "/" + name + ".csv"),
+    CHECK(contains(file_text(o.dir + "/" + name + ".csv"),
                    "number,state,values_accuracy,values_parameters,"));
   }
   // the objectives are part of the objective key: one objective again is another study

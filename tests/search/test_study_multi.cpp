@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "models/temp_dir.h"
@@ -44,10 +43,6 @@ Outcome acc_bits(const Params& p, int64_t) {
   return o;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 }  // namespace
 
@@ -89,7 +84,7 @@ TEST_CASE("multi-objective study: stored as Optuna stores it; front, CSV, reopen
         "instead)");
   // CSV: Optuna's trials_dataframe column names
   s.write_csv((dir.path / "p.csv").string());
-  const std::string csv = read_file((dir.path / "p.csv").string());
+  const std::string csv = file_text((dir.path / "p.csv").string());
   CHECK(csv.rfind("number,state,values_accuracy,values_bits,n,x\n", 0) == 0);
   CHECK(s.metric_names() == std::vector<std::string>{"accuracy", "bits"});
 
@@ -289,7 +284,7 @@ TEST_CASE("study CSV: a trial with no value has empty value cells, in one object
   t = one.ask();
   one.tell(t->number, TrialState::pruned, 0.25);
   one.write_csv((dir.path / "one.csv").string());
-  const std::string csv = read_file((dir.path / "one.csv").string());
+  const std::string csv = file_text((dir.path / "one.csv").string());
   CHECK(csv.find("\n0,pruned,,") != std::string::npos);
   CHECK(csv.find("\n1,pruned,0.25,") != std::string::npos);
   // several: a pruned trial without values, and ±inf as Optuna's dataframe shows them
@@ -299,7 +294,7 @@ TEST_CASE("study CSV: a trial with no value has empty value cells, in one object
   t = two.ask();
   two.tell(t->number, TrialState::complete, std::vector<double>{INFINITY, -INFINITY});
   two.write_csv((dir.path / "two.csv").string());
-  const std::string csv2 = read_file((dir.path / "two.csv").string());
+  const std::string csv2 = file_text((dir.path / "two.csv").string());
   CHECK(csv2.find("\n0,pruned,,,") != std::string::npos);
   CHECK(csv2.find("\n1,complete,inf,-inf,") != std::string::npos);
 }
