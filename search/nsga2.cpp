@@ -41,7 +41,7 @@ bool dominates(const Point& a, const Point& b, const std::vector<Direction>& dir
 // points in lexicographic order (the first one left is on the front, what it weakly dominates
 // is not), as Optuna ranks them for NSGA-II and TPE alike.
 std::vector<std::vector<size_t>> fronts(const std::vector<Point>& points,
-                                        const std::vector<Direction>& directions) {
+                                        const std::vector<Direction>& directions, size_t enough) {
   // NaN orders nothing: dominance among NaNs can go round a cycle, and the peeling never ends
   for (size_t i = 0; i < points.size(); ++i)
     MASE_CHECK(has_every_value(points[i], points[i].size()), ConfigError,
@@ -53,9 +53,10 @@ std::vector<std::vector<size_t>> fronts(const std::vector<Point>& points,
     for (size_t d = 0; d < l.size(); ++d) l[d] = directions[d] == Direction::maximize ? -p[d] : p[d];
     loss.push_back(std::move(l));
   }
-  const std::vector<int> rank = hv::nondomination_ranks(loss);
+  const std::vector<int> rank = hv::nondomination_ranks(loss, enough);
   std::vector<std::vector<size_t>> out;
   for (size_t i = 0; i < points.size(); ++i) {  // each front in the order the points came
+    if (rank[i] < 0) continue;                   // beyond `enough`: not ranked
     if (out.size() <= static_cast<size_t>(rank[i])) out.resize(static_cast<size_t>(rank[i]) + 1);
     out[static_cast<size_t>(rank[i])].push_back(i);
   }

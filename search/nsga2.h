@@ -56,9 +56,11 @@ bool has_every_value(const Point& p, size_t objectives);
 bool dominates(const Point& a, const Point& b, const std::vector<Direction>& directions);
 // The non-domination fronts: indices into `points`, front 0 first, each front in the order
 // the points are given (Optuna's _rank_population). ConfigError for a NaN value (it orders
-// nothing; Study::tell fails a trial that returns one).
+// nothing; Study::tell fails a trial that returns one). With `enough` > 0 only the first
+// fronts that hold at least that many points (1: the Pareto front alone).
 std::vector<std::vector<size_t>> fronts(const std::vector<Point>& points,
-                                        const std::vector<Direction>& directions);
+                                        const std::vector<Direction>& directions,
+                                        size_t enough = 0);
 // The crowding distance of each point of `members` (indices into `points`), in members' order:
 // per objective, the gap between a point's two neighbours in that objective divided by the
 // objective's finite range, summed over objectives; the two ends of each objective get +inf

@@ -61,7 +61,8 @@ std::vector<TrialRecord> Study::pareto_front() const {
     }
   std::vector<TrialRecord> front;
   if (done.empty()) return front;
-  const std::vector<std::vector<size_t>> fronts = nsga2::fronts(points, directions_);
+  // front 0 only (this runs after every trial, for the progress line)
+  const std::vector<std::vector<size_t>> fronts = nsga2::fronts(points, directions_, 1);
   for (size_t i : fronts.front()) front.push_back(std::move(done[i]));
   return front;
 }

@@ -64,6 +64,9 @@ TEST_CASE("nsga2: dominance, fronts and crowding by hand") {
   CHECK(f[0] == std::vector<size_t>{0, 3});
   CHECK(f[1] == std::vector<size_t>{1, 2});
   CHECK(f[2] == std::vector<size_t>{4});
+  // only as many fronts as hold `enough` points: 1 is the Pareto front alone, 3 the first two
+  CHECK(nsga2::fronts(p, max_min, 1) == std::vector<std::vector<size_t>>{{0, 3}});
+  CHECK(nsga2::fronts(p, max_min, 3).size() == 2);
   // Crowding of front {0, 1, 3, 4} read as one front: by accuracy the order is 4 (0.6), 1
   // (0.8), 3 (0.85), 0 (0.9), range 0.3; by bits 1, 3 (4), 0 (8), 4 (16), range 12.
   //   4: end of accuracy (inf)             1: (0.85 − 0.6)/0.3 + end of bits (inf)
