@@ -19,21 +19,32 @@ std::string value_text(double v) {
   return cat(v);
 }
 
-double front_hypervolume(const Study& study, const FrontReference& reference) {
+namespace {
+
+// The hypervolume of `front` (trials of a study with these directions), as front_hypervolume.
+double hypervolume_of(const std::vector<TrialRecord>& front,
+                      const std::vector<Direction>& directions, const FrontReference& reference) {
   auto scaled = [&](nsga2::Point p) {
     for (size_t k = 0; k < p.size() && k < reference.scale.size(); ++k) p[k] *= reference.scale[k];
     return p;
   };
   std::vector<nsga2::Point> points;
-  for (const TrialRecord& r : study.pareto_front()) points.push_back(scaled(r.trial.objectives));
-  return nsga2::hypervolume(points, study.directions(), scaled(reference.point));
+  for (const TrialRecord& r : front) points.push_back(scaled(r.trial.objectives));
+  return nsga2::hypervolume(points, directions, scaled(reference.point));
+}
+
+}  // namespace
+
+double front_hypervolume(const Study& study, const FrontReference& reference) {
+  return hypervolume_of(study.pareto_front(), study.directions(), reference);
 }
 
 void print_fronts(const std::vector<Study>& studies, const std::string& unit, std::FILE* out,
                   const std::optional<FrontReference>& reference) {
   for (const Study& study : studies) {
+    const std::vector<TrialRecord> trials = study.pareto_front();  // read once
     std::string front;
-    for (const TrialRecord& r : study.pareto_front()) {
+    for (const TrialRecord& r : trials) {
       std::string values;
       for (double v : r.trial.objectives) values += cat(values.empty() ? "" : ", ", value_text(v));
       front += cat(front.empty() ? "" : ", ", "trial ", r.trial.number, " (", values, unit, ")");
@@ -41,7 +52,8 @@ void print_fronts(const std::vector<Study>& studies, const std::string& unit, st
     std::string hv;
     if (reference) {
       char number[48];
-      std::snprintf(number, sizeof number, "%.4f", front_hypervolume(study, *reference));
+      std::snprintf(number, sizeof number, "%.4f",
+                    hypervolume_of(trials, study.directions(), *reference));
       hv = cat("hypervolume ", number, " (",
                reference->units.empty() ? "" : reference->units + ", ", "from ",
                reference->text, "): ");
