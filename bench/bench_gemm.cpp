@@ -12,13 +12,16 @@
 //     pv   O = P·V       B·NH GEMMs of (T × T)·(T × HS)
 //   with Q, K, V read in place from (B, T, C) through lda = C, as autograd/ops/matmul.cpp does.
 // A GEMM does 2·M·N·K flops (one multiply and one add per term). Each result is validated once
-// on 64 sampled entries against a double-precision dot product.
+// on 64 sampled entries against a double-precision dot product (of the operands rounded to
+// bf16 under --precision bf16: the products a bf16 GEMM makes, so the suite times that mode too).
 //
 // Read next: runtime/cpu/matmul.cpp (the calls timed here), bench/bench_elementwise.cpp.
 #include <cmath>
 
 #include "bench/common.h"
+#include "runtime/kernels/bf16.h"
 #include "runtime/kernels/matmul.h"
+#include "runtime/parallel.h"
 #include "runtime/random.h"
 
 namespace mase::bench {
@@ -56,10 +59,13 @@ void run(const Problem& p, const float* A, const float* B, float* C) {
   }
 }
 
-// 64 entries C_b[i, j] against Σ_k op(A_b)[i, k]·op(B_b)[k, j] in double. Allowed error:
+// 64 entries C_b[i, j] against Σ_k op(A_b)[i, k]·op(B_b)[k, j] in double (each operand first
+// rounded to bf16 when the CPU's GEMM precision is bf16). Allowed error:
 // 1e-5 · Σ_k |a·b| — about 170 roundings of f32 at the scale of the terms; a wrong operand,
 // transpose or offset is off by ~Σ|a·b| / √K, at least 100× more for every K here.
 std::string check(const Problem& p, const float* A, const float* B, const float* C) {
+  const bool bf16 = cpu_gemm_precision() == GemmPrecision::bf16;
+  auto operand = [bf16](float v) { return double(bf16 ? cpu::bf16_round(v) : v); };
   for (uint64_t s = 0; s < 64; ++s) {
     auto rnd = [s](uint64_t which, int64_t n) {
       return static_cast<int64_t>(philox_word(42, s, which) % static_cast<uint64_t>(n));
@@ -70,8 +76,8 @@ std::string check(const Problem& p, const float* A, const float* B, const float*
     const float* bb = B + p.b_off[b];
     double ref = 0, mag = 0;
     for (int64_t k = 0; k < p.K; ++k) {
-      const double x = p.ta ? a[k * p.lda + i] : a[i * p.lda + k];
-      const double y = p.tb ? bb[j * p.ldb + k] : bb[k * p.ldb + j];
+      const double x = operand(p.ta ? a[k * p.lda + i] : a[i * p.lda + k]);
+      const double y = operand(p.tb ? bb[j * p.ldb + k] : bb[k * p.ldb + j]);
       ref += x * y;
       mag += std::abs(x * y);
     }

@@ -32,6 +32,7 @@
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu_features.h"
 #include "runtime/gpu_math.h"
+#include "runtime/kernels/bf16.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/kernels/sgemm_packed.h"
 #include "runtime/parallel.h"
@@ -251,6 +252,12 @@ int main(int argc, char** argv) {
                  "large fp32 GEMMs on oneDNN's matmul where this build has it (on), or all on "
                  "OpenBLAS (off): A/B of runtime/cpu/onednn_gemm.h")
       ->check(CLI::IsMember({"on", "off"}));
+  std::string amx = "on";
+  app.add_option("--amx", amx,
+                 "--precision bf16: GEMMs on our AMX-BF16 tiles where the CPU has them (on), or "
+                 "on oneDNN's bf16 matmul and the AVX512-BF16 kernel (off): A/B of "
+                 "runtime/cpu/bf16_amx.cpp")
+      ->check(CLI::IsMember({"on", "off"}));
   std::string packed = "on";
   app.add_option("--packed-gemm", packed,
                  "inference Linears on our packed GEMM where it beats OpenBLAS and oneDNN is off or "
@@ -323,6 +330,7 @@ int main(int argc, char** argv) {
     mase::set_gpu_precision(precision);  // runtime/gpu_math.h: nothing without a GPU
     mase::cpu::set_sgemm_packed_enabled(packed == "on");
     mase::cpu::set_onednn_enabled(onednn == "on");
+    mase::cpu::set_amx_bf16_enabled(amx == "on");
     // the CPU has no tf32 (refused above for CPU suites)
     mase::set_cpu_gemm_precision(precision == "bf16" ? mase::GemmPrecision::bf16
                                                      : mase::GemmPrecision::fp32);

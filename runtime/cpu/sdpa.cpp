@@ -61,6 +61,8 @@
 
 #include "runtime/cpu/attn_tile.h"
 #include "runtime/cpu/philox_x32.h"
+#include "runtime/cpu/sdpa_amx.h"
+#include "runtime/kernels/bf16.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/cpu/rowwise.h"
 #include "runtime/cpu_features.h"
@@ -91,8 +93,9 @@ inline TilePath tile_path() {
 
 // C (M × N) = alpha·op(A)·B + beta·C with beta 0 or 1, B never transposed: every tile product
 // of this file. op(A) = Aᵀ reads A down its columns (our tiles take any two strides for A).
-// --precision bf16 does not reach these products: our tiles compute in fp32, as the GPU's flash
-// attention does (the BLAS path, which would round, runs only for f64 in the x86-64-v3 build).
+// --precision bf16 reaches the forward's products only on a CPU with AMX-BF16 (sdpa_amx.h:
+// operands rounded to bf16, as PyTorch's flash attention under autocast); elsewhere, and in the
+// backward, our tiles compute in fp32 (the BLAS path, which would round, runs only for f64).
 template <class T>
 void product(TilePath path, bool trans_a, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
              int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
@@ -312,8 +315,12 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
   const TilePath path = std::is_same_v<T, float> ? tile_path() : TilePath::blas;
   const bool x512 = path == TilePath::avx512, own = path != TilePath::blas;
   const int64_t ldt = transposed_ld(n.Tk);
+  // --precision bf16 on a CPU with AMX-BF16: both products on tiles (sdpa_amx.h)
+  const bool amx = std::is_same_v<T, float> && cpu_gemm_precision() == GemmPrecision::bf16 &&
+                   amx_bf16_active();
   SerialBlas serial;
   parallel_for(0, n.B * n.NH * q_tiles, 1, [&](int64_t lo, int64_t hi) {
+    thread_local AmxAttention tiles;
     T* S = scratch<T>(0, kBr * kBc);    // scores, then probabilities, of one tile
     T* z = scratch<T>(1, kBc);          // dropout multipliers of one row of the tile
     T* KT = scratch<T>(2, n.HS * ldt);  // Kᵀ of head bh_t, (HS, Tk), row stride ldt
@@ -325,9 +332,17 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
       const int64_t bh = u / q_tiles, b = bh / n.NH, h = bh % n.NH;
       const int64_t i0 = (u % q_tiles) * kBr, rows = std::min(kBr, n.Tq - i0);
       if (bh != bh_t) {  // a task's units are consecutive: each head is transposed once per task
-        transpose_head(KT, ldt, k.row(b, h, 0), k.st, n.Tk, n.HS);
-        V = head_rows(own, Vbuf, v, b, h, n.Tk, n.HSv);
+        if constexpr (std::is_same_v<T, float>) {
+          if (amx) tiles.pack_head(k.row(b, h, 0), k.st, v.row(b, h, 0), v.st, n.Tk, n.HS, n.HSv);
+        }
+        if (!amx) {
+          transpose_head(KT, ldt, k.row(b, h, 0), k.st, n.Tk, n.HS);
+          V = head_rows(own, Vbuf, v, b, h, n.Tk, n.HSv);
+        }
         bh_t = bh;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        if (amx) tiles.pack_queries(q.row(b, h, i0), q.st, rows);
       }
       T* o = out.row(b, h, i0);  // O accumulates in place in the output
       std::fill(m, m + rows, kNegInf<T>);
@@ -335,8 +350,12 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
       for (int64_t j0 = 0; j0 < n.Tk; j0 += kBc) {
         const int64_t cols = std::min(kBc, n.Tk - j0);
         // S = scale·Q_i·K_jᵀ (columns j0 .. j0 + cols of Kᵀ)
-        product<T>(path, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, ldt,
-                   T(0), S, kBc);
+        if constexpr (std::is_same_v<T, float>) {
+          if (amx) tiles.scores(S, kBc, j0, cols, scale);
+        }
+        if (!amx)
+          product<T>(path, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, ldt,
+                     T(0), S, kBc);
         // The online softmax: each row's max, then its exps and their sum (two sweeps of the
         // tile), then each row's running (m, l) and O brought to the new max.
         T tmax[kBr], shift[kBr], c[kBr], tsum[kBr];
@@ -358,8 +377,12 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
           }
         }
         // O = O·c + P·V_j (the first tile overwrites: beta = 0)
-        product<T>(path, false, rows, n.HSv, cols, T(1), S, kBc, V.row(j0), V.ld,
-                   j0 == 0 ? T(0) : T(1), o, out.st);
+        if constexpr (std::is_same_v<T, float>) {
+          if (amx) tiles.values(o, out.st, S, kBc, j0, cols, j0 > 0);
+        }
+        if (!amx)
+          product<T>(path, false, rows, n.HSv, cols, T(1), S, kBc, V.row(j0), V.ld,
+                     j0 == 0 ? T(0) : T(1), o, out.st);
       }
       for (int64_t r = 0; r < rows; ++r) {
         T* orow = o + r * out.st;

@@ -18,8 +18,8 @@
 //   emulated     widen bf16 to fp32 (exact: shift left by 16) and run the fp32 GEMM: the same
 //                products of the same rounded operands, summed in fp32 (in another order than
 //                vdpbf16ps, which adds products in pairs) — the reference everywhere.
-// No kernel of ours uses AMX-BF16 tiles (Sapphire Rapids); oneDNN's bf16 matmul does where the
-// CPU has them (runtime/cpu/onednn_gemm.h).
+// And where the CPU has AMX-BF16 tiles (Intel Sapphire Rapids and later), amx_bf16_gemm below:
+// fp32 operands rounded while they are packed into tiles, runtime/cpu/bf16_amx.cpp.
 // Read next: runtime/cpu/bf16.cpp.
 #pragma once
 #include <bit>
@@ -49,5 +49,18 @@ Bf16Isa bf16_isa_best();
 // it).
 void bf16_gemm(float* C, int64_t ldc, const uint16_t* A, int64_t lda, const uint16_t* B,
                int64_t ldb, int64_t M, int64_t N, int64_t K, const float* bias, Bf16Isa isa);
+
+// C (M, N) = alpha · op(A) · op(B) + beta · C (beta 0: C is not read) on AMX-BF16 tiles: op(A)
+// (M, K) and op(B) (K, N) are fp32, stored transposed when ta / tb, and rounded to bf16 as
+// they are packed (the same bits as bf16_from_f32); products and sums in fp32. ConfigError
+// where amx_bf16_available() is false.
+bool amx_bf16_available();
+// whether cpu::gemm<float> under --precision bf16 hands its GEMMs of at least kAmxMinWork
+// multiply-adds to amx_bf16_gemm (where available; on by default): mase-bench --amx on|off
+void set_amx_bf16_enabled(bool on);
+bool amx_bf16_active();
+constexpr double kAmxMinWork = 65536;
+void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 }  // namespace mase::cpu

@@ -1,0 +1,46 @@
+// runtime/cpu/bf16_amx_tile.h — what the AMX-BF16 GEMM driver (bf16_amx.cpp) hands the code
+// compiled for AMX (bf16_gemm_amx.cpp): the packers that round fp32 into the tiles' layouts, and
+// the kernel that runs one chunk of rows. Plain structs and functions, nothing shared with the
+// rest of the build (why: runtime/cpu/int8_tile.h).
+//
+// The layouts (K padded with zeros to kp, a multiple of 32 — one tile's depth):
+//   A  rows × kp bf16, row-major (a tile is 16 rows × 32 k, loaded with stride kp · 2 bytes);
+//      rows past the real ones are zeros, to a multiple of 32 (two row tiles)
+//   B  per block of 16 columns, kp / 32 tiles of 1 KB, each 16 rows × 16 columns × 2: row r
+//      holds k = 2r and 2r + 1 of every column, side by side ("VNNI" pairs: what
+//      tdpbf16ps multiplies with a row of A's pairs); columns past N are zeros
+#pragma once
+#include <cstdint>
+
+namespace mase::cpu {
+
+constexpr int64_t kAmxK = 32;     // k per tile (16 pairs of bf16 = 64 bytes a row)
+constexpr int64_t kAmxRows = 16;  // rows of a tile; the kernel runs 2 × 2 tiles = 32 × 32 of C
+
+// rows [i0, i0 + rows) of op(A) (A stored M × K, or K × M when ta), rounded to bf16 into `out`
+// (rows_pad × kp, rows_pad = rows rounded up to 32; the padding zeroed)
+void amx_pack_a(const float* A, int64_t lda, bool ta, int64_t i0, int64_t rows, int64_t K,
+                int64_t kp, uint16_t* out);
+// (for a block of k: A advanced to its first k, K the block's real depth, kp its padded one)
+
+// the 16-column blocks [nb0, nb1) of op(B) (B stored K × N, or N × K when tb), rounded into
+// `out` (the whole packed B: block nb at out + nb · kp · 16)
+void amx_pack_b(const float* B, int64_t ldb, bool tb, int64_t N, int64_t K, int64_t kp,
+                int64_t nb0, int64_t nb1, uint16_t* out);
+
+struct AmxChunk {
+  const uint16_t* a;  // packed A of this chunk (rows rounded up to 32 in memory)
+  int64_t rows;       // its real rows
+  int64_t kp;
+  const uint16_t* b;  // the whole packed B (kp_b: its padded K)
+  int64_t kp_b;
+  int64_t kb0;        // A's first k tile is B's tile kb0 (A holds k tiles kb0 .. kb0 + kp / 32)
+  int64_t j0, j1;     // columns of C to compute: j0 a multiple of 32, j1 ≤ N
+  int64_t N;
+  float* c;           // C's first row of this chunk, column 0
+  int64_t ldc;
+  float alpha, beta;  // C = alpha · A·B + beta · C (beta 0: C is not read)
+};
+void amx_bf16_chunk(const AmxChunk& t);
+
+}  // namespace mase::cpu

@@ -1,0 +1,199 @@
+// runtime/cpu/bf16_gemm_amx.cpp — the AMX-BF16 GEMM's code compiled for AMX: packers (fp32
+// rounded to bf16 with AVX-512) and the tile kernel. Compiled with -mamx-tile -mamx-bf16
+// (runtime/CMakeLists.txt) and called only where runtime/cpu_features.h found AMX-BF16 and Linux
+// granted the tile state (Intel Sapphire Rapids and later); elsewhere its tests say skipped.
+// Read runtime/cpu/bf16_gemm_avx512.cpp first: the same arithmetic, 16 lanes at a time.
+//
+// AMX in one paragraph. A core has 8 tile registers of up to 16 rows × 64 bytes, and one
+// instruction, tdpbf16ps C, A, B, does C (16 × 16 fp32) += A (16 × 32 bf16) · B (32 × 16 bf16)
+// — 8,192 multiply-adds, where vdpbf16ps does 32. B must be stored in pairs of k (row r of the
+// tile holds k = 2r and 2r + 1 of each of the 16 columns: runtime/cpu/bf16_amx_tile.h), which
+// is why both operands are packed first. The shape of each tile is set once by a 64-byte
+// configuration (ldtilecfg); tileloadd / tilestored move tiles from and to memory with a stride.
+// Our kernel holds a 32 × 32 block of C in tiles 0–3, loads two row tiles of A (4, 5) and two
+// column tiles of B (6, 7) per 32 of k, and multiplies all four pairs: 4 products per 4 loads.
+#include <immintrin.h>
+
+#include "runtime/cpu/bf16_amx_tile.h"
+
+// GCC 12's AVX-512 headers build the "undefined" operand of unmasked shifts and casts as
+// `__m256i __Y = __Y;`, which -Wmaybe-uninitialized reports once inlined: not our variable.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace mase::cpu {
+namespace {
+
+// 16 fp32 → 16 bf16, to nearest, ties to even, NaN kept NaN and made quiet: the integer rule of
+// bf16_from_f32 (runtime/kernels/bf16.h), so every path rounds to the same bits. (vcvtneps2bf16
+// would flush subnormal inputs to zero.)
+inline __m256i round16(__m512 x) {
+  const __m512i bits = _mm512_castps_si512(x);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i up = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), odd);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  const __m512i r = _mm512_mask_or_epi32(_mm512_srli_epi32(up, 16), nan, _mm512_srli_epi32(bits, 16),
+                                         _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(r);
+}
+
+// the first n of 16 lanes (none when n ≤ 0)
+inline __mmask16 first(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// The tile shapes: all 8 tiles 16 rows × 64 bytes (palette 1, the only one there is).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+}  // namespace
+
+void amx_pack_a(const float* A, int64_t lda, bool ta, int64_t i0, int64_t rows, int64_t K,
+                int64_t kp, uint16_t* out) {
+  const int64_t rows_pad = round_up(rows, 2 * kAmxRows), tiles = kp / kAmxK;
+  // element (r, k) of the chunk: in tile (r / 16, k / 32), at row r % 16, column k % 32
+  auto at = [&](int64_t r, int64_t k) {
+    return out + ((r / kAmxRows) * tiles + k / kAmxK) * 512 + (r % kAmxRows) * kAmxK + k % kAmxK;
+  };
+  if (!ta) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* src = A + (i0 + r) * lda;
+      for (int64_t k = 0; k < kp; k += 16) {
+        const __mmask16 m = first(K - k);  // zero past K (a mask of 0 when k ≥ K)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(at(r, k)), round16(_mm512_maskz_loadu_ps(m, src + k)));
+      }
+    }
+  } else {
+    // op(A)[i, k] = A[k, i0 + i]: a tile at a time. Rows k and k + 1 of A, 16 values of i each,
+    // interleave into 16 words (a pair of k for each i: what a tile row holds, 16 of them);
+    // 16 such vectors, one per pair, are the tile transposed — gathered back by i
+    alignas(64) uint32_t pairs[16 * 16];
+    const __m512i by_pair = _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(16));
+    for (int64_t r = 0; r < rows; r += 16) {
+      const __mmask16 m = first(rows - r);
+      for (int64_t kt = 0; kt < kp / kAmxK; ++kt) {
+        for (int64_t p = 0; p < 16; ++p) {
+          const int64_t k = kt * kAmxK + 2 * p;
+          const __m512 x0 = k < K ? _mm512_maskz_loadu_ps(m, A + k * lda + i0 + r) : _mm512_setzero_ps();
+          const __m512 x1 = k + 1 < K ? _mm512_maskz_loadu_ps(m, A + (k + 1) * lda + i0 + r) : _mm512_setzero_ps();
+          _mm512_store_si512(pairs + p * 16, _mm512_or_si512(_mm512_cvtepu16_epi32(round16(x0)),
+                                                            _mm512_slli_epi32(_mm512_cvtepu16_epi32(round16(x1)), 16)));
+        }
+        const int64_t n = rows - r < 16 ? rows - r : 16;
+        for (int64_t u = 0; u < n; ++u)
+          _mm512_storeu_si512(at(r + u, kt * kAmxK),
+                              _mm512_i32gather_epi32(by_pair, reinterpret_cast<const int*>(pairs + u), 4));
+      }
+    }
+  }
+  for (int64_t r = rows; r < rows_pad; ++r)
+    for (int64_t k = 0; k < kp; k += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at(r, k)), _mm256_setzero_si256());
+}
+
+void amx_pack_b(const float* B, int64_t ldb, bool tb, int64_t N, int64_t K, int64_t kp,
+                int64_t nb0, int64_t nb1, uint16_t* out) {
+  const int64_t tiles = kp / kAmxK;
+  for (int64_t nb = nb0; nb < nb1; ++nb) {
+    uint32_t* block = reinterpret_cast<uint32_t*>(out + nb * kp * 16);  // a word = a pair of k
+    if (tb) {  // op(B)[k, n] = B[n, k]: a column of op(B) is a row of B, pairs side by side
+      const __m512i down = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                              _mm512_set1_epi32(16));  // word r of column c: r·16 + c
+      for (int64_t c = 0; c < 16; ++c) {
+        const int64_t n = nb * 16 + c;
+        for (int64_t kb = 0; kb < tiles; ++kb) {
+          const int64_t k = kb * kAmxK;
+          __m512i words = _mm512_setzero_si512();
+          if (n < N) {
+            const float* src = B + n * ldb + k;
+            const __m256i lo = round16(_mm512_maskz_loadu_ps(first(K - k), src));
+            const __m256i hi = round16(_mm512_maskz_loadu_ps(first(K - k - 16), src + 16));
+            words = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+          }
+          _mm512_i32scatter_epi32(block + kb * 256 + c, down, words, 4);
+        }
+      }
+    } else {  // op(B)[k, n] = B[k, n]: rows k and k + 1 of B interleaved, 16 columns at a time
+      const __mmask16 m = first(N - nb * 16);
+      for (int64_t kb = 0; kb < tiles; ++kb)
+        for (int64_t r = 0; r < 16; ++r) {
+          const int64_t k = kb * kAmxK + 2 * r;
+          const __m512 x0 = k < K ? _mm512_maskz_loadu_ps(m, B + k * ldb + nb * 16) : _mm512_setzero_ps();
+          const __m512 x1 = k + 1 < K ? _mm512_maskz_loadu_ps(m, B + (k + 1) * ldb + nb * 16) : _mm512_setzero_ps();
+          const __m512i w = _mm512_or_si512(_mm512_cvtepu16_epi32(round16(x0)),
+                                            _mm512_slli_epi32(_mm512_cvtepu16_epi32(round16(x1)), 16));
+          _mm512_storeu_si512(block + kb * 256 + r * 16, w);
+        }
+    }
+  }
+}
+
+void amx_bf16_chunk(const AmxChunk& t) {
+  TileConfig cfg;
+  for (int i = 0; i < 8; ++i) cfg.colsb[i] = 64, cfg.rows[i] = 16;
+  _tile_loadconfig(&cfg);
+  const int64_t tiles = t.kp / kAmxK, rows_pad = round_up(t.rows, 32);
+  const bool plain = t.alpha == 1.0f && t.beta == 0.0f;
+  alignas(64) float s[32 * 32];  // the block of C, for the edges and for alpha / beta
+  for (int64_t j = t.j0; j < t.j1; j += 32) {
+    const uint16_t* b0 = t.b + (j / 16) * t.kp_b * 16 + t.kb0 * 512;
+    const uint16_t* b1 = j + 16 < t.N ? b0 + t.kp_b * 16 : b0;  // no second block: recompute the first
+    for (int64_t i = 0; i < rows_pad; i += 32) {
+      const uint16_t* a0 = t.a + i * t.kp;  // rows i .. i + 15: tiles of 1 KB, all of k
+      const uint16_t* a1 = a0 + 16 * t.kp;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t kb = 0; kb < tiles; ++kb) {
+        // the A tiles two steps ahead into L1 (B's pair stays there across the rows): tile
+        // loads wait for their data, and the hardware prefetchers do not see them coming
+        for (int l = 0; l < 16; ++l) {
+          _mm_prefetch(reinterpret_cast<const char*>(a0 + (kb + 2) * 512) + 64 * l, _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(a1 + (kb + 2) * 512) + 64 * l, _MM_HINT_T0);
+        }
+        _tile_loadd(4, a0 + kb * 512, 64);
+        _tile_loadd(5, a1 + kb * 512, 64);
+        _tile_loadd(6, b0 + kb * 512, 64);
+        _tile_loadd(7, b1 + kb * 512, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      float* c = t.c + i * t.ldc + j;
+      if (plain && i + 32 <= t.rows && j + 32 <= t.N) {  // the whole block is C's: store in place
+        _tile_stored(0, c, t.ldc * 4);
+        _tile_stored(1, c + 16, t.ldc * 4);
+        _tile_stored(2, c + 16 * t.ldc, t.ldc * 4);
+        _tile_stored(3, c + 16 * t.ldc + 16, t.ldc * 4);
+        continue;
+      }
+      _tile_stored(0, s, 128);
+      _tile_stored(1, s + 16, 128);
+      _tile_stored(2, s + 16 * 32, 128);
+      _tile_stored(3, s + 16 * 32 + 16, 128);
+      const int64_t rows = t.rows - i < 32 ? t.rows - i : 32;
+      const __m512 alpha = _mm512_set1_ps(t.alpha), beta = _mm512_set1_ps(t.beta);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t h = 0; h < 32; h += 16) {
+          const __mmask16 m = first(t.N - j - h);  // 0 past N
+          __m512 v = _mm512_mul_ps(alpha, _mm512_load_ps(s + r * 32 + h));
+          if (t.beta != 0.0f) v = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m, c + r * t.ldc + h), v);
+          _mm512_mask_storeu_ps(c + r * t.ldc + h, m, v);
+        }
+    }
+  }
+  _tile_release();
+}
+
+}  // namespace mase::cpu

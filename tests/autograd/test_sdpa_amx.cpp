@@ -1,0 +1,115 @@
+// tests/autograd/test_sdpa_amx.cpp — the fused attention under --precision bf16 on a CPU with
+// AMX-BF16 (runtime/cpu/sdpa_amx.h): the forward's two products take bf16 operands there, so
+// its output and gradients must agree with the fp32 reference to bf16's precision (operands
+// of 8 significant bits: ~1% here) and not to fp32's — which also shows the tiles ran. Ragged
+// tiles, head widths that are not a multiple of 32, padding masks with fully padded rows,
+// dropout and BERT's head-split views. *Skipped* on CPUs without AMX-BF16.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.h"
+#include "helpers.h"
+#include "runtime/kernels/bf16.h"
+#include "runtime/parallel.h"
+
+using namespace mase;
+using mase::test::random_tensor;
+
+namespace {
+
+// The largest |a − b| over every element.
+double max_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
+  double d = 0;
+  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
+  return d;
+}
+
+struct Run {
+  Tensor out;
+  Tensors grads;
+};
+
+// sdpa under --precision bf16 (fused: the AMX tiles) or sdpa_reference in fp32, with a
+// backward from the same dout; each from Generator(seed) so that dropout drops the same entries
+Run attend(bool amx, const Tensors& inputs, const Tensor& mask, double p) {
+  Tensors in;
+  for (const Tensor& x : inputs) in.push_back(x.clone().set_requires_grad(true));
+  Generator gen(7);
+  set_cpu_gemm_precision(amx ? GemmPrecision::bf16 : GemmPrecision::fp32);
+  Run r;
+  r.out = amx ? sdpa(in[0], in[1], in[2], mask, p, true, gen)
+              : sdpa_reference(in[0], in[1], in[2], mask, p, true, gen);
+  backward(r.out, random_tensor(r.out.shape(), 99, -1, 1, r.out.dtype()));
+  set_cpu_gemm_precision(GemmPrecision::fp32);
+  for (const Tensor& x : in) r.grads.push_back(x.grad());
+  return r;
+}
+
+// bf16-close and not fp32-close: the output within atol of the fp32 reference yet different
+// from it (the products rounded), and every gradient within atol too
+void check_bf16(const Tensors& inputs, const Tensor& mask, double p, double atol) {
+  const Run got = attend(true, inputs, mask, p), want = attend(false, inputs, mask, p);
+  const double d = max_diff(got.out, want.out);
+  INFO("output max |difference| ", d);
+  CHECK(d < atol);
+  CHECK(d > 1e-5);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    INFO("gradient of input ", i);
+    CHECK(max_diff(got.grads[i], want.grads[i]) < 4 * atol);
+  }
+}
+
+Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t T) {
+  std::vector<double> m;
+  for (int64_t len : lengths)
+    for (int64_t j = 0; j < T; ++j) m.push_back(j < len ? 0.0 : std::numeric_limits<float>::lowest());
+  return Tensor::from(m, {static_cast<int64_t>(lengths.size()), 1, 1, T}).to(DType::f32);
+}
+
+}  // namespace
+
+TEST_CASE("sdpa amx: bf16 products across ragged tiles and head widths") {
+  if (!cpu::amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  // Tq 131 = 2·64 + 3 queries, Tk 259 = 2·128 + 3 keys, HS 64
+  check_bf16({random_tensor({2, 2, 131, 64}, 1, -2, 2, DType::f32),
+              random_tensor({2, 2, 259, 64}, 2, -2, 2, DType::f32),
+              random_tensor({2, 2, 259, 64}, 3, -1, 1, DType::f32)}, Tensor(), 0.0, 3e-2);
+  // HS 40 and HSv 24 (padded to 64 and 32 in the tiles), one query, Tk 33
+  check_bf16({random_tensor({1, 3, 1, 40}, 4, -2, 2, DType::f32),
+              random_tensor({1, 3, 33, 40}, 5, -2, 2, DType::f32),
+              random_tensor({1, 3, 33, 24}, 6, -1, 1, DType::f32)}, Tensor(), 0.0, 3e-2);
+}
+
+TEST_CASE("sdpa amx: padding masks, fully padded rows and dropout") {
+  if (!cpu::amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  const Tensors qkv = {random_tensor({3, 2, 70, 64}, 7, -2, 2, DType::f32),
+                       random_tensor({3, 2, 70, 64}, 8, -2, 2, DType::f32),
+                       random_tensor({3, 2, 70, 64}, 9, -1, 1, DType::f32)};
+  check_bf16(qkv, padding_mask({70, 33, 0}, 70), 0.0, 3e-2);  // batch 2 attends to nothing
+  check_bf16(qkv, padding_mask({70, 40, 5}, 70), 0.2, 3e-2);
+}
+
+TEST_CASE("sdpa amx: BERT's head-split views of a fused QKV projection") {
+  if (!cpu::amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  const int64_t B = 2, T = 150, NH = 4, HS = 64, C = NH * HS;
+  Tensor x = random_tensor({B, T, 3 * C}, 10, -2, 2, DType::f32);
+  Tensor x5 = view(x, {B, T, 3, NH, HS});
+  Tensors qkv;
+  for (int64_t i = 0; i < 3; ++i) qkv.push_back(contiguous(transpose(select(x5, 2, i), 1, 2)));
+  const Tensor out_views = [&] {
+    set_cpu_gemm_precision(GemmPrecision::bf16);
+    Generator gen(1);
+    Tensor o = sdpa(transpose(select(x5, 2, 0), 1, 2), transpose(select(x5, 2, 1), 1, 2),
+                    transpose(select(x5, 2, 2), 1, 2), Tensor(), 0.0, false, gen);
+    set_cpu_gemm_precision(GemmPrecision::fp32);
+    return o;
+  }();
+  set_cpu_gemm_precision(GemmPrecision::bf16);
+  Generator gen(1);
+  const Tensor out_packed = sdpa(qkv[0], qkv[1], qkv[2], Tensor(), 0.0, false, gen);
+  set_cpu_gemm_precision(GemmPrecision::fp32);
+  CHECK(max_diff(out_views, out_packed) == 0.0);  // the same roundings, the same sums
+  check_bf16(qkv, Tensor(), 0.0, 3e-2);
+}

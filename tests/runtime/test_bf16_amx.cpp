@@ -1,0 +1,145 @@
+// tests/runtime/test_bf16_amx.cpp — the AMX-BF16 GEMM (runtime/cpu/bf16_amx.cpp): every
+// transpose form on edge shapes (1, odd, one short of and one past a tile, several chunks)
+// against a double-precision sum of the rounded operands' products; alpha, beta and a leading
+// dimension wider than the matrix (nothing outside it written); the rounding while packing
+// (bit for bit bf16_from_f32, midpoints included); and --precision bf16's gemm<float> taking
+// this path. *Skipped* on CPUs without AMX-BF16 (or where Linux did not grant the tile state);
+// the refusal there is tested everywhere else.
+#include <bit>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "helpers.h"
+#include "runtime/error.h"
+#include "runtime/kernels/bf16.h"
+#include "runtime/kernels/matmul.h"
+#include "runtime/parallel.h"
+
+using namespace mase;
+using namespace mase::cpu;
+
+namespace {
+
+struct Case {
+  bool ta, tb;
+  int64_t M, N, K;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+// how many entries of amx_bf16_gemm's C differ from Σ_k round(a)·round(b) in double by more
+// than fp32 reassociation allows (1e-5 · Σ|a·b|), plus any write outside the M × N block
+int mismatches(const Case& c, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-2, 2);
+  const int64_t lda = (c.ta ? c.M : c.K) + 3, ldb = (c.tb ? c.K : c.N) + 5, ldc = c.N + 7;
+  std::vector<float> A(size_t((c.ta ? c.K : c.M) * lda)), B(size_t((c.tb ? c.N : c.K) * ldb));
+  std::vector<float> C(size_t(c.M * ldc));
+  for (auto& a : A) a = d(gen);
+  for (auto& b : B) b = d(gen);
+  for (auto& x : C) x = d(gen);
+  const std::vector<float> C0 = C;
+  amx_bf16_gemm(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc);
+  int bad = 0;
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      const float got = C[size_t(i * ldc + j)];
+      if (j >= c.N) {  // the gap between rows: untouched
+        bad += std::bit_cast<uint32_t>(got) != std::bit_cast<uint32_t>(C0[size_t(i * ldc + j)]);
+        continue;
+      }
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        const double x = bf16_round(c.ta ? A[size_t(k * lda + i)] : A[size_t(i * lda + k)]);
+        const double y = bf16_round(c.tb ? B[size_t(j * ldb + k)] : B[size_t(k * ldb + j)]);
+        ref += x * y;
+        mag += std::abs(x * y);
+      }
+      ref = c.alpha * ref + c.beta * C0[size_t(i * ldc + j)];
+      mag = std::abs(c.alpha) * mag + std::abs(c.beta * C0[size_t(i * ldc + j)]);
+      bad += !(std::abs(got - ref) <= 1e-5 * mag + 1e-30);
+    }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("amx bf16 gemm: every transpose form on edge shapes, within fp32 reassociation") {
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  int bad = 0, cases = 0;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t M : {1, 15, 17, 32, 33, 300})
+        for (int64_t N : {1, 16, 17, 31, 33, 100})
+          for (int64_t K : {1, 31, 32, 33, 97}) {
+            const int b = mismatches({ta, tb, M, N, K}, uint32_t(M * 1000 + N * 10 + K));
+            if (b) INFO("ta=", ta, " tb=", tb, " M=", M, " N=", N, " K=", K, ": ", b, " wrong");
+            CHECK(b == 0);
+            bad += b, ++cases;
+          }
+  CHECK(cases == 720);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("amx bf16 gemm: alpha and beta, and a large shape across many chunks and threads") {
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  CHECK(mismatches({false, true, 70, 45, 64, 0.5f, 2.0f}, 1) == 0);
+  CHECK(mismatches({true, false, 40, 70, 50, -1.0f, 1.0f}, 2) == 0);
+  CHECK(mismatches({false, false, 33, 33, 33, 1.0f, 1.0f}, 3) == 0);  // the bias form: C += A·B
+  CHECK(mismatches({false, true, 1100, 200, 130}, 4) == 0);           // 5 chunks × column groups
+  CHECK(mismatches({true, false, 96, 80, 1500}, 5) == 0);             // a deep K: the dW form
+}
+
+TEST_CASE("amx bf16 gemm: operands rounded bit for bit as bf16_from_f32, midpoints too") {
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  // K = 1: C[i, j] = round(a_i) · round(b_j), exact in fp32 (8 × 8 significant bits), so any
+  // rounding difference shows. Patterns of normal numbers near 1, many exactly halfway.
+  const int64_t M = 64, N = 48;
+  std::mt19937 gen(11);
+  auto pattern = [&](int i) {
+    const uint32_t top = 0x3f00u + uint32_t(gen() % 0x100);  // 0.5 .. 2, either sign below
+    const uint32_t low = i % 3 == 0 ? 0x8000u : i % 3 == 1 ? uint32_t(gen() & 0xffff) : 0x7fffu;
+    return std::bit_cast<float>((top << 16 | low) ^ (i % 2 ? 0x80000000u : 0u));
+  };
+  std::vector<float> A(static_cast<size_t>(M)), B(static_cast<size_t>(N)), C(static_cast<size_t>(M * N));
+  for (int i = 0; i < M; ++i) A[size_t(i)] = pattern(i);
+  for (int j = 0; j < N; ++j) B[size_t(j)] = pattern(j + 1);
+  amx_bf16_gemm(false, false, M, N, 1, 1.0f, A.data(), 1, B.data(), N, 0.0f, C.data(), N);
+  int bad = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      bad += C[size_t(i * N + j)] != bf16_round(A[size_t(i)]) * bf16_round(B[size_t(j)]);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("gemm precision bf16: large GEMMs take the AMX path where the CPU has it") {
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  const int64_t M = 128, N = 96, K = 80;  // 983,040 multiply-adds ≥ kAmxMinWork
+  static_assert(128 * 96 * 80 >= kAmxMinWork);
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> A(size_t(M * K)), B(size_t(N * K)), want(size_t(M * N)), got(size_t(M * N));
+  for (auto& a : A) a = d(gen);
+  for (auto& b : B) b = d(gen);
+  amx_bf16_gemm(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, want.data(), N);
+  set_cpu_gemm_precision(GemmPrecision::bf16);
+  gemm<float>(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, got.data(), N);
+  set_amx_bf16_enabled(false);  // the A/B switch: another path, other sums
+  std::vector<float> other(size_t(M * N));
+  gemm<float>(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, other.data(), N);
+  set_amx_bf16_enabled(true);
+  set_cpu_gemm_precision(GemmPrecision::fp32);
+  CHECK(got == want);
+  int far = 0;
+  for (size_t i = 0; i < got.size(); ++i) far += std::abs(got[i] - other[i]) > 1e-4f;
+  CHECK(far == 0);
+}
+
+TEST_CASE("amx bf16 gemm: refused where the CPU has no AMX-BF16, and bad sizes everywhere") {
+  std::vector<float> x(4);
+  CHECK_THROWS_AS(amx_bf16_gemm(false, false, -1, 1, 1, 1.0f, x.data(), 1, x.data(), 1, 0.0f, x.data(), 1),
+                  ShapeError);
+  if (amx_bf16_available()) return;  // runs above
+  CHECK_THROWS_AS(amx_bf16_gemm(false, false, 1, 1, 1, 1.0f, x.data(), 1, x.data(), 1, 0.0f, x.data(), 1),
+                  ConfigError);
+}
