@@ -94,9 +94,8 @@ std::string cpu_bf16_gemm_path() {
   const CpuFeatures& f = cpu_features();
   const bool vdpbf16 = f.avx512() && f.avx512_bf16;
   if (cpu::amx_bf16_active())
-    return cat("our AMX-BF16 tiles (runtime/cpu/bf16_amx.cpp) for x·Wᵀ and dy·W from ",
-               cpu::kAmxMinWork, " multiply-adds, ",
-               cpu::onednn_bf16_active() ? "oneDNN on AMX-BF16 for the large dyᵀ·x, " : "",
+    return cat("our AMX-BF16 tiles (runtime/cpu/bf16_amx.cpp) from ", cpu::kAmxMinWork,
+               " multiply-adds, ",
                vdpbf16 ? "AVX512-BF16 for smaller x·Wᵀ, " : "", "emulated elsewhere");
   if (cpu::onednn_bf16_active())
     return cat("oneDNN on ", f.amx_bf16 ? "AMX-BF16" : vdpbf16 ? "AVX512-BF16" : "its emulation",

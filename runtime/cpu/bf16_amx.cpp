@@ -14,6 +14,7 @@
 #include <atomic>
 #include <vector>
 
+#include "runtime/cpu/amx_buffer.h"
 #include "runtime/cpu/bf16_amx_tile.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -40,8 +41,7 @@ void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
   const int64_t kp = std::max<int64_t>(kAmxK, (K + kAmxK - 1) / kAmxK * kAmxK);
   const int64_t blocks = (N + 15) / 16;  // 16-column blocks of packed B
   thread_local std::vector<uint16_t> packed_b;
-  packed_b.resize(size_t(blocks * kp * 16));
-  uint16_t* bp = packed_b.data();
+  uint16_t* bp = aligned_tiles(packed_b, blocks * kp * 16);
   parallel_for(0, blocks, std::max<int64_t>(1, 16384 / kp), [&](int64_t b0, int64_t b1) {
     amx_pack_b(B, ldb, tb, N, K, kp, b0, b1, bp);
   });
@@ -58,7 +58,7 @@ void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
   const int64_t kblocks = (kp + kKBlock - 1) / kKBlock;
   parallel_for(0, chunks * groups, 1, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<uint16_t> packed_a;
-    packed_a.resize(size_t(chunk_rows * std::min(kp, kKBlock)));
+    uint16_t* ap = aligned_tiles(packed_a, chunk_rows * std::min(kp, kKBlock));
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t i0 = (task / groups) * chunk_rows, rows = std::min(chunk_rows, M - i0);
       const int64_t j0 = (task % groups) * group_cols, j1 = std::min(N, j0 + group_cols);
@@ -67,8 +67,8 @@ void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
         const int64_t k0 = kb * kKBlock, kd = std::min(kKBlock, std::max<int64_t>(K - k0, 0));
         const int64_t kpd = std::min(kKBlock, kp - k0);
         // the block's columns of op(A): A advanced by k0 columns (rows when stored transposed)
-        amx_pack_a(A + (ta ? k0 * lda : k0), lda, ta, i0, rows, kd, kpd, packed_a.data());
-        AmxChunk c{packed_a.data(), rows, kpd, bp, kp, k0 / kAmxK, j0, j1, N, C + i0 * ldc, ldc,
+        amx_pack_a(A + (ta ? k0 * lda : k0), lda, ta, i0, rows, kd, kpd, ap);
+        AmxChunk c{ap, rows, kpd, bp, kp, k0 / kAmxK, j0, j1, N, C + i0 * ldc, ldc,
                    alpha, kb == 0 ? beta : 1.0f};
         amx_bf16_chunk(c);
       }

@@ -71,11 +71,10 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   if (cpu_gemm_precision() == GemmPrecision::bf16 && K > 0) {
-    // y = x·Wᵀ and dx = dy·W on our AMX-BF16 tiles where the CPU has them (bf16_amx.cpp);
-    // the rest, dW = dyᵀ·x (A read transposed, K = the token rows), and everything on CPUs
-    // without AMX, on oneDNN's bf16 matmul when large (onednn_gemm.h): it packs a transposed
-    // A faster than ours (docs/performance.md, "AMX")
-    if (!ta && double(M) * double(N) * double(K) >= kAmxMinWork && amx_bf16_active()) {
+    // on our AMX-BF16 tiles where the CPU has them (bf16_amx.cpp: every transpose form; ×1.2–2.7
+    // oneDNN 2.6's AMX matmul on BERT's shapes, docs/performance.md "AMX"); elsewhere the large
+    // ones on oneDNN's bf16 matmul where the CPU has AVX512-BF16 (onednn_gemm.h)
+    if (double(M) * double(N) * double(K) >= kAmxMinWork && amx_bf16_active()) {
       amx_bf16_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
       return;
     }

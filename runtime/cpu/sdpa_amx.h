@@ -13,7 +13,8 @@ namespace mase::cpu {
 
 // One thread's packed operands: a head's Kᵀ and V, a query tile, a probability tile.
 struct AmxAttention {
-  std::vector<uint16_t> kt, v, q, p;
+  std::vector<uint16_t> kt_buf, v_buf, q_buf, p_buf;  // kt, v, q, p: their 64-byte-aligned starts
+  uint16_t *kt = nullptr, *v = nullptr, *q = nullptr, *p = nullptr;
   int64_t Tk = 0, HS = 0, HSv = 0, kp_hs = 0, kp_tk = 0, rows = 0;
 
   // K (Tk × HS, row stride kst) and V (Tk × HSv, row stride vst) of one head
