@@ -64,6 +64,10 @@ TEST_CASE("cpu features: AMX tiles are usable once Linux grants them") {
   const CpuFeatures& f = cpu_features();
   if (!f.capped.empty())  // the case below checks that a cap turns AMX off
     return test::skip("MASE_MAX_CPU_ISA caps this CPU (AMX off by request)");
+  // an emulator (qemu-user -cpu EPYC-Milan in scripts/avx2_emu.sh) answers CPUID for the CPU
+  // it pretends to be, while /proc/cpuinfo is still the host kernel's: nothing to compare
+  if (f.avx512f != (flags.count("avx512f") > 0))
+    return test::skip("CPUID is not the host's CPU (an emulator): /proc/cpuinfo does not apply");
   CHECK(f.amx_tile);  // the permission request succeeded
   CHECK(f.amx_bf16 == (flags.count("amx_bf16") > 0));
   CHECK(f.amx_int8 == (flags.count("amx_int8") > 0));
