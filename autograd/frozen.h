@@ -17,7 +17,13 @@
 //
 // The contract (as for torch.jit.freeze): the weights must not change while the table is in
 // use. After training on, or loading into, the model, build a new one (Compiled::clear()).
-// The packed copy is a second copy of each weight (bert-small: 51 MB more).
+// The packed copy is a second copy of each weight (bert-small: 51 MB more; 26 MB in bf16).
+//
+// Which layout: the one the GEMM that linear() runs the weight on reads. In fp32, oneDNN's
+// blocked layout; under --precision bf16 on a CPU with AMX-BF16, our AMX tiles of pairs of k
+// (runtime/kernels/bf16.h, amx_bf16_pack) — the rounding to bf16 done once, too. The
+// precision is read when the weight is added: a table built under one precision and used
+// under the other has nothing linear() looks up there, and runs as eager code does.
 // Read next: graph/passes/freeze_weights.h, runtime/cpu/onednn_gemm.h.
 #pragma once
 #include <memory>
@@ -28,23 +34,30 @@
 namespace mase {
 namespace cpu {
 struct OnednnF32Weights;
+struct AmxBf16Weights;
 }
 
 class FrozenWeights {
  public:
-  // Packs `weight` (CPU f32, (out, in), rows contiguous); false when it cannot be (another
-  // dtype, device or layout, or no oneDNN in this build): linear() then runs it as before.
+  // Packs `weight` (CPU f32, (out, in), rows contiguous) for this thread's precision; false
+  // when it cannot be (another dtype, device or layout; in fp32, no oneDNN in this build):
+  // linear() then runs it as before.
   bool add(const Tensor& weight);
-  // The packed copy of `weight`, or null when it is not in the table.
+  // The packed copy of `weight` in fp32 (oneDNN) or in bf16 (AMX tiles), or null when the
+  // table does not hold it in that layout.
   const cpu::OnednnF32Weights* find(const Tensor& weight) const;
+  const cpu::AmxBf16Weights* find_amx(const Tensor& weight) const;
   size_t size() const { return table_.size(); }
-  size_t bytes() const;  // the packed copies
+  size_t amx_size() const;  // how many are in the AMX layout
+  size_t bytes() const;     // the packed copies
 
  private:
   struct Entry {
     Tensor weight;  // keeps the storage alive, so its address cannot be reused for another
-    std::shared_ptr<const cpu::OnednnF32Weights> packed;
+    std::shared_ptr<const cpu::OnednnF32Weights> packed;  // one of the two
+    std::shared_ptr<const cpu::AmxBf16Weights> amx;
   };
+  const Entry* entry(const Tensor& weight) const;
   std::unordered_map<const void*, Entry> table_;
 };
 

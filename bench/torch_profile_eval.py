@@ -9,9 +9,11 @@ to AVX2 on both sides:
 
     ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 \
       python3 bench/torch_profile_eval.py bert-tiny 20
+    python3 bench/torch_profile_eval.py bert-small 5 bf16   # under torch.autocast(bfloat16)
 
 Not a test and not part of the build.
 """
+import contextlib
 import sys
 import time
 
@@ -25,6 +27,8 @@ from torch_e2e import PRESETS
 def main():
     name = sys.argv[1] if len(sys.argv) > 1 else "bert-small"
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    bf16 = len(sys.argv) > 3 and sys.argv[3] == "bf16"
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext())
     torch.set_num_threads(2)
     layers, hidden, heads = PRESETS[name]
     cfg = BertConfig(vocab_size=16000, hidden_size=hidden, num_hidden_layers=layers,
@@ -33,7 +37,7 @@ def main():
     model = BertForSequenceClassification(cfg).eval()
     ids = torch.randint(0, 16000, (32, 256))
     mask = torch.ones(32, 256, dtype=torch.long)
-    with torch.no_grad():
+    with torch.no_grad(), autocast:
         for _ in range(2):
             model(input_ids=ids, attention_mask=mask)
         times = []
@@ -41,7 +45,8 @@ def main():
             t = time.perf_counter()
             model(input_ids=ids, attention_mask=mask)
             times.append(round((time.perf_counter() - t) * 1e3, 1))
-        print(f"{name} eval, ms per step: {times}; attention: {model.config._attn_implementation}")
+        print(f"{name} eval{' bf16 autocast' if bf16 else ''}, ms per step: {times}; "
+              f"attention: {model.config._attn_implementation}")
         with profile(activities=[ProfilerActivity.CPU]) as p:
             for _ in range(3):
                 model(input_ids=ids, attention_mask=mask)

@@ -2,7 +2,9 @@
 // its one reader (autograd/ops/matmul.cpp).
 #include "autograd/frozen.h"
 
+#include "runtime/kernels/bf16.h"
 #include "runtime/kernels/matmul.h"
+#include "runtime/parallel.h"
 
 namespace mase {
 namespace {
@@ -18,24 +20,44 @@ bool FrozenWeights::add(const Tensor& weight) {
   if (auto it = table_.find(weight.raw_data()); it != table_.end())
     return it->second.weight.shape() == weight.shape() &&
            it->second.weight.strides() == weight.strides();
-  auto packed = cpu::onednn_f32_pack(weight.data<float>(), weight.strides()[0], weight.size(0),
-                                     weight.size(1));
-  if (!packed) return false;
-  table_.emplace(weight.raw_data(), Entry{weight, std::move(packed)});
+  Entry e{weight, nullptr, nullptr};
+  if (cpu_gemm_precision() == GemmPrecision::bf16 && cpu::amx_bf16_active())
+    e.amx = cpu::amx_bf16_pack(weight.data<float>(), weight.strides()[0], weight.size(0), weight.size(1));
+  else
+    e.packed = cpu::onednn_f32_pack(weight.data<float>(), weight.strides()[0], weight.size(0), weight.size(1));
+  if (!e.packed && !e.amx) return false;
+  table_.emplace(weight.raw_data(), std::move(e));
   return true;
 }
 
-const cpu::OnednnF32Weights* FrozenWeights::find(const Tensor& weight) const {
+const FrozenWeights::Entry* FrozenWeights::entry(const Tensor& weight) const {
   auto it = table_.find(weight.raw_data());
   if (it == table_.end()) return nullptr;
   const Tensor& w = it->second.weight;  // the same matrix, not another view of its memory
   if (w.shape() != weight.shape() || w.strides() != weight.strides()) return nullptr;
-  return it->second.packed.get();
+  return &it->second;
+}
+
+const cpu::OnednnF32Weights* FrozenWeights::find(const Tensor& weight) const {
+  const Entry* e = entry(weight);
+  return e ? e->packed.get() : nullptr;
+}
+
+const cpu::AmxBf16Weights* FrozenWeights::find_amx(const Tensor& weight) const {
+  const Entry* e = entry(weight);
+  return e ? e->amx.get() : nullptr;
+}
+
+size_t FrozenWeights::amx_size() const {
+  size_t n = 0;
+  for (const auto& [ptr, e] : table_) n += e.amx != nullptr;
+  return n;
 }
 
 size_t FrozenWeights::bytes() const {
   size_t n = 0;
-  for (const auto& [ptr, e] : table_) n += cpu::onednn_f32_bytes(*e.packed);
+  for (const auto& [ptr, e] : table_)
+    n += e.packed ? cpu::onednn_f32_bytes(*e.packed) : cpu::amx_bf16_bytes(*e.amx);
   return n;
 }
 

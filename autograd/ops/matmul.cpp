@@ -11,6 +11,7 @@
 #include "autograd/frozen.h"
 #include "autograd/ops.h"
 #include "autograd/ops/common.h"
+#include "runtime/kernels/bf16.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/kernels/sgemm_packed.h"
 #include "runtime/parallel.h"
@@ -198,6 +199,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             cpu::sgemm_pack_b(W.t.data<float>(), W.ld, out, in, cpu::f32_isa_best());
         cpu::sgemm_packed(y.data<float>(), out, x2.data<float>(), in, rows, pw, bp);
       }
+      Tensors inputs{x, weight};
+      if (bias.defined()) inputs.push_back(bias);
+      return record("linear", inputs, y, nullptr);
+    }
+  }
+  // The same under --precision bf16, on AMX tiles packed once (FrozenWeights under bf16)
+  if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && in > 0 &&
+      cpu_gemm_precision() == GemmPrecision::bf16) {
+    const FrozenWeights* table = frozen_weights();
+    if (const cpu::AmxBf16Weights* amx = table ? table->find_amx(weight) : nullptr) {
+      const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
+      cpu::amx_bf16_linear(y.data<float>(), out, x2.data<float>(), in, rows, *amx,
+                           bias.defined() ? b.data<float>() : nullptr);
       Tensors inputs{x, weight};
       if (bias.defined()) inputs.push_back(bias);
       return record("linear", inputs, y, nullptr);

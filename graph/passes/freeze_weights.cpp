@@ -27,13 +27,18 @@ FreezeWeightsReport freeze_weights(const Graph& g, FrozenWeights& table) {
     report.names.push_back(n->name);
   }
   report.packed = static_cast<int64_t>(report.names.size());
+  report.amx = static_cast<int64_t>(table.amx_size());
   report.bytes = table.bytes();
   return report;
 }
 
 std::string FreezeWeightsReport::str() const {
   std::string s = cat("freeze_weights: packed ", packed, " Linear weight", packed == 1 ? "" : "s",
-                      " (", megabytes(bytes), ", oneDNN's blocked layout), ", skipped,
+                      " (", megabytes(bytes), ", ",
+                      amx == 0         ? "oneDNN's blocked layout"
+                      : amx == packed ? "AMX bf16 tiles"
+                                       : cat(amx, " in AMX bf16 tiles, the rest in oneDNN's blocked layout"),
+                      "), ", skipped,
                       " left as they are\n");
   for (const auto& n : names) s += "  " + n + "\n";
   return s;

@@ -19,7 +19,9 @@
 // plans on the CPU only (with autograd there is a backward, which needs W as it is); weights
 // it cannot pack (no oneDNN in the build, another dtype or device) are counted and left as
 // they are. Outputs agree with eager's within fp32 reassociation (oneDNN's blocked kernel
-// sums K in another order), not bit for bit (tests/graph/test_freeze_weights.cpp).
+// sums K in another order), not bit for bit (tests/graph/test_freeze_weights.cpp). Under
+// --precision bf16 on a CPU with AMX-BF16 the table packs our AMX tiles instead (rounded to
+// bf16 once), and a frozen Linear equals eager bf16's bit for bit: the same tiles and kernel.
 // The price: a second copy of each weight (bert-small: 51 MB), kept with the plan.
 // Read next: autograd/frozen.h, graph/passes/memory_plan.h.
 #pragma once
@@ -34,6 +36,7 @@ namespace mase::graph {
 
 struct FreezeWeightsReport {
   int64_t packed = 0, skipped = 0;  // skipped: a weight the table could not take
+  int64_t amx = 0;                  // of the packed, those in AMX bf16 tiles (--precision bf16)
   size_t bytes = 0;                 // the packed copies
   std::vector<std::string> names;   // the Linear nodes whose weight was packed
   // "freeze_weights: packed 26 Linear weights (51.38 MB, oneDNN's blocked layout), 0 left as they are"

@@ -4,7 +4,9 @@
 // groups of columns, one task each: a task rounds its rows of op(A) into a buffer of its own
 // and runs the tile kernel over its columns (runtime/cpu/bf16_gemm_amx.cpp). The operands are
 // fp32 and rounded while they are packed — the rounding pass and the bf16 copies the oneDNN
-// path makes (onednn_bf16_gemm) are folded into the packing every GEMM needs anyway.
+// path makes (onednn_bf16_gemm) are folded into the packing every GEMM needs anyway. A bias is
+// added as the blocks of C are stored. For frozen inference a Linear's weight is packed once
+// (amx_bf16_pack) and every later call skips that step (amx_bf16_linear).
 //
 // Blocking, for BERT's shapes (M = 8,192 token rows, N and K of 128..3,072): a chunk of 256
 // rows of A is kp · 512 bytes (256 KB at K 512: in the 2 MB L2), the kernel sweeps the columns
@@ -12,6 +14,7 @@
 // at a time — B's pair stays in L1 while the chunk's rows stream from L2.
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "runtime/cpu/amx_buffer.h"
@@ -31,21 +34,31 @@ bool amx_bf16_available() { return cpu_features().amx_bf16; }
 void set_amx_bf16_enabled(bool on) { g_amx_enabled = on; }
 bool amx_bf16_active() { return g_amx_enabled.load(std::memory_order_relaxed) && amx_bf16_available(); }
 
-void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  MASE_CHECK(M >= 0 && N >= 0 && K >= 0, ShapeError, "[amx_bf16_gemm] expected sizes ≥ 0, got M=",
-             M, " N=", N, " K=", K);
-  MASE_CHECK(amx_bf16_available(), ConfigError,
-             "[amx_bf16_gemm] this CPU has no AMX-BF16 (or Linux did not grant the tile state)");
-  if (M == 0 || N == 0) return;
-  const int64_t kp = std::max<int64_t>(kAmxK, (K + kAmxK - 1) / kAmxK * kAmxK);
-  const int64_t blocks = (N + 15) / 16;  // 16-column blocks of packed B
-  thread_local std::vector<uint16_t> packed_b;
-  uint16_t* bp = aligned_tiles(packed_b, blocks * kp * 16);
+// The weight of amx_bf16_pack: op(B) = Wᵀ in the driver's tiles, made once.
+struct AmxBf16Weights {
+  int64_t out = 0, in = 0, kp = 0;
+  std::vector<uint16_t> tiles;  // (out / 16 blocks) × kp × 16, 64-byte aligned (aligned_tiles)
+  const uint16_t* data = nullptr;
+};
+
+namespace {
+
+// op(B) (K × N, stored N × K when tb) into 16-column blocks of kp / 32 tiles each
+const uint16_t* pack_b(std::vector<uint16_t>& buf, bool tb, int64_t N, int64_t K, int64_t kp,
+                       const float* B, int64_t ldb) {
+  const int64_t blocks = (N + 15) / 16;
+  uint16_t* bp = aligned_tiles(buf, blocks * kp * 16);
   parallel_for(0, blocks, std::max<int64_t>(1, 16384 / kp), [&](int64_t b0, int64_t b1) {
     amx_pack_b(B, ldb, tb, N, K, kp, b0, b1, bp);
   });
+  return bp;
+}
 
+int64_t padded_k(int64_t K) { return std::max<int64_t>(kAmxK, (K + kAmxK - 1) / kAmxK * kAmxK); }
+
+// C = alpha · op(A) · B + beta · C (+ bias), B already packed (pack_b) with depth kp
+void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+         const uint16_t* bp, int64_t kp, float beta, float* C, int64_t ldc, const float* bias) {
   // tasks: chunks of 32..256 rows × groups of columns (multiples of 32), about 4 per thread
   // (one [CLS] row per sequence, M = batch, still fills every thread); a deep K (dW = dyᵀ·x,
   // K = 8,192 token rows) in blocks of kKBlock, each adding to C, so a chunk of A stays in L2
@@ -68,12 +81,51 @@ void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
         const int64_t kpd = std::min(kKBlock, kp - k0);
         // the block's columns of op(A): A advanced by k0 columns (rows when stored transposed)
         amx_pack_a(A + (ta ? k0 * lda : k0), lda, ta, i0, rows, kd, kpd, ap);
+        // the first block of k sets C (beta, the bias), the later ones add to it
         AmxChunk c{ap, rows, kpd, bp, kp, k0 / kAmxK, j0, j1, N, C + i0 * ldc, ldc,
-                   alpha, kb == 0 ? beta : 1.0f};
+                   alpha, kb == 0 ? beta : 1.0f, kb == 0 ? bias : nullptr};
         amx_bf16_chunk(c);
       }
     }
   });
+}
+
+}  // namespace
+
+void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                   const float* bias) {
+  MASE_CHECK(M >= 0 && N >= 0 && K >= 0, ShapeError, "[amx_bf16_gemm] expected sizes ≥ 0, got M=",
+             M, " N=", N, " K=", K);
+  MASE_CHECK(amx_bf16_available(), ConfigError,
+             "[amx_bf16_gemm] this CPU has no AMX-BF16 (or Linux did not grant the tile state)");
+  if (M == 0 || N == 0) return;
+  const int64_t kp = padded_k(K);
+  thread_local std::vector<uint16_t> packed_b;
+  const uint16_t* bp = pack_b(packed_b, tb, N, K, kp, B, ldb);
+  run(ta, M, N, K, alpha, A, lda, bp, kp, beta, C, ldc, bias);
+}
+
+std::shared_ptr<const AmxBf16Weights> amx_bf16_pack(const float* W, int64_t ldw, int64_t out, int64_t in) {
+  MASE_CHECK(out >= 0 && in >= 0 && ldw >= in, ShapeError, "[amx_bf16_pack] expected W (out, in) with ",
+             "a row stride ≥ in, got out=", out, " in=", in, " ldw=", ldw);
+  MASE_CHECK(amx_bf16_available(), ConfigError,
+             "[amx_bf16_pack] this CPU has no AMX-BF16 (or Linux did not grant the tile state)");
+  auto w = std::make_shared<AmxBf16Weights>();
+  w->out = out, w->in = in, w->kp = padded_k(in);
+  if (out > 0) w->data = pack_b(w->tiles, /*tb=*/true, out, in, w->kp, W, ldw);
+  return w;
+}
+
+size_t amx_bf16_bytes(const AmxBf16Weights& w) { return w.tiles.size() * sizeof(uint16_t); }
+int64_t amx_bf16_out(const AmxBf16Weights& w) { return w.out; }
+int64_t amx_bf16_in(const AmxBf16Weights& w) { return w.in; }
+
+void amx_bf16_linear(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t rows,
+                     const AmxBf16Weights& w, const float* bias) {
+  MASE_CHECK(rows >= 0, ShapeError, "[amx_bf16_linear] expected rows ≥ 0, got ", rows);
+  if (rows == 0 || w.out == 0) return;
+  run(/*ta=*/false, rows, w.out, w.in, 1.0f, x, ldx, w.data, w.kp, 0.0f, y, ldy, bias);
 }
 
 }  // namespace mase::cpu

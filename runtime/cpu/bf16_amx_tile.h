@@ -39,7 +39,8 @@ struct AmxChunk {
   int64_t N;
   float* c;           // C's first row of this chunk, column 0
   int64_t ldc;
-  float alpha, beta;  // C = alpha · A·B + beta · C (beta 0: C is not read)
+  float alpha, beta;  // C = alpha · A·B + beta · C (+ bias) (beta 0: C is not read)
+  const float* bias;  // null, or N values added to C's columns (bias[j] to column j)
 };
 void amx_bf16_chunk(const AmxChunk& t);
 

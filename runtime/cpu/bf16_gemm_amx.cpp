@@ -142,7 +142,7 @@ void amx_bf16_chunk(const AmxChunk& t) {
   for (int i = 0; i < 8; ++i) cfg.colsb[i] = 64, cfg.rows[i] = 16;
   _tile_loadconfig(&cfg);
   const int64_t tiles = t.kp / kAmxK, rows_pad = round_up(t.rows, 32);
-  const bool plain = t.alpha == 1.0f && t.beta == 0.0f;
+  const bool plain = t.alpha == 1.0f && t.beta == 0.0f && !t.bias;
   alignas(64) float s[32 * 32];  // the block of C, for the edges and for alpha / beta
   for (int64_t j = t.j0; j < t.j1; j += 32) {
     const uint16_t* b0 = t.b + (j / 16) * t.kp_b * 16 + t.kb0 * 512;
@@ -189,6 +189,7 @@ void amx_bf16_chunk(const AmxChunk& t) {
           const __mmask16 m = first(t.N - j - h);  // 0 past N
           __m512 v = _mm512_mul_ps(alpha, _mm512_load_ps(s + r * 32 + h));
           if (t.beta != 0.0f) v = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m, c + r * t.ldc + h), v);
+          if (t.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t.bias + j + h));
           _mm512_mask_storeu_ps(c + r * t.ldc + h, m, v);
         }
     }

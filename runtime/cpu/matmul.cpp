@@ -125,6 +125,13 @@ void gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda
     if (cpu_gemm_precision() == GemmPrecision::fp32 && onednn_shape(tb, M, N, K) &&
         onednn_sgemm_bias(tb, M, N, K, A, lda, B, ldb, bias, C, ldc))
       return;
+    // bf16 on AMX: the bias added as the tiles are stored, instead of filled into C first and
+    // read back by the GEMM (two passes over C: 32 MB a Q, K or V of bert-small's step)
+    if (cpu_gemm_precision() == GemmPrecision::bf16 && K > 0 &&
+        double(M) * double(N) * double(K) >= kAmxMinWork && amx_bf16_active()) {
+      amx_bf16_gemm(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias);
+      return;
+    }
   }
   fill_rows(C, ldc, bias, M, N);
   if (K > 0) gemm<T>(false, tb, M, N, K, T(1), A, lda, B, ldb, T(1), C, ldc);

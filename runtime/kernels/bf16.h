@@ -24,6 +24,7 @@
 #pragma once
 #include <bit>
 #include <cstdint>
+#include <memory>
 
 namespace mase::cpu {
 
@@ -50,10 +51,11 @@ Bf16Isa bf16_isa_best();
 void bf16_gemm(float* C, int64_t ldc, const uint16_t* A, int64_t lda, const uint16_t* B,
                int64_t ldb, int64_t M, int64_t N, int64_t K, const float* bias, Bf16Isa isa);
 
-// C (M, N) = alpha · op(A) · op(B) + beta · C (beta 0: C is not read) on AMX-BF16 tiles: op(A)
-// (M, K) and op(B) (K, N) are fp32, stored transposed when ta / tb, and rounded to bf16 as
-// they are packed (the same bits as bf16_from_f32); products and sums in fp32. ConfigError
-// where amx_bf16_available() is false.
+// C (M, N) = alpha · op(A) · op(B) + beta · C (+ bias[j]) (beta 0: C is not read) on AMX-BF16
+// tiles: op(A) (M, K) and op(B) (K, N) are fp32, stored transposed when ta / tb, and rounded to
+// bf16 as they are packed (the same bits as bf16_from_f32); products and sums in fp32. The
+// bias (N, may be null) is added as each block of C is stored — a Linear's y = x·Wᵀ + b in one
+// pass over y. ConfigError where amx_bf16_available() is false.
 bool amx_bf16_available();
 // whether cpu::gemm<float> under --precision bf16 hands its GEMMs of at least kAmxMinWork
 // multiply-adds to amx_bf16_gemm (where available; on by default): mase-bench --amx on|off
@@ -61,6 +63,20 @@ void set_amx_bf16_enabled(bool on);
 bool amx_bf16_active();
 constexpr double kAmxMinWork = 65536;
 void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                   const float* bias = nullptr);
+
+// A Linear's weight W (out, in) packed ONCE into the tiles amx_bf16_gemm packs op(B) = Wᵀ into
+// on every call — for frozen inference (autograd/frozen.h), where the weights do not change.
+// amx_bf16_linear then equals amx_bf16_gemm(false, true, rows, out, in, 1, x, ldx, W, ldw, 0,
+// y, ldy, bias) bit for bit, minus the packing. Half the bytes of the fp32 weight.
+struct AmxBf16Weights;
+std::shared_ptr<const AmxBf16Weights> amx_bf16_pack(const float* W, int64_t ldw, int64_t out, int64_t in);
+size_t amx_bf16_bytes(const AmxBf16Weights& w);
+int64_t amx_bf16_out(const AmxBf16Weights& w);  // the weight's (out, in)
+int64_t amx_bf16_in(const AmxBf16Weights& w);
+// y (rows, out; row stride ldy) = x (rows, in; row stride ldx) · Wᵀ (+ bias)
+void amx_bf16_linear(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t rows,
+                     const AmxBf16Weights& w, const float* bias);
 
 }  // namespace mase::cpu

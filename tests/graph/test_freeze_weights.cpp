@@ -4,12 +4,16 @@
 // not, rows strided wider than the matrix); linear() uses the table only inside a FrozenScope
 // and without autograd, and only for the very matrix it packed; compile with freeze packs an
 // eval plan's 14 Linear weights and leaves training plans and unfrozen compiles untouched.
-// *Skipped* in a build without oneDNN (nothing can be packed there).
+// *Skipped* in a build without oneDNN (nothing can be packed there). Under --precision bf16 on
+// a CPU with AMX-BF16 the table holds our AMX tiles, and a frozen Linear gives eager bf16's
+// bits (*skipped* without AMX).
 #include "autograd/frozen.h"
 #include "compile_helpers.h"
 #include "graph/compile.h"
 #include "graph/passes/freeze_weights.h"
 #include "runtime/cpu/onednn_gemm.h"
+#include "runtime/kernels/bf16.h"
+#include "runtime/parallel.h"
 
 using namespace mase;
 using namespace mase::graph;
@@ -161,4 +165,81 @@ TEST_CASE("freeze_weights: a training plan is not frozen (its backward needs W a
   nn::fuse_kernels(*model);
   auto want = loss_and_grads(*model, [&] { return eager_outputs(*model, b, true).at("loss"); });
   check_all_bitwise(got, want);
+}
+
+namespace {
+// --precision bf16 for the life of the scope (fp32 again after it, even when a check throws)
+struct Bf16Scope {
+  Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::bf16); }
+  ~Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::fp32); }
+};
+}  // namespace
+
+TEST_CASE("frozen weights: under --precision bf16 on AMX, packed tiles give eager bf16's bits") {
+  if (!cpu::amx_bf16_available()) return skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  // 300 × 192 × 256 multiply-adds: eager bf16 runs them on AMX too (≥ kAmxMinWork), packing W
+  // on every call; the frozen Linear packed it once, into the same tiles
+  const Tensor x = random_tensor({300, 256}, 1, -1, 1, DType::f32);
+  const Tensor w = random_tensor({192, 256}, 2, -1, 1, DType::f32);
+  const Tensor b = random_tensor({192}, 3, -1, 1, DType::f32);
+  Tensor fp32;
+  {
+    NoGradGuard ng;
+    fp32 = linear(x, w, b);
+  }
+  FrozenWeights table;
+  {
+    Bf16Scope bf16;
+    REQUIRE(table.add(w));
+    CHECK(table.find_amx(w) != nullptr);
+    CHECK(table.find(w) == nullptr);  // no fp32 copy: the layout follows the precision
+    CHECK(table.amx_size() == 1);
+    CHECK(table.bytes() >= size_t(192 * 256) * 2);
+    CHECK(table.bytes() < size_t(192 * 256) * 4);  // bf16: half an fp32 copy (and padding)
+    NoGradGuard ng;
+    for (const Tensor& bias : {b, Tensor()}) {
+      const Tensor eager = linear(x, w, bias);
+      FrozenScope scope(&table);
+      CHECK(bitwise_equal(linear(x, w, bias), eager));
+      if (bias.defined()) CHECK(max_abs_diff(eager, fp32) > 1e-4);  // it is bf16, not fp32
+    }
+  }
+  // under fp32 the table has nothing for linear(): eager fp32's bits
+  NoGradGuard ng;
+  FrozenScope scope(&table);
+  CHECK(bitwise_equal(linear(x, w, b), fp32));
+  // and under bf16 linear() really reads the packed copy: W changed behind the table's back
+  // (what the contract forbids) still gives the old W's product, where eager sees the new one
+  Bf16Scope bf16;
+  const Tensor before = linear(x, w, b);
+  fill_(w, 0.0);
+  CHECK(bitwise_equal(linear(x, w, b), before));
+  FrozenScope none(nullptr);
+  CHECK(max_abs_diff(linear(x, w, b), before) > 0.1);
+}
+
+TEST_CASE("freeze_weights: under --precision bf16 on AMX an eval plan runs its Linears on tiles") {
+  if (!cpu::amx_bf16_available()) return skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  auto model = small_bert();
+  model->eval();
+  const data::Batch b = small_batch();
+  Bf16Scope bf16;
+  CompileOptions options;
+  options.freeze = true;
+  Compiled frozen = compile_bert(model, options);
+  NoGradGuard ng;
+  const Tensor got = frozen(bert_inputs(eval_inputs(), b)).at("logits");
+  const CompiledGraph& cg = frozen.last();
+  REQUIRE(cg.frozen != nullptr);
+  CHECK(cg.frozen->size() == 14);
+  CHECK(cg.frozen->amx_size() == 14);
+  CHECK(cg.passes.back().report.find("packed 14 Linear weights") != std::string::npos);
+  CHECK(cg.passes.back().report.find("AMX bf16 tiles") != std::string::npos);
+  // eager bf16 sums these small products elsewhere (below kAmxMinWork: oneDNN or rounded
+  // copies), the same rounded operands in another order
+  nn::fuse_kernels(*model);
+  const Tensor eager = eager_outputs(*model, b, false).at("logits");
+  CHECK(max_abs_diff(got, eager) <= 1e-4);
+  set_cpu_gemm_precision(GemmPrecision::fp32);
+  CHECK(max_abs_diff(got, eager_outputs(*model, b, false).at("logits")) > 0);  // not fp32's
 }

@@ -2,9 +2,11 @@
 // transpose form on edge shapes (1, odd, one short of and one past a tile, several chunks)
 // against a double-precision sum of the rounded operands' products; alpha, beta and a leading
 // dimension wider than the matrix (nothing outside it written); the rounding while packing
-// (bit for bit bf16_from_f32, midpoints included); and --precision bf16's gemm<float> taking
-// this path. *Skipped* on CPUs without AMX-BF16 (or where Linux did not grant the tile state);
+// (bit for bit bf16_from_f32, midpoints included); a bias added in the store; a weight packed
+// once (amx_bf16_pack / amx_bf16_linear) against packing per call; and --precision bf16's
+// gemm<float> taking this path. *Skipped* on CPUs without AMX-BF16 (or where Linux did not grant the tile state);
 // the refusal there is tested everywhere else.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -135,11 +137,99 @@ TEST_CASE("gemm precision bf16: large GEMMs take the AMX path where the CPU has 
   CHECK(far == 0);
 }
 
+namespace {
+std::vector<float> randoms(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-2, 2);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("amx bf16 gemm: a bias added as C is stored equals C filled with it first (beta 1)") {
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  // the two-pass form (C = bias in every row, then C += A·B) was gemm_bias's under bf16; the
+  // bias in the store must give its bits: s + b rounded once either way. K 1,500: the bias in
+  // the first of two blocks of k only. Gaps between C's rows stay as they were.
+  for (const Case c : {Case{false, true, 70, 45, 64}, Case{false, true, 33, 100, 1500},
+                       Case{true, false, 17, 33, 97}, Case{false, false, 300, 17, 31}}) {
+    CAPTURE(c.M);
+    CAPTURE(c.N);
+    CAPTURE(c.K);
+    const int64_t lda = (c.ta ? c.M : c.K) + 3, ldb = (c.tb ? c.K : c.N) + 5, ldc = c.N + 7;
+    const auto A = randoms(size_t((c.ta ? c.K : c.M) * lda), 1);
+    const auto B = randoms(size_t((c.tb ? c.N : c.K) * ldb), 2);
+    const auto bias = randoms(size_t(c.N), 3);
+    std::vector<float> fused = randoms(size_t(c.M * ldc), 4), filled = fused;
+    amx_bf16_gemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, fused.data(), ldc,
+                  bias.data());
+    for (int64_t i = 0; i < c.M; ++i)
+      std::copy(bias.begin(), bias.end(), filled.begin() + i * ldc);
+    amx_bf16_gemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(), ldb, 1.0f, filled.data(), ldc);
+    int differ = 0;
+    for (size_t i = 0; i < fused.size(); ++i)
+      differ += std::bit_cast<uint32_t>(fused[i]) != std::bit_cast<uint32_t>(filled[i]);
+    CHECK(differ == 0);
+  }
+  // with alpha and beta too: C = alpha·A·B + beta·C0 + bias against the double sum
+  const int64_t M = 40, N = 50, K = 70;
+  const auto A = randoms(size_t(M * K), 5), B = randoms(size_t(K * N), 6), bias = randoms(size_t(N), 7);
+  const auto C0 = randoms(size_t(M * N), 8);
+  std::vector<float> C = C0;
+  amx_bf16_gemm(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, -2.0f, C.data(), N, bias.data());
+  int bad = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double p = double(bf16_round(A[size_t(i * K + k)])) * bf16_round(B[size_t(k * N + j)]);
+        ref += p, mag += std::abs(p);
+      }
+      const double c0 = C0[size_t(i * N + j)], b = bias[size_t(j)];
+      ref = 0.5 * ref - 2.0 * c0 + b;
+      mag = 0.5 * mag + 2.0 * std::abs(c0) + std::abs(b);
+      bad += !(std::abs(C[size_t(i * N + j)] - ref) <= 1e-5 * mag);
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("amx bf16 linear: a weight packed once equals packing it on every call, bit for bit") {
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  struct Shape3 { int64_t rows, out, in; };
+  for (const Shape3 c : {Shape3{1, 3, 5}, Shape3{33, 65, 33}, Shape3{300, 100, 97}, Shape3{64, 48, 1500},
+                         Shape3{17, 16, 32}})
+    for (bool with_bias : {false, true}) {
+      CAPTURE(c.rows);
+      CAPTURE(c.out);
+      CAPTURE(c.in);
+      CAPTURE(with_bias);
+      const int64_t ldx = c.in + 3, ldw = c.in + 2, ldy = c.out + 5;
+      const auto x = randoms(size_t(c.rows * ldx), 1), W = randoms(size_t(c.out * ldw), 2);
+      const auto bias = randoms(size_t(c.out), 3);
+      const float* b = with_bias ? bias.data() : nullptr;
+      const auto packed = amx_bf16_pack(W.data(), ldw, c.out, c.in);
+      CHECK(amx_bf16_out(*packed) == c.out);
+      CHECK(amx_bf16_in(*packed) == c.in);
+      CHECK(amx_bf16_bytes(*packed) >= size_t(c.out * c.in) * 2);
+      std::vector<float> once = randoms(size_t(c.rows * ldy), 4), every = once;
+      amx_bf16_linear(once.data(), ldy, x.data(), ldx, c.rows, *packed, b);
+      amx_bf16_gemm(false, true, c.rows, c.out, c.in, 1.0f, x.data(), ldx, W.data(), ldw, 0.0f, every.data(),
+                    ldy, b);
+      int differ = 0;
+      for (size_t i = 0; i < once.size(); ++i)
+        differ += std::bit_cast<uint32_t>(once[i]) != std::bit_cast<uint32_t>(every[i]);
+      CHECK(differ == 0);
+    }
+}
+
 TEST_CASE("amx bf16 gemm: refused where the CPU has no AMX-BF16, and bad sizes everywhere") {
   std::vector<float> x(4);
   CHECK_THROWS_AS(amx_bf16_gemm(false, false, -1, 1, 1, 1.0f, x.data(), 1, x.data(), 1, 0.0f, x.data(), 1),
                   ShapeError);
+  CHECK_THROWS_AS(amx_bf16_pack(x.data(), 1, 2, 3), ShapeError);  // a row stride under `in`
   if (amx_bf16_available()) return;  // runs above
   CHECK_THROWS_AS(amx_bf16_gemm(false, false, 1, 1, 1, 1.0f, x.data(), 1, x.data(), 1, 0.0f, x.data(), 1),
                   ConfigError);
+  CHECK_THROWS_AS(amx_bf16_pack(x.data(), 2, 2, 2), ConfigError);
 }
