@@ -39,7 +39,7 @@ struct AmxBf16Weights;
 
 class FrozenWeights {
  public:
-  // Packs `weight` (CPU f32, (out, in), rows contiguous) for this thread's precision; false
+  // Packs `weight` (CPU f32, (out, in), rows contiguous) for the run's precision; false
   // when it cannot be (another dtype, device or layout; in fp32, no oneDNN in this build):
   // linear() then runs it as before.
   bool add(const Tensor& weight);

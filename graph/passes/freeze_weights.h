@@ -21,7 +21,9 @@
 // they are. Outputs agree with eager's within fp32 reassociation (oneDNN's blocked kernel
 // sums K in another order), not bit for bit (tests/graph/test_freeze_weights.cpp). Under
 // --precision bf16 on a CPU with AMX-BF16 the table packs our AMX tiles instead (rounded to
-// bf16 once), and a frozen Linear equals eager bf16's bit for bit: the same tiles and kernel.
+// bf16 once); a frozen Linear then equals eager bf16's bit for bit wherever eager bf16 also
+// runs it on AMX (from kAmxMinWork multiply-adds: the same tiles and kernel), and within bf16's
+// reassociation below that, where eager sums the same rounded operands elsewhere.
 // The price: a second copy of each weight (bert-small: 51 MB), kept with the plan.
 // Read next: autograd/frozen.h, graph/passes/memory_plan.h.
 #pragma once
