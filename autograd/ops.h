@@ -84,6 +84,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // x (..., in) · weightᵀ (in, out) + bias (out) -> (..., out): torch.nn.functional.linear.
 // weight is (out, in) as in PyTorch/HF checkpoints; bias may be undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// gelu(x·weightᵀ + bias), BERT's FFN first half: bias_gelu(linear(x, weight), bias), the same
+// bits, except that for inference on a GEMM that applies GELU as it stores (cpu::gemm_bias_gelu:
+// --precision bf16 on AMX tiles) it is one pass over y instead of two.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // ---- reductions (ops/reduce.cpp) ---------------------------------------------------------
 Tensor sum(const Tensor& x);  // all elements -> shape ()

@@ -17,6 +17,8 @@
 //   adamw           one step over bert-small's 28,764,674 parameters (vocab 30522) as one
 //                   tensor: read p, g, m, v, write p, m,
 //                   v (28 bytes a parameter); reference = adamw_step_reference (train/adamw.h)
+//   linear_gelu     (--precision bf16 on AMX only) gelu(x·Wᵀ + b) for inference, GELU in the
+//                   GEMM's store; reference = bias_gelu(linear(x, W), b); fwd read x, write y
 // (the column sums of the backward — dbias, dweight — and the per-row statistics are O(C)
 // or O(rows) and not counted.) Validated once: fused and reference outputs, and the gradients
 // of the fwd+bwd versions, agree to 1e-5 relative.
@@ -27,6 +29,8 @@
 #include "autograd/ops.h"
 #include "bench/common.h"
 #include "runtime/kernels/adamw.h"
+#include "runtime/kernels/bf16.h"
+#include "runtime/parallel.h"
 #include "runtime/random.h"
 #include "train/adamw.h"
 
@@ -118,6 +122,33 @@ void add_adamw() {
   }
 }
 
+// BERT's FFN first half for inference under --precision bf16 on AMX: linear_gelu (GELU applied
+// as the GEMM stores each block, autograd/ops/matmul.cpp) against bias_gelu(linear(x, W), b)
+// (the GEMM writes y, then a pass reads and rewrites it). Bytes: read x, write y (the fused
+// kernel's least traffic); the weight's are small. Elsewhere linear_gelu is the composition
+// itself: skipped, saying so.
+void add_linear_gelu() {
+  for (bool fused : {true, false}) {
+    const std::string name = cat("fused/linear_gelu_fwd/", shape_name({kTokens, kC}), "x", kI,
+                                 fused ? "/fused" : "/reference");
+    add(name, [=](benchmark::State& st) {
+      if (!(cpu_gemm_precision() == GemmPrecision::bf16 && cpu::amx_bf16_active())) {
+        st.SkipWithError("needs --precision bf16 on a CPU with AMX-BF16 (elsewhere linear_gelu is "
+                         "the composition it would be timed against)");
+        return;
+      }
+      NoGradGuard ng;
+      const Tensor x = uniform_tensor({kTokens, kC}, 1), w = uniform_tensor({kI, kC}, 2, -0.1, 0.1);
+      const Tensor b = uniform_tensor({kI}, 3);
+      auto op = [&](bool f) { return f ? linear_gelu(x, w, b) : bias_gelu(linear(x, w), b); };
+      if (!validate_once(st, name, [&] { return agree({op(true)}, {op(false)}); })) return;
+      std::vector<Baseline> also;
+      if (fused) also.push_back({[&] { benchmark::DoNotOptimize(op(false).raw_data()); }, "vs_reference"});
+      time_vs_memcpy(st, 4 * kTokens * (kC + kI), [&] { benchmark::DoNotOptimize(op(fused).raw_data()); }, also);
+    }, Timing::manual);
+  }
+}
+
 }  // namespace
 
 void register_fused() {
@@ -150,6 +181,7 @@ void register_fused() {
              auto f = fused ? layer_norm : layer_norm_reference;
              return f(t[0], t[1], t[2], 1e-12);
            });
+  add_linear_gelu();
   add_adamw();
 }
 

@@ -64,6 +64,10 @@ std::vector<OpInfo> build_table() {
        [](Args x, A, bool) {
          return bias_gelu_linear(x[0], x[1], x[2], x.size() > 3 ? x[3] : Tensor());
        }},
+      // bias_gelu(linear(x, W), b) with GELU in the GEMM's store (ops/matmul.cpp): a fused BERT
+      // traced for inference under --precision bf16 on AMX records it
+      {"linear_gelu", fn, "module_related_func", "linear",
+       [](Args x, A, bool) { return linear_gelu(x[0], x[1], x[2]); }},
       {"dropout_add_layer_norm", fn, "module_related_func", "dropout_add_layer_norm",
        [](Args x, A a, bool training) {
          const size_t b = x.size() == 5 ? 1 : 0;  // inputs: x, [x_bias], residual, weight, bias

@@ -9,7 +9,9 @@
 //
 // Fused forms (models/fusion.h): once the fusion pass has set a block's `fused` flag, the FFN's
 // first half is bias_gelu(x·W1ᵀ, b1) and each Add & Norm is dropout_add_layer_norm(x·Wᵀ, b,
-// residual, ...) — a GEMM without bias, then one pass (autograd/ops/gelu.cpp, layer_norm.cpp).
+// residual, ...) — a GEMM without bias, then one pass (autograd/ops/gelu.cpp, layer_norm.cpp);
+// for inference under --precision bf16 on AMX the FFN's GELU is applied in the GEMM's own store
+// (linear_gelu, autograd/ops/matmul.cpp), the same bits in one pass fewer.
 // The same maths as the module calls below them, in fewer passes over the activations.
 // Read next: models/bert.cpp (embeddings, pooler, classifier).
 #include "models/bert.h"
@@ -90,6 +92,10 @@ void BertIntermediate::child_replaced(const std::string&) { fused = false; }
 
 Tensor BertIntermediate::forward(const Tensor& x) {
   if (fused) {  // the fusion pass checked: a plain Linear (or SplitBias) with a bias, then GELU
+    if (!dynamic_cast<const SplitBias*>(dense.get())) {  // a Linear: GELU in the GEMM's store where it can
+      const auto& lin = static_cast<const Linear&>(*dense);
+      return linear_gelu(x, lin.weight, lin.bias);
+    }
     const auto [y, b] = split_dense(*dense, x);
     return bias_gelu(y, b);  // gelu(x·W1ᵀ + b1)
   }

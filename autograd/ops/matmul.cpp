@@ -182,6 +182,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.back() = out;
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
   MatrixArg W = matrix_arg(weight);  // weight (out, in) read as Wᵀ: flip its transpose flag
+  auto inference = [&] {  // the node of an inference branch: nothing to differentiate
+    Tensors inputs{x, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    return record("linear", inputs, y, nullptr);
+  };
   // Inference (no autograd, CPU fp32) on a packed weight: packed beforehand when the weight is
   // frozen (autograd/frozen.h: oneDNN's blocked layout), or per call for our packed GEMM where
   // it beats the libraries (packed_linear_wins). Nothing to differentiate.
@@ -199,9 +204,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             cpu::sgemm_pack_b(W.t.data<float>(), W.ld, out, in, cpu::f32_isa_best());
         cpu::sgemm_packed(y.data<float>(), out, x2.data<float>(), in, rows, pw, bp);
       }
-      Tensors inputs{x, weight};
-      if (bias.defined()) inputs.push_back(bias);
-      return record("linear", inputs, y, nullptr);
+      return inference();
     }
   }
   // The same under --precision bf16, on AMX tiles packed once (FrozenWeights under bf16)
@@ -212,9 +215,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
       cpu::amx_bf16_linear(y.data<float>(), out, x2.data<float>(), in, rows, *amx,
                            bias.defined() ? b.data<float>() : nullptr);
-      Tensors inputs{x, weight};
-      if (bias.defined()) inputs.push_back(bias);
-      return record("linear", inputs, y, nullptr);
+      return inference();
     }
   }
   if (bias.defined() && x.is_cpu() && in > 0) {
@@ -249,6 +250,37 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (gb) grads[2] = sum(dy2, {0});                                            // db = Σ dy
     return grads;
   });
+}
+
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  // Inference on the CPU, f32, under --precision bf16: GELU in the store of the AMX GEMM — the
+  // frozen weight's tiles where graph::compile packed them, else the per-call packing — and
+  // one op, linear_gelu, to observers. Any other case (a gradient wanted, another device or
+  // precision, odd shapes: the composition reports those) is the composition, recorded as its
+  // two ops (a profile keeps the GEMM's time apart from GELU's); the kernel matches its bits.
+  auto f32_cpu = [](const Tensor& t) { return t.defined() && t.is_cpu() && t.dtype() == DType::f32; };
+  if (!grad_enabled() && cpu_gemm_precision() == GemmPrecision::bf16 && f32_cpu(x) &&
+      f32_cpu(weight) && f32_cpu(bias) && weight.ndim() == 2 && bias.ndim() == 1 && x.ndim() >= 1 &&
+      weight.size(1) > 0 && x.size(-1) == weight.size(1) && bias.size(0) == weight.size(0)) {
+    const int64_t in = weight.size(1), out = weight.size(0), rows = leading_rows(x.shape());
+    const Tensor x2 = ops::packed(x), b = ops::packed(bias);
+    Shape out_shape = x.shape();
+    out_shape.back() = out;
+    Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
+    const FrozenWeights* table = frozen_weights();
+    bool done = false;
+    if (const cpu::AmxBf16Weights* amx = table ? table->find_amx(weight) : nullptr) {
+      cpu::amx_bf16_linear(y.data<float>(), out, x2.data<float>(), in, rows, *amx, b.data<float>(),
+                           /*gelu=*/true);
+      done = true;
+    } else {
+      const MatrixArg W = matrix_arg(weight);
+      done = cpu::gemm_bias_gelu(!W.trans, rows, out, in, x2.data<float>(), in, W.t.data<float>(),
+                                 W.ld, b.data<float>(), y.data<float>(), out);
+    }
+    if (done) return record("linear_gelu", {x, weight, bias}, y, nullptr);
+  }
+  return bias_gelu(linear(x, weight), bias);
 }
 
 }  // namespace mase

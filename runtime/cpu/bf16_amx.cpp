@@ -5,8 +5,9 @@
 // and runs the tile kernel over its columns (runtime/cpu/bf16_gemm_amx.cpp). The operands are
 // fp32 and rounded while they are packed — the rounding pass and the bf16 copies the oneDNN
 // path makes (onednn_bf16_gemm) are folded into the packing every GEMM needs anyway. A bias is
-// added as the blocks of C are stored. For frozen inference a Linear's weight is packed once
-// (amx_bf16_pack) and every later call skips that step (amx_bf16_linear).
+// added as the blocks of C are stored, and GELU after it where asked (BERT's FFN under
+// inference: y = gelu(x·W1ᵀ + b1) in one pass over y). For frozen inference a Linear's weight
+// is packed once (amx_bf16_pack) and every later call skips that step (amx_bf16_linear).
 //
 // Blocking, for BERT's shapes (M = 8,192 token rows, N and K of 128..3,072): a chunk of 256
 // rows of A is kp · 512 bytes (256 KB at K 512: in the 2 MB L2), the kernel sweeps the columns
@@ -58,7 +59,8 @@ int64_t padded_k(int64_t K) { return std::max<int64_t>(kAmxK, (K + kAmxK - 1) / 
 
 // C = alpha · op(A) · B + beta · C (+ bias), B already packed (pack_b) with depth kp
 void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-         const uint16_t* bp, int64_t kp, float beta, float* C, int64_t ldc, const float* bias) {
+         const uint16_t* bp, int64_t kp, float beta, float* C, int64_t ldc, const float* bias,
+         bool gelu) {
   // tasks: chunks of 32..256 rows × groups of columns (multiples of 32), about 4 per thread
   // (one [CLS] row per sequence, M = batch, still fills every thread); a deep K (dW = dyᵀ·x,
   // K = 8,192 token rows) in blocks of kKBlock, each adding to C, so a chunk of A stays in L2
@@ -83,7 +85,8 @@ void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A, 
         amx_pack_a(A + (ta ? k0 * lda : k0), lda, ta, i0, rows, kd, kpd, ap);
         // the first block of k sets C (beta, the bias), the later ones add to it
         AmxChunk c{ap, rows, kpd, bp, kp, k0 / kAmxK, j0, j1, N, C + i0 * ldc, ldc,
-                   alpha, kb == 0 ? beta : 1.0f, kb == 0 ? bias : nullptr};
+                   alpha, kb == 0 ? beta : 1.0f, kb == 0 ? bias : nullptr,
+                   gelu && kb == kblocks - 1};  // GELU on the finished sums only
         amx_bf16_chunk(c);
       }
     }
@@ -94,7 +97,7 @@ void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A, 
 
 void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                   const float* bias) {
+                   const float* bias, bool gelu) {
   MASE_CHECK(M >= 0 && N >= 0 && K >= 0, ShapeError, "[amx_bf16_gemm] expected sizes ≥ 0, got M=",
              M, " N=", N, " K=", K);
   MASE_CHECK(amx_bf16_available(), ConfigError,
@@ -103,7 +106,7 @@ void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
   const int64_t kp = padded_k(K);
   thread_local std::vector<uint16_t> packed_b;
   const uint16_t* bp = pack_b(packed_b, tb, N, K, kp, B, ldb);
-  run(ta, M, N, K, alpha, A, lda, bp, kp, beta, C, ldc, bias);
+  run(ta, M, N, K, alpha, A, lda, bp, kp, beta, C, ldc, bias, gelu);
 }
 
 std::shared_ptr<const AmxBf16Weights> amx_bf16_pack(const float* W, int64_t ldw, int64_t out, int64_t in) {
@@ -122,10 +125,10 @@ int64_t amx_bf16_out(const AmxBf16Weights& w) { return w.out; }
 int64_t amx_bf16_in(const AmxBf16Weights& w) { return w.in; }
 
 void amx_bf16_linear(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t rows,
-                     const AmxBf16Weights& w, const float* bias) {
+                     const AmxBf16Weights& w, const float* bias, bool gelu) {
   MASE_CHECK(rows >= 0, ShapeError, "[amx_bf16_linear] expected rows ≥ 0, got ", rows);
   if (rows == 0 || w.out == 0) return;
-  run(/*ta=*/false, rows, w.out, w.in, 1.0f, x, ldx, w.data, w.kp, 0.0f, y, ldy, bias);
+  run(/*ta=*/false, rows, w.out, w.in, 1.0f, x, ldx, w.data, w.kp, 0.0f, y, ldy, bias, gelu);
 }
 
 }  // namespace mase::cpu

@@ -41,7 +41,13 @@ struct AmxChunk {
   int64_t ldc;
   float alpha, beta;  // C = alpha · A·B + beta · C (+ bias) (beta 0: C is not read)
   const float* bias;  // null, or N values added to C's columns (bias[j] to column j)
+  bool gelu = false;  // C = gelu(alpha · A·B + beta · C + bias): BERT's FFN in the store
 };
 void amx_bf16_chunk(const AmxChunk& t);
+
+// y[i] = gelu(x[i]) for n floats, one thread, the bits of cpu::bias_gelu_forward (defined in
+// runtime/cpu/gelu.cpp, compiled for the build's ISA and dispatched there: calling it from the
+// AMX file carries no AMX or AVX-512 code out of it). y and x must not overlap.
+void gelu_f32_serial(float* y, const float* x, int64_t n);
 
 }  // namespace mase::cpu

@@ -142,8 +142,9 @@ void amx_bf16_chunk(const AmxChunk& t) {
   for (int i = 0; i < 8; ++i) cfg.colsb[i] = 64, cfg.rows[i] = 16;
   _tile_loadconfig(&cfg);
   const int64_t tiles = t.kp / kAmxK, rows_pad = round_up(t.rows, 32);
-  const bool plain = t.alpha == 1.0f && t.beta == 0.0f && !t.bias;
+  const bool plain = t.alpha == 1.0f && t.beta == 0.0f && !t.bias && !t.gelu;
   alignas(64) float s[32 * 32];  // the block of C, for the edges and for alpha / beta
+  alignas(64) float g[32 * 32];  // ... and gelu of it
   for (int64_t j = t.j0; j < t.j1; j += 32) {
     const uint16_t* b0 = t.b + (j / 16) * t.kp_b * 16 + t.kb0 * 512;
     const uint16_t* b1 = j + 16 < t.N ? b0 + t.kp_b * 16 : b0;  // no second block: recompute the first
@@ -190,8 +191,15 @@ void amx_bf16_chunk(const AmxChunk& t) {
           __m512 v = _mm512_mul_ps(alpha, _mm512_load_ps(s + r * 32 + h));
           if (t.beta != 0.0f) v = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m, c + r * t.ldc + h), v);
           if (t.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t.bias + j + h));
-          _mm512_mask_storeu_ps(c + r * t.ldc + h, m, v);
+          if (t.gelu) _mm512_store_ps(s + r * 32 + h, v);  // GELU below, a block at a time
+          else _mm512_mask_storeu_ps(c + r * t.ldc + h, m, v);
         }
+      if (t.gelu) {  // the block still in L1: no pass of its own over C (64 MB a layer, bert-small)
+        gelu_f32_serial(g, s, rows * 32);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t h = 0; h < 32; h += 16)
+            _mm512_mask_storeu_ps(c + r * t.ldc + h, first(t.N - j - h), _mm512_load_ps(g + r * 32 + h));
+      }
     }
   }
   _tile_release();

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "runtime/cpu/bf16_amx_tile.h"  // gelu_f32_serial, the AMX GEMM's GELU
 #include "runtime/cpu/fast_math.h"
 #include "runtime/cpu_features.h"
 #include "runtime/cpu/rowwise.h"
@@ -116,6 +117,8 @@ void gelu_grad_f32_span(float* dx, double* acc, const float* dy, const float* x,
 }
 
 }  // namespace
+
+void gelu_f32_serial(float* y, const float* x, int64_t n) { gelu_f32_span(y, x, nullptr, n); }
 
 template <class T>
 void gelu_forward(T* out, const T* x, int64_t n) {

@@ -57,6 +57,12 @@ bool onednn_shape(bool tb, int64_t M, int64_t N, int64_t K) {
   return N <= kOnednnMaxNK && K <= (tb ? kOnednnMaxNK : kOnednnMaxKPlainB);
 }
 
+// Does this bf16 problem run on our AMX-BF16 tiles (where the CPU has them and --amx is on)?
+bool on_amx(int64_t M, int64_t N, int64_t K) {
+  return cpu_gemm_precision() == GemmPrecision::bf16 && K > 0 &&
+         double(M) * double(N) * double(K) >= kAmxMinWork && amx_bf16_active();
+}
+
 // C = bias in every row, for the GEMM to add to (beta = 1)
 template <class T>
 void fill_rows(T* C, int64_t ldc, const T* bias, int64_t M, int64_t N) {
@@ -74,7 +80,7 @@ void gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
     // on our AMX-BF16 tiles where the CPU has them (bf16_amx.cpp: every transpose form; ×1.2–2.7
     // oneDNN 2.6's AMX matmul on BERT's shapes, docs/performance.md "AMX"); elsewhere the large
     // ones on oneDNN's bf16 matmul where the CPU has AVX512-BF16 (onednn_gemm.h)
-    if (double(M) * double(N) * double(K) >= kAmxMinWork && amx_bf16_active()) {
+    if (on_amx(M, N, K)) {
       amx_bf16_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
       return;
     }
@@ -127,8 +133,7 @@ void gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda
       return;
     // bf16 on AMX: the bias added as the tiles are stored, instead of filled into C first and
     // read back by the GEMM (two passes over C: 32 MB a Q, K or V of bert-small's step)
-    if (cpu_gemm_precision() == GemmPrecision::bf16 && K > 0 &&
-        double(M) * double(N) * double(K) >= kAmxMinWork && amx_bf16_active()) {
+    if (on_amx(M, N, K)) {
       amx_bf16_gemm(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias);
       return;
     }
@@ -136,6 +141,13 @@ void gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda
   fill_rows(C, ldc, bias, M, N);
   if (K > 0) gemm<T>(false, tb, M, N, K, T(1), A, lda, B, ldb, T(1), C, ldc);
 }
+bool gemm_bias_gelu(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc) {
+  if (!on_amx(M, N, K)) return false;
+  amx_bf16_gemm(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias, /*gelu=*/true);
+  return true;
+}
+
 template void gemm_bias<float>(bool, int64_t, int64_t, int64_t, const float*, int64_t,
                                const float*, int64_t, const float*, float*, int64_t);
 template void gemm_bias<double>(bool, int64_t, int64_t, int64_t, const double*, int64_t,

@@ -32,7 +32,7 @@ void AmxAttention::pack_queries(const float* qq, int64_t qst, int64_t r) {
 void AmxAttention::scores(float* S, int64_t lds, int64_t j0, int64_t cols, float scale) const {
   // B from key j0 on: its 16-column blocks start there (j0 is a multiple of 32)
   const AmxChunk c{q, rows, kp_hs, kt + (j0 / 16) * kp_hs * 16, kp_hs, 0,
-                   0, cols, cols, S, lds, scale, 0.0f};
+                   0, cols, cols, S, lds, scale, 0.0f, nullptr, false};
   amx_bf16_chunk(c);
 }
 
@@ -43,7 +43,7 @@ void AmxAttention::values(float* O, int64_t ldo, const float* P, int64_t ldp, in
   amx_pack_a(P, ldp, false, 0, rows, cols, kp, p);
   // A holds keys j0 .. j0 + cols: B's k tiles from j0 / 32 (j0 is a multiple of 32)
   const AmxChunk c{p, rows, kp, v, kp_tk, j0 / kAmxK, 0, HSv, HSv, O, ldo, 1.0f,
-                   accumulate ? 1.0f : 0.0f};
+                   accumulate ? 1.0f : 0.0f, nullptr, false};
   amx_bf16_chunk(c);
 }
 

@@ -55,7 +55,10 @@ void bf16_gemm(float* C, int64_t ldc, const uint16_t* A, int64_t lda, const uint
 // tiles: op(A) (M, K) and op(B) (K, N) are fp32, stored transposed when ta / tb, and rounded to
 // bf16 as they are packed (the same bits as bf16_from_f32); products and sums in fp32. The
 // bias (N, may be null) is added as each block of C is stored — a Linear's y = x·Wᵀ + b in one
-// pass over y. ConfigError where amx_bf16_available() is false.
+// pass over y. gelu: C = gelu(…) as each block is stored (gelu_f32, the bits of
+// cpu::bias_gelu_forward on the bias-free product and the bias where K ≤ 1,024, one block of
+// k; deeper, the bits of gelu of the gemm_bias result) — BERT's FFN for inference
+// (cpu::gemm_bias_gelu). ConfigError where amx_bf16_available() is false.
 bool amx_bf16_available();
 // whether cpu::gemm<float> under --precision bf16 hands its GEMMs of at least kAmxMinWork
 // multiply-adds to amx_bf16_gemm (where available; on by default): mase-bench --amx on|off
@@ -64,7 +67,7 @@ bool amx_bf16_active();
 constexpr double kAmxMinWork = 65536;
 void amx_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                   const float* bias = nullptr);
+                   const float* bias = nullptr, bool gelu = false);
 
 // A Linear's weight W (out, in) packed ONCE into the tiles amx_bf16_gemm packs op(B) = Wᵀ into
 // on every call — for frozen inference (autograd/frozen.h), where the weights do not change.
@@ -75,8 +78,9 @@ std::shared_ptr<const AmxBf16Weights> amx_bf16_pack(const float* W, int64_t ldw,
 size_t amx_bf16_bytes(const AmxBf16Weights& w);
 int64_t amx_bf16_out(const AmxBf16Weights& w);  // the weight's (out, in)
 int64_t amx_bf16_in(const AmxBf16Weights& w);
-// y (rows, out; row stride ldy) = x (rows, in; row stride ldx) · Wᵀ (+ bias)
+// y (rows, out; row stride ldy) = x (rows, in; row stride ldx) · Wᵀ (+ bias), gelu(…) of it
+// when asked (as amx_bf16_gemm)
 void amx_bf16_linear(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t rows,
-                     const AmxBf16Weights& w, const float* bias);
+                     const AmxBf16Weights& w, const float* bias, bool gelu = false);
 
 }  // namespace mase::cpu

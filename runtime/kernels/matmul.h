@@ -34,6 +34,14 @@ template <class T>
 void gemm_bias(bool trans_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B,
                int64_t ldb, const T* bias, T* C, int64_t ldc);
 
+// BERT's FFN for inference: C = gelu(A·op(B) + bias), GELU applied as the GEMM stores each
+// block of C, where a path can — today our AMX-BF16 tiles under --precision bf16 (runtime/cpu/
+// bf16_amx.cpp), which otherwise write C and leave GELU a pass of its own over it (the
+// (B·T, 4·H) intermediate: 64 MB a layer of bert-small). Returns false, C untouched, where no
+// path applies: the caller then runs gemm and bias_gelu_forward (autograd/ops/gelu.cpp).
+bool gemm_bias_gelu(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc);
+
 // `batch` GEMMs of the same sizes; matrix i uses A + a_off[i], B + b_off[i], C + c_off[i].
 // Offsets (in elements) let batch dims have any strides, including 0 for a shared operand.
 template <class T>

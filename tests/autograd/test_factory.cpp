@@ -4,21 +4,11 @@
 #include "autograd/ops.h"
 #include "cpu_cuda.h"
 #include "helpers.h"
+#include "op_names.h"
 
 using namespace mase;
 
-namespace {
-
-struct Names : OpObserver {
-  std::vector<std::string> ops;
-  OpObserver* prev = set_op_observer(this);
-  ~Names() override { set_op_observer(prev); }
-  void on_op(std::string_view op, const Tensors&, const Attrs&, const Tensor&) override {
-    ops.emplace_back(op);
-  }
-};
-
-}  // namespace
+using test::OpNames;
 
 TEST_CASE("factory: hand values, dtypes and shapes") {
   Tensor ids = Tensor::from(std::vector<int32_t>{5, 6, 7, 8, 9, 10}, {2, 3});
@@ -44,7 +34,7 @@ TEST_CASE("factory: x gets no gradient through them") {
 }
 
 TEST_CASE("factory: observers see them and to_dtype converts masks") {
-  Names names;
+  OpNames names;
   Tensor ids = Tensor::from(std::vector<int32_t>{1, 0, 1}, {3});
   Tensor m = to_dtype(ones_like(ids, DType::i32), DType::f32);
   arange_like(ids, 0, DType::i32);
@@ -58,7 +48,7 @@ TEST_CASE("factory: observers see them and to_dtype converts masks") {
 TEST_CASE("factory: record_composite shows one op and restores the observer") {
   Tensor q = test::random_tensor({1, 1, 2, 3}, 1, -1, 1, DType::f32);
   {
-    Names names;
+    OpNames names;
     Tensor out = sdpa(q, q, q, Tensor(), 0.0, false);
     CHECK(names.ops == std::vector<std::string>{"sdpa"});  // not matmul, softmax, …
     // (the CPU path is the fused kernel: the reference's numbers up to float rounding)

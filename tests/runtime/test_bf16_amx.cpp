@@ -3,7 +3,8 @@
 // against a double-precision sum of the rounded operands' products; alpha, beta and a leading
 // dimension wider than the matrix (nothing outside it written); the rounding while packing
 // (bit for bit bf16_from_f32, midpoints included); a bias added in the store; a weight packed
-// once (amx_bf16_pack / amx_bf16_linear) against packing per call; and --precision bf16's
+// once (amx_bf16_pack / amx_bf16_linear) against packing per call; GELU in the store against
+// bias_gelu_forward after it (gemm_bias_gelu); and --precision bf16's
 // gemm<float> taking this path. *Skipped* on CPUs without AMX-BF16 (or where Linux did not grant the tile state);
 // the refusal there is tested everywhere else.
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "helpers.h"
 #include "runtime/error.h"
 #include "runtime/kernels/bf16.h"
+#include "runtime/kernels/gelu.h"
 #include "runtime/kernels/matmul.h"
 #include "runtime/parallel.h"
 
@@ -232,4 +234,68 @@ TEST_CASE("amx bf16 gemm: refused where the CPU has no AMX-BF16, and bad sizes e
   CHECK_THROWS_AS(amx_bf16_gemm(false, false, 1, 1, 1, 1.0f, x.data(), 1, x.data(), 1, 0.0f, x.data(), 1),
                   ConfigError);
   CHECK_THROWS_AS(amx_bf16_pack(x.data(), 2, 2, 2), ConfigError);
+}
+
+TEST_CASE("amx bf16 gemm: GELU in the store equals bias_gelu_forward after it, bit for bit") {
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  // K ≤ 1,024 (one block of k): gelu(product + bias) from the bias-free product, as BERT's
+  // unfused-GELU path computes it (linear without bias, then bias_gelu). K 1,500 (two blocks):
+  // GELU on the finished sums, i.e. gelu of the bias-in-the-store result. Edge shapes: one row,
+  // odd sizes, one past a tile; C's row gaps untouched; every other entry of C overwritten.
+  struct Shape3 { int64_t M, N, K; };
+  for (const Shape3 c : {Shape3{1, 3, 5}, Shape3{33, 65, 33}, Shape3{300, 100, 97}, Shape3{70, 2048, 512},
+                         Shape3{40, 48, 1500}})
+    for (bool tb : {true, false}) {
+      CAPTURE(c.M);
+      CAPTURE(c.N);
+      CAPTURE(c.K);
+      CAPTURE(tb);
+      const int64_t lda = c.K + 3, ldb = (tb ? c.K : c.N) + 5, ldc = c.N + 7;
+      const auto A = randoms(size_t(c.M * lda), 1), B = randoms(size_t((tb ? c.N : c.K) * ldb), 2);
+      const auto bias = randoms(size_t(c.N), 3);
+      std::vector<float> fused = randoms(size_t(c.M * ldc), 4), want = fused, y(size_t(c.M * c.N));
+      amx_bf16_gemm(false, tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, fused.data(), ldc,
+                    bias.data(), /*gelu=*/true);
+      const bool deep = c.K > 1024;
+      amx_bf16_gemm(false, tb, c.M, c.N, c.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, y.data(), c.N,
+                    deep ? bias.data() : nullptr);
+      const std::vector<float> zero(size_t(c.N), 0.0f);
+      std::vector<float> g(y.size());
+      bias_gelu_forward<float>(g.data(), y.data(), deep ? zero.data() : bias.data(), c.M, c.N);
+      for (int64_t i = 0; i < c.M; ++i) std::copy(g.begin() + i * c.N, g.begin() + (i + 1) * c.N, want.begin() + i * ldc);
+      int differ = 0;
+      for (size_t i = 0; i < fused.size(); ++i)
+        differ += std::bit_cast<uint32_t>(fused[i]) != std::bit_cast<uint32_t>(want[i]);
+      CHECK(differ == 0);
+    }
+  // the frozen form (a weight packed once) gives the same bits
+  const int64_t rows = 37, out = 130, in = 96;
+  const auto x = randoms(size_t(rows * in), 5), W = randoms(size_t(out * in), 6), b = randoms(size_t(out), 7);
+  std::vector<float> once(size_t(rows * out)), every(size_t(rows * out));
+  amx_bf16_linear(once.data(), out, x.data(), in, rows, *amx_bf16_pack(W.data(), in, out, in), b.data(), true);
+  amx_bf16_gemm(false, true, rows, out, in, 1.0f, x.data(), in, W.data(), in, 0.0f, every.data(), out, b.data(), true);
+  CHECK(once == every);
+}
+
+TEST_CASE("gemm_bias_gelu: taken under --precision bf16 on AMX only, C untouched where declined") {
+  const int64_t M = 64, N = 64, K = 64;  // 262,144 multiply-adds ≥ kAmxMinWork
+  const auto A = randoms(size_t(M * K), 1), B = randoms(size_t(N * K), 2), bias = randoms(size_t(N), 3);
+  const std::vector<float> C0 = randoms(size_t(M * N), 4);
+  std::vector<float> C = C0;
+  CHECK_FALSE(gemm_bias_gelu(true, M, N, K, A.data(), K, B.data(), K, bias.data(), C.data(), N));  // fp32
+  CHECK(C == C0);
+  set_cpu_gemm_precision(GemmPrecision::bf16);
+  const bool taken = gemm_bias_gelu(true, M, N, K, A.data(), K, B.data(), K, bias.data(), C.data(), N);
+  set_amx_bf16_enabled(false);  // --amx off: the caller composes
+  std::vector<float> off = C0;
+  const bool taken_off = gemm_bias_gelu(true, M, N, K, A.data(), K, B.data(), K, bias.data(), off.data(), N);
+  set_amx_bf16_enabled(true);
+  set_cpu_gemm_precision(GemmPrecision::fp32);
+  CHECK_FALSE(taken_off);
+  CHECK(off == C0);
+  CHECK(taken == amx_bf16_available());
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16: only the refusals ran");
+  std::vector<float> want(size_t(M * N));
+  amx_bf16_gemm(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, want.data(), N, bias.data(), true);
+  CHECK(C == want);
 }
