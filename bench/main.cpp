@@ -75,7 +75,7 @@ const Suite kSuites[] = {
      mase::bench::register_softmax},
     {"sdpa", "attention forward and forward+backward, fused vs the naive composition",
      mase::bench::register_sdpa},
-    {"fused", "bias+GELU, dropout+residual+LayerNorm, LayerNorm, AdamW: fused vs composed, vs memcpy",
+    {"fused", "bias+GELU, dropout+residual+LayerNorm, LayerNorm, AdamW (and, under --precision bf16 on AMX, Linear+GELU in the tile store): fused vs composed, vs memcpy",
      mase::bench::register_fused},
     {"quant", "fake quantization per format, MXINT8 pack/unpack, vs memcpy; QAT step vs plain",
      mase::bench::register_quant},
