@@ -141,17 +141,17 @@ void gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda
   fill_rows(C, ldc, bias, M, N);
   if (K > 0) gemm<T>(false, tb, M, N, K, T(1), A, lda, B, ldb, T(1), C, ldc);
 }
+template void gemm_bias<float>(bool, int64_t, int64_t, int64_t, const float*, int64_t,
+                               const float*, int64_t, const float*, float*, int64_t);
+template void gemm_bias<double>(bool, int64_t, int64_t, int64_t, const double*, int64_t,
+                                const double*, int64_t, const double*, double*, int64_t);
+
 bool gemm_bias_gelu(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                     const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc) {
   if (!on_amx(M, N, K)) return false;
   amx_bf16_gemm(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias, /*gelu=*/true);
   return true;
 }
-
-template void gemm_bias<float>(bool, int64_t, int64_t, int64_t, const float*, int64_t,
-                               const float*, int64_t, const float*, float*, int64_t);
-template void gemm_bias<double>(bool, int64_t, int64_t, int64_t, const double*, int64_t,
-                                const double*, int64_t, const double*, double*, int64_t);
 
 template <class T>
 void gemm_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
