@@ -1,5 +1,5 @@
 // tests/graph/graph_helpers.h — a seeded bert-tiny, example batches, bitwise comparison, and a
-// small hand-made model for get_attr nodes and constants.
+// small hand-made model for get_attr nodes and constants, and a --precision bf16 scope.
 #pragma once
 #include <cstring>
 #include <memory>
@@ -10,8 +10,15 @@
 #include "models/bert.h"
 #include "models/lora.h"
 #include "models/parameters.h"
+#include "runtime/parallel.h"
 
 namespace mase::test {
+
+// --precision bf16 for the life of the scope (fp32 again after it, even when a check throws)
+struct Bf16Scope {
+  Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::bf16); }
+  ~Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::fp32); }
+};
 
 // bert-tiny (L2 H128 A2 I512, 512 positions, 2 types) with HF's init drawn from seed.
 inline std::shared_ptr<nn::BertForSequenceClassification> tiny_bert(uint64_t seed = 1,

@@ -167,14 +167,6 @@ TEST_CASE("freeze_weights: a training plan is not frozen (its backward needs W a
   check_all_bitwise(got, want);
 }
 
-namespace {
-// --precision bf16 for the life of the scope (fp32 again after it, even when a check throws)
-struct Bf16Scope {
-  Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::bf16); }
-  ~Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::fp32); }
-};
-}  // namespace
-
 TEST_CASE("frozen weights: under --precision bf16 on AMX, packed tiles give eager bf16's bits") {
   if (!cpu::amx_bf16_available()) return skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
   // 300 × 192 × 256 multiply-adds: eager bf16 runs them on AMX too (≥ kAmxMinWork), packing W

@@ -17,12 +17,6 @@ using namespace mase::test;
 
 namespace {
 
-// --precision bf16 for the life of the scope (fp32 again after it, even when a check throws)
-struct Bf16Scope {
-  Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::bf16); }
-  ~Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::fp32); }
-};
-
 // (B, T, C) = (2, 75, 128) rows into a 4·C-wide FFN: 150 × 512 × 128 multiply-adds, enough
 // for eager bf16 to take the AMX path (≥ kAmxMinWork); 75 rows: a chunk's edge mid-tile
 struct Ffn {

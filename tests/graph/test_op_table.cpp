@@ -51,12 +51,6 @@ struct Recorder : OpObserver {
   }
 };
 
-// --precision bf16 for the life of the scope (fp32 again after it, even when a check throws)
-struct Bf16Scope {
-  Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::bf16); }
-  ~Bf16Scope() { set_cpu_gemm_precision(GemmPrecision::fp32); }
-};
-
 // Every op of ops.h, once (twice where an overload records another name).
 void tour() {
   Tensor a = test::random_tensor({2, 3}, 1, 0.5, 2, DType::f32);  // positive: log, sqrt
@@ -90,7 +84,7 @@ void tour() {
   ones_like(a, DType::i32), zeros_like(a, DType::f32), arange_like(a, 1, DType::i32);
   if (cpu::amx_bf16_active()) {  // linear_gelu records itself where it fuses: inference under
     // bf16 on AMX (64·64·32 ≥ kAmxMinWork); elsewhere its parts, already toured, at bf16's bits
-    Bf16Scope bf16;
+    test::Bf16Scope bf16;
     NoGradGuard ng;
     linear_gelu(test::random_tensor({64, 32}, 6, -1, 1, DType::f32),
                 test::random_tensor({64, 32}, 7, -1, 1, DType::f32), Tensor::full({64}, 0.25));
@@ -157,7 +151,7 @@ TEST_CASE("op table: re-running each recorded call gives the same output") {
     REQUIRE(info != nullptr);
     names.insert(c.op);
     const bool bf16 = c.op == "linear_gelu";  // recorded under bf16 (tour): replayed under it
-    std::optional<Bf16Scope> scope;
+    std::optional<test::Bf16Scope> scope;
     std::optional<NoGradGuard> ng;
     if (bf16) scope.emplace(), ng.emplace();
     CHECK(test::bitwise_equal(info->run(c.inputs, c.attrs, false), c.out));
