@@ -13,6 +13,7 @@
 #include "graph/passes/freeze_weights.h"
 #include "graph/passes/fuse_add_norm.h"
 #include "graph/passes/fuse_bias_gelu.h"
+#include "graph/passes/fuse_linear_gelu.h"
 #include "graph/passes/narrow_cls.h"
 #include "graph/passes/recompute_gelu.h"
 
@@ -74,9 +75,10 @@ std::string FirstCallSplit::str() const {
 
 const std::vector<std::string>& compile_pass_names() {
   static const std::vector<std::string> names{
-      "remove_dropout", "fold_lora",   "fuse_bias_gelu", "fuse_add_norm",
-      "fold_mxint8",    "narrow_cls",  "recompute_gelu", "dce",         "freeze_weights",
-      "memory_plan",    "arena",       "cuda_graph"};
+      "remove_dropout", "fold_lora",      "fuse_bias_gelu", "fuse_linear_gelu",
+      "fuse_add_norm",  "fold_mxint8",    "narrow_cls",     "recompute_gelu",
+      "dce",            "freeze_weights", "memory_plan",    "arena",
+      "cuda_graph"};
   return names;
 }
 
@@ -235,6 +237,8 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
       return report;
     });
   run_pass("fuse_bias_gelu", [&] { return fuse_bias_gelu(g).str(); });
+  // training keeps linear and bias_gelu apart: recompute_gelu fuses bias_gelu the other way
+  if (!sig.training) run_pass("fuse_linear_gelu", [&] { return fuse_linear_gelu(g).str(); });
   run_pass("fuse_add_norm", [&] { return fuse_add_norm(g).str(); });
   run_pass("fold_mxint8", [&] { return fold_mxint8(g, options_.fold_budget_bytes).str(); });
   const bool on_cpu = inputs.empty() || inputs.front().second.is_cpu();

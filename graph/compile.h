@@ -20,6 +20,9 @@
 //                    replay; graph/passes/fold_lora.h)
 //   fuse_bias_gelu   Linear + GELU -> linear + bias_gelu (graph/passes/fuse_bias_gelu.h); a
 //                    linear(x, w, b) call (a folded LoRA layer) is a Linear here too
+//   fuse_linear_gelu eval mode only: linear + bias_gelu -> linear_gelu, one node, which on
+//                    AMX under --precision bf16 without autograd applies GELU in the GEMM's
+//                    tile store (the eager fused model's op; graph/passes/fuse_linear_gelu.h)
 //   fuse_add_norm    Linear + Dropout + add + LayerNorm -> linear + dropout_add_layer_norm
 //   fold_mxint8      constant folding: MXINT8 weights unpacked once, within a memory budget
 //                    (graph/passes/fold_mxint8.h)
@@ -99,8 +102,8 @@ struct CompileOptions {
   // replayed plans give theirs back (and make a new one when replayed again)
   size_t arena_budget_bytes = size_t(512) << 20;
 };
-// remove_dropout, fold_lora, fuse_bias_gelu, fuse_add_norm, fold_mxint8, narrow_cls,
-// recompute_gelu, dce, freeze_weights, memory_plan, arena, cuda_graph
+// remove_dropout, fold_lora, fuse_bias_gelu, fuse_linear_gelu, fuse_add_norm, fold_mxint8,
+// narrow_cls, recompute_gelu, dce, freeze_weights, memory_plan, arena, cuda_graph
 const std::vector<std::string>& compile_pass_names();
 
 struct PassRun {

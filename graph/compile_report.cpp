@@ -21,13 +21,14 @@
 namespace mase::graph {
 namespace {
 
-// Nodes of a compiled graph that run a fused kernel (what fuse_bias_gelu and fuse_add_norm
-// put in): none when both passes are off and the trace saw the unfused model.
+// Nodes of a compiled graph that run a fused kernel (what fuse_bias_gelu, fuse_linear_gelu and
+// fuse_add_norm put in): none when both passes are off and the trace saw the unfused model.
 int64_t fused_kernel_nodes(const Graph& g) {
   int64_t n = 0;
   for (const Node* node : g.nodes())
     n += node->op == OpKind::call_function &&
-         (node->target == "bias_gelu" || node->target == "dropout_add_layer_norm");
+         (node->target == "bias_gelu" || node->target == "linear_gelu" ||
+          node->target == "dropout_add_layer_norm");
   return n;
 }
 

@@ -43,6 +43,7 @@
 #include "graph/passes/fuse_add_norm.h"
 #include "graph/passes/narrow_cls.h"
 #include "graph/passes/fuse_bias_gelu.h"
+#include "graph/passes/fuse_linear_gelu.h"
 #include "graph/trace.h"
 #include "models/checkpoint.h"
 #include "models/lora.h"
@@ -70,7 +71,8 @@ struct Options {
 };
 
 const char* kPasses =
-    "count_dropout, remove_dropout, fuse_bias_gelu, fuse_add_norm, narrow_cls, dce, "
+    "count_dropout, remove_dropout, fuse_bias_gelu, fuse_linear_gelu, fuse_add_norm, "
+    "narrow_cls, dce, "
     "report_parameters, freeze:REGEX, unfreeze:REGEX, insert_lora, fuse_lora, erase:NODE";
 
 // "name" or "name:argument"
@@ -109,6 +111,12 @@ bool run_pass(const std::string& spec, graph::Graph& g, const Options& o, bool h
   if (name == "fuse_bias_gelu" || name == "fuse_add_norm") {  // Lab 4: graph/compile.h
     auto r = name == "fuse_bias_gelu" ? graph::fuse_bias_gelu(g) : graph::fuse_add_norm(g);
     std::cout << r.str();
+    return true;
+  }
+  if (name == "fuse_linear_gelu") {  // after fuse_bias_gelu; an eval pass, as narrow_cls
+    MASE_CHECK(!o.train, ConfigError, "--pass fuse_linear_gelu is an eval pass: a training "
+               "graph keeps linear and bias_gelu apart for recompute_gelu (drop --train)");
+    std::cout << graph::fuse_linear_gelu(g).str();
     return true;
   }
   if (name == "narrow_cls") {  // Lab 4: the last layer on the [CLS] token only
@@ -274,12 +282,14 @@ int main(int argc, char** argv) {
       "  mase-graph --inputs input_ids,attention_mask --export out/ && mase-graph --reload out/ "
       "--run\n"
       "  mase-graph --pass fuse_bias_gelu --pass fuse_add_norm --print --check\n"
+      "  mase-graph --pass fuse_bias_gelu --pass fuse_linear_gelu --print --check\n"
       "  mase-graph --inputs input_ids,attention_mask --pass narrow_cls --print --check\n"
       "  mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5\n"
       "  mase-graph compile --model bert-small --batch 8 --seq 128 --lora-rank 8 --repeat 5\n"
       "  mase-graph compile --model bert-small --batch 8 --seq 128 --device cuda --repeat 50\n"
       "Passes (in the order given): count_dropout, remove_dropout, fuse_bias_gelu,\n"
-      "  fuse_add_norm, narrow_cls, dce (Lab 4: docs/lab4.md), report_parameters,\n"
+      "  fuse_linear_gelu (after fuse_bias_gelu), fuse_add_norm, narrow_cls, dce (Lab 4:\n"
+      "  docs/lab4.md), report_parameters,\n"
       "  freeze:REGEX, unfreeze:REGEX (over parameter paths), insert_lora (--lora-* flags),\n"
       "  fuse_lora, erase:NODE (fails while the node has users). Walkthrough: docs/lab0.md.");
   Options o;
@@ -343,7 +353,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"eval", "train"}));
   comp->add_option("--no-pass", co.disabled,
                    "turn a pass off (repeatable): remove_dropout, fold_lora, fuse_bias_gelu, "
-                   "fuse_add_norm, fold_mxint8, narrow_cls, recompute_gelu, dce, freeze_weights, "
+                   "fuse_linear_gelu, fuse_add_norm, fold_mxint8, narrow_cls, recompute_gelu, dce, freeze_weights, "
                    "memory_plan, arena, cuda_graph")
       ->check(CLI::IsMember(graph::compile_pass_names()));
   comp->add_flag("--freeze", co.freeze,

@@ -14,7 +14,8 @@ FreezeWeightsReport freeze_weights(const Graph& g, FrozenWeights& table) {
     Tensor w;  // the weight this Linear call reads, if it is one
     if (auto* lin = module_exactly<nn::Linear>(g, n)) {
       w = lin->weight;
-    } else if (n->op == OpKind::call_function && n->target == "linear" && n->args.size() >= 2 &&
+    } else if (n->op == OpKind::call_function &&
+               (n->target == "linear" || n->target == "linear_gelu") && n->args.size() >= 2 &&
                n->args[1] && n->args[1]->op == OpKind::get_attr) {
       w = g.get_attr_value(*n->args[1]);
     } else {

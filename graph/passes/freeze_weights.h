@@ -10,12 +10,13 @@
 // has the same switch for the same reason (torch._inductor.config.freezing).
 //
 // What it does: the graph is not rewritten. The pass walks it for Linear calls — call_module
-// nn::Linear nodes and call_function linear(x, w[, b]) nodes whose w is a get_attr (a
-// parameter, or a constant folded by fold_lora / fold_mxint8) — and packs each weight into a
-// FrozenWeights table (autograd/frozen.h), one per Compiled and shared by its eval plans (a
-// weight packed for one batch shape serves the others); graph::Compiled installs the
-// table around the plan's runs, where linear() without autograd runs each packed weight on
-// oneDNN's reordered-weights matmul (runtime/cpu/onednn_gemm.h) with the bias fused in. Eval
+// nn::Linear nodes and call_function linear(x, w[, b]) or linear_gelu(x, w, b) nodes whose w
+// is a get_attr (a parameter, or a constant folded by fold_lora / fold_mxint8) — and packs
+// each weight into a FrozenWeights table (autograd/frozen.h), one per Compiled and shared by
+// its eval plans (a weight packed for one batch shape serves the others); graph::Compiled
+// installs the table around the plan's runs, where linear() without autograd runs each
+// packed weight on oneDNN's reordered-weights matmul (runtime/cpu/onednn_gemm.h) with the
+// bias fused in (linear_gelu: on our AMX tiles with bias and GELU, or its composition). Eval
 // plans on the CPU only (with autograd there is a backward, which needs W as it is); weights
 // it cannot pack (no oneDNN in the build, another dtype or device) are counted and left as
 // they are. Outputs agree with eager's within fp32 reassociation (oneDNN's blocked kernel

@@ -22,9 +22,10 @@
 // Which nodes move (a node is narrowed when everything that reads it is narrowed, and each of
 // those reads it as a token-wise input): Linear, LayerNorm, GELU, Dropout modules (exactly
 // those types: a quantized or LoRA wrapper is left whole), the functions linear, gelu,
-// bias_gelu, layer_norm, dropout, dropout_add_layer_norm, add (of two computed values, not a
-// parameter), contiguous, transpose, view/reshape that keep (B, T) in front, and sdpa through
-// its query only. The token axis is found from the `input_ids` placeholder's (B, T).
+// bias_gelu, linear_gelu, layer_norm, dropout, dropout_add_layer_norm, add (of two computed
+// values, not a parameter), contiguous, transpose, view/reshape that keep (B, T) in front,
+// and sdpa through its query only. The token axis is found from the `input_ids`
+// placeholder's (B, T).
 // A limit: a view is judged by its OUTPUT shape, and its input is taken to have the token axis
 // at 1 too. BERT's views all do; a model that flattens to (B·T, C) and views back to (B, T, C)
 // would be sliced on C (a shape error at the first replay, never a wrong value). Checking the

@@ -33,7 +33,7 @@ TEST_CASE("fold_lora: eval folds every adapter and fuses the folded layers") {
   const CompiledGraph& cg = compiled.last();
   CHECK(count_module(cg.graph, "LoraLinear") == 0);
   CHECK(cg.lora_folds.size() == 12);              // 6 Linears per layer, 2 layers
-  CHECK(count_target(cg.graph, "bias_gelu") == 2);  // the folded intermediate.dense fuses
+  CHECK(count_target(cg.graph, "linear_gelu") == 2);  // the folded intermediate.dense fuses
   CHECK(count_target(cg.graph, "dropout_add_layer_norm") == 4);
   bool reported = false;
   for (const PassRun& p : cg.passes)

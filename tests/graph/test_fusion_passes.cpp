@@ -1,13 +1,14 @@
 // tests/graph/test_fusion_passes.cpp — the graph fusion passes (graph/passes/fuse_bias_gelu.h,
-// fuse_add_norm.h) on a small BERT traced UNFUSED: each pass fuses every plain block, the
-// fused graph's outputs equal the eager model fused the same way (models/fusion.h) bit for bit,
-// in eval and in training (loss and every gradient, dropout on), and a block whose Linear is
-// not a plain Linear with a bias is left alone.
+// fuse_linear_gelu.h, fuse_add_norm.h) on a small BERT traced UNFUSED: each pass fuses every
+// plain block, the fused graph's outputs equal the eager model fused the same way
+// (models/fusion.h) bit for bit, in eval and in training (loss and every gradient, dropout
+// on), and a block whose Linear is not a plain Linear with a bias is left alone.
 #include "compile_helpers.h"
 #include "graph/compile_report.h"
 #include "graph/passes/dropout.h"
 #include "graph/passes/fuse_add_norm.h"
 #include "graph/passes/fuse_bias_gelu.h"
+#include "graph/passes/fuse_linear_gelu.h"
 
 using namespace mase;
 using namespace mase::graph;
@@ -50,6 +51,64 @@ TEST_CASE("fuse_bias_gelu: fuses each FFN and equals the eager fused model bitwi
   CHECK(count_target(g, "bias_gelu") == 2);
   CHECK(count_target(g, "bert.encoder.layer.0.intermediate.intermediate_act_fn") == 0);
   CHECK(count_target(g, "bert.encoder.layer.0.intermediate.dense.bias") == 1);  // a get_attr
+}
+
+TEST_CASE("fuse_linear_gelu: linear + bias_gelu become one node, the eager fused model's bits") {
+  auto model = small_bert();
+  model->eval();
+  const data::Batch b = small_batch();
+  Graph g = trace_bert(model, eval_inputs(), b);
+  CHECK(fuse_linear_gelu(g).fused == 0);  // on the traced graph: Linear and GELU modules
+  const int64_t linears = count_target(g, "bert.encoder.layer.0.intermediate.dense");
+  CHECK(linears == 1);
+  REQUIRE(fuse_bias_gelu(g).fused == 2);
+  const int64_t before = computing_nodes(g);
+  const FuseReport r = fuse_linear_gelu(g);
+  CHECK(r.fused == 2);
+  CHECK(r.str().starts_with("fuse_linear_gelu: fused 2 patterns (linear + bias_gelu -> "));
+  CHECK(computing_nodes(g) == before - 2);  // 2 ops -> 1, per FFN
+  CHECK(count_target(g, "linear_gelu") == 2);
+  CHECK(count_target(g, "bias_gelu") == 0);
+  g.lint();
+  // x, W and b in that order, W and b the intermediate dense's parameters
+  for (const graph::Node* n : g.nodes())
+    if (n->target == "linear_gelu") {
+      REQUIRE(n->args.size() == 3);
+      CHECK(n->args[1]->target.ends_with("intermediate.dense.weight"));
+      CHECK(n->args[2]->target.ends_with("intermediate.dense.bias"));
+    }
+  CHECK(fuse_linear_gelu(g).fused == 0);  // nothing left
+  fuse_only(*model, true, false);
+  NoGradGuard ng;
+  CHECK(bitwise_equal(g.run(graph_inputs(g, b)).at("logits"),
+                      eager_outputs(*model, b, false).at("logits")));
+}
+
+TEST_CASE("fuse_linear_gelu: a linear whose output something else reads stays as it is") {
+  auto model = small_bert();
+  model->eval();
+  Graph g = trace_bert(model, eval_inputs(), small_batch());
+  REQUIRE(fuse_bias_gelu(g).fused == 2);
+  // a second reader of layer 0's linear (its pre-activation): the pattern must not swallow it
+  graph::Node* lin = nullptr;
+  for (graph::Node* n : g.nodes())
+    if (!lin && n->target == "linear" && n->users.size() == 1 && n->users[0]->target == "bias_gelu")
+      lin = n;
+  REQUIRE(lin != nullptr);
+  std::vector<std::pair<std::string, graph::Node*>> outs;
+  for (size_t k = 0; k < g.output_names().size(); ++k)
+    outs.push_back({g.output_names()[k], g.output_node()->args[k]});
+  g.erase(g.output_node());
+  outs.push_back({"gelu0", g.add_node(OpKind::call_function, "gelu", {lin}, {}, "second_reader")});
+  g.set_output(outs);
+  CHECK(fuse_linear_gelu(g).fused == 1);  // layer 1's only
+  CHECK(count_target(g, "bias_gelu") == 1);
+  g.lint();
+  const data::Batch b = small_batch();
+  fuse_only(*model, true, false);
+  NoGradGuard ng;
+  CHECK(bitwise_equal(g.run(graph_inputs(g, b)).at("logits"),
+                      eager_outputs(*model, b, false).at("logits")));
 }
 
 TEST_CASE("fuse_add_norm: fuses each Add and Norm and equals the eager fused model bitwise") {
@@ -125,6 +184,8 @@ TEST_CASE("compile_report: an ablation without the fusion passes runs no fused k
     CHECK(fused("compiled without all passes") == 0);
     CHECK(fused("compiled without fuse_bias_gelu") == 4);
     CHECK(fused("compiled without fuse_add_norm") == 2);
+    // eval only: linear_gelu is as much a fused node as the bias_gelu it replaces
+    if (!train) CHECK(fused("compiled without fuse_linear_gelu") == 6);
     CHECK(fused("eager fused (nn::fuse_kernels)") == -1);
   }
 }

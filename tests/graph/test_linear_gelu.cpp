@@ -3,11 +3,15 @@
 // --precision bf16 on AMX tiles, where the GEMM applies GELU as it stores (cpu::gemm_bias_gelu).
 // There it must give the composition's bits, record one op the graph interpreter can replay,
 // and read a frozen weight's tiles; with autograd on it is the composition, gradients and all.
+// A compiled bf16 eval plan (fuse_linear_gelu) runs it fused as well, with eager's bits.
 // The AMX cases are *skipped* on CPUs without AMX-BF16; the fp32 and autograd cases run anywhere.
+#include <algorithm>
+
 #include "autograd/frozen.h"
 #include "autograd/ops.h"
+#include "compile_helpers.h"
+#include "graph/compile.h"
 #include "graph/op_table.h"
-#include "graph_helpers.h"
 #include "op_names.h"
 #include "runtime/parallel.h"
 #include "runtime/kernels/bf16.h"
@@ -77,4 +81,26 @@ TEST_CASE("linear_gelu: GELU in the AMX store for bf16 inference, the compositio
   CHECK(bitwise_equal(linear_gelu(f.x, f.w, f.b), want));
   fill_(f.w, 0.0);
   CHECK(bitwise_equal(linear_gelu(f.x, f.w, f.b), want));
+}
+
+// graph/passes/fuse_linear_gelu.h: an eval plan runs linear_gelu where the eager fused model
+// does, so a compiled bf16 eval on AMX fuses GELU into the store too, with eager's bits.
+TEST_CASE("compile: a bf16 eval plan on AMX runs linear_gelu fused, the eager fused model's bits") {
+  if (!cpu::amx_bf16_active()) return skip("this CPU has no AMX-BF16 (or it is capped off)");
+  auto model = tiny_bert();  // 2 × 16 tokens into I 512 from H 128: past kAmxMinWork
+  model->eval();
+  const data::Batch b = tiny_batch();
+  Bf16Scope bf16;
+  // narrow_cls off: a Linear over B rows sums in another order than over B·T rows
+  graph::Compiled compiled = graph::compile_bert(model, {{"narrow_cls"}});
+  NoGradGuard ng;
+  const graph::NamedTensors in = graph::bert_inputs(eval_inputs(), b);
+  compiled(in);  // compiles
+  OpNames names;
+  const Tensor got = compiled(in).at("logits");  // a replay
+  CHECK(std::count(names.ops.begin(), names.ops.end(), "linear_gelu") == 2);  // fused: one op
+  CHECK(std::count(names.ops.begin(), names.ops.end(), "bias_gelu") == 0);
+  CHECK(count_target(compiled.last().graph, "linear_gelu") == 2);
+  nn::fuse_kernels(*model);
+  CHECK(bitwise_equal(got, eager_outputs(*model, b, false).at("logits")));
 }

@@ -39,8 +39,10 @@ TEST_CASE("narrow_cls: the last layer runs one query row, the logits stay eager'
   }
   const CompiledGraph& cg = compiled.last();
   // query, view, transpose, sdpa, transpose, reshape, attention output dense, its Add & Norm,
-  // intermediate dense, bias_gelu, output dense, its Add & Norm: 12 nodes of the last layer
-  CHECK(cg.narrowed_nodes == 12);
+  // linear_gelu (intermediate dense + GELU), output dense, its Add & Norm: 11 nodes of the
+  // last layer
+  CHECK(cg.narrowed_nodes == 11);
+  CHECK(count_target(cg.graph, "linear_gelu") == 2);  // the narrowed one included
   CHECK(count_target(cg.graph, "slice") == 1);  // of the layer's input, for q and the residual
   const auto pass = std::find_if(cg.passes.begin(), cg.passes.end(),
                                  [](const PassRun& p) { return p.name == "narrow_cls"; });
