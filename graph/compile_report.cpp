@@ -16,6 +16,7 @@
 #include "quant/mxint8_linear.h"
 #include "runtime/allocator.h"
 #include "runtime/cuda_graph.h"
+#include "runtime/gpu_math.h"
 #include "runtime/parallel.h"
 
 namespace mase::graph {
@@ -152,6 +153,20 @@ CompileReport compile_report(const CompileReportOptions& o) {
   r.threads = num_threads();
   manual_seed(o.seed);
   const Device device = Device::parse(o.device);
+  MASE_CHECK(o.precision == "fp32" || o.precision == "bf16" ||
+                 (o.precision == "tf32" && device.is_cuda()),
+             ConfigError, "[compile_report] expected precision fp32 or bf16 (tf32 on CUDA), got '",
+             o.precision, "' on ", device.str());
+  struct PrecisionScope {  // the whole report at o.precision, fp32 again after it (or a throw)
+    explicit PrecisionScope(const std::string& p) {
+      set_cpu_gemm_precision(p == "bf16" ? GemmPrecision::bf16 : GemmPrecision::fp32);
+      set_gpu_precision(p);
+    }
+    ~PrecisionScope() {
+      set_cpu_gemm_precision(GemmPrecision::fp32);
+      set_gpu_precision("fp32");
+    }
+  } precision(o.precision);
   auto model = std::make_shared<Model>(nn::BertConfig::preset(o.model, o.vocab_size));
   if (o.mxint8_weights) (void)quant::mxint8_weights(*model);
   if (o.lora_rank > 0) add_lora(*model, o.lora_rank, o.seed);
@@ -378,7 +393,11 @@ std::string CompileReport::str() const {
                       o.batch, ", seq ", o.seq, ", ",
                       o.train ? "train (forward + backward)" : "eval (forward, no grad)", ", ",
                       o.device == "cpu" ? "CPU" : o.device, ", ", threads,
-                      threads == 1 ? " thread\n" : " threads\n");
+                      threads == 1 ? " thread" : " threads",
+                      o.precision == "fp32" ? ""
+                      : o.device == "cpu"   ? cat(", ", o.precision, " GEMMs: ", cpu_bf16_gemm_path())
+                                            : ", precision " + o.precision,
+                      "\n");
   s += "signature: " + signature.str() + "\n";
   // the first step of each (eager's first in the process), against its own steady step
   auto first = [&](const char* what, double wall, double cpu, size_t steady) {
@@ -398,7 +417,7 @@ std::string CompileReport::str() const {
   s += cat("passes (", traced_nodes, " traced nodes -> ", compiled_nodes, "):\n");
   for (const PassRun& p : passes) {
     char head[96];
-    std::snprintf(head, sizeof head, "  %-15s %7.2f ms  %zu -> %zu nodes  ", p.name.c_str(),
+    std::snprintf(head, sizeof head, "  %-16s %7.2f ms  %zu -> %zu nodes  ", p.name.c_str(),
                   p.seconds * 1e3, p.nodes_before, p.nodes_after);
     s += head + p.report.substr(0, p.report.find('\n')) + "\n";
   }

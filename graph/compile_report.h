@@ -39,6 +39,10 @@ struct CompileReportOptions {
   std::string device = "cpu";   // or cuda[:N]: model and batch there, steps synchronised
   std::vector<std::string> disabled;  // passes off in the compiled model (--no-pass)
   bool freeze = false;  // eval: CompileOptions::freeze (--freeze): Linear weights packed once
+  // GEMM arithmetic (--precision): fp32, or bf16 (bf16 operands, fp32 sums; on the CPU AMX
+  // tiles where present, where eval plans run linear_gelu fused), or tf32 (CUDA only); set for
+  // the report's run and back to fp32 after it
+  std::string precision = "fp32";
   int repeat = 5;
   int threads = 0;  // 0: leave the runtime's thread count as it is
   uint64_t seed = 0;

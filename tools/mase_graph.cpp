@@ -342,6 +342,7 @@ int main(int argc, char** argv) {
       "  mase-graph compile --model bert-tiny --batch 2 --seq 16 --mode train --repeat 5\n"
       "  mase-graph compile --model bert-small --batch 1 --seq 128 --freeze --repeat 50\n"
       "  mase-graph compile --model bert-small --batch 8 --seq 128 --no-pass narrow_cls\n"
+      "  mase-graph compile --model bert-small --batch 32 --seq 256 --precision bf16 --freeze\n"
       "  mase-graph compile --model bert-small --batch 8 --seq 128 --lora-rank 8 --repeat 5\n"
       "  mase-graph compile --model bert-small --batch 8 --seq 128 --device cuda --repeat 50\n"
       "The report: first call (trace, passes, plan, first run) against steady state, eager\n"
@@ -366,6 +367,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 20));
   comp->add_option("--device", co.device, "cpu or cuda[:N] (CUDA eval: the cuda_graph step)")
       ->capture_default_str();
+  comp->add_option("--precision", co.precision,
+                   "GEMM arithmetic: fp32 (default), bf16 (bf16 operands, fp32 sums: on AMX "
+                   "tiles where the CPU has them) or tf32 (CUDA only)")
+      ->check(CLI::IsMember({"fp32", "bf16", "tf32"}));
   comp->add_option("--repeat", co.repeat, "timed steps per variant (median)")
       ->check(CLI::Range(1, 10000));
   std::string csv;

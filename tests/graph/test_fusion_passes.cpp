@@ -189,3 +189,21 @@ TEST_CASE("compile_report: an ablation without the fusion passes runs no fused k
     CHECK(fused("eager fused (nn::fuse_kernels)") == -1);
   }
 }
+
+TEST_CASE("compile_report: --precision bf16 runs the whole report at bf16, then fp32 again") {
+  graph::CompileReportOptions o;
+  o.model = "bert-tiny";
+  o.batch = 2;
+  o.seq = 16;
+  o.vocab_size = 1000;
+  o.repeat = 1;
+  o.precision = "bf16";
+  const graph::CompileReport r = graph::compile_report(o);
+  CHECK(r.str().find(", bf16 GEMMs: ") != std::string::npos);  // the header names the path
+  CHECK(r.outputs_equal);  // compiled vs eager fused, both at bf16
+  CHECK(cpu_gemm_precision() == GemmPrecision::fp32);
+  o.precision = "tf32";  // a GPU mode: refused on the CPU before any work, precision untouched
+  CHECK_THROWS_WITH_AS(graph::compile_report(o), doctest::Contains("got 'tf32' on cpu"),
+                       ConfigError);
+  CHECK(cpu_gemm_precision() == GemmPrecision::fp32);
+}
