@@ -41,6 +41,17 @@ void check_eval(Pass&& pass, bool ffn, bool add_norm, int64_t expected) {
                       eager_outputs(*model, b, false).at("logits")));
 }
 
+// compile_report on bert-tiny at 2 × 16 tokens (vocab 1,000), one timed step per variant
+graph::CompileReportOptions tiny_report() {
+  graph::CompileReportOptions o;
+  o.model = "bert-tiny";
+  o.batch = 2;
+  o.seq = 16;
+  o.vocab_size = 1000;
+  o.repeat = 1;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("fuse_bias_gelu: fuses each FFN and equals the eager fused model bitwise") {
@@ -162,12 +173,7 @@ TEST_CASE("fusion passes: a Linear without a bias is not fused") {
 // run eager's fused kernels and the report's "what each pass bought" would read 0 for both
 // fusions (it did, until the ablations unfused the model first).
 TEST_CASE("compile_report: an ablation without the fusion passes runs no fused kernel") {
-  graph::CompileReportOptions o;
-  o.model = "bert-tiny";
-  o.batch = 2;
-  o.seq = 16;
-  o.vocab_size = 1000;
-  o.repeat = 1;
+  graph::CompileReportOptions o = tiny_report();
   for (bool train : {false, true}) {
     INFO("train " << train);
     o.train = train;
@@ -191,12 +197,7 @@ TEST_CASE("compile_report: an ablation without the fusion passes runs no fused k
 }
 
 TEST_CASE("compile_report: --precision bf16 runs the whole report at bf16, then fp32 again") {
-  graph::CompileReportOptions o;
-  o.model = "bert-tiny";
-  o.batch = 2;
-  o.seq = 16;
-  o.vocab_size = 1000;
-  o.repeat = 1;
+  graph::CompileReportOptions o = tiny_report();
   o.precision = "bf16";
   const graph::CompileReport r = graph::compile_report(o);
   CHECK(r.str().find(", bf16 GEMMs: ") != std::string::npos);  // the header names the path
