@@ -43,8 +43,8 @@ std::optional<std::vector<TokenArg>> token_args(const Graph& g, const Node& n, i
   }
   if (n.op != OpKind::call_function && n.op != OpKind::call_method) return std::nullopt;
   const std::string& t = n.target;
-  if (t == "linear" || t == "linear_gelu" || t == "gelu" || t == "bias_gelu" || t == "layer_norm" ||
-      (t == "dropout" && !training) || t == "contiguous")
+  if (t == "linear" || t == "linear_gelu" || t == "gelu" || t == "bias_gelu" ||
+      t == "layer_norm" || (t == "dropout" && !training) || t == "contiguous")
     return V{{0, dim}};
   if (t == "dropout_add_layer_norm" && (!training || dim == 1))  // x, [x_bias], residual, w, b
     return V{{0, dim}, {n.args.size() == 5 ? size_t(2) : size_t(1), dim}};
