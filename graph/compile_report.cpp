@@ -23,7 +23,7 @@ namespace mase::graph {
 namespace {
 
 // Nodes of a compiled graph that run a fused kernel (what fuse_bias_gelu, fuse_linear_gelu and
-// fuse_add_norm put in): none when both passes are off and the trace saw the unfused model.
+// fuse_add_norm put in): none when those passes are off and the trace saw the unfused model.
 int64_t fused_kernel_nodes(const Graph& g) {
   int64_t n = 0;
   for (const Node* node : g.nodes())
@@ -395,8 +395,9 @@ std::string CompileReport::str() const {
                       o.device == "cpu" ? "CPU" : o.device, ", ", threads,
                       threads == 1 ? " thread" : " threads",
                       o.precision == "fp32" ? ""
-                      : o.device == "cpu"   ? cat(", ", o.precision, " GEMMs: ", cpu_bf16_gemm_path())
-                                            : ", precision " + o.precision,
+                      : o.device == "cpu"
+                          ? cat(", ", o.precision, " GEMMs: ", cpu_bf16_gemm_path())
+                          : ", precision " + o.precision,
                       "\n");
   s += "signature: " + signature.str() + "\n";
   // the first step of each (eager's first in the process), against its own steady step
