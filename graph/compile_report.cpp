@@ -157,16 +157,20 @@ CompileReport compile_report(const CompileReportOptions& o) {
                  (o.precision == "tf32" && device.is_cuda()),
              ConfigError, "[compile_report] expected precision fp32 or bf16 (tf32 on CUDA), got '",
              o.precision, "' on ", device.str());
-  struct PrecisionScope {  // the whole report at o.precision, fp32 again after it (or a throw)
-    explicit PrecisionScope(const std::string& p) {
+  // the whole report at o.precision; after it (or a throw) the CPU's precision is what it was,
+  // the GPU's fp32 (runtime/gpu_math.h has no getter to restore from)
+  struct PrecisionScope {
+    GemmPrecision cpu_before = cpu_gemm_precision();
+    bool gpu;
+    PrecisionScope(const std::string& p, bool cuda) : gpu(cuda) {
       set_cpu_gemm_precision(p == "bf16" ? GemmPrecision::bf16 : GemmPrecision::fp32);
-      set_gpu_precision(p);
+      if (gpu) set_gpu_precision(p);
     }
     ~PrecisionScope() {
-      set_cpu_gemm_precision(GemmPrecision::fp32);
-      set_gpu_precision("fp32");
+      set_cpu_gemm_precision(cpu_before);
+      if (gpu) set_gpu_precision("fp32");
     }
-  } precision(o.precision);
+  } precision(o.precision, device.is_cuda());
   auto model = std::make_shared<Model>(nn::BertConfig::preset(o.model, o.vocab_size));
   if (o.mxint8_weights) (void)quant::mxint8_weights(*model);
   if (o.lora_rank > 0) add_lora(*model, o.lora_rank, o.seed);

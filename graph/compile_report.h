@@ -41,7 +41,7 @@ struct CompileReportOptions {
   bool freeze = false;  // eval: CompileOptions::freeze (--freeze): Linear weights packed once
   // GEMM arithmetic (--precision): fp32, or bf16 (bf16 operands, fp32 sums; on the CPU AMX
   // tiles where present, where eval plans run linear_gelu fused), or tf32 (CUDA only); set for
-  // the report's run and back to fp32 after it
+  // the report's run, then the CPU's back to what it was (a GPU's to fp32)
   std::string precision = "fp32";
   int repeat = 5;
   int threads = 0;  // 0: leave the runtime's thread count as it is

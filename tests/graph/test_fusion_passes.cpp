@@ -195,7 +195,7 @@ TEST_CASE("compile_report: an ablation without the fusion passes runs no fused k
   }
 }
 
-TEST_CASE("compile_report: --precision bf16 runs the whole report at bf16, then fp32 again") {
+TEST_CASE("compile_report: --precision bf16 runs the whole report at bf16, then the caller's precision again") {
   graph::CompileReportOptions o = tiny_report();
   o.precision = "bf16";
   const graph::CompileReport r = graph::compile_report(o);
@@ -206,4 +206,8 @@ TEST_CASE("compile_report: --precision bf16 runs the whole report at bf16, then 
   CHECK_THROWS_WITH_AS(graph::compile_report(o), doctest::Contains("got 'tf32' on cpu"),
                        ConfigError);
   CHECK(cpu_gemm_precision() == GemmPrecision::fp32);
+  Bf16Scope caller;  // a caller's own setting survives a report at another precision
+  o.precision = "fp32";
+  (void)graph::compile_report(o);
+  CHECK(cpu_gemm_precision() == GemmPrecision::bf16);
 }
