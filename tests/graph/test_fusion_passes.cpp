@@ -195,7 +195,7 @@ TEST_CASE("compile_report: an ablation without the fusion passes runs no fused k
   }
 }
 
-TEST_CASE("compile_report: --precision bf16 runs the whole report at bf16, then the caller's precision again") {
+TEST_CASE("compile_report: --precision bf16 for the report, the caller's precision after") {
   graph::CompileReportOptions o = tiny_report();
   o.precision = "bf16";
   const graph::CompileReport r = graph::compile_report(o);
