@@ -31,7 +31,9 @@ namespace {
 std::atomic<bool> g_amx_enabled{true};
 }
 
-bool amx_bf16_available() { return cpu_features().amx_bf16; }
+// AMX-BF16 and AVX512-BF16 (the packers round with its vcvtne2ps2bf16): every CPU with the
+// first has the second, but the check costs nothing
+bool amx_bf16_available() { return cpu_features().amx_bf16 && cpu_features().avx512_bf16; }
 void set_amx_bf16_enabled(bool on) { g_amx_enabled = on; }
 bool amx_bf16_active() { return g_amx_enabled.load(std::memory_order_relaxed) && amx_bf16_available(); }
 

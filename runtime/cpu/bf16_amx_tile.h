@@ -4,8 +4,9 @@
 // rest of the build (why: runtime/cpu/int8_tile.h).
 //
 // The layouts (K padded with zeros to kp, a multiple of 32 — one tile's depth):
-//   A  rows × kp bf16, row-major (a tile is 16 rows × 32 k, loaded with stride kp · 2 bytes);
-//      rows past the real ones are zeros, to a multiple of 32 (two row tiles)
+//   A  per 16 rows, kp / 32 tiles of 1 KB, each 16 rows × 32 k row-major (so a tile loads with
+//      a stride of 64 bytes, and a block of 16 rows is 16 · kp contiguous values); rows past
+//      the real ones are zeros, to a multiple of 32 (two row tiles)
 //   B  per block of 16 columns, kp / 32 tiles of 1 KB, each 16 rows × 16 columns × 2: row r
 //      holds k = 2r and 2r + 1 of every column, side by side ("VNNI" pairs: what
 //      tdpbf16ps multiplies with a row of A's pairs); columns past N are zeros

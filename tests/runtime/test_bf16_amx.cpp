@@ -2,7 +2,8 @@
 // transpose form on edge shapes (1, odd, one short of and one past a tile, several chunks)
 // against a double-precision sum of the rounded operands' products; alpha, beta and a leading
 // dimension wider than the matrix (nothing outside it written); the rounding while packing
-// (bit for bit bf16_from_f32, midpoints included); a bias added in the store; a weight packed
+// (bit for bit bf16_from_f32, midpoints included; each packer on every layout with subnormals,
+// NaNs, infinities and overflow, its padding zero); a bias added in the store; a weight packed
 // once (amx_bf16_pack / amx_bf16_linear) against packing per call; GELU in the store against
 // bias_gelu_forward after it (gemm_bias_gelu); and --precision bf16's
 // gemm<float> taking this path. *Skipped* on CPUs without AMX-BF16 (or where Linux did not grant the tile state);
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "helpers.h"
+#include "runtime/cpu/bf16_amx_tile.h"
 #include "runtime/error.h"
 #include "runtime/kernels/bf16.h"
 #include "runtime/kernels/gelu.h"
@@ -114,6 +116,52 @@ TEST_CASE("amx bf16 gemm: operands rounded bit for bit as bf16_from_f32, midpoin
     for (int64_t j = 0; j < N; ++j)
       bad += C[size_t(i * N + j)] != bf16_round(A[size_t(i)]) * bf16_round(B[size_t(j)]);
   CHECK(bad == 0);
+}
+
+TEST_CASE("amx bf16 packers: every layout bit for bit bf16_from_f32, subnormals and NaNs too") {
+  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  // The packers round 32 floats at a time with vcvtne2ps2bf16, which reads a subnormal as zero:
+  // a group holding one must take the integer rule. Specials every 37th value, so some groups
+  // hold a subnormal and most hold NaNs, infinities or overflow on the instruction's path.
+  const uint32_t specials[] = {0x00000001u, 0x807fffffu, 0x00400000u, 0x00800000u, 0x80000000u,
+                               0x7f800000u, 0xff800000u, 0x7fc00001u, 0x7f800001u, 0xffa12345u,
+                               0x7f7fffffu, 0x3f808000u, 0x3f818000u, 0x007f8000u};
+  std::mt19937 gen(5);
+  std::normal_distribution<float> d;
+  auto fill = [&](std::vector<float>& v) {
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = i % 37 == 11 ? std::bit_cast<float>(specials[(i / 37) % std::size(specials)]) : d(gen);
+  };
+  const int64_t i0 = 5, rows = 33, K = 70, kp = 96, N = 37, lda = 75;
+  std::vector<float> A(size_t((i0 + rows + 2) * lda)), At(size_t(K * lda)), B(size_t(N * lda)),
+      Bt(size_t(K * lda));
+  for (auto* v : {&A, &At, &B, &Bt}) fill(*v);
+  auto want = [](float x) { return bf16_from_f32(x); };
+  for (bool ta : {false, true}) {  // A: rows i0 .. i0 + 32 of op(A), padded to 64 rows × kp
+    std::vector<uint16_t> out(size_t(64 * kp), 0xffff);
+    amx_pack_a(ta ? At.data() : A.data(), lda, ta, i0, rows, K, kp, out.data());
+    int bad = 0;
+    for (int64_t r = 0; r < 64; ++r)
+      for (int64_t k = 0; k < kp; ++k) {
+        const float x = r >= rows || k >= K ? 0.0f : ta ? At[size_t(k * lda + i0 + r)] : A[size_t((i0 + r) * lda + k)];
+        bad += out[size_t(((r / 16) * (kp / 32) + k / 32) * 512 + (r % 16) * 32 + k % 32)] != want(x);
+      }
+    CAPTURE(ta);
+    CHECK(bad == 0);
+  }
+  for (bool tb : {false, true}) {  // B: 3 blocks of 16 columns, each kp / 32 tiles of pairs of k
+    std::vector<uint16_t> out(size_t(3 * kp * 16), 0xffff);
+    amx_pack_b(tb ? B.data() : Bt.data(), lda, tb, N, K, kp, 0, 3, out.data());
+    int bad = 0;
+    for (int64_t n = 0; n < 48; ++n)
+      for (int64_t k = 0; k < kp; ++k) {
+        const float x = n >= N || k >= K ? 0.0f : tb ? B[size_t(n * lda + k)] : Bt[size_t(k * lda + n)];
+        bad += out[size_t((n / 16) * kp * 16 + (k / 32) * 512 + (k % 32) / 2 * 32 + (n % 16) * 2 + k % 2)] !=
+               want(x);
+      }
+    CAPTURE(tb);
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("gemm precision bf16: large GEMMs take the AMX path where the CPU has it") {
