@@ -16,10 +16,11 @@ std::vector<double> attention_row(const Tensor& qx, const Tensor& kx, const Tens
                                   int64_t NH, int64_t b, int64_t h, int64_t i);
 
 // How close is close enough: fp32 kernels against a double reference (the default), or
-// looser for TF32 tensor-core products (10-bit mantissas).
+// looser for TF32 tensor-core products (10-bit mantissas) and bf16 ones (7).
 struct AttentionTolerance {
   double out_atol = 1e-5, out_rtol = 1e-4;    // outputs: convex combinations of v
   double grad_atol = 1e-4, grad_rtol = 1e-3;  // gradients: sums over T rows in other orders
+  bool naive_too = false;  // the naive composition's GEMMs run at the same reduced precision
 };
 
 // "" when 32 sampled rows of out (B, NH, T, HS), on either device, match attention_row, else
