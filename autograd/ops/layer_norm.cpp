@@ -131,8 +131,15 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
   }
   Tensor xc = ops::packed(x), rc = ops::packed(residual), wc = ops::packed(weight);
   Tensor bc = ops::packed(bias), xbc = x_bias.defined() ? ops::packed(x_bias) : Tensor();
+  const bool has_xb = x_bias.defined();
+  Tensors inputs{x};
+  if (has_xb) inputs.push_back(x_bias);
+  for (const Tensor& t : {residual, weight, bias}) inputs.push_back(t);
+  // saved for the backward: the input of the normalisation. Under inference on the CPU nothing
+  // reads it, and the kernel keeps each row in a scratch row instead (one pass over y less)
+  const bool keep_h = x.is_cuda() || any_requires_grad(inputs);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor h = Tensor::empty(x.shape(), x.dtype(), x.device());  // saved: the normalised input
+  Tensor h = keep_h ? Tensor::empty(x.shape(), x.dtype(), x.device()) : Tensor();
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
   Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
   Tensor keep = mask.on ? Tensor::empty(x.shape(), DType::u8, x.device()) : Tensor();
@@ -145,16 +152,12 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
   } else {
     dispatch_float(x.dtype(), op, [&]<class T>() {
       cpu::dropout_add_layer_norm_forward<T>(
-          y.data<T>(), h.data<T>(), kp, mean.data<T>(), rstd.data<T>(), xc.data<T>(),
+          y.data<T>(), keep_h ? h.data<T>() : nullptr, kp, mean.data<T>(), rstd.data<T>(), xc.data<T>(),
           xbc.defined() ? xbc.data<T>() : nullptr, rc.data<T>(), wc.data<T>(), bc.data<T>(), rows,
           C, eps, mask);
     });
   }
 
-  const bool has_xb = x_bias.defined();
-  Tensors inputs{x};
-  if (has_xb) inputs.push_back(x_bias);
-  for (const Tensor& t : {residual, weight, bias}) inputs.push_back(t);
   Attrs attrs{{"p", p}, {"training", training}, {"eps", eps}};
   if (mask.on) {
     attrs.push_back({"seed", static_cast<int64_t>(mask.seed)});

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "runtime/cpu/rowwise.h"
 
@@ -65,7 +66,11 @@ void dropout_add_layer_norm_forward(T* out, T* hidden, uint8_t* keep, T* mean, T
   for_each_row(rows, cols, [&](int64_t r) {
     const T* __restrict x = inp + r * cols;
     const T* __restrict res = residual + r * cols;
-    T* __restrict h = hidden + r * cols;
+    // no backward to come (hidden null): the row's sum lives in a scratch row that stays in L1,
+    // not in a (rows, cols) tensor written once and never read
+    thread_local std::vector<T> scratch;
+    if (!hidden && scratch.size() < size_t(cols)) scratch.resize(size_t(cols));
+    T* __restrict h = hidden ? hidden + r * cols : scratch.data();
     if (inp_bias) for (int64_t c = 0; c < cols; ++c) h[c] = x[c] + inp_bias[c];
     else std::copy(x, x + cols, h);
     if (mask.on) {

@@ -35,7 +35,8 @@ void layer_norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
 // inp_bias may be null (no bias); `mask` says which elements of inp + inp_bias are kept
 // (scaled by mask.scale), and when it is on, keep (rows·cols bytes) receives 1 for a kept
 // element and 0 for a dropped one, for the backward. hidden is written: it is what the
-// backward normalises again.
+// backward normalises again. On the CPU it may be null when no backward will run (inference):
+// each row's sum is then kept in a scratch row only.
 template <class T>
 void dropout_add_layer_norm_forward(T* out, T* hidden, uint8_t* keep, T* mean, T* rstd,
                                     const T* inp, const T* inp_bias, const T* residual,
