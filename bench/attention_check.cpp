@@ -48,8 +48,8 @@ std::string check_sdpa_forward(const std::function<Tensor(bool fused)>& run, con
                                const AttentionTolerance& tol) {
   NoGradGuard no_grad;
   for (bool fused : {true, false}) {
-    const std::string err =
-        check_attention_rows(run(fused), qx, kx, vx, NH, fused || tol.naive_too ? tol : AttentionTolerance{});
+    const AttentionTolerance& bounds = fused || tol.naive_too ? tol : AttentionTolerance{};
+    const std::string err = check_attention_rows(run(fused), qx, kx, vx, NH, bounds);
     if (!err.empty()) return cat(fused ? "fused " : "naive ", err);
   }
   return "";

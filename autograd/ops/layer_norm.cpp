@@ -136,7 +136,7 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
   if (has_xb) inputs.push_back(x_bias);
   for (const Tensor& t : {residual, weight, bias}) inputs.push_back(t);
   // saved for the backward: the input of the normalisation. Under inference on the CPU nothing
-  // reads it, and the kernel keeps each row in a scratch row instead (one pass over y less)
+  // reads it, and the kernel keeps each row in a scratch row instead (a (rows, C) write less)
   const bool keep_h = x.is_cuda() || any_requires_grad(inputs);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor h = keep_h ? Tensor::empty(x.shape(), x.dtype(), x.device()) : Tensor();
@@ -152,9 +152,9 @@ Tensor dropout_add_layer_norm(const Tensor& x, const Tensor& x_bias, const Tenso
   } else {
     dispatch_float(x.dtype(), op, [&]<class T>() {
       cpu::dropout_add_layer_norm_forward<T>(
-          y.data<T>(), keep_h ? h.data<T>() : nullptr, kp, mean.data<T>(), rstd.data<T>(), xc.data<T>(),
-          xbc.defined() ? xbc.data<T>() : nullptr, rc.data<T>(), wc.data<T>(), bc.data<T>(), rows,
-          C, eps, mask);
+          y.data<T>(), keep_h ? h.data<T>() : nullptr, kp, mean.data<T>(), rstd.data<T>(),
+          xc.data<T>(), xbc.defined() ? xbc.data<T>() : nullptr, rc.data<T>(), wc.data<T>(),
+          bc.data<T>(), rows, C, eps, mask);
     });
   }
 

@@ -53,7 +53,8 @@ inline __m512i round32(__m512 lo, __m512 hi) {
   const __m512i abs = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
   const __m512i top = _mm512_set1_epi32(0x7fffff);
   auto subnormal = [&](__m512 x) {
-    return _mm512_cmplt_epu32_mask(_mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(x), abs), one), top);
+    const __m512i bits = _mm512_and_si512(_mm512_castps_si512(x), abs);
+    return _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bits, one), top);
   };
   if (__builtin_expect(_kortestz_mask16_u8(subnormal(lo), subnormal(hi)), 1))
     return _mm512_castps_si512(reinterpret_cast<__m512>(_mm512_cvtne2ps_pbh(hi, lo)));
@@ -63,8 +64,9 @@ inline __m512i round32(__m512 lo, __m512 hi) {
 // rows k and k + 1 of 16 columns → 16 words, each a pair (k in the low half, k + 1 in the high):
 // what a row of a B tile holds, and of the transposed A before it is turned
 inline __m512i round_pairs(__m512 x0, __m512 x1) {
-  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
-                                              23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i interleave =  // word 2c takes word c (x0's), word 2c + 1 word 16 + c (x1's)
+      _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                       23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   return _mm512_permutexvar_epi16(interleave, round32(x0, x1));
 }
 
@@ -83,7 +85,8 @@ inline void transpose16(__m512i r[16]) {
     u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
   }
   for (int j = 0; j < 4; ++j) {
-    const __m512i v = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88), w = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
+    const __m512i v = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+    const __m512i w = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
     const __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
     const __m512i w2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
     r[j] = _mm512_shuffle_i32x4(v, v2, 0x88);

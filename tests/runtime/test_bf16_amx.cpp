@@ -143,8 +143,11 @@ TEST_CASE("amx bf16 packers: every layout bit for bit bf16_from_f32, subnormals 
     int bad = 0;
     for (int64_t r = 0; r < 64; ++r)
       for (int64_t k = 0; k < kp; ++k) {
-        const float x = r >= rows || k >= K ? 0.0f : ta ? At[size_t(k * lda + i0 + r)] : A[size_t((i0 + r) * lda + k)];
-        bad += out[size_t(((r / 16) * (kp / 32) + k / 32) * 512 + (r % 16) * 32 + k % 32)] != want(x);
+        const float x = r >= rows || k >= K ? 0.0f
+                        : ta                ? At[size_t(k * lda + i0 + r)]
+                                            : A[size_t((i0 + r) * lda + k)];
+        const int64_t at = ((r / 16) * (kp / 32) + k / 32) * 512 + (r % 16) * 32 + k % 32;
+        bad += out[size_t(at)] != want(x);
       }
     CAPTURE(ta);
     CHECK(bad == 0);
@@ -156,8 +159,9 @@ TEST_CASE("amx bf16 packers: every layout bit for bit bf16_from_f32, subnormals 
     for (int64_t n = 0; n < 48; ++n)
       for (int64_t k = 0; k < kp; ++k) {
         const float x = n >= N || k >= K ? 0.0f : tb ? B[size_t(n * lda + k)] : Bt[size_t(k * lda + n)];
-        bad += out[size_t((n / 16) * kp * 16 + (k / 32) * 512 + (k % 32) / 2 * 32 + (n % 16) * 2 + k % 2)] !=
-               want(x);
+        const int64_t at =
+            (n / 16) * kp * 16 + (k / 32) * 512 + (k % 32) / 2 * 32 + (n % 16) * 2 + k % 2;
+        bad += out[size_t(at)] != want(x);
       }
     CAPTURE(tb);
     CHECK(bad == 0);
