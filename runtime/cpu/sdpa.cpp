@@ -93,9 +93,9 @@ inline TilePath tile_path() {
 
 // C (M × N) = alpha·op(A)·B + beta·C with beta 0 or 1, B never transposed: every tile product
 // of this file. op(A) = Aᵀ reads A down its columns (our tiles take any two strides for A).
-// --precision bf16 reaches the forward's products only on a CPU with AMX-BF16 (sdpa_amx.h:
-// operands rounded to bf16, as PyTorch's flash attention under autocast); elsewhere, and in the
-// backward, our tiles compute in fp32 (the BLAS path, which would round, runs only for f64).
+// --precision bf16 reaches the products only on a CPU with AMX-BF16 (sdpa_amx.h, forward and
+// backward: operands rounded to bf16, as PyTorch's flash attention under autocast); elsewhere
+// our tiles compute in fp32 (the BLAS path, which would round, runs only for f64).
 template <class T>
 void product(TilePath path, bool trans_a, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
              int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
@@ -403,8 +403,13 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
   const TilePath path = std::is_same_v<T, float> ? tile_path() : TilePath::blas;
   const bool x512 = path == TilePath::avx512, own = path != TilePath::blas;
   const int64_t ldt = transposed_ld(n.Tk);
+  // --precision bf16 on a CPU with AMX-BF16: all five products on tiles (sdpa_amx.h), S
+  // recomputed with the forward's very rounding
+  const bool amx = std::is_same_v<T, float> && cpu_gemm_precision() == GemmPrecision::bf16 &&
+                   amx_bf16_active();
   SerialBlas serial;
   parallel_for(0, n.B * n.NH, 1, [&](int64_t lo, int64_t hi) {
+    thread_local AmxAttentionGrad tiles;
     T* P = scratch<T>(0, kBr * kBc);                           // P, recomputed
     T* dP = scratch<T>(1, kBr * kBc);                          // dP, then dS
     T* Pd = drop.on ? scratch<T>(2, kBr * kBc) : P;            // z ∘ P
@@ -417,11 +422,19 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
     T* Gbuf = own ? scratch<T>(9, n.HSv * n.Tq) : nullptr;
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / n.NH, h = bh % n.NH;
-      transpose_head(KT, ldt, k.row(b, h, 0), k.st, n.Tk, n.HS);
-      transpose_head(VT, ldt, v.row(b, h, 0), v.st, n.Tk, n.HSv);
-      const HeadRows<T> K = head_rows(own, Kbuf, k, b, h, n.Tk, n.HS);
-      const HeadRows<T> Q = head_rows(own, Qbuf, q, b, h, n.Tq, n.HS);
-      const HeadRows<T> G = head_rows(own, Gbuf, dout, b, h, n.Tq, n.HSv);  // dO
+      HeadRows<T> K{}, Q{}, G{};  // G: dO
+      if constexpr (std::is_same_v<T, float>) {
+        if (amx)
+          tiles.pack_head(q.row(b, h, 0), q.st, k.row(b, h, 0), k.st, v.row(b, h, 0), v.st,
+                          dout.row(b, h, 0), dout.st, n.Tq, n.Tk, n.HS, n.HSv);
+      }
+      if (!amx) {
+        transpose_head(KT, ldt, k.row(b, h, 0), k.st, n.Tk, n.HS);
+        transpose_head(VT, ldt, v.row(b, h, 0), v.st, n.Tk, n.HSv);
+        K = head_rows(own, Kbuf, k, b, h, n.Tk, n.HS);
+        Q = head_rows(own, Qbuf, q, b, h, n.Tq, n.HS);
+        G = head_rows(own, Gbuf, dout, b, h, n.Tq, n.HSv);
+      }
       const T* st = stats + 2 * bh * n.Tq;  // (m, l) of each query row
       for (int64_t i = 0; i < n.Tq; ++i) {  // D_i = dO_i·O_i
         const T *g = dout.row(b, h, i), *o = out.row(b, h, i);
@@ -437,13 +450,25 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
         for (int64_t i0 = 0; i0 < n.Tq; i0 += kBr) {
           const int64_t rows = std::min(kBr, n.Tq - i0);
           // S = scale·Q_i·K_jᵀ and dP = dO_i·V_jᵀ
-          product<T>(path, false, rows, cols, n.HS, scale, Q.row(i0), Q.ld, KT + j0, ldt, T(0),
-                     P, kBc);
-          product<T>(path, false, rows, cols, n.HSv, T(1), G.row(i0), G.ld, VT + j0, ldt, T(0),
-                     dP, kBc);
+          if constexpr (std::is_same_v<T, float>) {
+            if (amx) tiles.scores(P, dP, kBc, i0, rows, j0, cols, scale);
+          }
+          if (!amx) {
+            product<T>(path, false, rows, cols, n.HS, scale, Q.row(i0), Q.ld, KT + j0, ldt, T(0),
+                       P, kBc);
+            product<T>(path, false, rows, cols, n.HSv, T(1), G.row(i0), G.ld, VT + j0, ldt,
+                       T(0), dP, kBc);
+          }
           grad_tile(x512, P, dP, Pd, z, rows, cols, mask, b, h, i0, j0, st + 2 * i0, D + i0,
                     bh * n.Tq + i0, n.Tk, drop);
           // dV_j += (z∘P)ᵀ·dO_i, dQ_i += scale·dS·K_j, dK_j += scale·dSᵀ·Q_i (first: overwrite)
+          if constexpr (std::is_same_v<T, float>) {
+            if (amx) {
+              tiles.grads(Pd, dP, kBc, i0, rows, j0, cols, scale, dv.row(b, h, j0), dv.st,
+                          dk.row(b, h, j0), dk.st, dq.row(b, h, i0), dq.st, i0 > 0, j0 > 0);
+              continue;
+            }
+          }
           const T first_i = i0 == 0 ? T(0) : T(1), first_j = j0 == 0 ? T(0) : T(1);
           product<T>(path, true, cols, n.HSv, rows, T(1), Pd, kBc, G.row(i0), G.ld,
                      first_i, dv.row(b, h, j0), dv.st);

@@ -1,6 +1,6 @@
-// runtime/cpu/sdpa_amx.cpp — AmxAttention (sdpa_amx.h): packing a head once, then each tile
-// product as one AMX chunk (runtime/cpu/bf16_gemm_amx.cpp). Single-threaded: sdpa.cpp calls it
-// from inside its own tasks, one AmxAttention per thread.
+// runtime/cpu/sdpa_amx.cpp — AmxAttention and AmxAttentionGrad (sdpa_amx.h): packing a head once,
+// then each tile product as one AMX chunk (runtime/cpu/bf16_gemm_amx.cpp). Single-threaded:
+// sdpa.cpp calls it from inside its own tasks, one of each per thread.
 #include "runtime/cpu/sdpa_amx.h"
 
 #include "runtime/cpu/amx_buffer.h"
@@ -45,6 +45,65 @@ void AmxAttention::values(float* O, int64_t ldo, const float* P, int64_t ldp, in
   const AmxChunk c{p, rows, kp, v, kp_tk, j0 / kAmxK, 0, HSv, HSv, O, ldo, 1.0f,
                    accumulate ? 1.0f : 0.0f, nullptr, false};
   amx_bf16_chunk(c);
+}
+
+void AmxAttentionGrad::pack_head(const float* q, int64_t qst, const float* k, int64_t kst,
+                                 const float* v, int64_t vst, const float* dout, int64_t gst,
+                                 int64_t tq, int64_t tk, int64_t hs, int64_t hsv) {
+  Tq = tq, Tk = tk, HS = hs, HSv = hsv;
+  kp_hs = padded(hs), kp_hsv = padded(hsv), kp_tq = padded(tq), kp_tk = padded(tk);
+  q_a = aligned_tiles(buf[0], padded(Tq) * kp_hs);  // rows to a multiple of 32, as read
+  amx_pack_a(q, qst, false, 0, Tq, HS, kp_hs, q_a);
+  g_a = aligned_tiles(buf[1], padded(Tq) * kp_hsv);
+  amx_pack_a(dout, gst, false, 0, Tq, HSv, kp_hsv, g_a);
+  // op(B)[d, j] = K[j, d] and V[j, d]: stored keys × width (the "N × K" form)
+  kt = aligned_tiles(buf[2], blocks16(Tk) * kp_hs * 16);
+  amx_pack_b(k, kst, true, Tk, HS, kp_hs, 0, blocks16(Tk), kt);
+  vt = aligned_tiles(buf[3], blocks16(Tk) * kp_hsv * 16);
+  amx_pack_b(v, vst, true, Tk, HSv, kp_hsv, 0, blocks16(Tk), vt);
+  // op(B) = K, Q, dO themselves, summed over their rows (the "K × N" form)
+  k_b = aligned_tiles(buf[4], blocks16(HS) * kp_tk * 16);
+  amx_pack_b(k, kst, false, HS, Tk, kp_tk, 0, blocks16(HS), k_b);
+  q_b = aligned_tiles(buf[5], blocks16(HS) * kp_tq * 16);
+  amx_pack_b(q, qst, false, HS, Tq, kp_tq, 0, blocks16(HS), q_b);
+  g_b = aligned_tiles(buf[6], blocks16(HSv) * kp_tq * 16);
+  amx_pack_b(dout, gst, false, HSv, Tq, kp_tq, 0, blocks16(HSv), g_b);
+}
+
+void AmxAttentionGrad::scores(float* S, float* dP, int64_t ld, int64_t i0, int64_t rows,
+                              int64_t j0, int64_t cols, float scale) const {
+  // A: the head's packs from row i0 (a block of 16 rows is 16 · kp contiguous values);
+  // B: from key j0's 16-column block
+  const AmxChunk s{q_a + i0 * kp_hs, rows, kp_hs, kt + (j0 / 16) * kp_hs * 16, kp_hs, 0,
+                   0, cols, cols, S, ld, scale, 0.0f, nullptr, false};
+  amx_bf16_chunk(s);
+  const AmxChunk p{g_a + i0 * kp_hsv, rows, kp_hsv, vt + (j0 / 16) * kp_hsv * 16, kp_hsv, 0,
+                   0, cols, cols, dP, ld, 1.0f, 0.0f, nullptr, false};
+  amx_bf16_chunk(p);
+}
+
+void AmxAttentionGrad::grads(const float* Pd, const float* dS, int64_t ld, int64_t i0,
+                             int64_t rows, int64_t j0, int64_t cols, float scale, float* dv,
+                             int64_t dvst, float* dk, int64_t dkst, float* dq, int64_t dqst,
+                             bool add_i, bool add_j) {
+  const int64_t kp_rows = padded(rows), kp_cols = padded(cols);
+  // (z∘P)ᵀ and dSᵀ: cols × rows, summed over this tile's queries (B's k tiles from i0 / 32)
+  pdt = aligned_tiles(buf[7], padded(cols) * kp_rows);
+  amx_pack_a(Pd, ld, true, 0, cols, rows, kp_rows, pdt);
+  dst = aligned_tiles(buf[8], padded(cols) * kp_rows);
+  amx_pack_a(dS, ld, true, 0, cols, rows, kp_rows, dst);
+  const AmxChunk v{pdt, cols, kp_rows, g_b, kp_tq, i0 / kAmxK, 0, HSv, HSv, dv, dvst, 1.0f,
+                   add_i ? 1.0f : 0.0f, nullptr, false};
+  amx_bf16_chunk(v);
+  const AmxChunk k{dst, cols, kp_rows, q_b, kp_tq, i0 / kAmxK, 0, HS, HS, dk, dkst, scale,
+                   add_i ? 1.0f : 0.0f, nullptr, false};
+  amx_bf16_chunk(k);
+  // dS: rows × cols, summed over this tile's keys (B's k tiles from j0 / 32)
+  ds = aligned_tiles(buf[9], padded(rows) * kp_cols);
+  amx_pack_a(dS, ld, false, 0, rows, cols, kp_cols, ds);
+  const AmxChunk q{ds, rows, kp_cols, k_b, kp_tk, j0 / kAmxK, 0, HS, HS, dq, dqst, scale,
+                   add_j ? 1.0f : 0.0f, nullptr, false};
+  amx_bf16_chunk(q);
 }
 
 }  // namespace mase::cpu

@@ -1,7 +1,8 @@
 // tests/autograd/test_sdpa_amx.cpp — the fused attention under --precision bf16 on a CPU with
-// AMX-BF16 (runtime/cpu/sdpa_amx.h): the forward's two products take bf16 operands there, so
-// its output and gradients must agree with the fp32 reference to bf16's precision (operands
-// of 8 significant bits: ~1% here) and not to fp32's — which also shows the tiles ran. Ragged
+// AMX-BF16 (runtime/cpu/sdpa_amx.h): the forward's two products and the backward's five take
+// bf16 operands there, so its output and gradients must agree with the fp32 reference to
+// bf16's precision (operands of 8 significant bits: ~1% here) and not to fp32's — which also
+// shows the tiles ran, forward and backward. Ragged
 // tiles, head widths that are not a multiple of 32, padding masks with fully padded rows,
 // dropout and BERT's head-split views. *Skipped* on CPUs without AMX-BF16.
 #include <algorithm>
@@ -31,16 +32,18 @@ struct Run {
   Tensors grads;
 };
 
-// sdpa under --precision bf16 (fused: the AMX tiles) or sdpa_reference in fp32, with a
-// backward from the same dout; each from Generator(seed) so that dropout drops the same entries
-Run attend(bool amx, const Tensors& inputs, const Tensor& mask, double p) {
+// sdpa (fused: the AMX tiles under bf16) or sdpa_reference (the composition of ops: its GEMMs
+// round the same operands under bf16) at a precision, with a backward from the same dout; each
+// from Generator(seed) so that dropout drops the same entries
+Run attend(bool fused, GemmPrecision precision, const Tensors& inputs, const Tensor& mask,
+           double p) {
   Tensors in;
   for (const Tensor& x : inputs) in.push_back(x.clone().set_requires_grad(true));
   Generator gen(7);
-  set_cpu_gemm_precision(amx ? GemmPrecision::bf16 : GemmPrecision::fp32);
+  set_cpu_gemm_precision(precision);
   Run r;
-  r.out = amx ? sdpa(in[0], in[1], in[2], mask, p, true, gen)
-              : sdpa_reference(in[0], in[1], in[2], mask, p, true, gen);
+  r.out = fused ? sdpa(in[0], in[1], in[2], mask, p, true, gen)
+                : sdpa_reference(in[0], in[1], in[2], mask, p, true, gen);
   backward(r.out, random_tensor(r.out.shape(), 99, -1, 1, r.out.dtype()));
   set_cpu_gemm_precision(GemmPrecision::fp32);
   for (const Tensor& x : in) r.grads.push_back(x.grad());
@@ -48,9 +51,12 @@ Run attend(bool amx, const Tensors& inputs, const Tensor& mask, double p) {
 }
 
 // bf16-close and not fp32-close: the output within atol of the fp32 reference yet different
-// from it (the products rounded), and every gradient within atol too
+// from it (the products rounded), every gradient within 4·atol, and dV as the composition's
+// bf16 GEMMs give it
 void check_bf16(const Tensors& inputs, const Tensor& mask, double p, double atol) {
-  const Run got = attend(true, inputs, mask, p), want = attend(false, inputs, mask, p);
+  const Run got = attend(true, GemmPrecision::bf16, inputs, mask, p);
+  const Run want = attend(false, GemmPrecision::fp32, inputs, mask, p);
+  const Run naive = attend(false, GemmPrecision::bf16, inputs, mask, p);
   const double d = max_diff(got.out, want.out);
   INFO("output max |difference| ", d);
   CHECK(d < atol);
@@ -59,6 +65,13 @@ void check_bf16(const Tensors& inputs, const Tensor& mask, double p, double atol
     INFO("gradient of input ", i);
     CHECK(max_diff(got.grads[i], want.grads[i]) < 4 * atol);
   }
+  // dV = (z∘P)ᵀ·dO: the backward's tiles round P and dO as the composition's bf16 GEMM does,
+  // so the two agree to fp32 reassociation (measured ≤ 6e-8) while fp32's differs by ~1e-3 —
+  // what the backward's products in fp32 (before 2026-11-30) would have given
+  const double dv_naive = max_diff(got.grads[2], naive.grads[2]);
+  INFO("dV: fused bf16 against the bf16 composition ", dv_naive);
+  CHECK(dv_naive < 1e-5);
+  CHECK(max_diff(got.grads[2], want.grads[2]) > 1e-4);
 }
 
 Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t T) {
@@ -112,4 +125,22 @@ TEST_CASE("sdpa amx: BERT's head-split views of a fused QKV projection") {
   set_cpu_gemm_precision(GemmPrecision::fp32);
   CHECK(max_diff(out_views, out_packed) == 0.0);  // the same roundings, the same sums
   check_bf16(qkv, Tensor(), 0.0, 3e-2);
+  // the backward reads the views' strides as well: x's gradient through the views equals the
+  // one through contiguous copies, bit for bit
+  auto dx = [&](bool views) {
+    Tensor xg = x.clone().set_requires_grad(true);
+    Tensor xg5 = view(xg, {B, T, 3, NH, HS});
+    Tensors h;
+    for (int64_t i = 0; i < 3; ++i) {
+      Tensor t = transpose(select(xg5, 2, i), 1, 2);
+      h.push_back(views ? t : contiguous(t));
+    }
+    set_cpu_gemm_precision(GemmPrecision::bf16);
+    Generator g(1);
+    Tensor o = sdpa(h[0], h[1], h[2], Tensor(), 0.1, true, g);
+    backward(o, random_tensor(o.shape(), 11, -1, 1, DType::f32));
+    set_cpu_gemm_precision(GemmPrecision::fp32);
+    return xg.grad();
+  };
+  CHECK(max_diff(dx(true), dx(false)) == 0.0);
 }
