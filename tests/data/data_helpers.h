@@ -13,25 +13,11 @@
 #include <vector>
 
 #include "helpers.h"
+#include "models/temp_dir.h"
 
 namespace mase::test {
 
 namespace fs = std::filesystem;
-
-// A fresh folder under the system temp dir, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "mase-data-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& p) const { return path / p; }
-};
 
 inline void write_bytes(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());
