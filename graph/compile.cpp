@@ -18,13 +18,14 @@
 #include "graph/passes/recompute_gelu.h"
 
 namespace mase::graph {
-namespace {
 
-double cpu_seconds() {  // of the process, every thread
+double process_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
+
+namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -212,11 +213,11 @@ void Compiled::make_arena(CompiledGraph& cg, Device device) {
 TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature& sig) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
-  double c0 = cpu_seconds();
+  double c0 = process_cpu_seconds();
   Graph traced = trace_fn_(inputs);
   auto cg = std::make_unique<CompiledGraph>(sig, std::move(traced));
   cg->first_call.trace = seconds_since(t0);
-  cg->first_call.trace_cpu = cpu_seconds() - c0;
+  cg->first_call.trace_cpu = process_cpu_seconds() - c0;
   cg->traced_nodes = cg->graph.size();
   Graph& g = cg->graph;
   auto run_pass = [&](const std::string& name, const std::function<std::string()>& pass) {
@@ -265,14 +266,14 @@ TensorMap Compiled::compile_and_run(const NamedTensors& inputs, const Signature&
   RecordedValues values;
   cg->memory_planned = enabled("memory_plan");
   t0 = clock::now();
-  c0 = cpu_seconds();
+  c0 = process_cpu_seconds();
   TensorMap out;
   {
     FrozenScope frozen(cg->frozen.get());
     out = cg->plan.run(inputs, cg->memory_planned ? record_values(values) : NodeHook());
   }
   cg->first_call.first_run = seconds_since(t0);
-  cg->first_call.first_run_cpu = cpu_seconds() - c0;
+  cg->first_call.first_run_cpu = process_cpu_seconds() - c0;
   if (cg->memory_planned) {  // after the run: sizes and aliasing are what it measured
     t0 = clock::now();
     cg->memory = plan_memory(g, values);

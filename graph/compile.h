@@ -205,4 +205,7 @@ Compiled compile_bert(const std::shared_ptr<nn::BertForSequenceClassification>& 
 // compiles once; what mase-train --compile runs.
 train::Forward compiled_forward(std::shared_ptr<Compiled> compiled);
 
+// CPU seconds the process has used, every thread together (the first-call report's CPU column).
+double process_cpu_seconds();
+
 }  // namespace mase::graph

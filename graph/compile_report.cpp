@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -96,19 +95,13 @@ void add_lora(Model& model, int64_t rank, uint64_t seed) {
     if (path.ends_with("lora_B")) uniform_(p, -0.02, 0.02, gen);
 }
 
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 // (wall, CPU) seconds of f()
 std::pair<double, double> seconds_of(const std::function<void()>& f) {
-  const double c0 = cpu_seconds();
+  const double c0 = process_cpu_seconds();
   auto t0 = std::chrono::steady_clock::now();
   f();
   return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-          cpu_seconds() - c0};
+          process_cpu_seconds() - c0};
 }
 
 // half the interquartile range, relative to the median: how far one step's time wanders

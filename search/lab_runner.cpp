@@ -39,7 +39,7 @@ bool study_exists(store::Database& db, const std::string& name) {
 }
 
 // "key 'max_steps' was 100, now 200" for the first top-level key that differs, else "".
-std::string first_difference(const json& stored, const json& given) {
+std::string first_changed_key(const json& stored, const json& given) {
   for (auto it = given.begin(); it != given.end(); ++it)
     if (!stored.contains(it.key()) || stored[it.key()] != it.value())
       return cat("key '", it.key(), "' was ",
@@ -56,7 +56,7 @@ void check_objective(store::Database& db, const LabStudy& s, const std::string& 
                  "read study objective");
   // no key recorded: a study an Optuna script (or a mase-search older than the keys) made
   if (!find.bind(1, s.name).step()) return;
-  const std::string diff = first_difference(json::parse(find.text(0)), s.objective);
+  const std::string diff = first_changed_key(json::parse(find.text(0)), s.objective);
   MASE_CHECK(diff.empty(), ConfigError, "[search] study '", s.name, "' in ", path,
              " was run with another objective: ", diff,
              " (use the same flags with --resume, or another --study)");

@@ -89,7 +89,7 @@ std::string describe(const json& p) {
 namespace {
 
 // Both lists are sorted by name (search/space.h), so one merge walk finds the first difference.
-std::string first_difference(const json& stored, const json& given) {
+std::string first_parameter_difference(const json& stored, const json& given) {
   size_t i = 0, j = 0;
   while (i < stored.size() || j < given.size()) {
     if (j == given.size() || (i < stored.size() && stored[i].at("name") < given[j].at("name")))
@@ -110,7 +110,7 @@ std::string space_difference(const json& stored, const json& given) {
   MASE_CHECK(stored.is_array(), IoError, "[study] expected the stored space as a list of ",
              "parameters, got ", nn::brief(stored), " (was it written by mase?)");
   try {
-    return first_difference(stored, given);
+    return first_parameter_difference(stored, given);
   } catch (const json::exception& e) {
     throw IoError(cat("[study] the stored space is not one mase writes: ", e.what(),
                       " (was it written by mase?)"));

@@ -200,4 +200,8 @@ class Study {
   std::unique_ptr<Sampler> sampler_;
 };
 
+// One CSV field (RFC 4180): as it is, or in quotes with its quotes doubled when it holds a
+// comma, a quote or a line break. Study::write_csv and the sweeps' CSVs write through it.
+std::string csv_field(const std::string& s);
+
 }  // namespace mase::search

@@ -22,15 +22,14 @@ using store::Statement;
 using store::Transaction;
 using namespace rows;
 
-// CSV: a field with a comma, quote or line break goes in quotes, its quotes doubled (RFC 4180).
+}  // namespace
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
-
-}  // namespace
 
 const std::string& Study::storage() const { return db_->storage(); }
 const std::string& Study::where() const { return db_->where(); }

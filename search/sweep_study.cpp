@@ -52,13 +52,6 @@ struct ObjectiveTable {
   std::unique_ptr<store::Database> db;
 };
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 int complete_points(const SweepPlan& plan, const std::vector<TrialRecord>& trials) {
   int n = 0;
   for (const Values& v : plan.points)

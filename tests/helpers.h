@@ -40,7 +40,6 @@ inline Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1, d
   return t;
 }
 
-// Inputs for gradcheck: a random_tensor in f64 that requires grad.
 // n floats uniform in [-1, 1) from std::mt19937(seed): raw buffers for kernel-level tests.
 inline std::vector<float> random_floats(int64_t n, uint32_t seed) {
   std::mt19937 gen(seed);
@@ -50,6 +49,7 @@ inline std::vector<float> random_floats(int64_t n, uint32_t seed) {
   return v;
 }
 
+// Inputs for gradcheck: a random_tensor in f64 that requires grad.
 inline Tensor random_f64(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1) {
   return random_tensor(shape, seed, lo, hi, DType::f64).set_requires_grad(true);
 }

@@ -12,7 +12,7 @@ namespace {
 // A host copy of a parameter's values, and whether the parameter still holds them.
 Tensor snapshot(const Tensor& t) { return t.detach().to(Device::cpu()).clone(); }
 
-bool same_bits(const Tensor& copy, const Tensor& now) {
+bool same_as_copy(const Tensor& copy, const Tensor& now) {
   if (!copy.defined() || !now.defined() || copy.shape() != now.shape() || copy.dtype() != now.dtype())
     return false;
   const Tensor c = now.detach().to(Device::cpu()).contiguous();  // CPU, contiguous: no copy
@@ -31,7 +31,7 @@ bool LoraFold::refresh() {
              ", got W ", m.weight.shape(), ", A ", m.lora_A.shape(), ", B ", m.lora_B.shape(),
              " (the layer changed: clear the compiled model, Compiled::clear())");
   const bool host = weight.is_cpu();
-  if (host && same_bits(a, m.lora_A) && same_bits(b, m.lora_B) && same_bits(w, m.weight))
+  if (host && same_as_copy(a, m.lora_A) && same_as_copy(b, m.lora_B) && same_as_copy(w, m.weight))
     return false;
   copy_(weight, m.fused()->weight);  // W + s·B·A from W itself, the math of compile time
   if (host) {

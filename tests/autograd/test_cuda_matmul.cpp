@@ -12,6 +12,8 @@
 using namespace mase;
 using mase::test::random_tensor;
 
+namespace test_cuda_matmul {
+
 namespace {
 
 Tensor param(const Shape& s, uint64_t seed) {
@@ -37,3 +39,5 @@ TEST_CASE("matmul CUDA: K = 0 gives zeros (and the bias) like the CPU, fp32 and 
   } bf16;
   check_empty_k();
 }
+
+}  // namespace test_cuda_matmul

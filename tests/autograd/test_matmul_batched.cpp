@@ -12,6 +12,8 @@
 using namespace mase;
 using mase::test::random_tensor;
 
+namespace test_matmul_batched {
+
 namespace {
 
 constexpr int64_t B = 3, T = 5, NH = 4, HS = 8, C = NH * HS;
@@ -80,3 +82,5 @@ TEST_CASE("matmul batched: bf16 GEMMs on CUDA == CPU within bf16's rounding") {
   test::check_cpu_cuda(lin, {param({B, T, C}, 9), param({16, C}, 10), param({16}, 11)}, 5e-2, 2e-2);
   cuda::set_gemm_precision(GemmPrecision::fp32);
 }
+
+}  // namespace test_matmul_batched

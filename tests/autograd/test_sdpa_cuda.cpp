@@ -28,6 +28,8 @@ using namespace mase;
 using mase::test::check_close;
 using mase::test::random_tensor;
 
+namespace test_sdpa_cuda {
+
 namespace {
 
 constexpr double kOutAtol = 2e-5, kOutRtol = 1e-4;
@@ -333,3 +335,5 @@ TEST_CASE("sdpa CUDA: head sizes without a kernel take the reference on the GPU"
   check_cpu_cuda(f, {q, k, v});
   check_cpu_cuda(f, {q, k, v8});
 }
+
+}  // namespace test_sdpa_cuda

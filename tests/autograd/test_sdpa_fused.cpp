@@ -17,6 +17,8 @@ using namespace mase;
 using mase::test::check_close;
 using mase::test::random_tensor;
 
+namespace test_sdpa_fused {
+
 namespace {
 
 using Attention = std::function<Tensor(const Tensors&, Generator&)>;
@@ -215,3 +217,5 @@ TEST_CASE("sdpa fused: the same numbers on 1 thread and on all") {
   check_close(all[0], one[0], 0, 0);
   check_close(all[1], one[1], 0, 0);
 }
+
+}  // namespace test_sdpa_fused

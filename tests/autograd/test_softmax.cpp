@@ -12,6 +12,8 @@ using namespace mase;
 using mase::test::check_close;
 using mase::test::random_tensor;
 
+namespace test_softmax {
+
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 }  // namespace
@@ -228,3 +230,5 @@ TEST_CASE("softmax: errors") {
   CHECK_THROWS_AS(log_softmax(Tensor::zeros({2, 3}, DType::u8)), DTypeError);
   CHECK_THROWS_AS(softmax(Tensor()), Error);
 }
+
+}  // namespace test_softmax

@@ -21,6 +21,8 @@
 using namespace mase;
 using mase::test::random_tensor;
 
+namespace test_softmax_cuda {
+
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -128,3 +130,5 @@ TEST_CASE("softmax CUDA: every version of the kernel ladder gives the production
     }
   }
 }
+
+}  // namespace test_softmax_cuda

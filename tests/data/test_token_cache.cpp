@@ -13,6 +13,8 @@ using namespace mase;
 using namespace mase::data;
 using namespace mase::test;
 
+namespace test_token_cache {
+
 namespace {
 using Ids = std::vector<int32_t>;
 
@@ -271,3 +273,5 @@ TEST_CASE("data: a split with one class only is warned about") {
         "[data] warning: the test split has 1 positive and 0 negative reviews: its accuracy "
         "measures one class only (is a pos/ or neg/ folder empty?)");
 }
+
+}  // namespace test_token_cache

@@ -15,6 +15,8 @@ using namespace mase;
 using namespace mase::data;
 using namespace mase::test;
 
+namespace test_wordpiece {
+
 namespace {
 using Strings = std::vector<std::string>;
 using Ids = std::vector<int32_t>;
@@ -218,3 +220,5 @@ TEST_CASE("wordpiece: characters newer than Unicode 8 follow Unicode 15") {
   // So, a letter for both.
   CHECK(basic_tokenize("a\U0001F923b \U0001FAE0") == Strings{"a\U0001F923b", "\U0001FAE0"});
 }
+
+}  // namespace test_wordpiece

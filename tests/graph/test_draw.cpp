@@ -10,6 +10,8 @@
 #include "graph_helpers.h"
 
 namespace mase::graph {
+namespace test_draw {
+
 namespace {
 
 Graph annotated_tiny() {
@@ -75,4 +77,5 @@ TEST_CASE("draw: an SVG rendered by dot") {
         2);  // no temporaries left
 }
 
+}  // namespace test_draw
 }  // namespace mase::graph

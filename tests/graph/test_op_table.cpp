@@ -22,6 +22,8 @@
 #include "runtime/parallel.h"
 
 namespace mase::graph {
+namespace test_op_table {
+
 namespace {
 
 const std::string kSourceRoot = MASE_FIXTURES_DIR "/../..";
@@ -197,4 +199,5 @@ TEST_CASE("op table: unknown ops and bad attrs are GraphErrors") {
   CHECK_THROWS_AS(test::trace_unary(m, Tensor::ones({2})), GraphError);
 }
 
+}  // namespace test_op_table
 }  // namespace mase::graph

@@ -15,6 +15,8 @@ using namespace mase;
 using namespace mase::nn;
 using nlohmann::json;
 
+namespace test_checkpoint {
+
 namespace {
 
 const std::string kHfDir = MASE_FIXTURES_DIR "/hf_bert_tiny";
@@ -223,3 +225,5 @@ TEST_CASE("checkpoint: bad model directories are one clear error") {
   CHECK(contains(msg, "to match bert.embeddings.word_embeddings.weight in " +
                           dir.file("model.safetensors")));
 }
+
+}  // namespace test_checkpoint

@@ -16,6 +16,8 @@
 using namespace mase;
 using namespace mase::nn;
 
+namespace test_hostile_json {
+
 namespace {
 
 const std::string kHfDir = MASE_FIXTURES_DIR "/hf_bert_tiny";
@@ -117,3 +119,5 @@ TEST_CASE("hostile weights: NaN and inf in a checkpoint are reported on load") {
   (void)from_pretrained(kHfDir, &clean);
   CHECK(clean.non_finite.empty());
 }
+
+}  // namespace test_hostile_json

@@ -14,6 +14,8 @@ using namespace mase;
 using namespace mase::nn;
 using mase::test::check_close;
 
+namespace test_safetensors {
+
 namespace {
 
 // A file with the given header text (its length written as the 8-byte prefix, or `n` when
@@ -206,3 +208,5 @@ TEST_CASE("safetensors: a failed save leaves the previous file intact") {
   for (auto& e : std::filesystem::directory_iterator(dir.path)) files += e.is_regular_file();
   CHECK(files == 1);
 }
+
+}  // namespace test_safetensors

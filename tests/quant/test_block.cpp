@@ -19,6 +19,8 @@
 using namespace mase;
 using namespace mase::quant;
 
+namespace test_block {
+
 namespace {
 
 int floor_log2(double a) {  // frexp: a = f·2^e with f in [0.5, 1)
@@ -284,3 +286,5 @@ TEST_CASE("mxint8 and the MX float family: exhaustive per-block oracle") {
   for (const char* name : {"mxint8", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"})
     check_block_format(fmt(name, nullptr), 32);
 }
+
+}  // namespace test_block

@@ -12,6 +12,8 @@ using namespace mase;
 using namespace mase::quant;
 using mase::test::same;
 
+namespace test_scalar {
+
 namespace {
 
 Format fmt(const char* name, nlohmann::json params) { return make_format(name, params); }
@@ -140,3 +142,5 @@ TEST_CASE("log: exhaustive oracle and the zero rule") {
     check_format(f, xs, [&](double x) { return oracle.nearest(x); }, true);
   }
 }
+
+}  // namespace test_scalar

@@ -14,6 +14,8 @@ using namespace mase;
 using namespace mase::quant;
 using mase::test::check_close;
 
+namespace test_sign {
+
 namespace {
 Format fmt(const char* name, nlohmann::json p = nullptr) { return make_format(name, p); }
 std::vector<float> vals(const Tensor& t) { return t.to_vector<float>(); }
@@ -208,3 +210,5 @@ TEST_CASE("ternary and binary_residual on odd sizes match element-by-element loo
     }
   }
 }
+
+}  // namespace test_sign

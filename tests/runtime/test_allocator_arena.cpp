@@ -9,6 +9,8 @@
 
 using namespace mase;
 
+namespace test_allocator_arena {
+
 namespace {
 
 const Device cpu = Device::cpu();
@@ -181,3 +183,5 @@ TEST_CASE("arena: a zero-byte request gets a distinct block, never an arena addr
     deallocate(cpu, a, 1024);
   }
 }
+
+}  // namespace test_allocator_arena

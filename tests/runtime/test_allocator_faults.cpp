@@ -10,6 +10,8 @@
 
 using namespace mase;
 
+namespace test_allocator_faults {
+
 namespace {
 
 const Device cpu = Device::cpu();
@@ -138,3 +140,5 @@ TEST_CASE("allocator faults: a recording that cannot grow fails the request whol
   CHECK(ev[0].died == ev[1].died + 1);
   CHECK(allocator_stats(cpu).in_use_bytes == s0.in_use_bytes);
 }
+
+}  // namespace test_allocator_faults

@@ -22,6 +22,8 @@ using namespace mase;
 using namespace mase::cpu;
 using test::random_floats;
 
+namespace test_attn_tile {
+
 namespace {
 
 bool same_bits(float a, float b) {
@@ -168,3 +170,5 @@ TEST_CASE("attn backward sweep (AVX-512): P, z∘P and dS as the scalar loop com
         CHECK(bad_ds == 0);
       }
 }
+
+}  // namespace test_attn_tile

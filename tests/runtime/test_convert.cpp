@@ -11,6 +11,8 @@
 
 using namespace mase;
 
+namespace test_convert {
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -141,3 +143,5 @@ TEST_CASE("convert: the CUDA twins store the CPU's values") {
     }
   }
 }
+
+}  // namespace test_convert

@@ -17,6 +17,8 @@
 
 using namespace mase;
 
+namespace test_gelu_isa {
+
 namespace {
 
 bool same_bits(float a, float b) {
@@ -88,3 +90,5 @@ TEST_CASE("gelu f32 kernels: the AVX-512 loops equal gelu_f32 bit for bit") {
   if (!cpu_features().avx512()) return test::skip("this CPU has no AVX-512");
   check_all_paths_exact();
 }
+
+}  // namespace test_gelu_isa

@@ -18,6 +18,8 @@ using namespace mase;
 using namespace mase::search;
 using nlohmann::json;
 
+namespace test_nsga2 {
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -296,3 +298,5 @@ TEST_CASE("nsga2: a NaN value is refused, not ranked (with NaNs dominance can go
                        ConfigError);
   CHECK_THROWS_AS(nsga2::elite(p, mins, 2), ConfigError);
 }
+
+}  // namespace test_nsga2

@@ -22,6 +22,8 @@ using namespace mase;
 using namespace mase::search;
 using nlohmann::json;
 
+namespace test_pruner {
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -352,3 +354,5 @@ TEST_CASE("check_prune_schedule: evaluations before the last step and after the 
   CHECK_THROWS_WITH_AS(check_prune_schedule(p, 25, 100),
                        doctest::Contains("--prune-warmup below --max-steps 100"), ConfigError);
 }
+
+}  // namespace test_pruner

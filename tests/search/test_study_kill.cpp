@@ -24,6 +24,8 @@ using namespace mase::search;
 using namespace mase::search::test_util;
 using mase::test::TempDir;
 
+namespace test_study_kill {
+
 namespace {
 
 Study open_grid(const std::string& path) {
@@ -96,3 +98,5 @@ TEST_CASE("study kill: 20 random SIGKILLs of a worker lose and duplicate no tria
                                << trials.size() << " trials in all");
   CHECK(query_one(path, "PRAGMA integrity_check") == "ok");
 }
+
+}  // namespace test_study_kill

@@ -29,6 +29,8 @@ using namespace mase;
 using namespace mase::search;
 using namespace mase::search::test_util;
 
+namespace test_study_postgres {
+
 namespace {
 
 // A schema of its own on the test server, dropped at the end; url() reaches it.
@@ -383,3 +385,5 @@ TEST_CASE("postgres: a storage of another scheme is a ConfigError naming the two
   CHECK(store::redact("postgresql://u@h/d") == "postgresql://u@h/d");
   CHECK(store::redact("runs/studies.db") == "runs/studies.db");
 }
+
+}  // namespace test_study_postgres

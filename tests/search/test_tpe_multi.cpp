@@ -26,6 +26,8 @@ using namespace mase::search;
 using namespace mase::search::test_util;
 using nlohmann::json;
 
+namespace test_tpe_multi {
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -376,3 +378,5 @@ TEST_CASE("tpe, several objectives: on ZDT1 its front beats random's (5 seeds, 1
   CHECK(tpe_sum / 5 > random_sum / 5 + 0.5);
   CHECK(wins >= 4);
 }
+
+}  // namespace test_tpe_multi
