@@ -70,7 +70,7 @@
 #include "runtime/parallel.h"
 
 namespace mase::bench {
-namespace {
+namespace e2e_suite {
 
 constexpr int64_t kSgemmN = 4096;
 
@@ -250,11 +250,12 @@ void add_step(const char* model, bool training, bool compiled, bool frozen = fal
   }, Timing::manual)->MinTime(2.0);
 }
 
-}  // namespace
+}  // namespace e2e_suite
 
-void set_e2e_compiled(bool on) { g_compiled = on; }
+void set_e2e_compiled(bool on) { e2e_suite::g_compiled = on; }
 
 void register_e2e() {
+  using namespace e2e_suite;
   for (const char* model : {"bert-tiny", "bert-mini", "bert-small"})
     for (bool training : {true, false}) {
       add_step(model, training, false);

@@ -26,7 +26,7 @@
 #include "bench/common.h"
 
 namespace mase::bench {
-namespace {
+namespace elementwise_suite {
 
 struct Kernel {
   std::string name;   // "elementwise/<kernel>/<shape>"
@@ -127,9 +127,10 @@ void register_matrix_kernels(const Shape& s) {
               }});
 }
 
-}  // namespace
+}  // namespace elementwise_suite
 
 void register_elementwise() {
+  using namespace elementwise_suite;
   for (const Shape& s : {Shape{kTokens, kBertBase.hidden}, Shape{kTokens, kBertBase.ffn}})
     register_matrix_kernels(s);
 

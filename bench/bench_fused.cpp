@@ -35,7 +35,7 @@
 #include "train/adamw.h"
 
 namespace mase::bench {
-namespace {
+namespace fused_suite {
 
 constexpr int64_t kC = 512, kI = 2048;  // bert-small hidden and intermediate sizes
 
@@ -149,9 +149,10 @@ void add_linear_gelu() {
   }
 }
 
-}  // namespace
+}  // namespace fused_suite
 
 void register_fused() {
+  using namespace fused_suite;
   const int64_t R = kTokens;
   {
     const Shape s{R, kI};

@@ -25,7 +25,7 @@
 #include "runtime/random.h"
 
 namespace mase::bench {
-namespace {
+namespace gemm_suite {
 
 // `batch` GEMMs C_i (M × N) = op(A_i)·op(B_i), as runtime/kernels/matmul.h takes them: row-major,
 // leading dims, and each matrix's offset (elements) into A, B and C.
@@ -107,9 +107,10 @@ void add_gemm(const std::string& name, const Problem& p, const std::string& labe
 
 std::string mnk(const Problem& p) { return cat("M=", p.M, " N=", p.N, " K=", p.K); }
 
-}  // namespace
+}  // namespace gemm_suite
 
 void register_gemm() {
+  using namespace gemm_suite;
   const std::string limit = "gemm/sgemm/4096x4096x4096";
   add_gemm(limit, single(false, false, 4096, 4096, 4096), "the machine's limit");
 

@@ -39,7 +39,7 @@
 #endif
 
 namespace mase::bench {
-namespace {
+namespace gemm_ladder_suite {
 
 using Gemm = std::function<void(float* C, const float* A, int64_t M)>;  // one call of a rung
 
@@ -218,9 +218,10 @@ Gemm onednn_plain(const float* B, int64_t N, int64_t K) {
 }
 #endif
 
-}  // namespace
+}  // namespace gemm_ladder_suite
 
 void register_gemm_ladder() {
+  using namespace gemm_ladder_suite;
   add_peak();
   std::vector<Shape3> shapes = {{4096, 4096, 4096}};
   for (const BertConfig& cfg : kBertConfigs) {

@@ -30,7 +30,7 @@
 #include "runtime/kernels/reduce.h"
 
 namespace mase::bench {
-namespace {
+namespace gpu_fused_suite {
 
 constexpr int kIters = 30;
 constexpr double kEps = 1e-12;  // BERT's LayerNorm ε
@@ -180,9 +180,10 @@ void add_adamw(int64_t n) {
   }, Timing::manual)->Iterations(kIters);
 }
 
-}  // namespace
+}  // namespace gpu_fused_suite
 
 void register_gpu_fused() {
+  using namespace gpu_fused_suite;
   if (!gpu_suite_available("gpu-fused")) return;
   for (const BertConfig& b : {kBertConfigs[2], kBertBase}) {
     add_layer_norm(kTokens, b.hidden);

@@ -40,7 +40,7 @@ namespace mase::bench {
 
 void register_gpu_quant_memory();  // bench/bench_gpu_quant_memory.cpp
 
-namespace {
+namespace gpu_quant_suite {
 
 using quant::Format;
 
@@ -253,9 +253,10 @@ void add_mma(int64_t M, int64_t N, int64_t K) {
   }, Timing::manual);
 }
 
-}  // namespace
+}  // namespace gpu_quant_suite
 
 void register_gpu_quant() {
+  using namespace gpu_quant_suite;
   if (!gpu_suite_available("gpu-quant")) return;
   for (const Shape& s : kShapes) {
     add_fake(s, "integer", {{"width", 8}, {"frac_width", 4}});

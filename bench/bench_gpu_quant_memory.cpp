@@ -22,7 +22,7 @@
 #include "runtime/kernels/gpu_timing.h"
 
 namespace mase::bench {
-namespace {
+namespace gpu_quant_memory_suite {
 
 struct Memory {
   double alloc_mb = 0, driver_mb = 0, peak_fwd_mb = 0;
@@ -86,9 +86,10 @@ void add_memory(const char* name) {
   })->Iterations(1);
 }
 
-}  // namespace
+}  // namespace gpu_quant_memory_suite
 
 void register_gpu_quant_memory() {
+  using namespace gpu_quant_memory_suite;
   add_memory("bert-small");
   add_memory("bert-base");
 }

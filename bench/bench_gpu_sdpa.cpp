@@ -32,7 +32,7 @@
 #include "runtime/kernels/sdpa.h"
 
 namespace mase::bench {
-namespace {
+namespace gpu_sdpa_suite {
 
 constexpr int kIters = 20;
 
@@ -141,9 +141,10 @@ void add_problem(const std::string& name, const Problem& p) {
   }, Timing::manual)->Iterations(kIters);
 }
 
-}  // namespace
+}  // namespace gpu_sdpa_suite
 
 void register_gpu_sdpa() {
+  using namespace gpu_sdpa_suite;
   if (!gpu_suite_available("gpu-sdpa")) return;
   for (bool bwd : {false, true}) {
     for (int64_t NH : {kBertConfigs[2].heads, kBertBase.heads}) {

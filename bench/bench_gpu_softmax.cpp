@@ -27,7 +27,7 @@
 #include "runtime/kernels/softmax.h"
 
 namespace mase::bench {
-namespace {
+namespace gpu_softmax_suite {
 
 constexpr int kIters = 30;
 
@@ -126,9 +126,10 @@ void add_backward(const Shape& s, const std::string& what) {
   }, Timing::manual)->Iterations(kIters);
 }
 
-}  // namespace
+}  // namespace gpu_softmax_suite
 
 void register_gpu_softmax() {
+  using namespace gpu_softmax_suite;
   if (!gpu_suite_available("gpu-softmax")) return;
   const Shape lab{4096, 4096}, bert{kBatch * kBertBase.heads * kSeq, kSeq};
   std::vector<std::pair<Shape, std::string>> shapes{{lab, "Lab 4's matrix: rows of 4096 floats"}};

@@ -49,7 +49,7 @@
 #include "train/train_step.h"
 
 namespace mase::bench {
-namespace {
+namespace gpu_step_suite {
 
 struct Variant {
   const char* name;
@@ -261,9 +261,10 @@ void add_step(const char* model, const Variant& v) {
   }, Timing::manual)->Iterations(5);
 }
 
-}  // namespace
+}  // namespace gpu_step_suite
 
 void register_gpu_step() {
+  using namespace gpu_step_suite;
   if (!gpu_suite_available("gpu-step")) return;
   for (const char* model : {"bert-tiny", "bert-small", "bert-base"})
     for (const Variant& v : variants()) add_step(model, v);

@@ -46,7 +46,7 @@
 #include "runtime/kernels/matmul.h"
 
 namespace mase::bench {
-namespace {
+namespace int8_suite {
 
 using quant::Format;
 
@@ -185,9 +185,10 @@ void add_peak() {
   }, Timing::manual);
 }
 
-}  // namespace
+}  // namespace int8_suite
 
 void register_int8() {
+  using namespace int8_suite;
   add_peak();
   for (const BertConfig& cfg : kBertConfigs) {
     const int64_t H = cfg.hidden, F = cfg.ffn;

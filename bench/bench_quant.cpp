@@ -46,7 +46,7 @@
 #include "quant/quantize.h"
 
 namespace mase::bench {
-namespace {
+namespace quant_suite {
 
 using quant::Format;
 using quant::Kind;
@@ -281,9 +281,10 @@ void add_qat_step(const char* model) {
   }, Timing::manual);
 }
 
-}  // namespace
+}  // namespace quant_suite
 
 void register_quant() {
+  using namespace quant_suite;
   add_fake("integer", {{"width", 8}, {"frac_width", 4}});
   add_fake("minifloat_ieee", {{"width", 8}, {"exponent_width", 4}});
   add_fake("minifloat_denorm", {{"width", 8}, {"exponent_width", 4}});

@@ -27,7 +27,7 @@
 #include "runtime/parallel.h"
 
 namespace mase::bench {
-namespace {
+namespace sdpa_suite {
 
 constexpr int64_t kHeads = 8;  // bert-small
 
@@ -111,9 +111,10 @@ void add_problem(const std::string& name, const Problem& p) {
   relative_to(name, "gemm/sgemm/4096x4096x4096", "vs_4096");
 }
 
-}  // namespace
+}  // namespace sdpa_suite
 
 void register_sdpa() {
+  using namespace sdpa_suite;
   for (bool bwd : {false, true}) {
     for (int64_t T : {128, 256, 512}) {
       const Problem p{4096 / T, T, bwd, 0.0};

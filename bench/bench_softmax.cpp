@@ -20,7 +20,7 @@
 #include "bench/common.h"
 
 namespace mase::bench {
-namespace {
+namespace softmax_suite {
 
 // Row softmax in double, the max subtracted first.
 std::vector<double> softmax_double(const Tensor& x) {
@@ -66,9 +66,10 @@ void register_shape(const Shape& s, const std::string& what) {
   }
 }
 
-}  // namespace
+}  // namespace softmax_suite
 
 void register_softmax() {
+  using namespace softmax_suite;
   register_shape({4096, 4096}, "Lab 4's matrix");
   for (const BertConfig& cfg : {kBertConfigs[2], kBertBase}) {
     const int64_t rows = kBatch * cfg.heads * kSeq;
