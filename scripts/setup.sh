@@ -64,7 +64,7 @@ progress() {
   return 0
 }
 
-echo "setup: building in build/ (first build: ~5 min on 2 quiet cores, up to 20 busy; log: build/build.log)"
+echo "setup: building in build/ (first build: ~8-10 min on 2 quiet cores, longer busy; log: build/build.log)"
 : >build/build.log
 start=$SECONDS
 set +e
