@@ -147,23 +147,21 @@ LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs
 
 // --pruner: checked with the other flags; what it is joins the objective key (pruned trials
 // are results of the pruner as much as of the budget).
-std::optional<MedianPruner> check_pruner(const PruneOptions& p, const train::TrainConfig& base,
+std::optional<PrunerConfig> check_pruner(const PruneOptions& p, const train::TrainConfig& base,
                                          json& key) {
-  std::optional<MedianPruner> mp = parse_pruner(p.pruner, p.startup_trials, p.warmup_steps);
-  if (!mp) return mp;
-  check_prune_schedule(*mp, base.eval_every, base.max_steps);
-  key["pruner"] = pruner_key(*mp, base.eval_every);
-  return mp;
+  std::optional<PrunerConfig> pruner = parse_pruner(p, base.eval_every, base.max_steps);
+  if (pruner) key["pruner"] = pruner_key(*pruner, base.eval_every);
+  return pruner;
 }
 
-std::shared_ptr<const Pruning> pruning_for(Study& study, const std::optional<MedianPruner>& mp) {
-  return mp ? std::make_shared<const Pruning>(study, *mp) : nullptr;
+std::shared_ptr<const Pruning> pruning_for(Study& study, const std::optional<PrunerConfig>& p) {
+  return p ? std::make_shared<const Pruning>(study, *p) : nullptr;
 }
 
 // With a pruner: each study's trials' accuracies during training, one figure per study
 // (<dir>/<study>-curves.<ext of --plot>), printed and added to the result.
 void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
-                 const LabOptions& o, LabResult& res) {
+                 const LabOptions& o, const std::string& pruner, LabResult& res) {
   const std::string ext = fs::path(o.plot).extension().string();
   for (size_t i = 0; i < studies.size(); ++i) {
     const std::string path = (fs::path(o.dir) / (specs[i].name + "-curves" + ext)).string();
@@ -172,7 +170,7 @@ void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs
                                  [](const TrialRecord& r) { return !r.intermediate.empty(); });
     if (!any) continue;  // nothing reported yet (stopped before an evaluation)
     plot_intermediate(trials, cat(specs[i].name, ": test accuracy during training (",
-                                  specs[i].sampler, ", median pruner)"), path);
+                                  specs[i].sampler, ", ", pruner, " pruner)"), path);
     res.plots.push_back(path);
     std::fprintf(o.out, "curves    %s\n", path.c_str());
   }
@@ -252,7 +250,7 @@ LabResult run_tutorial(TutorialOptions o) {
   const Space space = tutorial_space(o.linear, arch_space(o.arch));
   json key = budget_key(o.base);
   key["objective"] = "architecture";
-  const std::optional<MedianPruner> pruner = check_pruner(o.prune, o.base, key);
+  const std::optional<PrunerConfig> pruner = check_pruner(o.prune, o.base, key);
   std::vector<LabStudy> specs;
   for (const std::string& s : o.samplers) {  // ConfigError for an unknown name
     specs.push_back({o.study + "-" + s, s,
@@ -274,7 +272,7 @@ LabResult run_tutorial(TutorialOptions o) {
                                 o.params_objective ? ", objectives accuracy and parameters" : "");
   LabResult res = finish(studies, specs, objectives, o, title, "best test accuracy so far",
                          *workers);
-  if (pruner && !res.worker_copy) draw_curves(studies, specs, o, res);
+  if (pruner && !res.worker_copy) draw_curves(studies, specs, o, o.prune.pruner, res);
   if (o.params_objective) finish_params_pareto(studies, specs, o, title, *data, res);
   return res;
 }
@@ -289,7 +287,7 @@ LabResult run_compress_aware(CompressAwareOptions o) {
   const std::string sampler = arch_sampler(o.sampler, o.params_objective, o.population, o.seed);
   const Space space = tutorial_space(o.linear, arch_space(o.arch));
   json pruner_key;
-  const std::optional<MedianPruner> pruner = check_pruner(o.prune, o.base, pruner_key);
+  const std::optional<PrunerConfig> pruner = check_pruner(o.prune, o.base, pruner_key);
   std::vector<LabStudy> specs;
   std::vector<CompressStep> steps;
   for (const std::string& v : o.variants) {
@@ -333,7 +331,7 @@ LabResult run_compress_aware(CompressAwareOptions o) {
                                 o.params_objective ? ", objectives accuracy and parameters" : "");
   LabResult res = finish(studies, specs, objectives, o, title, "best test accuracy so far",
                          *workers);
-  if (pruner && !res.worker_copy) draw_curves(studies, specs, o, res);
+  if (pruner && !res.worker_copy) draw_curves(studies, specs, o, o.prune.pruner, res);
   if (o.params_objective) finish_params_pareto(studies, specs, o, title, *data, res);
   return res;
 }

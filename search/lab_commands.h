@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "search/lab_spaces.h"
+#include "search/pruner.h"
 #include "search/sampler.h"
 #include "train/train_config.h"
 
@@ -53,14 +54,6 @@ struct ArchChoices {
   std::vector<int64_t> layers = {2, 4, 8}, heads = {2, 4, 8, 16};
   std::vector<int64_t> hidden = {128, 192, 256, 384, 512};
   std::vector<int64_t> intermediate = {512, 768, 1024, 1536, 2048};
-};
-
-// Stopping poor trials early (search/pruner.h): pruner "median" judges the test accuracy every
-// base.eval_every steps against the completed trials' at the same step.
-struct PruneOptions {
-  std::string pruner = "none";  // none or median
-  int startup_trials = 5;       // completed trials before any is pruned
-  int64_t warmup_steps = 0;     // steps of a trial before it can be pruned
 };
 
 struct TutorialOptions : LabOptions {

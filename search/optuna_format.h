@@ -46,5 +46,9 @@ std::string iso_time(const std::string& stored);  // -> "2026-11-25T03:21:53Z"; 
 
 std::string attr_json(const std::string& text);       // "a" -> "\"a\""
 std::string attr_text(const std::string& value_json);  // "\"a\"" -> "a"; "1234" -> "1234"
+// A float as Python's json.dumps writes it (what Optuna stores as a system attribute):
+// shortest round trip, and Infinity / -Infinity / NaN, which JSON lacks and Python accepts.
+std::string number_json(double v);      // 0.5 -> "0.5"; inf -> "Infinity"
+double json_number(const std::string& text);  // the reverse; NaN for anything else
 
 }  // namespace mase::search::optuna

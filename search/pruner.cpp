@@ -85,8 +85,49 @@ TrialPruned::TrialPruned(int64_t s, double v)
       step(s),
       value(v) {}
 
-Pruning::Pruning(Study& study, MedianPruner pruner) : study_(&study), pruner_(pruner) {
-  pruner_.validate();
+std::string pruner_name(const PrunerConfig& pruner) {
+  const char* names[] = {"median", "halving", "hyperband"};
+  return names[pruner.index()];
+}
+
+Pruning::Pruning(Study& study, PrunerConfig pruner) : study_(&study), pruner_(std::move(pruner)) {
+  std::visit([](const auto& p) { p.validate(); }, pruner_);
+}
+
+HalvingDecision judge(const PrunerConfig& pruner, PrunerMemo& memo,
+                      const std::vector<TrialRecord>& trials, const TrialRecord& self,
+                      Direction direction, const std::string& study_name) {
+  if (const auto* median = std::get_if<MedianPruner>(&pruner))
+    return {{}, should_prune(*median, trials, self.intermediate, direction)};
+
+  // Successive halving: among every trial, or among the trials of this one's Hyperband bracket.
+  SuccessiveHalvingPruner halving;
+  const std::vector<TrialRecord>* competing = &trials;
+  std::vector<TrialRecord> bracket_trials;
+  if (const auto* sh = std::get_if<SuccessiveHalvingPruner>(&pruner)) {
+    halving = *sh;
+    if (halving.min_resource == 0) {  // "auto": worked out once a trial has completed
+      if (memo.resource == 0) memo.resource = halving_min_resource(trials);
+      if (memo.resource == 0) return {};
+      halving.min_resource = memo.resource;
+    }
+  } else {
+    const auto& hb = std::get<HyperbandPruner>(pruner);
+    if (memo.budgets.empty()) {  // Optuna's _try_initialization: once, then kept
+      if (memo.resource == 0)
+        memo.resource = hb.max_resource > 0 ? hb.max_resource : hyperband_max_resource(trials);
+      if (memo.resource == 0) return {};  // "auto", and no trial has completed yet
+      memo.budgets = hyperband_budgets(hb, memo.resource);
+      if (memo.budgets.empty()) return {};  // max_resource below min_resource: no bracket
+    }
+    const int bracket = hyperband_bracket(study_name, self.trial.number, memo.budgets);
+    for (const TrialRecord& r : trials)
+      if (hyperband_bracket(study_name, r.trial.number, memo.budgets) == bracket)
+        bracket_trials.push_back(r);
+    competing = &bracket_trials;
+    halving = hyperband_bracket_pruner(hb, bracket);
+  }
+  return successive_halving(halving, *competing, self, direction);
 }
 
 void Pruning::report(int64_t number, int64_t step, double value) const {
@@ -97,41 +138,79 @@ void Pruning::report(int64_t number, int64_t step, double value) const {
   });
   MASE_CHECK(self != trials.end(), ConfigError, "[pruner] expected trial ", number, " in study '",
              study_->name(), "', got none");
-  if (should_prune(pruner_, trials, self->intermediate, study_->direction()))
-    throw TrialPruned(step, value);
+  const HalvingDecision d =
+      judge(pruner_, memo_, trials, *self, study_->direction(), study_->name());
+  for (const auto& [rung, v] : d.rungs) study_->record_rung(number, rung, v);
+  if (d.prune) throw TrialPruned(step, value);
 }
 
 void Pruning::record_final(int64_t number, int64_t step, double value) const {
   if (std::isfinite(value)) study_->report(number, step, value);
 }
 
-void check_prune_schedule(const MedianPruner& p, int64_t eval_every, int64_t max_steps) {
-  MASE_CHECK(eval_every > 0, ConfigError, "[search] --pruner median expected --eval-every N > 0 "
-             "(the accuracies it judges), got ", eval_every);
-  if (max_steps <= 0) return;  // an epoch budget: its length is known once the data is
-  MASE_CHECK(eval_every < max_steps, ConfigError, "[search] --pruner median expected --eval-every "
-             "below --max-steps ", max_steps, " (only evaluations before the last step are "
-             "judged), got ", eval_every);
-  MASE_CHECK(p.n_warmup_steps < max_steps, ConfigError, "[search] --pruner median expected "
-             "--prune-warmup below --max-steps ", max_steps, ", got ", p.n_warmup_steps,
-             " (nothing would be judged)");
+std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_every,
+                                         int64_t max_steps) {
+  if (f.pruner == "none") return std::nullopt;
+  MASE_CHECK(f.pruner == "median" || f.pruner == "halving" || f.pruner == "hyperband",
+             ConfigError, "[pruner] expected --pruner none, median, halving or hyperband, got '",
+             f.pruner, "'");
+  const bool median = f.pruner == "median";
+  MASE_CHECK(median || (f.startup_trials == PruneOptions{}.startup_trials &&
+                        f.warmup_steps == PruneOptions{}.warmup_steps),
+             ConfigError, "[search] --pruner ", f.pruner, " expected no --prune-startup or "
+             "--prune-warmup, got one (they set the median pruner; successive halving waits for "
+             "its rungs: --prune-min-resource)");
+  MASE_CHECK(!median || (f.min_resource == -1 && f.reduction_factor == 0), ConfigError,
+             "[search] --pruner median expected no --prune-min-resource or --prune-reduction, "
+             "got one (they set --pruner halving and hyperband)");
+  MASE_CHECK(eval_every > 0, ConfigError, "[search] --pruner ", f.pruner, " expected "
+             "--eval-every N > 0 (the accuracies it judges), got ", eval_every);
+  MASE_CHECK(max_steps <= 0 || eval_every < max_steps, ConfigError, "[search] --pruner ",
+             f.pruner, " expected --eval-every below --max-steps ", max_steps, " (only "
+             "evaluations before the last step are judged), got ", eval_every);
+  // (max_steps 0: an epoch budget, whose length is known once the data is)
+  PrunerConfig out;
+  if (median) {
+    MedianPruner p;
+    p.n_startup_trials = f.startup_trials;
+    p.n_warmup_steps = f.warmup_steps;
+    MASE_CHECK(max_steps <= 0 || p.n_warmup_steps < max_steps, ConfigError, "[search] --pruner "
+               "median expected --prune-warmup below --max-steps ", max_steps, ", got ",
+               p.n_warmup_steps, " (nothing would be judged)");
+    out = p;
+  } else {
+    // rung 0 at the first evaluation unless told otherwise: the steps count training steps,
+    // not epochs, so Optuna's defaults (auto, 1) would put several rungs before it
+    const int64_t min_resource = f.min_resource < 0 ? eval_every : f.min_resource;
+    if (f.pruner == "halving") {
+      SuccessiveHalvingPruner p;
+      p.min_resource = min_resource;
+      if (f.reduction_factor) p.reduction_factor = f.reduction_factor;
+      out = p;
+    } else {
+      HyperbandPruner p;
+      p.min_resource = min_resource;
+      if (f.reduction_factor) p.reduction_factor = f.reduction_factor;
+      out = p;
+    }
+  }
+  std::visit([](const auto& p) { p.validate(); }, out);
+  return out;
 }
 
-nlohmann::json pruner_key(const MedianPruner& p, int64_t eval_every) {
-  return {{"name", "median"}, {"startup_trials", p.n_startup_trials},
-          {"warmup_steps", p.n_warmup_steps}, {"eval_every", eval_every}};
-}
-
-std::optional<MedianPruner> parse_pruner(const std::string& name, int n_startup_trials,
-                                         int64_t n_warmup_steps) {
-  if (name == "none") return std::nullopt;
-  MASE_CHECK(name == "median", ConfigError, "[pruner] expected --pruner none or median, got '",
-             name, "'");
-  MedianPruner p;
-  p.n_startup_trials = n_startup_trials;
-  p.n_warmup_steps = n_warmup_steps;
-  p.validate();
-  return p;
+nlohmann::json pruner_key(const PrunerConfig& pruner, int64_t eval_every) {
+  if (const auto* p = std::get_if<MedianPruner>(&pruner))
+    return {{"name", "median"}, {"startup_trials", p->n_startup_trials},
+            {"warmup_steps", p->n_warmup_steps}, {"eval_every", eval_every}};
+  if (const auto* p = std::get_if<SuccessiveHalvingPruner>(&pruner))
+    return {{"name", "halving"}, {"min_resource", p->min_resource},
+            {"reduction_factor", p->reduction_factor},
+            {"min_early_stopping_rate", p->min_early_stopping_rate},
+            {"bootstrap_count", p->bootstrap_count}, {"eval_every", eval_every}};
+  const auto& p = std::get<HyperbandPruner>(pruner);
+  return {{"name", "hyperband"}, {"min_resource", p.min_resource},
+          {"max_resource", p.max_resource}, {"reduction_factor", p.reduction_factor},
+          {"bootstrap_count", p.bootstrap_count}, {"eval_every", eval_every}};
 }
 
 }  // namespace mase::search

@@ -1,4 +1,6 @@
-// search/pruner.h — stopping poor trials early: Optuna's MedianPruner.
+// search/pruner.h — stopping poor trials early: Optuna's MedianPruner here, its
+// SuccessiveHalvingPruner and HyperbandPruner in search/halving.h, and `Pruning`, which an
+// objective calls with each evaluation, whichever of the three judges it.
 //
 // A trial of an architecture search trains for --max-steps and is then tested. With
 // --eval-every N it is also tested every N steps, and each accuracy is *reported* to the study
@@ -19,7 +21,7 @@
 // finished for --trials, is never the best trial, and TPE ranks it below every complete trial,
 // by how far it got, then by that value (search/tpe.h).
 //
-//   auto pruning = std::make_shared<Pruning>(study, MedianPruner{});
+//   auto pruning = std::make_shared<Pruning>(study, MedianPruner{});  // or a halving pruner
 //   ... inside the objective, at each evaluation:  pruning->report(number, step, accuracy);
 //       (throws TrialPruned when the trial should stop; the objective returns state pruned)
 // Read next: search/lab_objectives.h (where the architecture trials report), search/tpe.h.
@@ -30,8 +32,10 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "search/halving.h"
 #include "search/study.h"
 
 namespace mase::search {
@@ -61,37 +65,69 @@ class TrialPruned : public std::runtime_error {
   double value;
 };
 
+// One of the three pruners, with its settings.
+using PrunerConfig = std::variant<MedianPruner, SuccessiveHalvingPruner, HyperbandPruner>;
+// "median", "halving" or "hyperband" (the --pruner names).
+std::string pruner_name(const PrunerConfig& pruner);
+
+// What Optuna's pruners work out once, from the first completed trial, and keep (per process
+// here, as per pruner object there): "auto" min_resource of successive halving, "auto"
+// max_resource and the brackets of Hyperband. 0 / empty until then.
+struct PrunerMemo {
+  int64_t resource = 0;
+  std::vector<int64_t> budgets;
+};
+
+// The decision at a report, apart from the storage: should running trial `self` (its reports
+// so far in self.intermediate, the last one being judged) stop, given the study's `trials` as
+// read after the report, and which rungs did it reach (successive halving, Hyperband; none for
+// the median pruner)? `study_name` picks Hyperband's bracket.
+HalvingDecision judge(const PrunerConfig& pruner, PrunerMemo& memo,
+                      const std::vector<TrialRecord>& trials, const TrialRecord& self,
+                      Direction direction, const std::string& study_name);
+
 // What an objective calls at each evaluation of its trial: report, then prune or go on.
 class Pruning {
  public:
   // `study` must outlive this (the lab commands' studies do: their slots are reloaded in place
   // after a fork, search/workers.h).
-  Pruning(Study& study, MedianPruner pruner);
-  // Records `value` at `step` for running trial `number` (Study::report), then throws
-  // TrialPruned if should_prune says so.
+  Pruning(Study& study, PrunerConfig pruner);
+  // Records `value` at `step` for running trial `number` (Study::report), asks the pruner
+  // (judge), records the rungs it reached (Study::record_rung: the other workers' pruners read
+  // them), and throws TrialPruned if it says stop.
   void report(int64_t number, int64_t step, double value) const;
   // Records a completed trial's final value at its last step, never pruning (a trial that
   // trained to the end is complete): each trial's curve then reaches its end.
   void record_final(int64_t number, int64_t step, double value) const;
-  const MedianPruner& pruner() const { return pruner_; }
+  const PrunerConfig& pruner() const { return pruner_; }
 
  private:
   Study* study_;
-  MedianPruner pruner_;
+  PrunerConfig pruner_;
+  mutable PrunerMemo memo_;  // report() is const: an objective holds a shared_ptr<const ...>
 };
 
-// A pruner judges the evaluations before a trial's last step: ConfigError naming the flags
-// unless eval_every > 0 and, for a budget of max_steps > 0, some evaluation falls before it
-// and after the warm-up (eval_every < max_steps, warmup_steps < max_steps).
-void check_prune_schedule(const MedianPruner& pruner, int64_t eval_every, int64_t max_steps);
+// The --pruner flags of mase-search and its lab commands.
+struct PruneOptions {
+  std::string pruner = "none";  // none, median, halving or hyperband
+  int startup_trials = 5;       // median: completed trials before any is pruned
+  int64_t warmup_steps = 0;     // median: steps of a trial before it can be pruned
+  // halving, hyperband: the steps to rung 0 (-1: one evaluation, --eval-every; 0 for halving:
+  // Optuna's "auto") and η (0: Optuna's default, 4 for halving, 3 for hyperband)
+  int64_t min_resource = -1;
+  int reduction_factor = 0;
+};
+
+// The pruner the flags ask for (nullopt for "none"), checked against the evaluation schedule:
+// ConfigError naming the flag for an unknown name, a setting of another pruner, bad values, or
+// a schedule with nothing to judge — eval_every must be > 0 and, for a budget of max_steps > 0,
+// below it, and median's warm-up below it too.
+std::optional<PrunerConfig> parse_pruner(const PruneOptions& flags, int64_t eval_every,
+                                         int64_t max_steps);
 
 // What a pruner adds to its study's objective key ("pruner": ..., search/lab_runner.h): pruned
 // trials are results of the pruner as much as of the budget, so a --resume with other settings
 // is refused.
-nlohmann::json pruner_key(const MedianPruner& pruner, int64_t eval_every);
-
-// "median" -> a MedianPruner with these settings; "none" -> nullopt; ConfigError otherwise.
-std::optional<MedianPruner> parse_pruner(const std::string& name, int n_startup_trials,
-                                         int64_t n_warmup_steps);
+nlohmann::json pruner_key(const PrunerConfig& pruner, int64_t eval_every);
 
 }  // namespace mase::search

@@ -311,6 +311,18 @@ void Study::report(int64_t number, int64_t step, double value) {
   tx.commit();
 }
 
+void Study::record_rung(int64_t number, int rung, double value) {
+  Transaction tx(*db_);
+  const int64_t trial_id = running_trial(number);
+  Statement ins(*db_,
+                "INSERT INTO trial_system_attributes(trial_id, key, value_json) VALUES(?1, ?2, ?3) "
+                "ON CONFLICT(trial_id, key) DO UPDATE SET value_json = excluded.value_json",
+                "record rung");
+  ins.bind(1, trial_id).bind(2, cat("completed_rung_", rung));
+  ins.bind(3, optuna::number_json(value)).run();
+  tx.commit();
+}
+
 int64_t Study::running_trial(int64_t number) const {
   Statement find(*db_, "SELECT trial_id, state FROM trials WHERE study_id = ?1 AND number = ?2",
                  "read trial");

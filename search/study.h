@@ -37,6 +37,9 @@ struct TrialRecord {
   Trial trial;  // value as the objective returned it (not negated)
   std::map<std::string, std::string> attrs;
   std::map<int64_t, double> intermediate;  // step -> value (Study::report, Optuna's report)
+  // Successive halving's record (search/halving.h): rung -> the trial's value there, Optuna's
+  // trial system attributes "completed_rung_<rung>" (Study::record_rung).
+  std::map<int, double> rungs;
   std::string started_at, ended_at;  // ISO 8601 UTC; ended_at empty while running
   int64_t pid = 0;
   std::string host;
@@ -152,6 +155,11 @@ class Study {
   // ConfigError if the trial is not running, or the study has several objectives (Optuna's
   // report raises there too: a pruner compares one value).
   void report(int64_t number, int64_t step, double value);
+  // Records running trial `number`'s value at successive halving's rung `rung`: the trial
+  // system attribute "completed_rung_<rung>" Optuna's SuccessiveHalvingPruner writes, which
+  // every worker's pruner then compares with (search/halving.h). ConfigError if the trial is
+  // not running.
+  void record_rung(int64_t number, int rung, double value);
   // ask -> objective -> tell, n_trials times or until the sampler is exhausted; an exception
   // from the objective marks that trial failed (its message kept as attribute "error") and the
   // loop goes on; so does an outcome with the wrong number of values (as Optuna's). on_trial

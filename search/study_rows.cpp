@@ -163,6 +163,8 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
             : type == "INF_POS" ? INFINITY
             : type == "INF_NEG" ? -INFINITY
                                 : named.real(2);
+      } else if (key.rfind("completed_rung_", 0) == 0) {  // successive halving's: 0.75
+        r.rungs[std::atoi(key.c_str() + 15)] = optuna::json_number(named.text(2));
       } else if (key == "mase:pid") {
         r.pid = std::atoll(named.text(2).c_str());
       } else if (key == "mase:host") {

@@ -62,6 +62,9 @@ const char* kFooter = R"(Examples:
   mase-search --sampler tpe --trials 24 --eval-every 25 --pruner median
       a trial whose test accuracy at step 25, 50 or 75 is below the completed trials' median
       there stops early (pruned; Optuna's MedianPruner, search/pruner.h)
+  mase-search --sampler tpe --trials 24 --eval-every 25 --pruner halving --prune-reduction 3
+      successive halving: rungs at steps 25, 75; about 1 trial in 3 goes on past each
+      (Optuna's SuccessiveHalvingPruner; --pruner hyperband: its HyperbandPruner)
 Files: <dir>/studies.db (every study), <dir>/<study>.csv, <dir>/<study>/trial-NNNN/ (runs).
 Exit status: 0 done, 1 error, 2 bad flags, 130 stopped (continue with --resume).
 Lab commands (each has --help): mase-search tutorial (Lab 2.1), compress-aware (Lab 2.2),
@@ -157,19 +160,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", base.threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--device", base.device, "where the trials train: cpu or cuda[:N]")
       ->capture_default_str();
-  std::string pruner = "none";
-  int prune_startup = 5;
-  int64_t prune_warmup = 0;
-  app.add_option("--pruner", pruner, "none, or median: stop a trial whose accuracy at an "
-                 "evaluation is below the completed trials' median there")
-      ->capture_default_str();
-  app.add_option("--eval-every", base.eval_every,
-                 "test every N training steps (what --pruner judges; 0 = at the end only)")
-      ->capture_default_str();
-  app.add_option("--prune-startup", prune_startup, "completed trials before any is pruned")
-      ->capture_default_str();
-  app.add_option("--prune-warmup", prune_warmup, "steps of a trial before it can be pruned")
-      ->capture_default_str();
+  PruneOptions prune;
+  tools::add_pruner(&app, prune, base);  // --pruner, --eval-every, --prune-* (mase_search_labs.h)
 
   cli::SweepCommands sweeps(app);  // sweep-width, sweep-sparsity: Lab 1 (tools/sweep_cli.h)
 
@@ -225,11 +217,8 @@ int main(int argc, char** argv) {
                           "eval_batch_size"})  // where and how a worker runs, not what it trains
       key.erase(k);
     key["objective"] = "architecture";
-    const std::optional<MedianPruner> median = parse_pruner(pruner, prune_startup, prune_warmup);
-    if (median) {
-      check_prune_schedule(*median, base.eval_every, base.max_steps);
-      key["pruner"] = pruner_key(*median, base.eval_every);
-    }
+    const std::optional<PrunerConfig> pruner = parse_pruner(prune, base.eval_every, base.max_steps);
+    if (pruner) key["pruner"] = pruner_key(*pruner, base.eval_every);
     LabRun lr;
     lr.db = db;
     lr.dir = dir;
@@ -242,7 +231,7 @@ int main(int argc, char** argv) {
     fs::create_directories(dir);  // the CSV and the trials' runs (the study may be a server's)
     Objective objective = architecture_objective(
         space, base, fs::path(dir) / study_name, nullptr,
-        median ? std::make_shared<const Pruning>(study, *median) : nullptr);
+        pruner ? std::make_shared<const Pruning>(study, *pruner) : nullptr);
     std::printf("study     %s in %s: sampler %s, seed %llu, %d trials; each trial %s with the "
                 "trial's architecture, %lld steps on %lld reviews, tested on %lld\n",
                 study_name.c_str(), study.where().c_str(), sampler.c_str(),
@@ -321,11 +310,12 @@ int main(int argc, char** argv) {
                   space.format(best->trial.values).c_str(), best->trial.value);
     std::printf("results   %s, %s, runs in %s\n", study.where().c_str(), csv.c_str(),
                 (fs::path(dir) / study_name).c_str());
-    if (median) {  // each trial's accuracy during training, pruned ones marked
+    if (pruner) {  // each trial's accuracy during training, pruned ones marked
       const std::string curves = (fs::path(dir) / (study_name + "-curves.svg")).string();
       try {
         plot_intermediate(study.trials(), cat(study_name, ": test accuracy during training (",
-                                              sampler, ", median pruner)"), curves);
+                                              sampler, ", ", prune.pruner, " pruner)"),
+                         curves);
         std::printf("curves    %s\n", curves.c_str());
       } catch (const Error& e) {  // the search is done and saved: a missing gnuplot says so
         std::printf("warning   no figure of the curves: %s\n", e.what());

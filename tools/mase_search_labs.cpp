@@ -40,6 +40,10 @@ Examples:
   mase-search tutorial --trials 20 --max-steps 200 --eval-every 50 --pruner median
       a trial whose accuracy at step 50, 100 or 150 is below the median of the completed
       trials' there stops (pruned); the first 5 complete trials are never judged
+  mase-search tutorial --trials 20 --max-steps 200 --eval-every 50 --pruner halving
+      successive halving: at step 50 (and 200, the end) a trial goes on only if its accuracy
+      is in the top quarter of all trials' there (--prune-reduction 4); --pruner hyperband
+      runs brackets of it that wait longer
   mase-search tutorial --num-layers 2 --hidden-sizes 128,192,256 --intermediate-sizes 512,768,1024
       a smaller space for a CPU budget (the defaults are the tutorial's)
   mase-search tutorial --objectives accuracy,params --trials 16 --population 4 --plot arch.png
@@ -194,20 +198,31 @@ struct ArchFlags {
   }
 };
 
-// --pruner median --eval-every N: stop trials whose accuracy falls below the median
-// (search/pruner.h).
+}  // namespace
+
+// --pruner median|halving|hyperband --eval-every N: stop poor trials early (search/pruner.h).
 void add_pruner(CLI::App* c, PruneOptions& p, train::TrainConfig& base) {
-  c->add_option("--pruner", p.pruner, "none, or median: stop a trial whose accuracy at an "
-                "evaluation is below the completed trials' median there")
+  c->add_option("--pruner", p.pruner, "none; median: stop a trial whose accuracy at an "
+                "evaluation is below the completed trials' median there; halving: keep the best "
+                "1/eta of the trials at each rung (steps m, m*eta, m*eta^2, ...); hyperband: "
+                "several halving brackets side by side (Optuna's pruners)")
       ->capture_default_str();
   c->add_option("--eval-every", base.eval_every,
                 "test every N training steps (what --pruner judges; 0 = at the end only)")
       ->capture_default_str();
-  c->add_option("--prune-startup", p.startup_trials, "completed trials before any is pruned")
-      ->capture_default_str();
-  c->add_option("--prune-warmup", p.warmup_steps, "steps of a trial before it can be pruned")
-      ->capture_default_str();
+  c->add_option("--prune-startup", p.startup_trials,
+                "median: completed trials before any is pruned")->capture_default_str();
+  c->add_option("--prune-warmup", p.warmup_steps,
+                "median: steps of a trial before it can be pruned")->capture_default_str();
+  c->add_option("--prune-min-resource", p.min_resource,
+                "halving, hyperband: steps to the first rung m (default: --eval-every; "
+                "halving 0 = Optuna's auto, the longest complete trial's steps / 100)");
+  c->add_option("--prune-reduction", p.reduction_factor,
+                "halving, hyperband: eta, about 1 trial in eta passes each rung (default: "
+                "Optuna's, 4 for halving, 3 for hyperband)");
 }
+
+namespace {
 
 // --objectives accuracy,params --population N (tutorial, compress-aware).
 void add_params_objective(CLI::App* c, std::string& objectives, int64_t& population) {

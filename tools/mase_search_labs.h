@@ -3,10 +3,18 @@
 // tools/mase_search.cpp hands argv over when its first argument is one of them.
 // Read next: tools/mase_search_labs.cpp (the flags), search/lab_commands.h (what they run).
 #pragma once
+#include <CLI/CLI.hpp>
+
+#include "search/pruner.h"
+#include "train/train_config.h"
 
 namespace mase::tools {
 
 bool is_lab_command(const char* arg);
 int lab_main(int argc, char** argv);  // the exit status (tools/cli.h)
+
+// --pruner none|median|halving|hyperband, --eval-every and the pruners' settings, on the
+// architecture search and the lab commands alike (search/pruner.h, search/halving.h).
+void add_pruner(CLI::App* c, search::PruneOptions& p, train::TrainConfig& base);
 
 }  // namespace mase::tools

@@ -210,9 +210,15 @@ TEST_CASE("Pruning::report: a trial below the median is pruned, keeps its value,
   CHECK(s.best()->trial.number == 1);  // a pruned trial is never the best
   CHECK_FALSE(s.ask(3));               // it counts towards a budget of 3
   CHECK_THROWS_AS(MedianPruner{.n_startup_trials = -1}.validate(), ConfigError);
-  CHECK_THROWS_AS(parse_pruner("hyperband", 5, 0), ConfigError);
-  CHECK_FALSE(parse_pruner("none", 5, 0));
-  CHECK(parse_pruner("median", 3, 20)->n_warmup_steps == 20);
+  CHECK_THROWS_WITH_AS(parse_pruner({.pruner = "asha"}, 25, 100),
+                       doctest::Contains("none, median, halving or hyperband, got 'asha'"),
+                       ConfigError);
+  CHECK_FALSE(parse_pruner({}, 25, 100));  // "none"
+  const auto median = parse_pruner({.pruner = "median", .startup_trials = 3, .warmup_steps = 20},
+                                   25, 100);
+  REQUIRE(median);
+  CHECK(std::get<MedianPruner>(*median).n_startup_trials == 3);
+  CHECK(std::get<MedianPruner>(*median).n_warmup_steps == 20);
 }
 
 namespace {
@@ -341,18 +347,20 @@ TEST_CASE("Pruning::report: a NaN report pruned as Optuna prunes it; the pruned 
   CHECK(s.best()->trial.number == 0);
 }
 
-TEST_CASE("check_prune_schedule: evaluations before the last step and after the warm-up") {
-  MedianPruner p;
-  CHECK_NOTHROW(check_prune_schedule(p, 25, 100));
-  CHECK_NOTHROW(check_prune_schedule(p, 25, 0));  // an epoch budget: known only with the data
-  CHECK_THROWS_WITH_AS(check_prune_schedule(p, 0, 100), doctest::Contains("--eval-every N > 0"),
+TEST_CASE("parse_pruner: evaluations before the last step and after the warm-up") {
+  const PruneOptions median{.pruner = "median"};
+  CHECK_NOTHROW(parse_pruner(median, 25, 100));
+  CHECK_NOTHROW(parse_pruner(median, 25, 0));  // an epoch budget: known only with the data
+  CHECK_THROWS_WITH_AS(parse_pruner(median, 0, 100), doctest::Contains("--eval-every N > 0"),
                        ConfigError);
   // the only evaluation is the final one, which is never judged: the pruner would do nothing
-  CHECK_THROWS_WITH_AS(check_prune_schedule(p, 100, 100),
+  CHECK_THROWS_WITH_AS(parse_pruner(median, 100, 100),
                        doctest::Contains("expected --eval-every below --max-steps 100"), ConfigError);
-  p.n_warmup_steps = 100;
-  CHECK_THROWS_WITH_AS(check_prune_schedule(p, 25, 100),
+  CHECK_THROWS_WITH_AS(parse_pruner({.pruner = "median", .warmup_steps = 100}, 25, 100),
                        doctest::Contains("--prune-warmup below --max-steps 100"), ConfigError);
+  CHECK_THROWS_WITH_AS(parse_pruner({.pruner = "halving"}, 0, 100),
+                       doctest::Contains("--pruner halving expected --eval-every N > 0"),
+                       ConfigError);
 }
 
 }  // namespace test_pruner
