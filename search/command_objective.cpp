@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <sstream>
 #include <cctype>
 #include <cstdio>
 #include <sys/wait.h>
@@ -163,21 +165,75 @@ std::vector<Direction> parse_directions(const std::string& text) {
   return out;
 }
 
-Objective command_objective(const Space& space, const std::string& tmpl, size_t objectives) {
+std::optional<std::pair<int64_t, double>> report_line(const std::string& line) {
+  static const std::string kTag = "mase:report";
+  const size_t start = line.find_first_not_of(" \t");
+  if (start == std::string::npos || line.compare(start, kTag.size(), kTag) != 0) return {};
+  std::istringstream in(line.substr(start + kTag.size()));
+  std::string step_word, value_word, extra;
+  in >> step_word >> value_word >> extra;
+  size_t used_step = 0, used_value = 0;
+  int64_t step = -1;
+  double value = NAN;
+  try {
+    step = std::stoll(step_word, &used_step);
+    value = std::stod(value_word, &used_value);  // nan and inf too, as Optuna's report takes
+  } catch (const std::exception&) {
+    used_step = used_value = 0;
+  }
+  MASE_CHECK(extra.empty() && used_step == step_word.size() && used_value == value_word.size() &&
+                 !step_word.empty() && !value_word.empty() && step >= 0,
+             Error, "[search] expected 'mase:report STEP VALUE' (an integer step >= 0, a number) "
+             "on the command's stdout, got '", clipped(line), "'");
+  return std::make_pair(step, value);
+}
+
+Objective command_objective(const Space& space, const std::string& tmpl, size_t objectives,
+                            std::shared_ptr<const Pruning> pruning) {
   MASE_CHECK(!tmpl.empty(), ConfigError, "[search] expected --command, got an empty template");
   MASE_CHECK(objectives >= 1, ConfigError, "[search] expected at least one objective, got 0");
+  MASE_CHECK(!pruning || objectives == 1, ConfigError, "[search] --directions with ",
+             objectives, " objectives expected --pruner none (a pruner judges one value as a "
+             "trial runs)");
   Values zero;
   for (const Param& p : space.params()) zero[p.name] = p.kind == Param::Kind::categorical ? 0 : p.low;
   (void)expand_command(tmpl, space, zero, 0);  // unknown placeholders fail now
-  return [tmpl, space, objectives](const Params& p, int64_t number) -> Outcome {
+  return [tmpl, space, objectives, pruning](const Params& p, int64_t number) -> Outcome {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string cmd = expand_command(tmpl, space, p.values(), number);
-    const ShellRun run = run_shell(cmd);
+    // With a pruner, each report line is recorded and judged as it arrives; what stops the
+    // command (the pruner's verdict, a bad line, the storage) is kept and acted on after it.
+    std::optional<TrialPruned> pruned;
+    std::exception_ptr failed;
+    LineWatch watch;
+    if (pruning)
+      watch = [&](const std::string& line) {
+        try {
+          if (const auto r = report_line(line)) pruning->report(number, r->first, r->second);
+          return true;
+        } catch (const TrialPruned& e) {
+          pruned = e;
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        return false;
+      };
+    const ShellRun run = run_shell(cmd, kCommandGrace_s, watch);
     // stopped (Ctrl-C, kill): whatever it printed is not the trial's result; the caller
     // records the trial as interrupted (lab_runner.h, run_one_trial)
     MASE_CHECK(!run.stopped, Error, "[search] stopped: the command was sent SIGTERM",
                run.killed ? cat(" and, ", kCommandGrace_s, " s later, SIGKILL") : std::string(),
                ": ", cmd);
+    if (failed) std::rethrow_exception(failed);
+    Outcome o;
+    o.attrs["wall_s"] =
+        cat(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (pruned) {  // stopped early by the pruner: its last report is its value
+      o.state = TrialState::pruned;
+      o.value = pruned->value;
+      o.attrs["pruned_at_step"] = cat(pruned->step);
+      return o;
+    }
     const std::string& last = run.last_line;
     const int status = run.status;
     MASE_CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, Error,
@@ -186,7 +242,6 @@ Objective command_objective(const Space& space, const std::string& tmpl, size_t 
                    ? cat("killed by signal ", WTERMSIG(status))
                    : cat("exited with status ", status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1),
                ": ", cmd);
-    Outcome o;
     try {
       const std::vector<double> values = output_values(last, objectives);
       o.value = values[0];
@@ -195,8 +250,6 @@ Objective command_objective(const Space& space, const std::string& tmpl, size_t 
       throw Error(cat(e.what(), ": ", cmd));
     }
     o.attrs["output"] = last;
-    o.attrs["wall_s"] =
-        cat(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return o;
   };
 }

@@ -15,11 +15,21 @@
 // another count, or a word among them, fails the trial the same way. The command runs in a
 // process group of its own, stdin /dev/null; a stopped search (Ctrl-C, kill) sends it SIGTERM
 // and the trial is interrupted, not complete (search/shell_command.h).
+// Pruning (--pruner, search/pruner.h): the command reports as it goes with stdout lines
+//   mase:report STEP VALUE          (Optuna's trial.report(VALUE, STEP); STEP an integer >= 0)
+// each stored with the trial as it arrives (optuna-dashboard draws the curve) and judged by the
+// pruner; a trial it stops is sent SIGTERM and recorded pruned, with the reported value and
+// attribute pruned_at_step. The last line is still the value of a trial that runs to its end
+// (a report line there fails the trial). A malformed report line fails the trial too.
 // Read next: search/lab_commands.h (run_custom), docs/lab2.md ("Any experiment").
 #pragma once
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "search/pruner.h"
 #include "search/study.h"
 
 namespace mase::search {
@@ -29,8 +39,14 @@ Space parse_space_spec(const std::string& spec);
 
 // ConfigError naming --command for a {placeholder} that is not a parameter of `space`.
 // `objectives` > 1: the trials' Outcome::values, one per objective, read from the last line.
+// `pruning`: the reports are recorded and judged (one objective only: ConfigError otherwise).
 Objective command_objective(const Space& space, const std::string& command_template,
-                            size_t objectives = 1);
+                            size_t objectives = 1,
+                            std::shared_ptr<const Pruning> pruning = nullptr);
+
+// A "mase:report STEP VALUE" line's step and value; nullopt for any other line; Error saying
+// what was expected for a line that starts so but is not of that form.
+std::optional<std::pair<int64_t, double>> report_line(const std::string& line);
 
 // The `count` numbers of a command's last stdout line (blank- or comma-separated; finite):
 // Error saying what was expected and what the line held otherwise (the trial's "error").

@@ -158,10 +158,12 @@ std::shared_ptr<const Pruning> pruning_for(Study& study, const std::optional<Pru
   return p ? std::make_shared<const Pruning>(study, *p) : nullptr;
 }
 
-// With a pruner: each study's trials' accuracies during training, one figure per study
-// (<dir>/<study>-curves.<ext of --plot>), printed and added to the result.
+// With a pruner: each study's trials' accuracies during training (`trains`; else the values a
+// command reported), one figure per study (<dir>/<study>-curves.<ext of --plot>), printed and
+// added to the result.
 void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
-                 const LabOptions& o, const std::string& pruner, LabResult& res) {
+                 const LabOptions& o, const std::string& pruner, LabResult& res,
+                 bool trains = true) {
   const std::string ext = fs::path(o.plot).extension().string();
   for (size_t i = 0; i < studies.size(); ++i) {
     const std::string path = (fs::path(o.dir) / (specs[i].name + "-curves" + ext)).string();
@@ -169,8 +171,12 @@ void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs
     const bool any = std::any_of(trials.begin(), trials.end(),
                                  [](const TrialRecord& r) { return !r.intermediate.empty(); });
     if (!any) continue;  // nothing reported yet (stopped before an evaluation)
-    plot_intermediate(trials, cat(specs[i].name, ": test accuracy during training (",
-                                  specs[i].sampler, ", ", pruner, " pruner)"), path);
+    const std::string how = cat(" (", specs[i].sampler, ", ", pruner, " pruner)");
+    if (trains)
+      plot_intermediate(trials, cat(specs[i].name, ": test accuracy during training", how), path);
+    else
+      plot_intermediate(trials, cat(specs[i].name, ": the values reported", how), path, "step",
+                        "value");
     res.plots.push_back(path);
     std::fprintf(o.out, "curves    %s\n", path.c_str());
   }
@@ -449,7 +455,11 @@ LabResult run_custom(CustomOptions o) {
   o.sampler = with_population(o.sampler, o.population);  // the study records its population
   make_sampler(o.sampler, o.seed)->set_directions(directions);  // refused now, if at all
   const Space space = parse_space_spec(o.space);
-  Objective objective = command_objective(space, o.command, n);  // checks the placeholders
+  (void)command_objective(space, o.command, n);  // checks the placeholders now
+  const std::optional<PrunerConfig> pruner = pruner_from_flags(o.prune);
+  MASE_CHECK(!pruner || n == 1, ConfigError, "[search] --directions with ", n, " objectives "
+             "expected --pruner none, got --pruner ", o.prune.pruner, " (a pruner judges one "
+             "value as a trial runs)");
   LabStudy spec{o.study, o.sampler, o.sampler, space, {{"objective", "command"}, {"command", o.command}}};
   spec.direction = directions.front();  // what the best-so-far figure plots: objective 0
   if (n > 1) {
@@ -459,7 +469,12 @@ LabResult run_custom(CustomOptions o) {
     spec.objective["directions"] = words;
   }
   spec.metric_names = o.metric_names;
+  if (pruner) {  // the steps are the command's: no --eval-every in the key
+    spec.objective["pruner"] = pruner_key(*pruner, 0);
+    spec.objective["pruner"].erase("eval_every");
+  }
   std::vector<Study> studies = open_lab_studies({spec}, make_run(o));
+  Objective objective = command_objective(space, o.command, n, pruning_for(studies[0], pruner));
   const auto workers = start_workers(o, studies);
   const std::string first = !o.metric_names.empty() ? o.metric_names[0]
                             : n > 1                   ? std::string("objective 0")
@@ -471,6 +486,7 @@ LabResult run_custom(CustomOptions o) {
                              " so far"),
                          *workers);
   if (n > 1 && !res.worker_copy) print_fronts(studies, "", o.out);
+  if (pruner && !res.worker_copy) draw_curves(studies, {spec}, o, o.prune.pruner, res, false);
   return res;
 }
 

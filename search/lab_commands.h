@@ -115,6 +115,9 @@ struct CustomOptions : LabOptions {
   std::vector<Direction> directions;
   std::vector<std::string> metric_names;
   int64_t population = 8;  // NSGA-II's generation size, as precision's
+  // Pruning: the command prints "mase:report STEP VALUE" lines (search/command_objective.h);
+  // halving and hyperband keep Optuna's default min_resource (the steps are the command's).
+  PruneOptions prune;
 };
 
 struct LabResult {

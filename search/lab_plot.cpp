@@ -183,7 +183,8 @@ void plot_pareto(const Series& series, const std::string& x_attr, const std::str
 }
 
 void plot_intermediate(const std::vector<TrialRecord>& trials, const std::string& title,
-                       const std::string& path) {
+                       const std::string& path, const std::string& xlabel,
+                       const std::string& ylabel) {
   // index 0: complete trials' curves, index 1: pruned ones', index 2: where those stopped;
   // within an index a blank line starts a new curve
   std::string data[3];
@@ -212,7 +213,7 @@ void plot_intermediate(const std::vector<TrialRecord>& trials, const std::string
       "pointtype 7 pointsize 0.5 title ", gp_quote(cat("pruned (", pruned, ")")), ", ", dat,
       " index 2 using 1:2 with points linecolor rgb \"#d62728\" pointtype 2 pointsize 1.6 "
       "notitle\n");
-  draw(path, all, cat(common_settings(title, "training step", "test accuracy", false), plot), false);
+  draw(path, all, cat(common_settings(title, xlabel, ylabel, false), plot), false);
 }
 
 void write_summary_csv(const Series& series, const std::string& x_attr, const std::string& path) {

@@ -41,7 +41,8 @@ void write_summary_csv(const Series& series, const std::string& x_attr, const st
 // trials as solid lines, pruned ones dashed in another colour with a cross where they stopped —
 // what optuna-dashboard's "intermediate values" plot shows. ConfigError when no trial reported.
 void plot_intermediate(const std::vector<TrialRecord>& trials, const std::string& title,
-                       const std::string& path);
+                       const std::string& path, const std::string& xlabel = "training step",
+                       const std::string& ylabel = "test accuracy");
 
 // The trials on the Pareto front of (x_attr low, accuracy high: as in plot_pareto), sorted by x.
 std::vector<TrialRecord> pareto_front(const std::vector<TrialRecord>& trials,

@@ -148,53 +148,60 @@ void Pruning::record_final(int64_t number, int64_t step, double value) const {
   if (std::isfinite(value)) study_->report(number, step, value);
 }
 
-std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_every,
-                                         int64_t max_steps) {
+std::optional<PrunerConfig> pruner_from_flags(const PruneOptions& f) {
   if (f.pruner == "none") return std::nullopt;
   MASE_CHECK(f.pruner == "median" || f.pruner == "halving" || f.pruner == "hyperband",
              ConfigError, "[pruner] expected --pruner none, median, halving or hyperband, got '",
              f.pruner, "'");
-  const bool median = f.pruner == "median";
-  MASE_CHECK(median || (f.startup_trials == PruneOptions{}.startup_trials &&
-                        f.warmup_steps == PruneOptions{}.warmup_steps),
-             ConfigError, "[search] --pruner ", f.pruner, " expected no --prune-startup or "
-             "--prune-warmup, got one (they set the median pruner; successive halving waits for "
-             "its rungs: --prune-min-resource)");
-  MASE_CHECK(!median || (f.min_resource == -1 && f.reduction_factor == 0), ConfigError,
-             "[search] --pruner median expected no --prune-min-resource or --prune-reduction, "
-             "got one (they set --pruner halving and hyperband)");
-  MASE_CHECK(eval_every > 0, ConfigError, "[search] --pruner ", f.pruner, " expected "
-             "--eval-every N > 0 (the accuracies it judges), got ", eval_every);
-  MASE_CHECK(max_steps <= 0 || eval_every < max_steps, ConfigError, "[search] --pruner ",
-             f.pruner, " expected --eval-every below --max-steps ", max_steps, " (only "
-             "evaluations before the last step are judged), got ", eval_every);
-  // (max_steps 0: an epoch budget, whose length is known once the data is)
   PrunerConfig out;
-  if (median) {
+  if (f.pruner == "median") {
+    MASE_CHECK(f.min_resource == -1 && f.reduction_factor == 0, ConfigError,
+               "[search] --pruner median expected no --prune-min-resource or --prune-reduction, "
+               "got one (they set --pruner halving and hyperband)");
     MedianPruner p;
     p.n_startup_trials = f.startup_trials;
     p.n_warmup_steps = f.warmup_steps;
-    MASE_CHECK(max_steps <= 0 || p.n_warmup_steps < max_steps, ConfigError, "[search] --pruner "
-               "median expected --prune-warmup below --max-steps ", max_steps, ", got ",
-               p.n_warmup_steps, " (nothing would be judged)");
     out = p;
   } else {
-    // rung 0 at the first evaluation unless told otherwise: the steps count training steps,
-    // not epochs, so Optuna's defaults (auto, 1) would put several rungs before it
-    const int64_t min_resource = f.min_resource < 0 ? eval_every : f.min_resource;
+    MASE_CHECK(f.startup_trials == PruneOptions{}.startup_trials &&
+                   f.warmup_steps == PruneOptions{}.warmup_steps,
+               ConfigError, "[search] --pruner ", f.pruner, " expected no --prune-startup or "
+               "--prune-warmup, got one (they set the median pruner; successive halving waits "
+               "for its rungs: --prune-min-resource)");
     if (f.pruner == "halving") {
       SuccessiveHalvingPruner p;
-      p.min_resource = min_resource;
+      if (f.min_resource >= 0) p.min_resource = f.min_resource;
       if (f.reduction_factor) p.reduction_factor = f.reduction_factor;
       out = p;
     } else {
       HyperbandPruner p;
-      p.min_resource = min_resource;
+      if (f.min_resource >= 0) p.min_resource = f.min_resource;
       if (f.reduction_factor) p.reduction_factor = f.reduction_factor;
       out = p;
     }
   }
   std::visit([](const auto& p) { p.validate(); }, out);
+  return out;
+}
+
+std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_every,
+                                         int64_t max_steps) {
+  PruneOptions flags = f;
+  // rung 0 at the first evaluation unless told otherwise: the steps count training steps,
+  // not epochs, so Optuna's defaults (auto, 1) would put several rungs before it
+  if (flags.pruner != "median" && flags.min_resource < 0 && eval_every > 0)
+    flags.min_resource = eval_every;
+  std::optional<PrunerConfig> out = pruner_from_flags(flags);
+  if (!out) return out;
+  MASE_CHECK(eval_every > 0, ConfigError, "[search] --pruner ", f.pruner, " expected "
+             "--eval-every N > 0 (the accuracies it judges), got ", eval_every);
+  // (max_steps 0: an epoch budget, whose length is known once the data is)
+  MASE_CHECK(max_steps <= 0 || eval_every < max_steps, ConfigError, "[search] --pruner ",
+             f.pruner, " expected --eval-every below --max-steps ", max_steps, " (only "
+             "evaluations before the last step are judged), got ", eval_every);
+  MASE_CHECK(max_steps <= 0 || f.warmup_steps < max_steps, ConfigError, "[search] --pruner "
+             "median expected --prune-warmup below --max-steps ", max_steps, ", got ",
+             f.warmup_steps, " (nothing would be judged)");
   return out;
 }
 

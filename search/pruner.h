@@ -118,7 +118,15 @@ struct PruneOptions {
   int reduction_factor = 0;
 };
 
-// The pruner the flags ask for (nullopt for "none"), checked against the evaluation schedule:
+// The pruner the flags ask for (nullopt for "none"), for reports at steps of the objective's own
+// choosing (`mase-search custom`: a command's epochs, say): halving and hyperband default to
+// Optuna's min_resource ("auto" and 1). ConfigError naming the flag for an unknown name, a
+// setting of another pruner, or a bad value.
+std::optional<PrunerConfig> pruner_from_flags(const PruneOptions& flags);
+
+// The same for trials that train and are tested every eval_every steps (the architecture search
+// and its lab commands): halving and hyperband put rung 0 at the first evaluation unless told
+// otherwise; checked against the evaluation schedule:
 // ConfigError naming the flag for an unknown name, a setting of another pruner, bad values, or
 // a schedule with nothing to judge — eval_every must be > 0 and, for a budget of max_steps > 0,
 // below it, and median's warm-up below it too.

@@ -12,7 +12,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "runtime/error.h"
 #include "train/trainer.h"
@@ -37,21 +39,41 @@ struct Spawn {
   }
 };
 
-// Adds stdout's bytes to the lines read so far: `last` keeps the last one that is not blank.
-void take(std::string& line, std::string& last, const char* bytes, size_t n) {
+// Adds stdout's bytes to the lines read so far: `last` keeps the last one that is not blank;
+// `watch`, if any, sees each line. Returns false once the watch has asked to end the command.
+bool take(std::string& line, std::string& last, const char* bytes, size_t n,
+          const LineWatch& watch) {
+  bool go_on = true;
   for (size_t i = 0; i < n; ++i) {
     if (bytes[i] != '\n') {
       line += bytes[i];
       continue;
     }
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+    if (watch && go_on) go_on = watch(line);
     line.clear();
   }
+  return go_on;
 }
+
+// Our environment with PYTHONUNBUFFERED=1 added (unless it is set): a watched command's lines
+// must arrive as it prints them. The strings live as long as the vector of pointers is used.
+struct Environment {
+  std::vector<std::string> extra;
+  std::vector<char*> env;
+  explicit Environment(bool unbuffered) {
+    for (char** e = environ; *e; ++e) env.push_back(*e);
+    if (unbuffered && !std::getenv("PYTHONUNBUFFERED")) {
+      extra.emplace_back("PYTHONUNBUFFERED=1");
+      env.push_back(extra.back().data());
+    }
+    env.push_back(nullptr);
+  }
+};
 
 }  // namespace
 
-ShellRun run_shell(const std::string& command, double grace_s) {
+ShellRun run_shell(const std::string& command, double grace_s, const LineWatch& watch) {
   int out[2];
   MASE_CHECK(::pipe2(out, O_CLOEXEC) == 0, IoError, "[search] cannot run the command (pipe: ",
              std::strerror(errno), "): ", command);
@@ -71,8 +93,9 @@ ShellRun run_shell(const std::string& command, double grace_s) {
   posix_spawn_file_actions_addopen(&s.files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   pid_t pid = 0;
+  Environment env(static_cast<bool>(watch));
   const int err = posix_spawn(&pid, "/bin/sh", &s.files, &s.attr, const_cast<char**>(argv),
-                              environ);
+                              env.env.data());
   ::close(out[1]);
   if (err != 0) {
     ::close(out[0]);
@@ -87,27 +110,40 @@ ShellRun run_shell(const std::string& command, double grace_s) {
   Clock::time_point kill_at;
   std::string line;
   // until stdout is closed and sh is reaped, as popen's reader and pclose would wait
+  bool ending = false;  // SIGTERM sent (a stop, or the watch): SIGKILL at kill_at
+  const auto end_group = [&] {
+    ending = true;
+    ::kill(-pid, SIGTERM);  // the group: sh and every process it started
+    kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(grace_s));
+  };
   while (fd >= 0 || !reaped) {
-    if (!r.stopped && train::stop_requested()) {
+    if (!ending && train::stop_requested()) {
       r.stopped = true;
-      ::kill(-pid, SIGTERM);  // the group: sh and every process it started
-      kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(grace_s));
+      end_group();
     }
-    if (r.stopped && !r.killed && Clock::now() >= kill_at) {
+    if (ending && !r.killed && Clock::now() >= kill_at) {
       ::kill(-pid, SIGKILL);  // sh reaped or not, what is left of its group
       r.killed = true;
     }
-    // stopped: done once sh is reaped and its group is gone (or sent SIGKILL): not waiting
+    // ending: done once sh is reaped and its group is gone (or sent SIGKILL): not waiting
     // for stdout's end, which a process that left the group may hold open for ever
-    if (r.stopped && reaped && (r.killed || (::kill(-pid, 0) == -1 && errno == ESRCH))) break;
+    if (ending && reaped && (r.killed || (::kill(-pid, 0) == -1 && errno == ESRCH))) break;
     if (fd >= 0) {
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, 50) > 0) {
         char buf[4096];
         const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n > 0) take(line, r.last_line, buf, static_cast<size_t>(n));
-        else if (n == 0 || errno != EINTR) ::close(fd), fd = -1;  // the end (or a broken pipe)
+        if (n > 0) {
+          // once ending, the lines still read are kept but no longer watched
+          if (!take(line, r.last_line, buf, static_cast<size_t>(n), ending ? LineWatch{} : watch)
+              && !ending) {
+            r.halted = true;
+            end_group();
+          }
+        } else if (n == 0 || errno != EINTR) {
+          ::close(fd), fd = -1;  // the end (or a broken pipe)
+        }
       }
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -119,7 +155,8 @@ ShellRun run_shell(const std::string& command, double grace_s) {
     }
   }
   if (fd >= 0) ::close(fd);
-  take(line, r.last_line, "\n", 1);  // a last line without its newline
+  // a last line without its newline (watched too, unless the command is being ended)
+  if (!take(line, r.last_line, "\n", 1, ending ? LineWatch{} : watch)) r.halted = true;
   return r;
 }
 

@@ -18,8 +18,14 @@
 // Not covered: a second Ctrl-C quits mase at once (train/stop.cpp), leaving a command that
 // ignores SIGTERM running; a process the command moves to another group (setsid) is not
 // reached.
+// Watching. A caller may see each stdout line as it arrives (`watch`: the trials' reports of
+// `mase-search custom --pruner`, search/command_objective.h) and end the command by returning
+// false: its group gets SIGTERM (and SIGKILL grace_s later) exactly as for a stop, and the run
+// says `halted`. With a watch, the command runs with PYTHONUNBUFFERED=1 (unless set): Python
+// writes a pipe in 8 KB blocks otherwise, and its reports would arrive when it exits.
 // Read next: search/command_objective.h.
 #pragma once
+#include <functional>
 #include <string>
 
 namespace mase::search {
@@ -29,12 +35,18 @@ struct ShellRun {
   int status = 0;         // as waitpid reports it (-1: not known, the process was reaped elsewhere)
   bool stopped = false;   // a stop was requested while it ran: its group was sent SIGTERM
   bool killed = false;    // ... and SIGKILL, grace_s later
+  bool halted = false;    // the watch returned false: its group was sent SIGTERM (and `killed`)
 };
+
+// Sees each complete line of the command's stdout (without its newline) as it arrives; false
+// ends the command. It must not throw (keep what went wrong, return false, throw after).
+using LineWatch = std::function<bool(const std::string& line)>;
 
 inline constexpr double kCommandGrace_s = 5;
 
 // Runs `command` to its end, or until a stop is requested (see above). IoError if it cannot be
 // started (no pipe, no /bin/sh, too many processes).
-ShellRun run_shell(const std::string& command, double grace_s = kCommandGrace_s);
+ShellRun run_shell(const std::string& command, double grace_s = kCommandGrace_s,
+                   const LineWatch& watch = {});
 
 }  // namespace mase::search

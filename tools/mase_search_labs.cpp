@@ -104,7 +104,12 @@ Examples:
       --command 'python3 -c "x={x}; print(x*x, (x-2)**2)"' --trials 24
       two objectives: the last line holds one number each (spaces or commas between them);
       TPE (Optuna's default) searches for the Pareto front, printed at the end; add
-      --sampler nsga2 --population 6 for NSGA-II in generations of 6)HELP";
+      --sampler nsga2 --population 6 for NSGA-II in generations of 6
+  mase-search custom --space 'lr=real:1e-4:1e-1:log' --pruner median --trials 20 \
+      --command 'python3 train.py --lr {lr}'
+      pruning: train.py prints "mase:report EPOCH ACCURACY" after each epoch (Optuna's
+      trial.report); a trial below the median of the completed ones there is sent SIGTERM and
+      recorded pruned; --pruner halving / hyperband judge rungs instead)HELP";
 
 std::vector<int64_t> int_list(const std::string& s, const char* flag) {
   std::vector<int64_t> out;
@@ -200,26 +205,32 @@ struct ArchFlags {
 
 }  // namespace
 
-// --pruner median|halving|hyperband --eval-every N: stop poor trials early (search/pruner.h).
-void add_pruner(CLI::App* c, PruneOptions& p, train::TrainConfig& base) {
-  c->add_option("--pruner", p.pruner, "none; median: stop a trial whose accuracy at an "
-                "evaluation is below the completed trials' median there; halving: keep the best "
-                "1/eta of the trials at each rung (steps m, m*eta, m*eta^2, ...); hyperband: "
-                "several halving brackets side by side (Optuna's pruners)")
-      ->capture_default_str();
-  c->add_option("--eval-every", base.eval_every,
-                "test every N training steps (what --pruner judges; 0 = at the end only)")
+// --pruner median|halving|hyperband and its settings (search/pruner.h, search/halving.h).
+void add_prune_flags(CLI::App* c, PruneOptions& p) {
+  c->add_option("--pruner", p.pruner, "none; median: stop a trial whose value at a report is "
+                "below the completed trials' median there; halving: keep the best 1/eta of the "
+                "trials at each rung (steps m, m*eta, m*eta^2, ...); hyperband: several halving "
+                "brackets side by side (Optuna's pruners)")
       ->capture_default_str();
   c->add_option("--prune-startup", p.startup_trials,
                 "median: completed trials before any is pruned")->capture_default_str();
   c->add_option("--prune-warmup", p.warmup_steps,
                 "median: steps of a trial before it can be pruned")->capture_default_str();
   c->add_option("--prune-min-resource", p.min_resource,
-                "halving, hyperband: steps to the first rung m (default: --eval-every; "
-                "halving 0 = Optuna's auto, the longest complete trial's steps / 100)");
+                "halving, hyperband: steps to the first rung m (default: --eval-every when "
+                "trials train; custom: Optuna's, halving 0 = auto (the longest complete "
+                "trial's steps / 100), hyperband 1)");
   c->add_option("--prune-reduction", p.reduction_factor,
                 "halving, hyperband: eta, about 1 trial in eta passes each rung (default: "
                 "Optuna's, 4 for halving, 3 for hyperband)");
+}
+
+// --pruner ... --eval-every N: trials that train are tested every N steps and judged.
+void add_pruner(CLI::App* c, PruneOptions& p, train::TrainConfig& base) {
+  add_prune_flags(c, p);
+  c->add_option("--eval-every", base.eval_every,
+                "test every N training steps (what --pruner judges; 0 = at the end only)")
+      ->capture_default_str();
 }
 
 namespace {
@@ -356,6 +367,7 @@ int lab_main(int argc, char** argv) {
   u->add_option("--workers", cus.workers, "commands running at once")->capture_default_str();
   u->add_option("--plot", cus.plot, "the figure, .svg or .png (default <dir>/<study>.svg)")
       ->check(cli::nonempty("a file .svg or .png"));
+  add_prune_flags(u, cus.prune);  // judging the command's "mase:report STEP VALUE" lines
 
   if (auto status = cli::parse(app, "mase-search", argc, argv)) return *status;
 

@@ -13,8 +13,9 @@ namespace mase::tools {
 bool is_lab_command(const char* arg);
 int lab_main(int argc, char** argv);  // the exit status (tools/cli.h)
 
-// --pruner none|median|halving|hyperband, --eval-every and the pruners' settings, on the
-// architecture search and the lab commands alike (search/pruner.h, search/halving.h).
+// --pruner none|median|halving|hyperband and the pruners' settings (search/pruner.h,
+// search/halving.h); add_pruner adds --eval-every too, for the searches whose trials train.
+void add_prune_flags(CLI::App* c, search::PruneOptions& p);
 void add_pruner(CLI::App* c, search::PruneOptions& p, train::TrainConfig& base);
 
 }  // namespace mase::tools
