@@ -1,9 +1,11 @@
 // search/command_objective.cpp — a shell command as the objective. Read command_objective.h.
 #include "search/command_objective.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <sstream>
 #include <cctype>
 #include <cstdio>
@@ -165,13 +167,51 @@ std::vector<Direction> parse_directions(const std::string& text) {
   return out;
 }
 
-std::optional<std::pair<int64_t, double>> report_line(const std::string& line) {
-  static const std::string kTag = "mase:report";
+namespace {
+
+// The two words after `tag` at the start of `line` (and whether anything followed them), or
+// nullopt when the line does not start with the tag.
+struct Tagged {
+  std::string first, second, extra;
+};
+std::optional<Tagged> tagged(const std::string& line, const std::string& tag) {
   const size_t start = line.find_first_not_of(" \t");
-  if (start == std::string::npos || line.compare(start, kTag.size(), kTag) != 0) return {};
-  std::istringstream in(line.substr(start + kTag.size()));
-  std::string step_word, value_word, extra;
-  in >> step_word >> value_word >> extra;
+  if (start == std::string::npos || line.compare(start, tag.size(), tag) != 0) return {};
+  const size_t after = start + tag.size();
+  if (after < line.size() && !std::isspace(static_cast<unsigned char>(line[after]))) return {};
+  std::istringstream in(line.substr(after));
+  Tagged t;
+  in >> t.first >> t.second >> t.extra;
+  return t;
+}
+
+}  // namespace
+
+std::optional<std::pair<std::string, double>> constraint_line(const std::string& line) {
+  const auto t = tagged(line, "mase:constraint");
+  if (!t) return {};
+  size_t used = 0;
+  double value = NAN;
+  try {
+    value = std::stod(t->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const bool name_ok = !t->first.empty() && std::all_of(t->first.begin(), t->first.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+  MASE_CHECK(name_ok && t->extra.empty() && !t->second.empty() && used == t->second.size() &&
+                 std::isfinite(value),
+             Error, "[search] expected 'mase:constraint NAME VALUE' (a name of letters, digits, "
+             "_.-, a finite number; feasible when <= 0) on the command's stdout, got '",
+             clipped(line), "'");
+  return std::make_pair(t->first, value);
+}
+
+std::optional<std::pair<int64_t, double>> report_line(const std::string& line) {
+  const auto t = tagged(line, "mase:report");
+  if (!t) return {};
+  const std::string &step_word = t->first, &value_word = t->second, &extra = t->extra;
   size_t used_step = 0, used_value = 0;
   int64_t step = -1;
   double value = NAN;
@@ -201,23 +241,25 @@ Objective command_objective(const Space& space, const std::string& tmpl, size_t 
   return [tmpl, space, objectives, pruning](const Params& p, int64_t number) -> Outcome {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string cmd = expand_command(tmpl, space, p.values(), number);
-    // With a pruner, each report line is recorded and judged as it arrives; what stops the
-    // command (the pruner's verdict, a bad line, the storage) is kept and acted on after it.
+    // Each constraint line is kept; with a pruner, each report line is recorded and judged as
+    // it arrives. What stops the command (the pruner's verdict, a bad line, the storage) is
+    // kept and acted on after it.
     std::optional<TrialPruned> pruned;
     std::exception_ptr failed;
-    LineWatch watch;
-    if (pruning)
-      watch = [&](const std::string& line) {
-        try {
-          if (const auto r = report_line(line)) pruning->report(number, r->first, r->second);
-          return true;
-        } catch (const TrialPruned& e) {
-          pruned = e;
-        } catch (...) {
-          failed = std::current_exception();
-        }
-        return false;
-      };
+    std::map<std::string, double> constraints;
+    const LineWatch watch = [&](const std::string& line) {
+      try {
+        if (const auto c = constraint_line(line)) constraints[c->first] = c->second;
+        const auto r = report_line(line);  // without a pruner, checked and not stored
+        if (r && pruning) pruning->report(number, r->first, r->second);
+        return true;
+      } catch (const TrialPruned& e) {
+        pruned = e;
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      return false;
+    };
     const ShellRun run = run_shell(cmd, kCommandGrace_s, watch);
     // stopped (Ctrl-C, kill): whatever it printed is not the trial's result; the caller
     // records the trial as interrupted (lab_runner.h, run_one_trial)
@@ -226,6 +268,7 @@ Objective command_objective(const Space& space, const std::string& tmpl, size_t 
                ": ", cmd);
     if (failed) std::rethrow_exception(failed);
     Outcome o;
+    o.constraints = constraints;
     o.attrs["wall_s"] =
         cat(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (pruned) {  // stopped early by the pruner: its last report is its value

@@ -21,6 +21,11 @@
 // pruner; a trial it stops is sent SIGTERM and recorded pruned, with the reported value and
 // attribute pruned_at_step. The last line is still the value of a trial that runs to its end
 // (a report line there fails the trial). A malformed report line fails the trial too.
+// Constraints (Optuna's trial.set_constraint): stdout lines
+//   mase:constraint NAME VALUE      (feasible when every VALUE <= 0; NAME letters, digits, _.-)
+// are stored with the trial when it ends: an infeasible trial is never the best, and TPE and
+// NSGA-II rank it after the feasible ones (search/study.h). With or without a pruner. Every
+// command runs with PYTHONUNBUFFERED=1, so that these lines arrive as they are printed.
 // Read next: search/lab_commands.h (run_custom), docs/lab2.md ("Any experiment").
 #pragma once
 #include <memory>
@@ -47,6 +52,8 @@ Objective command_objective(const Space& space, const std::string& command_templ
 // A "mase:report STEP VALUE" line's step and value; nullopt for any other line; Error saying
 // what was expected for a line that starts so but is not of that form.
 std::optional<std::pair<int64_t, double>> report_line(const std::string& line);
+// The same for "mase:constraint NAME VALUE" (a finite VALUE).
+std::optional<std::pair<std::string, double>> constraint_line(const std::string& line);
 
 // The `count` numbers of a command's last stdout line (blank- or comma-separated; finite):
 // Error saying what was expected and what the line held otherwise (the trial's "error").

@@ -158,6 +158,17 @@ std::shared_ptr<const Pruning> pruning_for(Study& study, const std::optional<Pru
   return p ? std::make_shared<const Pruning>(study, *p) : nullptr;
 }
 
+// --max-params N: the trial's constraint "params" = its parameters (attribute) − N.
+Objective within_budget(Objective objective, int64_t max_params) {
+  if (max_params <= 0) return objective;
+  return [objective, max_params](const Params& p, int64_t number) {
+    Outcome o = objective(p, number);
+    if (auto it = o.attrs.find("parameters"); it != o.attrs.end())
+      o.constraints["params"] = std::stod(it->second) - static_cast<double>(max_params);
+    return o;
+  };
+}
+
 // With a pruner: each study's trials' accuracies during training (`trains`; else the values a
 // command reported), one figure per study (<dir>/<study>-curves.<ext of --plot>), printed and
 // added to the result.
@@ -257,6 +268,9 @@ LabResult run_tutorial(TutorialOptions o) {
   json key = budget_key(o.base);
   key["objective"] = "architecture";
   const std::optional<PrunerConfig> pruner = check_pruner(o.prune, o.base, key);
+  MASE_CHECK(o.max_params >= 0, ConfigError, "[search] expected --max-params N >= 0 (0: no "
+             "budget), got ", o.max_params);
+  if (o.max_params > 0) key["max_params"] = o.max_params;  // another budget: another study
   std::vector<LabStudy> specs;
   for (const std::string& s : o.samplers) {  // ConfigError for an unknown name
     specs.push_back({o.study + "-" + s, s,
@@ -269,10 +283,10 @@ LabResult run_tutorial(TutorialOptions o) {
   auto data = std::make_shared<const TrialData>(load_trial_data(o.base, data_log(o, *workers)));
   std::vector<Objective> objectives;
   for (size_t i = 0; i < specs.size(); ++i)
-    objectives.push_back(arch_trial_objective(space, o.base, data, {},
-                                              fs::path(o.dir) / specs[i].name, null_sink(),
-                                              pruning_for(studies[i], pruner),
-                                              o.params_objective));
+    objectives.push_back(within_budget(
+        arch_trial_objective(space, o.base, data, {}, fs::path(o.dir) / specs[i].name,
+                             null_sink(), pruning_for(studies[i], pruner), o.params_objective),
+        o.max_params));
   const std::string title = cat("Lab 2.1: ", budget_text(o.base), "; ", architecture_text(space),
                                 "; ", o.trials, " trials per sampler",
                                 o.params_objective ? ", objectives accuracy and parameters" : "");

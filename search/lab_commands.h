@@ -69,6 +69,10 @@ struct TutorialOptions : LabOptions {
   // 0.5 and the space's largest model, and <plot>-pareto draws accuracy against parameters.
   bool params_objective = false;
   int64_t population = 8;  // nsga2's generation size (Optuna's default of 50: too many here)
+  // A parameter budget (--max-params N, 0: none): each trial gets the constraint "params" =
+  // its trainable parameters − N (Optuna's trial.set_constraint; feasible when <= 0), so the
+  // best trial is the best within the budget and TPE and NSGA-II rank the trials over it last.
+  int64_t max_params = 0;
 };
 
 struct CompressAwareOptions : LabOptions {

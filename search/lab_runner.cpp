@@ -159,9 +159,10 @@ std::string standing(const Study& study) {
     for (const TrialRecord& r : front) numbers += cat(numbers.empty() ? "" : " ", r.trial.number);
     return cat("front ", numbers.empty() ? std::string("(none yet)") : "trials " + numbers);
   }
-  const auto best = study.best();
+  const auto best = study.best();  // a feasible one
+  if (!best) return "best (none yet)";
   char text[48];
-  std::snprintf(text, sizeof text, "best %.4f", best ? best->trial.value : 0.0);
+  std::snprintf(text, sizeof text, "best %.4f", best->trial.value);
   return text;
 }
 
@@ -190,6 +191,8 @@ void run_lab_trials(Study& study, const Objective& objective, const LabRun& run)
     for (const char* k : {"accuracy_trained", "accuracy_compressed", "accuracy_ptq",
                           "avg_weight_bits", "identity_layers"})
       if (tr.outcome.attrs.count(k)) result += cat("  ", k, " ", tr.outcome.attrs.at(k));
+    for (const auto& [name, v] : tr.outcome.constraints)  // Optuna's set_constraint: <= 0 is ok
+      if (v > 0) result += cat("  infeasible: ", name, " +", value_text(v));
     failures_in_a_row = tr.ok ? 0 : failures_in_a_row + 1;
     if (!tr.ok) last_error = tr.error;
     const double s = tr.seconds;

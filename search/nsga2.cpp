@@ -105,10 +105,45 @@ std::vector<double> crowding_distances(const std::vector<Point>& points,
   return out;
 }
 
+std::vector<std::vector<size_t>> constrained_fronts(const std::vector<Point>& points,
+                                                    const std::vector<Direction>& directions,
+                                                    const std::vector<double>& penalty) {
+  MASE_CHECK(penalty.size() == points.size(), ConfigError, "[nsga2] expected a penalty for each "
+             "of the ", points.size(), " points, got ", penalty.size());
+  std::vector<size_t> feasible, infeasible;
+  for (size_t i = 0; i < points.size(); ++i) (penalty[i] > 0 ? infeasible : feasible).push_back(i);
+  std::vector<Point> sub;
+  for (size_t i : feasible) sub.push_back(points[i]);
+  std::vector<std::vector<size_t>> out = fronts(sub, directions);
+  for (auto& front : out)
+    for (size_t& k : front) k = feasible[k];  // back to indices into `points`
+  // then one front per distinct penalty, smallest first, each in the order the points came
+  std::vector<double> levels;
+  for (size_t i : infeasible) levels.push_back(penalty[i]);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  const size_t first = out.size();
+  out.resize(first + levels.size());
+  for (size_t i : infeasible) {
+    const auto level = std::lower_bound(levels.begin(), levels.end(), penalty[i]) - levels.begin();
+    out[first + static_cast<size_t>(level)].push_back(i);
+  }
+  return out;
+}
+
+bool constrained_dominates(const Point& a, double penalty_a, const Point& b, double penalty_b,
+                           const std::vector<Direction>& directions) {
+  if (penalty_a <= 0 && penalty_b <= 0) return dominates(a, b, directions);
+  if (penalty_a <= 0 || penalty_b <= 0) return penalty_a <= 0;  // the feasible one wins
+  return penalty_a < penalty_b;  // both infeasible: the smaller violation
+}
+
 std::vector<size_t> elite(const std::vector<Point>& points, const std::vector<Direction>& directions,
-                          size_t population_size) {
+                          size_t population_size, const std::vector<double>& penalty) {
   std::vector<size_t> chosen;
-  for (std::vector<size_t>& front : fronts(points, directions)) {
+  for (std::vector<size_t>& front : penalty.empty() ? fronts(points, directions)
+                                                    : constrained_fronts(points, directions,
+                                                                         penalty)) {
     if (chosen.size() + front.size() < population_size) {
       chosen.insert(chosen.end(), front.begin(), front.end());
       continue;
@@ -207,8 +242,15 @@ std::vector<size_t> Nsga2Sampler::parents(const std::vector<Trial>& history,
                  "in trial_values: fail it, or delete it)");
       points.push_back(t.objectives);
     }
+    // a population where any trial has constraints is ranked feasible first (Optuna's
+    // _is_constrained_optimization): a trial without them counts as feasible
+    std::vector<double> penalty;
+    if (std::any_of(candidates.begin(), candidates.end(),
+                    [&](size_t i) { return !history[i].constraints.empty(); }))
+      for (size_t i : candidates) penalty.push_back(violation(history[i]));
     std::vector<size_t> next;
-    for (size_t k : nsga2::elite(points, directions_, static_cast<size_t>(options_.population_size)))
+    for (size_t k : nsga2::elite(points, directions_, static_cast<size_t>(options_.population_size),
+                                 penalty))
       next.push_back(candidates[k]);
     // in trial order, as Optuna reads a generation's parents back from its cache: the order
     // the next generation's elite selection sees them in (it breaks ties by position)
@@ -231,10 +273,19 @@ std::optional<Values> Nsga2Sampler::sample(const Space& space, const std::vector
     return from[std::min(static_cast<size_t>(u() * static_cast<double>(from.size())),
                          from.size() - 1)];
   };
-  // binary tournament: of two random candidates, the first if it dominates the second
+  // binary tournament: of two random candidates, the first if it dominates the second —
+  // constrained-dominates when any parent has constraints (Optuna's _constrained_dominates)
+  const bool constrained = std::any_of(pool.begin(), pool.end(), [&](size_t i) {
+    return !history[i].constraints.empty();
+  });
   auto tournament = [&](const std::vector<size_t>& from) {
     const size_t a = pick(from), b = pick(from);
-    return nsga2::dominates(history[a].objectives, history[b].objectives, directions_) ? a : b;
+    const Trial &ta = history[a], &tb = history[b];
+    const bool first_wins =
+        constrained ? nsga2::constrained_dominates(ta.objectives, violation(ta), tb.objectives,
+                                                   violation(tb), directions_)
+                    : nsga2::dominates(ta.objectives, tb.objectives, directions_);
+    return first_wins ? a : b;
   };
 
   Values child;

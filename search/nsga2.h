@@ -21,6 +21,10 @@
 //                 mutated with probability 1/(number of parameters, those of one value not
 //                 counted, as Optuna's): drawn afresh, at random.
 //                 Generation 0 has no parents: its trials are drawn at random.
+//   constraints   when trials carry constraints (Trial::constraints: feasible when all <= 0),
+//                 the elite ranks feasible trials first, then the infeasible ones by their total
+//                 violation, and the tournament's "dominates" becomes constrained domination
+//                 (a feasible trial beats an infeasible one, two infeasible ones by violation)
 //
 // Like every sampler here it is stateless (search/sampler.h): the generation of a new trial and
 // every generation's parents are computed again from the history at each ask. Optuna instead
@@ -70,8 +74,21 @@ std::vector<double> crowding_distances(const std::vector<Point>& points,
 // The elite of `points` (indices, in Optuna's order): whole fronts while they fit in
 // `population_size`, then the first front that does not fit, by crowding distance, largest
 // first (ties broken as Optuna's sorts break them).
+// With `penalty` (one per point: the sum of its positive constraint values, search/sampler.h's
+// violation), the constrained ranking instead: constrained_fronts.
 std::vector<size_t> elite(const std::vector<Point>& points, const std::vector<Direction>& directions,
-                          size_t population_size);
+                          size_t population_size, const std::vector<double>& penalty = {});
+// Constrained NSGA-II's fronts (Deb et al., 2002; Optuna's _fast_non_domination_rank with a
+// penalty): the feasible points (penalty <= 0) ranked as fronts() ranks them, then one front
+// per distinct penalty of the infeasible ones, smallest first; each front in the order the
+// points came.
+std::vector<std::vector<size_t>> constrained_fronts(const std::vector<Point>& points,
+                                                    const std::vector<Direction>& directions,
+                                                    const std::vector<double>& penalty);
+// a constrained-dominates b: both feasible and a dominates b; or a feasible and b not; or both
+// infeasible and a's penalty smaller (Optuna's _constrained_dominates, for complete trials).
+bool constrained_dominates(const Point& a, double penalty_a, const Point& b, double penalty_b,
+                           const std::vector<Direction>& directions);
 
 // The hypervolume of two objectives: the area of the region the points dominate and the
 // reference point bounds (each objective in its own direction; a point not better than the

@@ -17,7 +17,7 @@ std::vector<double> running_best(const std::vector<TrialRecord>& trials, Directi
   std::vector<double> best;
   double b = std::numeric_limits<double>::quiet_NaN();
   for (const TrialRecord& r : trials) {
-    if (r.trial.state == TrialState::complete) {
+    if (r.trial.state == TrialState::complete && violation(r.trial) <= 0) {  // feasible
       double v = r.trial.value;
       bool better = direction == Direction::maximize ? v > b : v < b;
       if (std::isnan(b) || better) b = v;

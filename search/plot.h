@@ -13,7 +13,8 @@
 
 namespace mase::search {
 
-// best[i] = the best value among complete trials 0..i (by trial number), per `direction`;
+// best[i] = the best value among feasible complete trials 0..i (by trial number; feasible:
+// no constraint > 0, Trial::constraints), per `direction`;
 // entries before the first complete trial are NaN (not drawn).
 std::vector<double> running_best(const std::vector<TrialRecord>& trials, Direction direction);
 

@@ -167,6 +167,13 @@ std::optional<Values> GridSampler::sample(const Space& space, const std::vector<
   return std::nullopt;  // every point has been tried
 }
 
+double violation(const Trial& trial) {
+  double sum = 0;
+  for (const auto& [name, v] : trial.constraints)
+    if (v > 0) sum += v;
+  return sum;
+}
+
 std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed) {
   if (name == "random") return std::make_unique<RandomSampler>(seed);
   if (name == "grid") return std::make_unique<GridSampler>(seed);

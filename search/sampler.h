@@ -20,6 +20,7 @@
 //   nsga2   search/nsga2.h: NSGA-II, Optuna's genetic sampler for studies of several objectives.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,7 +53,15 @@ struct Trial {
   // (Study::ask negates both when minimizing); none if it reported nothing. TPE ranks pruned
   // trials by it.
   std::optional<std::pair<int64_t, double>> last_report;
+  // Constraints (Optuna's trial.set_constraint: name -> value; the trial is feasible when every
+  // value is <= 0), set when the trial finished; empty in a study without them. TPE models an
+  // infeasible trial after every feasible one (search/tpe.h); the best trials are feasible ones.
+  std::map<std::string, double> constraints;
 };
+
+// The sum of a trial's positive constraint values (Optuna's _get_infeasible_trial_score): 0 for
+// a feasible trial, or one without constraints; how far from feasible an infeasible one is.
+double violation(const Trial& trial);
 
 class Sampler {
  public:

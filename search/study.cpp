@@ -262,6 +262,7 @@ void Study::tell(int64_t number, TrialState state, const std::vector<double>& va
 }
 
 void Study::tell(int64_t number, const Outcome& o) {
+  for (const auto& [name, v] : o.constraints) set_constraint(number, name, v);
   if (o.values.empty()) tell(number, o.state, o.value, o.attrs);
   else tell(number, o.state, o.values, o.attrs);
 }
@@ -311,15 +312,25 @@ void Study::report(int64_t number, int64_t step, double value) {
   tx.commit();
 }
 
+void Study::set_constraint(int64_t number, const std::string& name, double value) {
+  MASE_CHECK(!std::isnan(value), ConfigError, "[study] trial ", number, ": constraint '", name,
+             "' expected a number, got nan (as in Optuna: a NaN constraint is refused)");
+  set_trial_attr(number, cat("constraints:", name), optuna::number_json(value), "record constraint");
+}
+
 void Study::record_rung(int64_t number, int rung, double value) {
+  set_trial_attr(number, cat("completed_rung_", rung), optuna::number_json(value), "record rung");
+}
+
+void Study::set_trial_attr(int64_t number, const std::string& key, const std::string& json,
+                           const char* op) {
   Transaction tx(*db_);
   const int64_t trial_id = running_trial(number);
   Statement ins(*db_,
                 "INSERT INTO trial_system_attributes(trial_id, key, value_json) VALUES(?1, ?2, ?3) "
                 "ON CONFLICT(trial_id, key) DO UPDATE SET value_json = excluded.value_json",
-                "record rung");
-  ins.bind(1, trial_id).bind(2, cat("completed_rung_", rung));
-  ins.bind(3, optuna::number_json(value)).run();
+                op);
+  ins.bind(1, trial_id).bind(2, key).bind(3, json).run();
   tx.commit();
 }
 

@@ -67,6 +67,9 @@ struct Outcome {
   std::map<std::string, std::string> attrs;
   TrialState state = TrialState::complete;  // or pruned
   std::vector<double> values = {};  // several objectives: one value each (`value` unused then)
+  // Constraints, name -> value, feasible when every value <= 0 (Optuna's trial.set_constraint;
+  // Study::tell stores them): an infeasible trial is never the best, and TPE models it last.
+  std::map<std::string, double> constraints = {};
 };
 using Objective = std::function<Outcome(const Params&, int64_t trial_number)>;
 
@@ -138,7 +141,8 @@ class Study {
             const std::map<std::string, std::string>& attrs = {});
   void tell(int64_t number, TrialState state, const std::vector<double>& values,
             const std::map<std::string, std::string>& attrs = {});
-  // What an objective returned: its values if it gave several, else its value.
+  // What an objective returned: its values if it gave several, else its value; its
+  // constraints first (set_constraint).
   void tell(int64_t number, const Outcome& outcome);
   // Records a running trial that was stopped before it finished (Ctrl-C): failed, with `why` as
   // its "error", and retryable — the next ask() (here or in any worker, e.g. after --resume)
@@ -155,6 +159,11 @@ class Study {
   // ConfigError if the trial is not running, or the study has several objectives (Optuna's
   // report raises there too: a pruner compares one value).
   void report(int64_t number, int64_t step, double value);
+  // Optuna's trial.set_constraint for running trial `number`: the system attribute
+  // "constraints:<name>" (ConfigError for a NaN value, or a trial that is not running). The
+  // trial is feasible when every constraint is <= 0; best() and pareto_front() take feasible
+  // trials only, and TPE ranks infeasible ones after every other (search/tpe.h).
+  void set_constraint(int64_t number, const std::string& name, double value);
   // Records running trial `number`'s value at successive halving's rung `rung`: the trial
   // system attribute "completed_rung_<rung>" Optuna's SuccessiveHalvingPruner writes, which
   // every worker's pruner then compares with (search/halving.h). ConfigError if the trial is
@@ -168,10 +177,10 @@ class Study {
                 const std::function<void(const TrialRecord&)>& on_trial = {});
 
   std::vector<TrialRecord> trials() const;    // by number
-  // The best complete trial, per direction (ConfigError for a study of several objectives,
-  // which has a front instead, as Optuna's best_trial raises).
+  // The best complete trial, per direction, among the feasible ones (ConfigError for a study
+  // of several objectives, which has a front instead, as Optuna's best_trial raises).
   std::optional<TrialRecord> best() const;
-  // The complete trials no other complete trial dominates (search/nsga2.h), by number:
+  // The feasible complete trials no other such trial dominates (search/nsga2.h), by number:
   // Optuna's best_trials. For one objective, every trial tied for the best. A complete trial
   // missing one of its value rows (a damaged file: Optuna cannot read it) is left out.
   std::vector<TrialRecord> pareto_front() const;
@@ -200,6 +209,9 @@ class Study {
                           std::vector<Direction> directions, std::unique_ptr<Sampler> sampler,
                           uint64_t seed, bool adopt);
   int64_t running_trial(int64_t number) const;  // its trial_id; ConfigError if not running
+  // a system attribute of running trial `number` (JSON text), in its own write transaction
+  void set_trial_attr(int64_t number, const std::string& key, const std::string& json,
+                      const char* op);
   std::unique_ptr<store::Database> db_;
   int64_t study_id_ = 0;
   std::string name_;

@@ -41,7 +41,7 @@ std::optional<TrialRecord> Study::best() const {
              directions_.size(), " objectives: no single best trial (its Pareto front instead)");
   std::optional<TrialRecord> best;
   for (TrialRecord& r : trials()) {  // by number: a tie keeps the earlier trial
-    if (r.trial.state != TrialState::complete) continue;
+    if (r.trial.state != TrialState::complete || violation(r.trial) > 0) continue;
     bool better = !best || (direction() == Direction::maximize ? r.trial.value > best->trial.value
                                                               : r.trial.value < best->trial.value);
     if (better) best = std::move(r);
@@ -53,7 +53,7 @@ std::vector<TrialRecord> Study::pareto_front() const {
   std::vector<TrialRecord> done;
   std::vector<nsga2::Point> points;
   for (TrialRecord& r : trials())
-    if (r.trial.state == TrialState::complete &&
+    if (r.trial.state == TrialState::complete && violation(r.trial) <= 0 &&
         nsga2::has_every_value(r.trial.objectives, directions_.size())) {
       points.push_back(r.trial.objectives);
       done.push_back(std::move(r));
@@ -85,8 +85,11 @@ std::vector<std::string> Study::metric_names() const { return rows::metric_names
 void Study::write_csv(const std::string& path) const {
   const std::vector<TrialRecord> all = trials();
   std::set<std::string> attr_names;  // sorted: the columns do not depend on trial order
-  for (const TrialRecord& r : all)
+  std::set<std::string> constraint_names;  // Optuna's trials_dataframe: one column "constraints"
+  for (const TrialRecord& r : all) {
     for (const auto& [name, text] : r.attrs) attr_names.insert(name);
+    for (const auto& [name, v] : r.trial.constraints) constraint_names.insert(name);
+  }
 
   // Each cell is preceded by its comma; the first cell of a line (number) has none.
   std::string text = "number,state";
@@ -101,6 +104,7 @@ void Study::write_csv(const std::string& path) const {
   }
   for (const Param& p : space_.params()) cell(p.name);
   for (const std::string& a : attr_names) cell(a);
+  for (const std::string& c : constraint_names) cell("constraint_" + c);  // feasible when <= 0
   text += '\n';
   for (const TrialRecord& r : all) {
     const Trial& t = r.trial;
@@ -118,6 +122,10 @@ void Study::write_csv(const std::string& path) const {
     for (const std::string& a : attr_names) {
       auto it = r.attrs.find(a);
       cell(it == r.attrs.end() ? "" : it->second);
+    }
+    for (const std::string& c : constraint_names) {
+      auto it = t.constraints.find(c);
+      cell(it == t.constraints.end() ? "" : shortest_text(it->second));
     }
     text += '\n';
   }

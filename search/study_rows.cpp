@@ -163,6 +163,13 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
             : type == "INF_POS" ? INFINITY
             : type == "INF_NEG" ? -INFINITY
                                 : named.real(2);
+      } else if (key.rfind("constraints:", 0) == 0) {  // Optuna's set_constraint: 0.5
+        r.trial.constraints[key.substr(12)] = optuna::json_number(named.text(2));
+      } else if (key == "constraints") {  // its older constraints_func: [0.5, -1.0], named 0, 1
+        const nlohmann::json c = nlohmann::json::parse(named.text(2), nullptr, false);
+        if (c.is_array())
+          for (size_t i = 0; i < c.size(); ++i)
+            if (c[i].is_number()) r.trial.constraints.emplace(std::to_string(i), c[i].get<double>());
       } else if (key.rfind("completed_rung_", 0) == 0) {  // successive halving's: 0.75
         r.rungs[std::atoi(key.c_str() + 15)] = optuna::json_number(named.text(2));
       } else if (key == "mase:pid") {

@@ -303,17 +303,32 @@ std::pair<double, double> pruned_rank(const Trial& t) {
 
 }  // namespace
 
+void fill_with_infeasible(TpeSplit& split, std::vector<const Trial*> infeasible, size_t n_good) {
+  std::stable_sort(infeasible.begin(), infeasible.end(), [](const Trial* a, const Trial* b) {
+    return violation(*a) < violation(*b);  // Optuna's _split_infeasible_trials
+  });
+  const size_t take = std::min(n_good - std::min(n_good, split.good.size()), infeasible.size());
+  split.good.insert(split.good.end(), infeasible.begin(),
+                    infeasible.begin() + static_cast<std::ptrdiff_t>(take));
+  split.bad.insert(split.bad.end(), infeasible.begin() + static_cast<std::ptrdiff_t>(take),
+                   infeasible.end());
+}
+
 TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar) {
   // Complete trials say how good their point is (a NaN value says nothing); pruned ones say how
   // far they got; with the liar, running ones are known to be taken and are told "bad".
+  // Infeasible ones (a constraint > 0), complete or pruned, come after both, by how far they
+  // are from feasible.
   TpeSplit out;
-  std::vector<const Trial*> done, pruned;
+  std::vector<const Trial*> done, pruned, infeasible;
   for (const Trial& t : history) {
-    if (t.state == TrialState::complete && !std::isnan(t.value)) done.push_back(&t);
-    if (t.state == TrialState::pruned) pruned.push_back(&t);
+    const bool finished = t.state == TrialState::complete || t.state == TrialState::pruned;
+    if (finished && violation(t) > 0) infeasible.push_back(&t);
+    else if (t.state == TrialState::complete && !std::isnan(t.value)) done.push_back(&t);
+    else if (t.state == TrialState::pruned) pruned.push_back(&t);
     if (t.state == TrialState::running && constant_liar) out.bad.push_back(&t);
   }
-  out.n_complete = done.size() + pruned.size();
+  out.n_complete = done.size() + pruned.size() + infeasible.size();
   // Good = the best gamma(n) by value (higher is better; ties to the older trial), topped up
   // with the best-ranked pruned trials when there are fewer complete ones; bad = the rest; each
   // group back in trial order, oldest first, which is the order the weights assume.
@@ -332,6 +347,7 @@ TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar) {
   out.bad.insert(out.bad.end(), done.begin() + static_cast<std::ptrdiff_t>(from_done), done.end());
   out.bad.insert(out.bad.end(), pruned.begin() + static_cast<std::ptrdiff_t>(from_pruned),
                  pruned.end());
+  fill_with_infeasible(out, infeasible, n_good);
   auto by_number = [](const Trial* a, const Trial* b) { return a->number < b->number; };
   std::sort(out.good.begin(), out.good.end(), by_number);
   std::sort(out.bad.begin(), out.bad.end(), by_number);

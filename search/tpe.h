@@ -34,6 +34,9 @@
 // n_startup_trials); they fill the good group only after every complete trial, ranked as Optuna
 // ranks them: the furthest step reached first, then the better last value there (a NaN last;
 // no report at all: after all of them), Optuna's _split_pruned_trials.
+// Infeasible trials (a constraint > 0: Trial::constraints, Optuna's set_constraint) count in
+// n too, and fill the good group only after every complete and pruned trial, the smallest
+// violation first (Optuna's _split_infeasible_trials; fill_with_infeasible).
 // Several objectives (Optuna's MOTPE, the default sampler of such a study in Optuna 5.0):
 // step 2 splits by non-domination rank and hypervolume instead of by value, gamma(n) =
 // ceil(0.1 n) without the cap, the good trials' weights are all 1, and "tpe" is independent
@@ -135,6 +138,10 @@ struct TpeSplit {
   size_t n_complete = 0;  // n of gamma(n): complete and pruned trials, never running ones
 };
 TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar);
+// What is left of the good group's n_good places goes to the infeasible trials (a constraint
+// > 0, Trial::constraints) with the smallest violation; the rest of them are bad (Optuna's
+// _split_infeasible_trials). Both forms of tpe_split end with it.
+void fill_with_infeasible(TpeSplit& split, std::vector<const Trial*> infeasible, size_t n_good);
 // The same for several objectives (directions.size() >= 2, else ConfigError), ranking
 // Trial::objectives: non-domination ranks, the last one cut by hypervolume (tpe_multi.cpp).
 TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar,

@@ -75,14 +75,19 @@ TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar,
   MASE_CHECK(directions.size() >= 2, ConfigError, "[tpe] tpe_split expected several directions, "
              "got ", directions.size(), " (one objective: tpe_split(history, constant_liar))");
   TpeSplit out;
-  std::vector<const Trial*> done, pruned;
+  std::vector<const Trial*> done, pruned, infeasible;  // infeasible: as in tpe.cpp's split
   for (const Trial& t : history) {
-    if (t.state == TrialState::complete && nsga2::has_every_value(t.objectives, directions.size()))
+    const bool finished = t.state == TrialState::complete || t.state == TrialState::pruned;
+    if (finished && violation(t) > 0)
+      infeasible.push_back(&t);
+    else if (t.state == TrialState::complete &&
+             nsga2::has_every_value(t.objectives, directions.size()))
       done.push_back(&t);
-    if (t.state == TrialState::pruned) pruned.push_back(&t);
+    else if (t.state == TrialState::pruned)
+      pruned.push_back(&t);
     if (t.state == TrialState::running && constant_liar) out.bad.push_back(&t);
   }
-  out.n_complete = done.size() + pruned.size();
+  out.n_complete = done.size() + pruned.size() + infeasible.size();
   const size_t n_below = static_cast<size_t>(tpe_gamma_multi(static_cast<int>(out.n_complete)));
 
   std::vector<hv::Losses> loss;  // as Optuna's lvals: maximized objectives times -1
@@ -99,6 +104,7 @@ TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar,
   const size_t from_pruned = std::min(n_below - std::min(n_below, done.size()), pruned.size());
   out.good.insert(out.good.end(), pruned.begin(), pruned.begin() + static_cast<std::ptrdiff_t>(from_pruned));
   out.bad.insert(out.bad.end(), pruned.begin() + static_cast<std::ptrdiff_t>(from_pruned), pruned.end());
+  fill_with_infeasible(out, infeasible, n_below);
   auto by_number = [](const Trial* a, const Trial* b) { return a->number < b->number; };
   std::sort(out.good.begin(), out.good.end(), by_number);
   std::sort(out.bad.begin(), out.bad.end(), by_number);

@@ -41,9 +41,12 @@ Examples:
       a trial whose accuracy at step 50, 100 or 150 is below the median of the completed
       trials' there stops (pruned); the first 5 complete trials are never judged
   mase-search tutorial --trials 20 --max-steps 200 --eval-every 50 --pruner halving
-      successive halving: at step 50 (and 200, the end) a trial goes on only if its accuracy
-      is in the top quarter of all trials' there (--prune-reduction 4); --pruner hyperband
-      runs brackets of it that wait longer
+      successive halving: at step 50 (the next rung, 200, is the end) a trial goes on only if
+      its accuracy is in the top quarter of all trials' there (--prune-reduction 4);
+      --pruner hyperband runs brackets of it that wait longer
+  mase-search tutorial --trials 16 --max-params 3000000
+      a parameter budget: each trial gets Optuna's constraint params - 3000000 (feasible when
+      <= 0); the best trial is the best within it, TPE and NSGA-II rank the others last
   mase-search tutorial --num-layers 2 --hidden-sizes 128,192,256 --intermediate-sizes 512,768,1024
       a smaller space for a CPU budget (the defaults are the tutorial's)
   mase-search tutorial --objectives accuracy,params --trials 16 --population 4 --plot arch.png
@@ -286,6 +289,9 @@ int lab_main(int argc, char** argv) {
   t->add_option("--linear-choice", linear_t, "square Linear or Identity: shared, per-layer, none")
       ->capture_default_str();
   add_pruner(t, tut.prune, tut.base);
+  t->add_option("--max-params", tut.max_params, "a budget of trainable parameters: each trial's "
+                "constraint params - N, feasible when <= 0 (Optuna's set_constraint; 0: none)")
+      ->capture_default_str();
   std::string objectives_t = "accuracy", objectives_c = "accuracy";
   add_params_objective(t, objectives_t, tut.population);
 

@@ -123,4 +123,31 @@ TEST_CASE("custom with halving: rungs at the command's own steps (Optuna's min_r
   CHECK(trials[1].rungs == std::map<int, double>{{0, 0.05}});
 }
 
+TEST_CASE("custom: 'mase:constraint NAME VALUE' lines become the trial's constraints") {
+  CHECK(constraint_line("mase:constraint params 1200") == std::make_pair(std::string("params"),
+                                                                         1200.0));
+  CHECK(constraint_line("mase:constraint lat-ms -0.5") == std::make_pair(std::string("lat-ms"),
+                                                                         -0.5));
+  CHECK_FALSE(constraint_line("mase:constraints x 1"));  // another word
+  CHECK_FALSE(constraint_line("0.5"));
+  for (const char* bad : {"mase:constraint", "mase:constraint x", "mase:constraint x y",
+                          "mase:constraint x 1 2", "mase:constraint x nan",
+                          "mase:constraint a/b 1"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(constraint_line(bad),
+                         doctest::Contains("expected 'mase:constraint NAME VALUE'"), Error);
+  }
+  // without a pruner: constraints kept, reports checked and ignored, the last line the value
+  const Space space = parse_space_spec("x=int:0:9");
+  Objective f = command_objective(space,
+                                  "echo 'mase:report 1 0.5'; echo 'mase:constraint size {x}'; "
+                                  "echo 'mase:constraint ms -2'; echo 0.7");
+  const Outcome o = f(Params(space, {{"x", 3}}), 0);
+  CHECK(o.value == 0.7);
+  CHECK(o.constraints == std::map<std::string, double>{{"ms", -2.0}, {"size", 3.0}});
+  Objective bad = command_objective(space, "echo 'mase:constraint size big'; echo 1");
+  CHECK_THROWS_WITH_AS(bad(Params(space, {{"x", 3}}), 1), doctest::Contains("got 'mase:constraint "
+                                                                             "size big'"), Error);
+}
+
 }  // namespace test_command_pruning
