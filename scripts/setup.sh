@@ -20,7 +20,7 @@ PACKAGES=(
   doctest-dev libbenchmark-dev          # tests, benchmarks
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev   # CLI flags, JSON, TOML configs
   libsqlite3-dev libarchive-dev libcurl4-openssl-dev    # studies, tar.gz reading, download
-  zlib1g-dev                            # crc32: Hyperband's brackets, as Optuna's (search/halving.h)
+  zlib1g-dev                            # crc32: Hyperband's brackets (search/halving.h)
   libpq-dev postgresql                  # studies in PostgreSQL; the test server (pg_server.sh)
   libopenmpi-dev openmpi-bin            # data-parallel training: mpirun -np N mase-train
   graphviz gnuplot-nox                  # graph drawings, plots

@@ -197,7 +197,8 @@ std::optional<std::pair<std::string, double>> constraint_line(const std::string&
   } catch (const std::exception&) {
     used = 0;
   }
-  const bool name_ok = !t->first.empty() && std::all_of(t->first.begin(), t->first.end(), [](char c) {
+  const std::string& name = t->first;
+  const bool name_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
   });
   MASE_CHECK(name_ok && t->extra.empty() && !t->second.empty() && used == t->second.size() &&

@@ -77,10 +77,10 @@ int64_t halving_min_resource(const std::vector<TrialRecord>& trials) {
   return last < 0 ? 0 : std::max<int64_t>(last / 100, 1);
 }
 
-HalvingDecision successive_halving(const SuccessiveHalvingPruner& p,
+PruneDecision successive_halving(const SuccessiveHalvingPruner& p,
                                    const std::vector<TrialRecord>& trials,
                                    const TrialRecord& self, Direction direction) {
-  HalvingDecision d;
+  PruneDecision d;
   if (self.intermediate.empty() || p.min_resource <= 0) return d;
   const auto& [step, value] = *self.intermediate.rbegin();  // the last report
   int rung = 0;  // the first rung this trial has not completed

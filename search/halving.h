@@ -61,10 +61,10 @@ struct HyperbandPruner {
   void validate() const;
 };
 
-// What successive halving decided at one report: the rungs the trial passed or reached at this
-// report ({rung, value}, in order: to record as "completed_rung_<rung>", the failing one
-// included) and whether it stops.
-struct HalvingDecision {
+// What a pruner decided at one report: whether the trial stops and, for successive halving,
+// the rungs it passed or reached at this report ({rung, value}, in order: to record as
+// "completed_rung_<rung>", the failing one included).
+struct PruneDecision {
   std::vector<std::pair<int, double>> rungs;
   bool prune = false;
 };
@@ -73,7 +73,7 @@ struct HalvingDecision {
 // self.intermediate, its rungs so far in self.rungs) against `trials` — the trials that
 // compete (for Hyperband, its bracket's), as read before this report's rungs are recorded.
 // pruner.min_resource must be resolved: "auto" (0) decides nothing (halving_min_resource).
-HalvingDecision successive_halving(const SuccessiveHalvingPruner& pruner,
+PruneDecision successive_halving(const SuccessiveHalvingPruner& pruner,
                                    const std::vector<TrialRecord>& trials,
                                    const TrialRecord& self, Direction direction);
 

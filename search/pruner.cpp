@@ -94,7 +94,7 @@ Pruning::Pruning(Study& study, PrunerConfig pruner) : study_(&study), pruner_(st
   std::visit([](const auto& p) { p.validate(); }, pruner_);
 }
 
-HalvingDecision judge(const PrunerConfig& pruner, PrunerMemo& memo,
+PruneDecision judge(const PrunerConfig& pruner, PrunerMemo& memo,
                       const std::vector<TrialRecord>& trials, const TrialRecord& self,
                       Direction direction, const std::string& study_name) {
   if (const auto* median = std::get_if<MedianPruner>(&pruner))
@@ -138,7 +138,7 @@ void Pruning::report(int64_t number, int64_t step, double value) const {
   });
   MASE_CHECK(self != trials.end(), ConfigError, "[pruner] expected trial ", number, " in study '",
              study_->name(), "', got none");
-  const HalvingDecision d =
+  const PruneDecision d =
       judge(pruner_, memo_, trials, *self, study_->direction(), study_->name());
   for (const auto& [rung, v] : d.rungs) study_->record_rung(number, rung, v);
   if (d.prune) throw TrialPruned(step, value);

@@ -82,7 +82,7 @@ struct PrunerMemo {
 // so far in self.intermediate, the last one being judged) stop, given the study's `trials` as
 // read after the report, and which rungs did it reach (successive halving, Hyperband; none for
 // the median pruner)? `study_name` picks Hyperband's bracket.
-HalvingDecision judge(const PrunerConfig& pruner, PrunerMemo& memo,
+PruneDecision judge(const PrunerConfig& pruner, PrunerMemo& memo,
                       const std::vector<TrialRecord>& trials, const TrialRecord& self,
                       Direction direction, const std::string& study_name);
 

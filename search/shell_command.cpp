@@ -57,18 +57,18 @@ bool take(std::string& line, std::string& last, const char* bytes, size_t n,
 }
 
 // Our environment with PYTHONUNBUFFERED=1 added (unless it is set): a watched command's lines
-// must arrive as it prints them. The strings live as long as the vector of pointers is used.
+// must arrive as it prints them. `env` points into environ and into `extra`, so an Environment
+// must outlive the spawn (it is not copied: the pointer into `extra` would dangle).
 struct Environment {
-  std::vector<std::string> extra;
+  std::string extra = "PYTHONUNBUFFERED=1";
   std::vector<char*> env;
   explicit Environment(bool unbuffered) {
     for (char** e = environ; *e; ++e) env.push_back(*e);
-    if (unbuffered && !std::getenv("PYTHONUNBUFFERED")) {
-      extra.emplace_back("PYTHONUNBUFFERED=1");
-      env.push_back(extra.back().data());
-    }
+    if (unbuffered && !std::getenv("PYTHONUNBUFFERED")) env.push_back(extra.data());
     env.push_back(nullptr);
   }
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
 };
 
 }  // namespace

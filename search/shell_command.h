@@ -19,9 +19,9 @@
 // ignores SIGTERM running; a process the command moves to another group (setsid) is not
 // reached.
 // Watching. A caller may see each stdout line as it arrives (`watch`: the reports and
-// constraints of a `mase-search custom` trial, search/command_objective.h) and end the command by returning
-// false: its group gets SIGTERM (and SIGKILL grace_s later) exactly as for a stop, and the run
-// says `halted`. With a watch, the command runs with PYTHONUNBUFFERED=1 (unless set): Python
+// constraints of a `mase-search custom` trial, search/command_objective.h) and end the command
+// by returning false: its group gets SIGTERM (and SIGKILL grace_s later) exactly as for a stop,
+// and the run says `halted`. With a watch, the command runs with PYTHONUNBUFFERED=1 (unless set): Python
 // writes a pipe in 8 KB blocks otherwise, and its reports would arrive when it exits.
 // Read next: search/command_objective.h.
 #pragma once

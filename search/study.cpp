@@ -315,7 +315,8 @@ void Study::report(int64_t number, int64_t step, double value) {
 void Study::set_constraint(int64_t number, const std::string& name, double value) {
   MASE_CHECK(!std::isnan(value), ConfigError, "[study] trial ", number, ": constraint '", name,
              "' expected a number, got nan (as in Optuna: a NaN constraint is refused)");
-  set_trial_attr(number, cat("constraints:", name), optuna::number_json(value), "record constraint");
+  set_trial_attr(number, cat("constraints:", name), optuna::number_json(value),
+                 "record constraint");
 }
 
 void Study::record_rung(int64_t number, int rung, double value) {

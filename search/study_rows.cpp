@@ -169,7 +169,8 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
         const nlohmann::json c = nlohmann::json::parse(named.text(2), nullptr, false);
         if (c.is_array())
           for (size_t i = 0; i < c.size(); ++i)
-            if (c[i].is_number()) r.trial.constraints.emplace(std::to_string(i), c[i].get<double>());
+            if (c[i].is_number())
+              r.trial.constraints.emplace(std::to_string(i), c[i].get<double>());
       } else if (key.rfind("completed_rung_", 0) == 0) {  // successive halving's: 0.75
         r.rungs[std::atoi(key.c_str() + 15)] = optuna::json_number(named.text(2));
       } else if (key == "mase:pid") {

@@ -45,7 +45,8 @@ std::map<std::string, double> constraints_of(const json& c) {
 
 std::vector<Direction> directions_of(const json& d) {
   std::vector<Direction> out;
-  for (const json& w : d) out.push_back(w == "maximize" ? Direction::maximize : Direction::minimize);
+  for (const json& w : d)
+    out.push_back(w == "maximize" ? Direction::maximize : Direction::minimize);
   return out;
 }
 
@@ -146,7 +147,7 @@ TEST_CASE("nsga2: constrained fronts, elite and domination as Optuna's (fixture)
   CHECK(constrained_cases > 100);
 }
 
-TEST_CASE("Study: constraints stored as Optuna's, read in both its formats; best and front feasible") {
+TEST_CASE("Study: constraints stored as Optuna's, read in both its formats; the best feasible") {
   test::TempDir dir;
   const std::string db = dir.file("c.db");
   Space space;

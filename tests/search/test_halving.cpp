@@ -46,7 +46,7 @@ TEST_CASE("successive_halving: the top 1/eta of a rung's values go on") {
                                            trial(1, TrialState::pruned, {{10, 0.5}}, {{0, 0.5}}),
                                            trial(2, TrialState::failed, {{10, 0.8}}, {{0, 0.8}})};
   // 4 values with this one: ⌊4/3⌋ = 1 goes on, so it must be the best
-  HalvingDecision d = successive_halving(p, others, trial(3, TrialState::running, {{10, 0.6}}),
+  PruneDecision d = successive_halving(p, others, trial(3, TrialState::running, {{10, 0.6}}),
                                          Direction::maximize);
   CHECK(d.prune);
   CHECK(d.rungs == Rungs{{0, 0.6}});  // recorded even when pruned: later trials compete with it
@@ -76,7 +76,7 @@ TEST_CASE("successive_halving: the top 1/eta of a rung's values go on") {
 TEST_CASE("successive_halving: one report passes every rung it reaches; the last value is judged") {
   const SuccessiveHalvingPruner p{.min_resource = 1, .reduction_factor = 2};
   // alone, a trial is the best at each rung: its first report at step 5 passes 1, 2 and 4
-  HalvingDecision d = successive_halving(p, {}, trial(0, TrialState::running, {{5, 0.4}}),
+  PruneDecision d = successive_halving(p, {}, trial(0, TrialState::running, {{5, 0.4}}),
                                          Direction::maximize);
   CHECK_FALSE(d.prune);
   CHECK(d.rungs == Rungs{{0, 0.4}, {1, 0.4}, {2, 0.4}});
@@ -98,7 +98,7 @@ TEST_CASE("successive_halving: one report passes every rung it reaches; the last
 TEST_CASE("successive_halving: NaN, bootstrap_count, auto min_resource, validation") {
   const SuccessiveHalvingPruner p{.min_resource = 2, .reduction_factor = 2};
   // NaN at a rung prunes without recording it; NaN before rung 0 does nothing
-  HalvingDecision d = successive_halving(p, {}, trial(0, TrialState::running, {{2, kNaN}}),
+  PruneDecision d = successive_halving(p, {}, trial(0, TrialState::running, {{2, kNaN}}),
                                          Direction::maximize);
   CHECK(d.prune);
   CHECK(d.rungs.empty());
@@ -186,7 +186,7 @@ int replay_in_memory(const std::string& kind, const json& c, int index) {
     trials.push_back(trial(number, TrialState::running, {}));
     for (const json& r : t["reports"]) {
       trials.back().intermediate[r[0].get<int64_t>()] = r[1].is_null() ? kNaN : r[1].get<double>();
-      const HalvingDecision d = judge(pruner, memo, trials, trials.back(), dir, "halving");
+      const PruneDecision d = judge(pruner, memo, trials, trials.back(), dir, "halving");
       for (const auto& [rung, v] : d.rungs) trials.back().rungs[rung] = v;
       INFO(kind << " scenario " << index << ", trial " << number << ", step " << r[0]);
       CHECK(d.prune == r[2].get<bool>());
