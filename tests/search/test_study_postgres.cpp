@@ -21,6 +21,7 @@
 #include "helpers.h"
 #include "runtime/error.h"
 #include "search/heartbeat.h"
+#include "search/pruner.h"
 #include "search/study_store.h"
 #include "search/study_test_util.h"
 #include "search/workers.h"
@@ -159,6 +160,37 @@ TEST_CASE("postgres: trials values states and attributes read back the same") {
   CHECK(pg.query_one("SELECT version_num FROM alembic_version") == "v3.2.0.a");
   CHECK(pg.query_one("SELECT count(*) FROM trials WHERE state = 'COMPLETE'") == "2");
   CHECK(pg.query_one("SELECT value_type FROM trial_values WHERE value IS NULL") == "INF_NEG");
+}
+
+TEST_CASE("postgres: successive halving's rungs and constraints go through the server") {
+  // the system attributes a pruner of another worker and Optuna read (search/halving.h,
+  // Study::set_constraint): written on the server, read back by a second connection
+  PgSchema pg;
+  if (!pg.available()) return;
+  Space space;
+  space.integer("x", 0, 9);
+  Study s = Study::open(pg.url(), "halving", space, Direction::maximize,
+                        std::make_unique<RandomSampler>(3), 3);
+  const Pruning pruning(s, SuccessiveHalvingPruner{.min_resource = 1, .reduction_factor = 2});
+  auto a = s.ask();
+  pruning.report(a->number, 1, 0.5);  // alone: rung 0 passed
+  pruning.report(a->number, 2, 0.6);  // rung 1 passed
+  Outcome done;
+  done.value = 0.6;
+  done.constraints = {{"params", -10.0}};
+  s.tell(a->number, done);
+  auto b = s.ask();
+  CHECK_THROWS_AS(pruning.report(b->number, 1, 0.25), TrialPruned);  // below 0.5 at rung 0
+  s.set_constraint(b->number, "params", 2.5);
+  s.tell(b->number, TrialState::pruned, 0.25);
+  const std::vector<TrialRecord> t = Study::load(pg.url(), "halving").trials();
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].rungs == std::map<int, double>{{0, 0.5}, {1, 0.6}});
+  CHECK(t[1].rungs == std::map<int, double>{{0, 0.25}});
+  CHECK(t[0].trial.constraints == std::map<std::string, double>{{"params", -10.0}});
+  CHECK(t[1].trial.constraints == std::map<std::string, double>{{"params", 2.5}});
+  CHECK(pg.query_one("SELECT value_json FROM trial_system_attributes WHERE key = "
+                     "'completed_rung_1'") == "0.6");
 }
 
 TEST_CASE("postgres: an interrupted trial's parameters run again, with Optuna's retry attributes") {
