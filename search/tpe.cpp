@@ -45,15 +45,6 @@ const double kLogSqrt2Pi = 0.5 * std::log(2.0 * std::numbers::pi);
 // Phi(z), the standard normal CDF. erfc keeps full relative precision for z < 0 (the left tail).
 double norm_cdf(double z) { return 0.5 * std::erfc(-z / std::numbers::sqrt2); }
 
-// log(Phi(b) − Phi(a)) for a <= b: the log of a standard normal's mass inside [a, b].
-// Work where the CDF values are small, so the subtraction loses nothing: in the left tail as is,
-// in the right tail by symmetry, and across 0 as 1 − (mass left of a) − (mass right of b).
-double log_gauss_mass(double a, double b) {
-  if (b <= 0) return std::log(norm_cdf(b) - norm_cdf(a));  // log(0) = −inf: no mass, fine
-  if (a > 0) return log_gauss_mass(-b, -a);
-  return std::log1p(-norm_cdf(a) - norm_cdf(-b));
-}
-
 // Phi^{-1}(p) for p in (0, 1): Acklam's rational approximation (relative error 1.2e-9), then one
 // Halley step on Phi − p, which brings it to double precision.
 double norm_quantile(double p) {
@@ -302,6 +293,14 @@ std::pair<double, double> pruned_rank(const Trial& t) {
 }
 
 }  // namespace
+
+// Work where the CDF values are small, so the subtraction loses nothing: in the left tail as is,
+// in the right tail by symmetry, and across 0 as 1 − (mass left of a) − (mass right of b).
+double log_gauss_mass(double a, double b) {
+  if (b <= 0) return std::log(norm_cdf(b) - norm_cdf(a));  // log(0) = −inf: no mass, fine
+  if (a > 0) return log_gauss_mass(-b, -a);
+  return std::log1p(-norm_cdf(a) - norm_cdf(-b));
+}
 
 void fill_with_infeasible(TpeSplit& split, std::vector<const Trial*> infeasible, size_t n_good) {
   std::stable_sort(infeasible.begin(), infeasible.end(), [](const Trial* a, const Trial* b) {

@@ -132,6 +132,16 @@ class MultivariateParzenEstimator {
   std::vector<ParzenEstimator> marginals_;
 };
 
+// Optuna's _split_complete_trials_multi_objective on the losses of complete trials (one vector
+// per trial, every objective as a loss: maximized ones negated), oldest first: the positions of
+// the best n_below, in no particular order — whole non-domination ranks while they fit, the
+// next cut by hypervolume subset selection (tpe_multi.cpp; search/importance.cpp's top trials).
+std::vector<size_t> good_positions(const std::vector<std::vector<double>>& loss, size_t n_below);
+
+// log(Phi(b) − Phi(a)) for a <= b: the log of a standard normal's mass inside [a, b] (the
+// kernels of integer parameters; search/importance.cpp's too).
+double log_gauss_mass(double a, double b);
+
 // The trials TPE models, split (step 2 above): good ones and bad ones, each oldest first.
 struct TpeSplit {
   std::vector<const Trial*> good, bad;

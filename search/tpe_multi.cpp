@@ -39,10 +39,6 @@ namespace mase::search {
 
 int tpe_gamma_multi(int n) { return (std::max(n, 0) + 9) / 10; }  // ceil(0.1 n), as Optuna's
 
-namespace {
-
-// Optuna's _split_complete_trials_multi_objective on the losses of the complete trials
-// (oldest first): the positions of the good ones, in no particular order.
 std::vector<size_t> good_positions(const std::vector<hv::Losses>& loss, size_t n_below) {
   std::vector<size_t> good;
   if (n_below == 0) return good;
@@ -67,8 +63,6 @@ std::vector<size_t> good_positions(const std::vector<hv::Losses>& loss, size_t n
   }
   return good;
 }
-
-}  // namespace
 
 TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar,
                    const std::vector<Direction>& directions) {

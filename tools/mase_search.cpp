@@ -68,7 +68,8 @@ const char* kFooter = R"(Examples:
 Files: <dir>/studies.db (every study), <dir>/<study>.csv, <dir>/<study>/trial-NNNN/ (runs).
 Exit status: 0 done, 1 error, 2 bad flags, 130 stopped (continue with --resume).
 Lab commands (each has --help): mase-search tutorial (Lab 2.1), compress-aware (Lab 2.2),
-  precision (Labs 3.1 and 3.2), custom (any command as the objective).)";
+  precision (Labs 3.1 and 3.2), custom (any command as the objective); importance (which
+  parameters of a study mattered).)";
 
 // "mm:ss" or "h:mm:ss"
 std::string clock_time(double s) {
@@ -103,6 +104,7 @@ int run_plot(const std::string& db, const std::vector<std::string>& names, const
 
 int main(int argc, char** argv) {
   if (argc > 1 && tools::is_lab_command(argv[1])) return tools::lab_main(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "importance") return tools::importance_main(argc, argv);
   CLI::App app{"mase-search: architecture search over BERT on IMDb (Lab 2)"};
   app.footer(kFooter);
   std::string sampler = "tpe", study_name, dir = "runs/search", plot, compare, storage;

@@ -12,6 +12,8 @@ namespace mase::tools {
 
 bool is_lab_command(const char* arg);
 int lab_main(int argc, char** argv);  // the exit status (tools/cli.h)
+// `mase-search importance ...` (tools/mase_search_importance.cpp): the exit status.
+int importance_main(int argc, char** argv);
 
 // --pruner none|median|halving|hyperband and the pruners' settings (search/pruner.h,
 // search/halving.h); add_pruner adds --eval-every too, for the searches whose trials train.
