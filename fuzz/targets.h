@@ -9,6 +9,7 @@
 #pragma once
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -183,13 +184,42 @@ inline void train_config(std::string_view b) {
   (void)train::LrSchedule::parse(c.schedule, train::warmup_steps(c, total), total);
 }
 
+// A `mase-search custom` command's stdout as the search reads it (search/command_objective.h):
+// every line through report_line and constraint_line (a report's step >= 0, a constraint
+// finite), and the last non-empty line as the trial's value. What parses must print and parse
+// back to the same numbers; anything else is one Error line.
+inline void command_output(std::string_view b) {
+  std::string text(b.substr(0, b.find('\0'))), line, last;
+  text += '\n';
+  for (char c : text) {
+    if (c != '\n') {
+      line += c;
+      continue;
+    }
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+    if (const auto r = search::report_line(line)) {
+      const auto again = search::report_line(
+          "mase:report " + std::to_string(r->first) + " " + search::optuna::number_json(r->second));
+      if (r->first < 0 || !again || again->first != r->first ||
+          !(again->second == r->second || (std::isnan(again->second) && std::isnan(r->second))))
+        throw std::logic_error("[command_output] report '" + line + "' did not read back");
+    }
+    if (const auto c2 = search::constraint_line(line))
+      if (!std::isfinite(c2->second) || c2->first.empty())
+        throw std::logic_error("[command_output] constraint '" + line + "' is not finite");
+    line.clear();
+  }
+  if (!last.empty()) (void)search::output_values(last, 1);
+}
+
 inline const std::map<std::string, std::function<void(std::string_view)>>& targets() {
   static const std::map<std::string, std::function<void(std::string_view)>> t = {
       {"safetensors", safetensors}, {"config_json", config_json},
       {"compress_config", compress_config}, {"prune_config", prune_config},
       {"wordpiece", wordpiece}, {"sentencepiece", sentencepiece}, {"token_cache", token_cache},
       {"study_space", study_space}, {"optuna_distribution", optuna_distribution},
-      {"space_spec", space_spec}, {"train_config", train_config}};
+      {"space_spec", space_spec}, {"train_config", train_config},
+      {"command_output", command_output}};
   return t;
 }
 

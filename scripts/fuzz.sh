@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 seconds=${MASE_FUZZ_SECONDS:-30}
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(safetensors config_json compress_config prune_config wordpiece sentencepiece
-                                   token_cache study_space optuna_distribution space_spec train_config)
+                                   token_cache study_space optuna_distribution space_spec train_config
+                                   command_output)
 
 missing=0
 for t in "${targets[@]}"; do [ -x "build-san/bin/fuzz_$t" ] || missing=1; done

@@ -31,7 +31,7 @@ if [ ! -f build-san/build.ninja ]; then
 fi
 suites=(runtime autograd models train data quant graph search hostile)
 fuzzers=(safetensors config_json compress_config prune_config wordpiece sentencepiece token_cache
-         study_space optuna_distribution space_spec train_config)
+         study_space optuna_distribution space_spec train_config command_output)
 targets=("${suites[@]/#/test_}" "${fuzzers[@]/#/fuzz_}")
 start=$SECONDS
 echo "sanitize: building ${#targets[@]} targets in build-san/ (log: build-san/build.log)"
