@@ -71,10 +71,12 @@ int spawn_gnuplot(const std::string& script, std::string& output) {
 
 }  // namespace
 
-std::string terminal_for(const std::string& path) {
+std::string terminal_for(const std::string& path, int extra_width, int extra_height) {
   const std::string ext = fs::path(path).extension().string();
-  if (ext == ".svg") return "svg size 800,500 dynamic font 'sans,13'";
-  if (ext == ".png") return "pngcairo size 900,560 font 'sans,12'";
+  if (ext == ".svg")
+    return cat("svg size ", 800 + extra_width, ",", 500 + extra_height, " dynamic font 'sans,13'");
+  if (ext == ".png")
+    return cat("pngcairo size ", 900 + extra_width, ",", 560 + extra_height, " font 'sans,12'");
   return "";
 }
 
@@ -142,8 +144,14 @@ void plot_bars(const BarChart& chart, const std::string& path) {
   size_t longest = 0;
   for (const std::string& c : chart.categories) longest = std::max(longest, c.size());
   const size_t bmargin = std::clamp<size_t>(longest / 2 + 3, 4, 40);
+  // long names get the height they take below the plot, many bars the width: the plot itself
+  // keeps its size (42 per-layer names of 50 characters squeezed it to a strip)
+  const int taller = bmargin > 12 ? static_cast<int>(bmargin - 12) * 16 : 0;
+  const int wider = chart.categories.size() > 20
+                        ? static_cast<int>(chart.categories.size() - 20) * 18
+                        : 0;
   std::string script = cat(
-      "set terminal ", terminal_for(path), "\n", "set output ", gp_string(tmp), "\n",
+      "set terminal ", terminal_for(path, wider, taller), "\n", "set output ", gp_string(tmp), "\n",
       "set title ", gp_string(chart.title), " noenhanced\n", "set ylabel ",
       gp_string(chart.ylabel), " noenhanced\n", "set datafile missing '?'\n",
       "set style data histograms\nset style histogram clustered gap 1\n",

@@ -49,7 +49,7 @@ struct BarChart {
 void plot_bars(const BarChart& chart, const std::string& path);
 
 // gnuplot's terminal for a file name (.svg -> svg, .png -> pngcairo), or "" for another one.
-std::string terminal_for(const std::string& path);
+std::string terminal_for(const std::string& path, int extra_width = 0, int extra_height = 0);
 // Runs gnuplot on the script file `script` (which must `set output` to `tmp`), then renames
 // `tmp` to `path`:
 // the figure appears whole or not at all. IoError with gnuplot's own output when it fails.
