@@ -199,11 +199,11 @@ void write_sweep_outputs(const SweepPlan& plan, const Study& study, std::FILE* o
     for (const TrialRecord* r : rs) {
       csv += csv_field(label);
       for (const std::string& p : L.label_params)
-        csv += "," + csv_field(plan.space.at(p).format(r->trial.values.at(p)));
+        (csv += ',') += csv_field(plan.space.at(p).format(r->trial.values.at(p)));
       csv += "," + xp.format(r->trial.values.at(xp.name)) + "," + format_real(r->trial.value);
       for (const std::string& a : L.attr_columns) {
         auto it = r->attrs.find(a);
-        csv += "," + csv_field(it == r->attrs.end() ? "" : it->second);
+        (csv += ',') += csv_field(it == r->attrs.end() ? "" : it->second);
       }
       csv += cat(",", r->trial.number, "\n");
       c.points.emplace_back(x_of(r), r->trial.value);
