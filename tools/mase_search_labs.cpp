@@ -112,7 +112,9 @@ Examples:
       --command 'python3 train.py --lr {lr}'
       pruning: train.py prints "mase:report EPOCH ACCURACY" after each epoch (Optuna's
       trial.report); a trial below the median of the completed ones there is sent SIGTERM and
-      recorded pruned; --pruner halving / hyperband judge rungs instead)HELP";
+      recorded pruned; --pruner halving / hyperband judge rungs instead
+  a line "mase:constraint NAME VALUE" (feasible when VALUE <= 0; Optuna's set_constraint)
+      makes the trial infeasible when VALUE > 0: never the best, ranked last by TPE and NSGA-II)HELP";
 
 std::vector<int64_t> int_list(const std::string& s, const char* flag) {
   std::vector<int64_t> out;
