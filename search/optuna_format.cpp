@@ -203,9 +203,7 @@ std::string attr_text(const std::string& value_json) {
 std::string number_json(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // the shortest exact form
-  std::string s(buf, end);
+  std::string s = shortest_text(v);  // the shortest exact form (space_json.h)
   // Python writes a whole float with ".0" (json.dumps(3.0) is "3.0"); both read back the same
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
