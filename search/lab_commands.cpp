@@ -356,6 +356,27 @@ LabResult run_compress_aware(CompressAwareOptions o) {
   return res;
 }
 
+namespace {
+
+// The precision search's pruner: a trial is an evaluation, its reports the test batches (values
+// of instances, not a curve in time), so Wilcoxon's is the pruner that fits — alone or wrapped
+// by --prune-patience; the others judge curves and are refused by name.
+std::optional<PrunerConfig> precision_pruner(const PrecisionOptions& o) {
+  std::optional<PrunerConfig> p = pruner_from_flags(o.prune);
+  if (!p) return p;
+  const auto* patient = std::get_if<PatientPruner>(&*p);
+  const PrunerConfig& judged = patient && !patient->wrapped.empty() ? patient->wrapped[0] : *p;
+  MASE_CHECK(std::holds_alternative<WilcoxonPruner>(judged), ConfigError, "[search] precision "
+             "--pruner expected wilcoxon (a trial's reports are its test batches, values of "
+             "instances, not a training curve), got ", o.prune.pruner);
+  MASE_CHECK(o.qat_steps == 0 && !o.bits_objective, ConfigError, "[search] precision --pruner "
+             "expected --qat-steps 0 and one objective (it judges the PTQ evaluation), got ",
+             o.qat_steps, " QAT steps", o.bits_objective ? " and --objectives accuracy,bits" : "");
+  return p;
+}
+
+}  // namespace
+
 LabResult run_precision(PrecisionOptions o) {
   MASE_CHECK(!o.init.empty(), ConfigError,
              "[search] expected --init RUN (a trained model to quantize), got none");
@@ -366,6 +387,7 @@ LabResult run_precision(PrecisionOptions o) {
              o.bits_weight);
   MASE_CHECK(o.per_format || o.mixed, ConfigError,
              "[search] nothing to search: --mixed-only needs --mixed");
+  const std::optional<PrunerConfig> pruner = precision_pruner(o);
   MASE_CHECK(!o.bits_objective || o.bits_weight == 0, ConfigError,
              "[search] --bits-weight folds the bits into one value, --objectives accuracy,bits "
              "makes them an objective of their own: give one of the two");
@@ -395,6 +417,7 @@ LabResult run_precision(PrecisionOptions o) {
   key["qat_steps"] = o.qat_steps;
   if (o.bits_weight != 0) key["bits_weight"] = o.bits_weight;
   if (o.bits_objective) key["objectives"] = {"accuracy", "avg_weight_bits"};
+  if (pruner) key["pruner"] = pruner_key(*pruner, 0);
   std::vector<LabStudy> specs;
   if (o.per_format)
     for (const FormatChoices& f : formats)
@@ -414,11 +437,11 @@ LabResult run_precision(PrecisionOptions o) {
   const auto workers = start_workers(o, studies);
   auto data = std::make_shared<const TrialData>(load_trial_data(o.base, data_log(o, *workers)));
   std::vector<Objective> objectives;
-  for (const LabStudy& s : specs)
-    objectives.push_back(precision_trial_objective(s.space, layers, o.init, o.base, data,
-                                                   o.qat_steps, fs::path(o.dir) / s.name,
-                                                   null_sink(), o.bits_weight,
-                                                   o.bits_objective));
+  for (size_t i = 0; i < specs.size(); ++i)
+    objectives.push_back(precision_trial_objective(
+        specs[i].space, layers, o.init, o.base, data, o.qat_steps,
+        fs::path(o.dir) / specs[i].name, null_sink(), o.bits_weight, o.bits_objective,
+        pruning_for(studies[i], pruner)));
   // the reference, for the figure's title: the parent's (a copy only runs trials)
   const double fp32 = workers->is_copy() ? 0 : test_model(*lm.model, *data, o.base).accuracy;
   if (!workers->is_copy())

@@ -104,6 +104,9 @@ struct PrecisionOptions : LabOptions {
   // nsga2, search/nsga2.h, in generations of `population`; random; grid).
   bool bits_objective = false;
   int64_t population = 8;  // NSGA-II's generation size (Optuna's default is 50: too many here)
+  // --pruner wilcoxon (alone, or wrapped by --prune-patience): each trial's test batches are
+  // its reports, judged against the best trial's on the same batches (search/wilcoxon.h)
+  PruneOptions prune;
 };
 
 // `mase-search custom`: any experiment, through a command template (search/command_objective.h).

@@ -131,10 +131,15 @@ LayerList linear_layer_list(const fs::path& init) {
 Objective precision_trial_objective(const Space& space, const LayerList& layers, fs::path init,
                                     train::TrainConfig base, std::shared_ptr<const TrialData> data,
                                     int64_t qat_steps, fs::path trials_dir, std::FILE* log,
-                                    double bits_weight, bool bits_objective) {
+                                    double bits_weight, bool bits_objective,
+                                    std::shared_ptr<const Pruning> pruning) {
   (void)space;
-  return [layers, init, base, data, qat_steps, trials_dir, log, bits_weight, bits_objective](
-             const Params& p, int64_t number) {
+  MASE_CHECK(!pruning || (qat_steps == 0 && !bits_objective), ConfigError, "[search] a "
+             "precision pruner judges the PTQ evaluation of one value: expected --qat-steps 0 "
+             "and one objective, got ", qat_steps, " QAT steps and ",
+             bits_objective ? "two objectives" : "one objective");
+  return [layers, init, base, data, qat_steps, trials_dir, log, bits_weight, bits_objective,
+          pruning](const Params& p, int64_t number) {
     const auto t0 = std::chrono::steady_clock::now();
     const nlohmann::json cfg = precision_quant_config(p, layers.names);
     train::LoadedModel lm = train::load_model_dir(init);  // a fresh copy: weights only, fast
@@ -143,7 +148,31 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
     o.attrs["quantized_layers"] = cat(report.quantized());
     const double bits = average_weight_bits(cfg, layers.names, layers.sizes);
     o.attrs["avg_weight_bits"] = cat(bits);
-    const train::EvalResult e = test_model(*lm.model, *data, base);
+    const double penalty = bits_weight * bits / 32;
+    // with a pruner: each batch's value reported as it is tested, in a per-trial order
+    int64_t batches = 0, examples = 0, correct = 0;
+    train::BatchHook on_batch;
+    if (pruning)
+      on_batch = [&](int64_t b, const train::BatchScore& s) {
+        ++batches;
+        examples += s.examples;
+        correct += s.correct;
+        pruning->report(number, b, s.accuracy() - penalty);
+      };
+    train::EvalResult e;
+    try {
+      const uint64_t order_seed = pruning ? static_cast<uint64_t>(number) + 1 : 0;
+      e = test_model(*lm.model, *data, base, on_batch, order_seed);
+    } catch (const TrialPruned& stop) {  // its last batch's value is its value, as Optuna's
+      o.state = TrialState::pruned;
+      o.value = stop.value;
+      o.attrs["pruned_at_step"] = cat(stop.step);
+      o.attrs["batches_tested"] = cat(batches);
+      o.attrs["accuracy_so_far"] =
+          cat(static_cast<double>(correct) / static_cast<double>(examples));
+      o.attrs["wall_s"] = cat(seconds_since(t0));
+      return o;
+    }
     o.value = e.accuracy;
     o.attrs["accuracy_ptq"] = cat(e.accuracy);
     o.attrs["test_loss"] = cat(e.loss);
@@ -161,7 +190,7 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
     }
     o.attrs["accuracy"] = cat(o.value);
     if (bits_objective) o.values = {o.value, bits};  // two objectives: accuracy up, bits down
-    o.value -= bits_weight * bits / 32;
+    o.value -= penalty;
     o.attrs["wall_s"] = cat(seconds_since(t0));
     return o;
   };

@@ -52,10 +52,17 @@ struct LayerList {
 };
 LayerList linear_layer_list(const std::filesystem::path& init);
 
+// A precision trial quantizes --init and tests it (PTQ), then optionally fine-tunes it
+// (qat_steps). With `pruning` (PTQ only), each test batch's value — its accuracy, less the bits
+// penalty when bits_weight is set — is reported at step = the batch's index, the batches
+// visited in an order shuffled per trial, and the pruner (Wilcoxon's: search/wilcoxon.h) may
+// stop the evaluation early: state pruned, attributes pruned_at_step, batches_tested and
+// accuracy_so_far.
 Objective precision_trial_objective(const Space& space, const LayerList& layers,
                                     std::filesystem::path init, train::TrainConfig base,
                                     std::shared_ptr<const TrialData> data, int64_t qat_steps,
                                     std::filesystem::path trials_dir, std::FILE* log,
-                                    double bits_weight = 0, bool bits_objective = false);
+                                    double bits_weight = 0, bool bits_objective = false,
+                                    std::shared_ptr<const Pruning> pruning = nullptr);
 
 }  // namespace mase::search

@@ -36,21 +36,6 @@ double nan_percentile(std::vector<double> values, double q) {
   return frac >= 0.5 ? values[hi] - diff * (1 - frac) : values[lo] + diff * frac;
 }
 
-namespace {
-
-// Optuna's _is_first_in_interval_step: no earlier report of this trial lies at or above the
-// start of the interval `step` falls in, so this is the interval's first report.
-bool first_in_interval(int64_t step, const std::map<int64_t, double>& reported,
-                       int64_t warmup, int64_t interval) {
-  const int64_t interval_start = (step - warmup) / interval * interval + warmup;
-  int64_t before = -1;  // the latest earlier step reported
-  for (const auto& [s, v] : reported)
-    if (s != step) before = std::max(before, s);
-  return before < interval_start;
-}
-
-}  // namespace
-
 bool should_prune(const MedianPruner& pruner, const std::vector<TrialRecord>& trials,
                   const std::map<int64_t, double>& reported, Direction direction) {
   std::vector<const TrialRecord*> complete;
@@ -85,8 +70,18 @@ TrialPruned::TrialPruned(int64_t s, double v)
       step(s),
       value(v) {}
 
+void PatientPruner::validate() const {
+  MASE_CHECK(patience >= 0, ConfigError, "[pruner] expected patience >= 0, got ", patience);
+  MASE_CHECK(min_delta >= 0, ConfigError, "[pruner] expected min_delta >= 0, got ", min_delta);
+  MASE_CHECK(wrapped.size() <= 1, ConfigError, "[pruner] a patient pruner wraps one pruner or "
+             "none, got ", wrapped.size());
+  for (const PrunerConfig& w : wrapped) std::visit([](const auto& p) { p.validate(); }, w);
+}
+
 std::string pruner_name(const PrunerConfig& pruner) {
-  const char* names[] = {"median", "halving", "hyperband"};
+  const char* names[] = {"median", "halving", "hyperband", "threshold", "wilcoxon", "patient"};
+  if (const auto* p = std::get_if<PatientPruner>(&pruner); p && !p->wrapped.empty())
+    return cat("patient(", pruner_name(p->wrapped[0]), ")");
   return names[pruner.index()];
 }
 
@@ -99,6 +94,16 @@ PruneDecision judge(const PrunerConfig& pruner, PrunerMemo& memo,
                       Direction direction, const std::string& study_name) {
   if (const auto* median = std::get_if<MedianPruner>(&pruner))
     return {{}, should_prune(*median, trials, self.intermediate, direction)};
+  if (const auto* threshold = std::get_if<ThresholdPruner>(&pruner))
+    return {{}, should_prune(*threshold, self.intermediate)};
+  if (const auto* wilcoxon = std::get_if<WilcoxonPruner>(&pruner))
+    return {{}, should_prune(*wilcoxon, trials, self, direction)};
+  if (const auto* patient = std::get_if<PatientPruner>(&pruner)) {
+    if (!patience_ran_out(patient->patience, patient->min_delta, self.intermediate, direction))
+      return {};
+    if (patient->wrapped.empty()) return {{}, true};
+    return judge(patient->wrapped[0], memo, trials, self, direction, study_name);
+  }
 
   // Successive halving: among every trial, or among the trials of this one's Hyperband bracket.
   SuccessiveHalvingPruner halving;
@@ -148,37 +153,86 @@ void Pruning::record_final(int64_t number, int64_t step, double value) const {
   if (std::isfinite(value)) study_->report(number, step, value);
 }
 
+namespace {
+
+// Each --prune-* setting: whether it was given (differs from its default) and the pruners it
+// sets. A setting given to another pruner is refused by name, not ignored.
+struct PruneSetting {
+  const char* flag;
+  bool given;
+  std::vector<std::string> pruners;
+};
+
+void check_settings(const PruneOptions& f) {
+  const PruneOptions d;
+  const PruneSetting settings[] = {
+      {"--prune-startup", f.startup_trials != d.startup_trials, {"median"}},
+      {"--prune-warmup", f.warmup_steps != d.warmup_steps, {"median", "threshold"}},
+      {"--prune-min-resource", f.min_resource != d.min_resource, {"halving", "hyperband"}},
+      {"--prune-reduction", f.reduction_factor != d.reduction_factor, {"halving", "hyperband"}},
+      {"--prune-lower", f.lower.has_value(), {"threshold"}},
+      {"--prune-upper", f.upper.has_value(), {"threshold"}},
+      {"--prune-p", f.p_threshold != d.p_threshold, {"wilcoxon"}},
+      {"--prune-startup-steps", f.startup_steps != d.startup_steps, {"wilcoxon"}},
+  };
+  for (const PruneSetting& s : settings) {
+    const bool its_own = std::ranges::find(s.pruners, f.pruner) != s.pruners.end();
+    std::string owners = s.pruners[0];
+    if (s.pruners.size() > 1) owners += " or " + s.pruners[1];
+    MASE_CHECK(!s.given || its_own, ConfigError, "[search] --pruner ", f.pruner, " expected no ",
+               s.flag, ", got one (it sets --pruner ", owners, ")");
+  }
+  MASE_CHECK(f.min_delta == 0 || f.patience >= 0, ConfigError, "[search] --prune-min-delta "
+             "expected --prune-patience N too (the improvement patience counts), got none");
+}
+
+}  // namespace
+
 std::optional<PrunerConfig> pruner_from_flags(const PruneOptions& f) {
-  if (f.pruner == "none") return std::nullopt;
-  MASE_CHECK(f.pruner == "median" || f.pruner == "halving" || f.pruner == "hyperband",
-             ConfigError, "[pruner] expected --pruner none, median, halving or hyperband, got '",
-             f.pruner, "'");
+  if (f.pruner == "none") {
+    MASE_CHECK(f.patience < 0, ConfigError, "[search] --prune-patience expected a pruner "
+               "(--pruner patient, or one it wraps), got --pruner none");
+    return std::nullopt;
+  }
+  const std::vector<std::string> names = {"median", "halving", "hyperband", "threshold",
+                                          "wilcoxon", "patient"};
+  MASE_CHECK(std::ranges::find(names, f.pruner) != names.end(), ConfigError,
+             "[pruner] expected --pruner none, median, halving, hyperband, threshold, wilcoxon "
+             "or patient, got '", f.pruner, "'");
+  check_settings(f);
   PrunerConfig out;
   if (f.pruner == "median") {
-    MASE_CHECK(f.min_resource == -1 && f.reduction_factor == 0, ConfigError,
-               "[search] --pruner median expected no --prune-min-resource or --prune-reduction, "
-               "got one (they set --pruner halving and hyperband)");
     MedianPruner p;
     p.n_startup_trials = f.startup_trials;
     p.n_warmup_steps = f.warmup_steps;
     out = p;
+  } else if (f.pruner == "halving") {
+    SuccessiveHalvingPruner p;
+    if (f.min_resource >= 0) p.min_resource = f.min_resource;
+    if (f.reduction_factor) p.reduction_factor = f.reduction_factor;
+    out = p;
+  } else if (f.pruner == "hyperband") {
+    HyperbandPruner p;
+    if (f.min_resource >= 0) p.min_resource = f.min_resource;
+    if (f.reduction_factor) p.reduction_factor = f.reduction_factor;
+    out = p;
+  } else if (f.pruner == "threshold") {
+    ThresholdPruner p;
+    if (f.lower) p.lower = *f.lower;
+    if (f.upper) p.upper = *f.upper;
+    p.n_warmup_steps = f.warmup_steps;
+    out = p;
+  } else if (f.pruner == "wilcoxon") {
+    out = WilcoxonPruner{f.p_threshold, f.startup_steps};
   } else {
-    MASE_CHECK(f.startup_trials == PruneOptions{}.startup_trials &&
-                   f.warmup_steps == PruneOptions{}.warmup_steps,
-               ConfigError, "[search] --pruner ", f.pruner, " expected no --prune-startup or "
-               "--prune-warmup, got one (they set the median pruner; successive halving waits "
-               "for its rungs: --prune-min-resource)");
-    if (f.pruner == "halving") {
-      SuccessiveHalvingPruner p;
-      if (f.min_resource >= 0) p.min_resource = f.min_resource;
-      if (f.reduction_factor) p.reduction_factor = f.reduction_factor;
-      out = p;
-    } else {
-      HyperbandPruner p;
-      if (f.min_resource >= 0) p.min_resource = f.min_resource;
-      if (f.reduction_factor) p.reduction_factor = f.reduction_factor;
-      out = p;
-    }
+    MASE_CHECK(f.patience >= 0, ConfigError, "[search] --pruner patient expected "
+               "--prune-patience N (reports without improvement before it prunes), got none");
+  }
+  // --prune-patience wraps the pruner asked for (or is the whole of --pruner patient)
+  if (f.patience >= 0) {
+    PatientPruner patient{f.patience, f.min_delta, {}};
+    if (f.pruner != "patient") patient.wrapped.push_back(out);
+    out = patient;
   }
   std::visit([](const auto& p) { p.validate(); }, out);
   return out;
@@ -189,7 +243,8 @@ std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_eve
   PruneOptions flags = f;
   // rung 0 at the first evaluation unless told otherwise: the steps count training steps,
   // not epochs, so Optuna's defaults (auto, 1) would put several rungs before it
-  if (flags.pruner != "median" && flags.min_resource < 0 && eval_every > 0)
+  if ((flags.pruner == "halving" || flags.pruner == "hyperband") && flags.min_resource < 0 &&
+      eval_every > 0)
     flags.min_resource = eval_every;
   std::optional<PrunerConfig> out = pruner_from_flags(flags);
   if (!out) return out;
@@ -199,8 +254,8 @@ std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_eve
   MASE_CHECK(max_steps <= 0 || eval_every < max_steps, ConfigError, "[search] --pruner ",
              f.pruner, " expected --eval-every below --max-steps ", max_steps, " (only "
              "evaluations before the last step are judged), got ", eval_every);
-  MASE_CHECK(max_steps <= 0 || f.warmup_steps < max_steps, ConfigError, "[search] --pruner "
-             "median expected --prune-warmup below --max-steps ", max_steps, ", got ",
+  MASE_CHECK(max_steps <= 0 || f.warmup_steps < max_steps, ConfigError, "[search] --pruner ",
+             f.pruner, " expected --prune-warmup below --max-steps ", max_steps, ", got ",
              f.warmup_steps, " (nothing would be judged)");
   return out;
 }
@@ -214,10 +269,24 @@ nlohmann::json pruner_key(const PrunerConfig& pruner, int64_t eval_every) {
             {"reduction_factor", p->reduction_factor},
             {"min_early_stopping_rate", p->min_early_stopping_rate},
             {"bootstrap_count", p->bootstrap_count}, {"eval_every", eval_every}};
-  const auto& p = std::get<HyperbandPruner>(pruner);
-  return {{"name", "hyperband"}, {"min_resource", p.min_resource},
-          {"max_resource", p.max_resource}, {"reduction_factor", p.reduction_factor},
-          {"bootstrap_count", p.bootstrap_count}, {"eval_every", eval_every}};
+  if (const auto* p = std::get_if<HyperbandPruner>(&pruner))
+    return {{"name", "hyperband"}, {"min_resource", p->min_resource},
+            {"max_resource", p->max_resource}, {"reduction_factor", p->reduction_factor},
+            {"bootstrap_count", p->bootstrap_count}, {"eval_every", eval_every}};
+  if (const auto* p = std::get_if<ThresholdPruner>(&pruner)) {
+    nlohmann::json k = {{"name", "threshold"}, {"warmup_steps", p->n_warmup_steps},
+                        {"interval_steps", p->interval_steps}, {"eval_every", eval_every}};
+    if (std::isfinite(p->lower)) k["lower"] = p->lower;  // JSON has no infinity
+    if (std::isfinite(p->upper)) k["upper"] = p->upper;
+    return k;
+  }
+  if (const auto* p = std::get_if<WilcoxonPruner>(&pruner))
+    return {{"name", "wilcoxon"}, {"p_threshold", p->p_threshold},
+            {"startup_steps", p->n_startup_steps}, {"eval_every", eval_every}};
+  const auto& p = std::get<PatientPruner>(pruner);
+  return {{"name", "patient"}, {"patience", p.patience}, {"min_delta", p.min_delta},
+          {"wraps", p.wrapped.empty() ? nlohmann::json() : pruner_key(p.wrapped[0], eval_every)},
+          {"eval_every", eval_every}};
 }
 
 }  // namespace mase::search

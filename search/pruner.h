@@ -1,6 +1,7 @@
 // search/pruner.h — stopping poor trials early: Optuna's MedianPruner here, its
-// SuccessiveHalvingPruner and HyperbandPruner in search/halving.h, and `Pruning`, which an
-// objective calls with each evaluation, whichever of the three judges it.
+// SuccessiveHalvingPruner and HyperbandPruner in search/halving.h, ThresholdPruner and
+// PatientPruner's rule in search/curve_pruners.h, WilcoxonPruner in search/wilcoxon.h, and
+// `Pruning`, which an objective calls with each evaluation, whichever of them judges it.
 //
 // A trial of an architecture search trains for --max-steps and is then tested. With
 // --eval-every N it is also tested every N steps, and each accuracy is *reported* to the study
@@ -35,8 +36,10 @@
 #include <variant>
 #include <vector>
 
+#include "search/curve_pruners.h"
 #include "search/halving.h"
 #include "search/study.h"
+#include "search/wilcoxon.h"
 
 namespace mase::search {
 
@@ -65,9 +68,24 @@ class TrialPruned : public std::runtime_error {
   double value;
 };
 
-// One of the three pruners, with its settings.
-using PrunerConfig = std::variant<MedianPruner, SuccessiveHalvingPruner, HyperbandPruner>;
-// "median", "halving" or "hyperband" (the --pruner names).
+// One of the pruners, with its settings.
+struct PatientPruner;
+using PrunerConfig = std::variant<MedianPruner, SuccessiveHalvingPruner, HyperbandPruner,
+                                  ThresholdPruner, WilcoxonPruner, PatientPruner>;
+
+// Optuna's PatientPruner: once a trial's curve has gone `patience` + 1 reports without
+// improving by more than min_delta (patience_ran_out, search/curve_pruners.h), prune it — or,
+// when it wraps a pruner, let that one decide; until then nothing is pruned (and a wrapped
+// successive halving records no rung).
+struct PatientPruner {
+  int64_t patience = 0;
+  double min_delta = 0;
+  std::vector<PrunerConfig> wrapped;  // none, or the one pruner it asks
+  void validate() const;              // ConfigError: negatives, more than one wrapped
+};
+
+// "median", "halving", "hyperband", "threshold", "wilcoxon" or "patient" (the --pruner names;
+// "patient(median)" for a patient pruner that wraps one).
 std::string pruner_name(const PrunerConfig& pruner);
 
 // What Optuna's pruners work out once, from the first completed trial, and keep (per process
@@ -109,13 +127,22 @@ class Pruning {
 
 // The --pruner flags of mase-search and its lab commands.
 struct PruneOptions {
-  std::string pruner = "none";  // none, median, halving or hyperband
+  // none, median, halving, hyperband, threshold, wilcoxon or patient
+  std::string pruner = "none";
   int startup_trials = 5;       // median: completed trials before any is pruned
   int64_t warmup_steps = 0;     // median: steps of a trial before it can be pruned
   // halving, hyperband: the steps to rung 0 (-1: one evaluation, --eval-every; 0 for halving:
   // Optuna's "auto") and η (0: Optuna's default, 4 for halving, 3 for hyperband)
   int64_t min_resource = -1;
   int reduction_factor = 0;
+  // threshold: prune a value below lower or above upper (at least one; --prune-warmup too)
+  std::optional<double> lower{}, upper{};
+  // patience (>= 0): `--pruner patient`, or any other pruner wrapped by Optuna's PatientPruner;
+  // min_delta: the improvement that counts
+  int64_t patience = -1;
+  double min_delta = 0;
+  double p_threshold = 0.1;    // wilcoxon: prune when p is below this
+  int64_t startup_steps = 2;   // wilcoxon: paired steps before it judges
 };
 
 // The pruner the flags ask for (nullopt for "none"), for reports at steps of the objective's own

@@ -10,6 +10,7 @@
 #include "search/nsga2.h"
 #include "search/space_json.h"
 #include "search/study.h"
+#include "search/wilcoxon.h"
 #include "search/study_rows.h"
 #include "search/study_store.h"
 
@@ -39,14 +40,9 @@ std::vector<TrialRecord> Study::trials() const { return load_trials(*db_, study_
 std::optional<TrialRecord> Study::best() const {
   MASE_CHECK(directions_.size() == 1, ConfigError, "[study] study '", name_, "' has ",
              directions_.size(), " objectives: no single best trial (its Pareto front instead)");
-  std::optional<TrialRecord> best;
-  for (TrialRecord& r : trials()) {  // by number: a tie keeps the earlier trial
-    if (r.trial.state != TrialState::complete || violation(r.trial) > 0) continue;
-    bool better = !best || (direction() == Direction::maximize ? r.trial.value > best->trial.value
-                                                              : r.trial.value < best->trial.value);
-    if (better) best = std::move(r);
-  }
-  return best;
+  const std::vector<TrialRecord> all = trials();
+  const TrialRecord* best = best_complete(all, direction());  // a tie keeps the earlier trial
+  return best ? std::optional<TrialRecord>(*best) : std::nullopt;
 }
 
 std::vector<TrialRecord> Study::pareto_front() const {

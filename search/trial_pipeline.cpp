@@ -114,13 +114,16 @@ train::TrainResult train_model(train::TrainConfig c, nn::BertForSequenceClassifi
 }
 
 train::EvalResult test_model(nn::BertForSequenceClassification& model, const TrialData& d,
-                             const train::TrainConfig& c) {
+                             const train::TrainConfig& c, const train::BatchHook& on_batch,
+                             uint64_t batch_order_seed) {
   nn::fuse_kernels(model);
   train::EvalOptions eo;
   eo.batch_size = c.eval_batch_size;
   eo.max_len = c.max_len;
   eo.pad_id = d.pad_id;
   eo.device = Device::parse(c.device);
+  eo.on_batch = on_batch;
+  eo.batch_order_seed = batch_order_seed;
   return train::evaluate(model, d.test, eo);
 }
 

@@ -56,9 +56,11 @@ train::TrainResult train_model(train::TrainConfig c, nn::BertForSequenceClassifi
                                const TrialData& d, const std::filesystem::path& run_dir,
                                std::FILE* log, const train::EvalHook& on_eval = {});
 
-// Accuracy and loss on d.test at c.max_len (eval mode, no autograd).
+// Accuracy and loss on d.test at c.max_len (eval mode, no autograd); on_batch and
+// batch_order_seed as train::EvalOptions has them (a pruner judging batch by batch).
 train::EvalResult test_model(nn::BertForSequenceClassification& model, const TrialData& d,
-                             const train::TrainConfig& c);
+                             const train::TrainConfig& c, const train::BatchHook& on_batch = {},
+                             uint64_t batch_order_seed = 0);
 
 // "<dir>/trial-NNNN"
 std::filesystem::path trial_dir(const std::filesystem::path& dir, int64_t number);

@@ -44,6 +44,14 @@ Examples:
       successive halving: at step 50 (the next rung, 200, is the end) a trial goes on only if
       its accuracy is in the top quarter of all trials' there (--prune-reduction 4);
       --pruner hyperband runs brackets of it that wait longer
+  mase-search tutorial --trials 20 --max-steps 400 --eval-every 50 --pruner threshold \
+      --prune-lower 0.55 --prune-warmup 100
+      a trial still at chance (accuracy below 0.55) from step 100 on stops
+  mase-search tutorial --trials 20 --max-steps 400 --eval-every 50 --pruner patient \
+      --prune-patience 2
+      early stopping: a trial whose last 3 evaluations never beat its best before them
+      stops; with --pruner median --prune-patience 2 the median pruner decides, but only
+      once patience has run out (Optuna's PatientPruner wrapping it)
   mase-search tutorial --trials 16 --max-params 3000000
       a parameter budget: each trial gets Optuna's constraint params - 3000000 (feasible when
       <= 0); the best trial is the best within it, TPE and NSGA-II rank the others last
@@ -91,6 +99,10 @@ Examples:
       front itself; each study's front is printed at the end with its hypervolume
   mase-search precision --init runs/tiny --objectives accuracy,bits --sampler nsga2 --population 8
       the same with NSGA-II, in generations of 8 trials (it needs a few: docs/lab3.md)
+  mase-search precision --init runs/tiny --formats integer --trials 40 --pruner wilcoxon
+      each trial's test batches are reported as it is tested (in an order shuffled per
+      trial); one significantly worse than the best trial's on the same batches stops
+      there (Optuna's WilcoxonPruner; --prune-p 0.1, --prune-startup-steps 2)
 Formats: integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual
   ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2
   mxfp6_e2m3 mxfp4_e2m1 (or all))";
@@ -112,7 +124,8 @@ Examples:
       --command 'python3 train.py --lr {lr}'
       pruning: train.py prints "mase:report EPOCH ACCURACY" after each epoch (Optuna's
       trial.report); a trial below the median of the completed ones there is sent SIGTERM and
-      recorded pruned; --pruner halving / hyperband judge rungs instead
+      recorded pruned; --pruner halving / hyperband judge rungs instead; --pruner wilcoxon
+      suits a command that prints "mase:report INSTANCE VALUE" for each benchmark instance
   a line "mase:constraint NAME VALUE" (feasible when VALUE <= 0; Optuna's set_constraint)
       makes the trial infeasible when VALUE > 0: never the best, ranked last by TPE and NSGA-II)HELP";
 
@@ -210,17 +223,23 @@ struct ArchFlags {
 
 }  // namespace
 
-// --pruner median|halving|hyperband and its settings (search/pruner.h, search/halving.h).
+// --pruner and its settings (search/pruner.h, search/halving.h, search/curve_pruners.h,
+// search/wilcoxon.h).
 void add_prune_flags(CLI::App* c, PruneOptions& p) {
   c->add_option("--pruner", p.pruner, "none; median: stop a trial whose value at a report is "
                 "below the completed trials' median there; halving: keep the best 1/eta of the "
                 "trials at each rung (steps m, m*eta, m*eta^2, ...); hyperband: several halving "
-                "brackets side by side (Optuna's pruners)")
+                "brackets side by side; threshold: stop at a value outside [--prune-lower, "
+                "--prune-upper] or NaN; wilcoxon: stop a trial whose per-step values are "
+                "significantly worse than the best trial's on the same steps (for objectives "
+                "that average instances); patient: stop a curve that stopped improving "
+                "(--prune-patience) (Optuna's pruners)")
       ->capture_default_str();
   c->add_option("--prune-startup", p.startup_trials,
                 "median: completed trials before any is pruned")->capture_default_str();
   c->add_option("--prune-warmup", p.warmup_steps,
-                "median: steps of a trial before it can be pruned")->capture_default_str();
+                "median, threshold: steps of a trial before it can be pruned")
+      ->capture_default_str();
   c->add_option("--prune-min-resource", p.min_resource,
                 "halving, hyperband: steps to the first rung m (default: --eval-every when "
                 "trials train; custom: Optuna's, halving 0 = auto (the longest complete "
@@ -228,6 +247,21 @@ void add_prune_flags(CLI::App* c, PruneOptions& p) {
   c->add_option("--prune-reduction", p.reduction_factor,
                 "halving, hyperband: eta, about 1 trial in eta passes each rung (default: "
                 "Optuna's, 4 for halving, 3 for hyperband)");
+  c->add_option_function<double>("--prune-lower", [&p](double v) { p.lower = v; },
+                                 "threshold: prune a value below this");
+  c->add_option_function<double>("--prune-upper", [&p](double v) { p.upper = v; },
+                                 "threshold: prune a value above this");
+  c->add_option("--prune-p", p.p_threshold,
+                "wilcoxon: prune when the signed-rank test's p-value is below this")
+      ->capture_default_str();
+  c->add_option("--prune-startup-steps", p.startup_steps,
+                "wilcoxon: steps in common with the best trial before it judges")
+      ->capture_default_str();
+  c->add_option("--prune-patience", p.patience,
+                "reports without improvement before --pruner patient prunes; with another "
+                "--pruner, that one decides only then (Optuna's PatientPruner wrapping it)");
+  c->add_option("--prune-min-delta", p.min_delta,
+                "with --prune-patience: the improvement that counts")->capture_default_str();
 }
 
 // --pruner ... --eval-every N: trials that train are tested every N steps and judged.
@@ -339,6 +373,7 @@ int lab_main(int argc, char** argv) {
                 "nsga2: trials per generation (Optuna's default is 50; a few dozen trials "
                 "want about 8)")
       ->capture_default_str();
+  add_prune_flags(p, pre.prune);  // wilcoxon: each test batch's accuracy is a report
 
   CustomOptions cus;
   defaults(cus);

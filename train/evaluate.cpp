@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
+#include <random>
 
 #include "autograd/engine.h"
 
@@ -30,23 +32,39 @@ EvalResult evaluate(nn::BertForSequenceClassification& model, const data::Tokeni
   double loss_sum = 0;
   int64_t correct = 0;
   const Forward forward = opt.forward ? opt.forward : eager_forward(model);
-  for (int64_t b = 0; b < batches.num_batches(); ++b) {
+  std::vector<int64_t> order(static_cast<size_t>(batches.num_batches()));
+  std::iota(order.begin(), order.end(), 0);
+  if (opt.batch_order_seed != 0) {
+    std::mt19937_64 rng(opt.batch_order_seed);
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  // the mode comes back even when on_batch throws (a pruned trial stops here)
+  struct RestoreMode {
+    nn::BertForSequenceClassification& m;
+    bool training;
+    ~RestoreMode() { m.train(training); }
+  } restore{model, was_training};
+  for (const int64_t b : order) {
     data::Batch x = data::to_device(batches.batch(b), opt.device);
     nn::SequenceClassifierOutput out = forward(x);
     const int64_t B = x.labels.size(0);
-    loss_sum += out.loss.item() * static_cast<double>(B);  // the batch mean back to a sum
+    BatchScore score;
+    score.examples = B;
+    score.loss_sum = out.loss.item() * static_cast<double>(B);  // the batch mean back to a sum
     std::vector<float> logits = out.logits.to_vector<float>();  // (B, num_labels)
     std::vector<int32_t> labels = x.labels.to_vector<int32_t>();
     const int64_t C = out.logits.size(1);
     for (int64_t i = 0; i < B; ++i) {
       const float* row = logits.data() + i * C;
       const auto pred = std::max_element(row, row + C) - row;  // first max on ties
-      correct += pred == labels[static_cast<size_t>(i)];
+      score.correct += pred == labels[static_cast<size_t>(i)];
     }
+    loss_sum += score.loss_sum;
+    correct += score.correct;
     r.examples += B;
     r.tokens += x.real_tokens;
+    if (opt.on_batch) opt.on_batch(b, score);
   }
-  model.train(was_training);
   if (r.examples > 0) {
     r.loss = loss_sum / static_cast<double>(r.examples);
     r.accuracy = static_cast<double>(correct) / static_cast<double>(r.examples);

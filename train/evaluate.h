@@ -6,10 +6,15 @@
 //   loss      = Σ_i −log p(y_i | x_i) / N   (the mean cross-entropy over reviews, not batches)
 //   accuracy  = #{i : argmax_c logits_ic = y_i} / N
 // The mode the model was in is restored afterwards.
+// With `on_batch`, each batch's own score is handed over as it is done (a pruner judging the
+// evaluation as it goes: search/wilcoxon.h); `batch_order_seed` visits the batches in a shuffled
+// order (the same batches, so the same result up to float rounding of the loss sum), so the
+// first ones are a fair sample of the split rather than its shortest reviews.
 //
 // Read next: train/trainer.h (when evaluations happen).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,12 +25,24 @@
 
 namespace mase::train {
 
+// One batch's share of an evaluation.
+struct BatchScore {
+  int64_t examples = 0, correct = 0;
+  double loss_sum = 0;  // Σ −log p(y | x) over its reviews
+  double accuracy() const { return static_cast<double>(correct) / static_cast<double>(examples); }
+};
+// Called with the batch's index (in the length-sorted order, whatever the visiting order) and
+// its score; may throw to end the evaluation there (the model's mode is restored).
+using BatchHook = std::function<void(int64_t batch, const BatchScore& score)>;
+
 struct EvalOptions {
   int64_t batch_size = 64;
   int64_t max_len = 256;
   int32_t pad_id = 0;
   Device device = Device::cpu();
   Forward forward;  // the model call (train/forward.h); empty: the eager model.forward
+  BatchHook on_batch;             // empty: none
+  uint64_t batch_order_seed = 0;  // 0: the batches in order; else shuffled by this seed
 };
 
 struct EvalResult {

@@ -14,10 +14,12 @@
 #include "models/temp_dir.h"
 #include "runtime/error.h"
 #include "search/pruner.h"
+#include "search/pruner_replay.h"
 
 using namespace mase;
 using namespace mase::search;
 using nlohmann::json;
+using namespace mase::search::test_util;
 
 namespace test_halving {
 
@@ -162,43 +164,6 @@ PrunerConfig config_of(const std::string& kind, const json& s) {
                          s["reduction_factor"].get<int>(), s["bootstrap_count"].get<int>()};
 }
 
-std::map<int, double> rungs_of(const json& attrs) {
-  std::map<int, double> out;
-  for (const auto& [key, v] : attrs.items()) out[std::stoi(key.substr(15))] = v.get<double>();
-  return out;
-}
-
-TrialState final_state(const std::string& s) {
-  return s == "complete" ? TrialState::complete : s == "pruned" ? TrialState::pruned
-                                                                : TrialState::failed;
-}
-
-// Replays one scenario in memory: the decisions and rungs of `judge` against Optuna's.
-// Returns the number of reports compared.
-int replay_in_memory(const std::string& kind, const json& c, int index) {
-  const PrunerConfig pruner = config_of(kind, c["settings"]);
-  const Direction dir = c["direction"] == "maximize" ? Direction::maximize : Direction::minimize;
-  PrunerMemo memo;
-  std::vector<TrialRecord> trials;
-  int compared = 0;
-  for (const json& t : c["trials"]) {
-    const auto number = static_cast<int64_t>(trials.size());
-    trials.push_back(trial(number, TrialState::running, {}));
-    for (const json& r : t["reports"]) {
-      trials.back().intermediate[r[0].get<int64_t>()] = r[1].is_null() ? kNaN : r[1].get<double>();
-      const PruneDecision d = judge(pruner, memo, trials, trials.back(), dir, "halving");
-      for (const auto& [rung, v] : d.rungs) trials.back().rungs[rung] = v;
-      INFO(kind << " scenario " << index << ", trial " << number << ", step " << r[0]);
-      CHECK(d.prune == r[2].get<bool>());
-      ++compared;
-    }
-    trials.back().trial.state = final_state(t["state"]);
-    INFO(kind << " scenario " << index << ", trial " << number);
-    CHECK(trials.back().rungs == rungs_of(t["rungs"]));
-  }
-  return compared;
-}
-
 }  // namespace
 
 TEST_CASE("judge: successive halving and Hyperband decide as Optuna 5.0 (fixture, in memory)") {
@@ -206,7 +171,11 @@ TEST_CASE("judge: successive halving and Hyperband decide as Optuna 5.0 (fixture
   MESSAGE("fixture from optuna " << fx["optuna"].get<std::string>());
   for (const char* kind : {"halving", "hyperband"}) {
     int reports = 0, index = 0;
-    for (const json& c : fx[kind]) reports += replay_in_memory(kind, c, index++);
+    for (const json& c : fx[kind]) {
+      reports += replay_in_memory(config_of(kind, c["settings"]), c,
+                                  cat(kind, " scenario ", index), "halving");
+      ++index;
+    }
     MESSAGE(std::string(kind) << ": " << index << " studies, " << reports << " reports compared");
     CHECK(reports > 1000);
   }
@@ -267,10 +236,10 @@ TEST_CASE("parse_pruner: halving and hyperband from the flags") {
   CHECK(pruner_key(*hb, 10)["name"] == "hyperband");
   // another pruner's settings are refused, not ignored
   CHECK_THROWS_WITH_AS(parse_pruner({.pruner = "halving", .warmup_steps = 20}, 25, 200),
-                       doctest::Contains("expected no --prune-startup or --prune-warmup"),
+                       doctest::Contains("--pruner halving expected no --prune-warmup, got one"),
                        ConfigError);
   CHECK_THROWS_WITH_AS(parse_pruner({.pruner = "median", .reduction_factor = 3}, 25, 200),
-                       doctest::Contains("expected no --prune-min-resource or --prune-reduction"),
+                       doctest::Contains("--pruner median expected no --prune-reduction, got one"),
                        ConfigError);
   CHECK_THROWS_WITH_AS(parse_pruner({.pruner = "hyperband", .reduction_factor = 1}, 25, 200),
                        doctest::Contains("reduction_factor >= 2"), ConfigError);

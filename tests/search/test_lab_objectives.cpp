@@ -102,6 +102,66 @@ TEST_CASE("precision trial: PTQ accuracy is mase-train --eval-only's with the sa
   CHECK(q.attrs.count("accuracy_ptq") == 1);
 }
 
+TEST_CASE("precision trial with a Wilcoxon pruner: test batches reported, stopped when worse") {
+  // The study holds one completed trial that "scored" 2.0 on every test batch (set by hand: no
+  // real trial can reach it), so every paired difference is negative and a trial is pruned at
+  // the second batch (2 signs, both negative: p = 1/4 < 0.3); against a trial at -1.0 on every
+  // batch it is never worse, tests every batch and gets the accuracy it gets unpruned.
+  TrainFixture fx;
+  train::TrainConfig tc = fx.config("trained");
+  tc.epochs = 1;
+  REQUIRE(train::train_new(tc, fx.null).status == train::TrainStatus::completed);
+  const LayerList layers = linear_layer_list(fx.run("trained"));
+  const Space space = precision_space(layers.names, format_choices({"integer"}, {8}, {4}));
+  Values v;
+  for (const Param& p : space.params()) v[p.name] = p.name.ends_with(":format");  // integer 8/4
+  train::TrainConfig base = fixture_base(fx);
+  auto data = std::make_shared<const TrialData>(load_trial_data(base, fx.null));
+  base.eval_batch_size = std::max<int64_t>(1, data->test.size() / 4);  // 4 or 5 batches
+  const int64_t batches = (data->test.size() + base.eval_batch_size - 1) / base.eval_batch_size;
+  REQUIRE(batches >= 4);
+  const Params params(space, v);
+  const double unpruned = precision_trial_objective(space, layers, fx.run("trained"), base, data,
+                                                    0, fx.dir.path / "u", fx.null)(params, 0)
+                              .value;
+  for (double bar : {2.0, -1.0}) {
+    INFO("the completed trial's value on every batch: " << bar);
+    Study study = Study::open((fx.dir.path / cat("w", bar, ".db")).string(), "w", space,
+                              Direction::maximize, make_sampler("random", 0), 0);
+    auto done = study.ask();
+    REQUIRE(done);
+    for (int64_t b = 0; b < batches; ++b) study.report(done->number, b, bar);
+    study.tell(done->number, TrialState::complete, bar);
+    auto pruning = std::make_shared<const Pruning>(study, WilcoxonPruner{.p_threshold = 0.3});
+    Objective f = precision_trial_objective(space, layers, fx.run("trained"), base, data, 0,
+                                            fx.dir.path / "p", fx.null, 0, false, pruning);
+    auto t = study.ask();
+    REQUIRE(t);
+    const Outcome o = f(params, t->number);
+    const TrialRecord r = study.trials().back();
+    if (bar == 2.0) {
+      CHECK(o.state == TrialState::pruned);
+      CHECK(o.attrs.at("batches_tested") == "2");
+      REQUIRE(r.intermediate.size() == 2);
+      CHECK(o.value == r.intermediate.at(std::stoll(o.attrs.at("pruned_at_step"))));
+      const double so_far = std::stod(o.attrs.at("accuracy_so_far"));
+      CHECK(so_far >= 0);
+      CHECK(so_far <= 1);
+    } else {
+      CHECK(o.state == TrialState::complete);
+      CHECK(static_cast<int64_t>(r.intermediate.size()) == batches);  // every batch, once
+      CHECK(o.value == unpruned);  // the shuffled order changes nothing but the order
+    }
+  }
+  // it judges PTQ evaluations of one value only
+  Study s = Study::open((fx.dir.path / "q.db").string(), "q", space, Direction::maximize,
+                        make_sampler("random", 0), 0);
+  CHECK_THROWS_AS(precision_trial_objective(space, layers, fx.run("trained"), base, data, 2,
+                                            fx.dir.path / "q", fx.null, 0, false,
+                                            std::make_shared<const Pruning>(s, WilcoxonPruner{})),
+                  ConfigError);
+}
+
 TEST_CASE("lab studies: another objective, another space or no --resume leave the study as it was") {
   TrainFixture fx;
   LabRun run;
