@@ -1,4 +1,5 @@
-// search/pruner.cpp — Optuna's MedianPruner, and the report-then-prune call of an objective.
+// search/pruner.cpp — Optuna's MedianPruner and PercentilePruner, the report-then-prune call of
+// an objective, and the --pruner flags.
 // Read search/pruner.h first (the rules, in order).
 #include "search/pruner.h"
 
@@ -10,7 +11,7 @@
 
 namespace mase::search {
 
-void MedianPruner::validate() const {
+void PercentilePruner::validate() const {
   MASE_CHECK(n_startup_trials >= 0, ConfigError, "[pruner] expected n_startup_trials >= 0, got ",
              n_startup_trials);
   MASE_CHECK(n_warmup_steps >= 0, ConfigError, "[pruner] expected n_warmup_steps >= 0, got ",
@@ -19,6 +20,8 @@ void MedianPruner::validate() const {
              interval_steps);
   MASE_CHECK(n_min_trials >= 1, ConfigError, "[pruner] expected n_min_trials >= 1, got ",
              n_min_trials);
+  MASE_CHECK(percentile >= 0 && percentile <= 100, ConfigError,
+             "[pruner] expected a percentile in [0, 100], got ", percentile);
 }
 
 double nan_percentile(std::vector<double> values, double q) {
@@ -36,7 +39,7 @@ double nan_percentile(std::vector<double> values, double q) {
   return frac >= 0.5 ? values[hi] - diff * (1 - frac) : values[lo] + diff * frac;
 }
 
-bool should_prune(const MedianPruner& pruner, const std::vector<TrialRecord>& trials,
+bool should_prune(const PercentilePruner& pruner, const std::vector<TrialRecord>& trials,
                   const std::map<int64_t, double>& reported, Direction direction) {
   std::vector<const TrialRecord*> complete;
   for (const TrialRecord& r : trials)
@@ -60,9 +63,11 @@ bool should_prune(const MedianPruner& pruner, const std::vector<TrialRecord>& tr
     if (auto it = r->intermediate.find(step); it != r->intermediate.end())
       at_step.push_back(it->second);
   if (static_cast<int>(at_step.size()) < pruner.n_min_trials) return false;
-  const double median = nan_percentile(at_step, 50.0);  // 100 − 50 when maximizing: the same
-  if (std::isnan(median)) return false;
-  return maximize ? best < median : best > median;
+  // the p-th best: from the top when maximizing
+  const double q = maximize ? 100 - pruner.percentile : pruner.percentile;
+  const double bar = nan_percentile(at_step, q);
+  if (std::isnan(bar)) return false;
+  return maximize ? best < bar : best > bar;
 }
 
 TrialPruned::TrialPruned(int64_t s, double v)
@@ -82,6 +87,8 @@ std::string pruner_name(const PrunerConfig& pruner) {
   const char* names[] = {"median", "halving", "hyperband", "threshold", "wilcoxon", "patient"};
   if (const auto* p = std::get_if<PatientPruner>(&pruner); p && !p->wrapped.empty())
     return cat("patient(", pruner_name(p->wrapped[0]), ")");
+  if (const auto* p = std::get_if<PercentilePruner>(&pruner); p && p->percentile != 50)
+    return "percentile";
   return names[pruner.index()];
 }
 
@@ -92,8 +99,8 @@ Pruning::Pruning(Study& study, PrunerConfig pruner) : study_(&study), pruner_(st
 PruneDecision judge(const PrunerConfig& pruner, PrunerMemo& memo,
                       const std::vector<TrialRecord>& trials, const TrialRecord& self,
                       Direction direction, const std::string& study_name) {
-  if (const auto* median = std::get_if<MedianPruner>(&pruner))
-    return {{}, should_prune(*median, trials, self.intermediate, direction)};
+  if (const auto* percentile = std::get_if<PercentilePruner>(&pruner))
+    return {{}, should_prune(*percentile, trials, self.intermediate, direction)};
   if (const auto* threshold = std::get_if<ThresholdPruner>(&pruner))
     return {{}, should_prune(*threshold, self.intermediate)};
   if (const auto* wilcoxon = std::get_if<WilcoxonPruner>(&pruner))
@@ -166,8 +173,9 @@ struct PruneSetting {
 void check_settings(const PruneOptions& f) {
   const PruneOptions d;
   const PruneSetting settings[] = {
-      {"--prune-startup", f.startup_trials != d.startup_trials, {"median"}},
-      {"--prune-warmup", f.warmup_steps != d.warmup_steps, {"median", "threshold"}},
+      {"--prune-startup", f.startup_trials != d.startup_trials, {"median", "percentile"}},
+      {"--prune-warmup", f.warmup_steps != d.warmup_steps, {"median", "percentile", "threshold"}},
+      {"--prune-percentile", f.percentile.has_value(), {"percentile"}},
       {"--prune-min-resource", f.min_resource != d.min_resource, {"halving", "hyperband"}},
       {"--prune-reduction", f.reduction_factor != d.reduction_factor, {"halving", "hyperband"}},
       {"--prune-lower", f.lower.has_value(), {"threshold"}},
@@ -177,8 +185,9 @@ void check_settings(const PruneOptions& f) {
   };
   for (const PruneSetting& s : settings) {
     const bool its_own = std::ranges::find(s.pruners, f.pruner) != s.pruners.end();
-    std::string owners = s.pruners[0];
-    if (s.pruners.size() > 1) owners += " or " + s.pruners[1];
+    std::string owners = s.pruners[0];  // "a", "a or b", "a, b or c"
+    for (size_t i = 1; i < s.pruners.size(); ++i)
+      owners += (i + 1 == s.pruners.size() ? " or " : ", ") + s.pruners[i];
     MASE_CHECK(!s.given || its_own, ConfigError, "[search] --pruner ", f.pruner, " expected no ",
                s.flag, ", got one (it sets --pruner ", owners, ")");
   }
@@ -194,17 +203,20 @@ std::optional<PrunerConfig> pruner_from_flags(const PruneOptions& f) {
                "(--pruner patient, or one it wraps), got --pruner none");
     return std::nullopt;
   }
-  const std::vector<std::string> names = {"median", "halving", "hyperband", "threshold",
-                                          "wilcoxon", "patient"};
+  const std::vector<std::string> names = {"median", "percentile", "halving", "hyperband",
+                                          "threshold", "wilcoxon", "patient"};
   MASE_CHECK(std::ranges::find(names, f.pruner) != names.end(), ConfigError,
-             "[pruner] expected --pruner none, median, halving, hyperband, threshold, wilcoxon "
-             "or patient, got '", f.pruner, "'");
+             "[pruner] expected --pruner none, median, percentile, halving, hyperband, threshold, "
+             "wilcoxon or patient, got '", f.pruner, "'");
   check_settings(f);
   PrunerConfig out;
-  if (f.pruner == "median") {
-    MedianPruner p;
+  if (f.pruner == "median" || f.pruner == "percentile") {
+    MASE_CHECK(f.pruner == "median" || f.percentile, ConfigError, "[search] --pruner percentile "
+               "expected --prune-percentile P (trials kept while in the top P%), got none");
+    PercentilePruner p;
     p.n_startup_trials = f.startup_trials;
     p.n_warmup_steps = f.warmup_steps;
+    if (f.percentile) p.percentile = *f.percentile;
     out = p;
   } else if (f.pruner == "halving") {
     SuccessiveHalvingPruner p;
@@ -261,9 +273,15 @@ std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_eve
 }
 
 nlohmann::json pruner_key(const PrunerConfig& pruner, int64_t eval_every) {
-  if (const auto* p = std::get_if<MedianPruner>(&pruner))
-    return {{"name", "median"}, {"startup_trials", p->n_startup_trials},
-            {"warmup_steps", p->n_warmup_steps}, {"eval_every", eval_every}};
+  if (const auto* p = std::get_if<PercentilePruner>(&pruner)) {
+    nlohmann::json k = {{"name", "median"}, {"startup_trials", p->n_startup_trials},
+                        {"warmup_steps", p->n_warmup_steps}, {"eval_every", eval_every}};
+    if (p->percentile != 50) {  // the median's key as it always was (--resume compares keys)
+      k["name"] = "percentile";
+      k["percentile"] = p->percentile;
+    }
+    return k;
+  }
   if (const auto* p = std::get_if<SuccessiveHalvingPruner>(&pruner))
     return {{"name", "halving"}, {"min_resource", p->min_resource},
             {"reduction_factor", p->reduction_factor},

@@ -1,4 +1,5 @@
-// search/pruner.h — stopping poor trials early: Optuna's MedianPruner here, its
+// search/pruner.h — stopping poor trials early: Optuna's MedianPruner (and PercentilePruner) here,
+// its
 // SuccessiveHalvingPruner and HyperbandPruner in search/halving.h, ThresholdPruner and
 // PatientPruner's rule in search/curve_pruners.h, WilcoxonPruner in search/wilcoxon.h, and
 // `Pruning`, which an objective calls with each evaluation, whichever of them judges it.
@@ -18,6 +19,10 @@
 //     (numpy's nanpercentile: linear interpolation between the two middle values; fewer than
 //     n_min_trials of them reported at this step: no pruning);
 //   - pruned when it is strictly worse.
+// Optuna's PercentilePruner is the same rule at another percentile p (`--pruner percentile
+// --prune-percentile p`): the bar is the completed trials' p-th best percentile — numpy's
+// nanpercentile at 100 − p when maximizing, at p when minimizing — so p = 25 keeps a trial only
+// while it is in the top quarter, p = 50 is the median.
 // A pruned trial keeps its last reported value as its value (Optuna does the same), counts as
 // finished for --trials, is never the best trial, and TPE ranks it below every complete trial,
 // by how far it got, then by that value (search/tpe.h).
@@ -43,15 +48,17 @@
 
 namespace mase::search {
 
-struct MedianPruner {
+struct PercentilePruner {
   int n_startup_trials = 5;    // Optuna's defaults
   int64_t n_warmup_steps = 0;
   int64_t interval_steps = 1;
   int n_min_trials = 1;
-  void validate() const;       // ConfigError for a negative count or interval_steps < 1
+  double percentile = 50;      // the median: Optuna's MedianPruner
+  void validate() const;  // ConfigError: a negative count, interval_steps < 1, p outside [0, 100]
 };
+using MedianPruner = PercentilePruner;
 
-// Optuna's PercentilePruner(50).prune: should the running trial that has reported
+// Optuna's PercentilePruner.prune: should the running trial that has reported
 // `reported` (step -> value; its last step is the one being decided) stop now, given the
 // study's `trials` (only the complete ones count)?
 bool should_prune(const MedianPruner& pruner, const std::vector<TrialRecord>& trials,
@@ -84,8 +91,8 @@ struct PatientPruner {
   void validate() const;              // ConfigError: negatives, more than one wrapped
 };
 
-// "median", "halving", "hyperband", "threshold", "wilcoxon" or "patient" (the --pruner names;
-// "patient(median)" for a patient pruner that wraps one).
+// "median", "percentile", "halving", "hyperband", "threshold", "wilcoxon" or "patient" (the
+// --pruner names; "patient(median)" for a patient pruner that wraps one).
 std::string pruner_name(const PrunerConfig& pruner);
 
 // What Optuna's pruners work out once, from the first completed trial, and keep (per process
@@ -127,10 +134,10 @@ class Pruning {
 
 // The --pruner flags of mase-search and its lab commands.
 struct PruneOptions {
-  // none, median, halving, hyperband, threshold, wilcoxon or patient
+  // none, median, percentile, halving, hyperband, threshold, wilcoxon or patient
   std::string pruner = "none";
-  int startup_trials = 5;       // median: completed trials before any is pruned
-  int64_t warmup_steps = 0;     // median: steps of a trial before it can be pruned
+  int startup_trials = 5;       // median, percentile: completed trials before any is pruned
+  int64_t warmup_steps = 0;     // median, percentile, threshold: steps before it can be pruned
   // halving, hyperband: the steps to rung 0 (-1: one evaluation, --eval-every; 0 for halving:
   // Optuna's "auto") and η (0: Optuna's default, 4 for halving, 3 for hyperband)
   int64_t min_resource = -1;
@@ -141,6 +148,7 @@ struct PruneOptions {
   // min_delta: the improvement that counts
   int64_t patience = -1;
   double min_delta = 0;
+  std::optional<double> percentile{};  // percentile: the share of trials kept (required)
   double p_threshold = 0.1;    // wilcoxon: prune when p is below this
   int64_t startup_steps = 2;   // wilcoxon: paired steps before it judges
 };

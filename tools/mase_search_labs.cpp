@@ -227,7 +227,8 @@ struct ArchFlags {
 // search/wilcoxon.h).
 void add_prune_flags(CLI::App* c, PruneOptions& p) {
   c->add_option("--pruner", p.pruner, "none; median: stop a trial whose value at a report is "
-                "below the completed trials' median there; halving: keep the best 1/eta of the "
+                "below the completed trials' median there; percentile: the same below their "
+                "--prune-percentile P-th best; halving: keep the best 1/eta of the "
                 "trials at each rung (steps m, m*eta, m*eta^2, ...); hyperband: several halving "
                 "brackets side by side; threshold: stop at a value outside [--prune-lower, "
                 "--prune-upper] or NaN; wilcoxon: stop a trial whose per-step values are "
@@ -236,10 +237,13 @@ void add_prune_flags(CLI::App* c, PruneOptions& p) {
                 "(--prune-patience) (Optuna's pruners)")
       ->capture_default_str();
   c->add_option("--prune-startup", p.startup_trials,
-                "median: completed trials before any is pruned")->capture_default_str();
+                "median, percentile: completed trials before any is pruned")->capture_default_str();
   c->add_option("--prune-warmup", p.warmup_steps,
-                "median, threshold: steps of a trial before it can be pruned")
+                "median, percentile, threshold: steps of a trial before it can be pruned")
       ->capture_default_str();
+  c->add_option_function<double>("--prune-percentile", [&p](double v) { p.percentile = v; },
+                                 "percentile: a trial goes on while its best value is in the top "
+                                 "P% of the completed trials' at the same step (50: median)");
   c->add_option("--prune-min-resource", p.min_resource,
                 "halving, hyperband: steps to the first rung m (default: --eval-every when "
                 "trials train; custom: Optuna's, halving 0 = auto (the longest complete "

@@ -1,8 +1,8 @@
-// tests/search/test_more_pruners.cpp — the threshold, patient and Wilcoxon pruners
-// (search/curve_pruners.h, search/wilcoxon.h) and their flags (search/pruner.h). Oracles: hand
+// tests/search/test_more_pruners.cpp — the threshold, patient, Wilcoxon and percentile pruners
+// (search/curve_pruners.h, search/wilcoxon.h, search/pruner.h) and their flags. Oracles: hand
 // arithmetic (signed-rank distributions counted by hand, curves judged by hand), SciPy 1.17's
-// wilcoxon on 400 samples of every kind it treats apart, and Optuna 5.0 itself — 370 whole
-// studies, every one of their 27,915 decisions (tests/fixtures/search/more_pruners.json, made
+// wilcoxon on 400 samples of every kind it treats apart, and Optuna 5.0 itself — 490 whole
+// studies, every one of their 32,987 decisions (tests/fixtures/search/more_pruners.json, made
 // by make_more_pruners_fixture.py), replayed in memory through `judge` and, for some, through a
 // real study file and Pruning::report.
 #include <doctest/doctest.h>
@@ -112,6 +112,23 @@ TEST_CASE("patience: the last patience + 1 reports against the best before them"
   CHECK(patience_ran_out(0, 0, {{1, 0.6}, {2, 0.5}}, max));  // patience 0: the last report
 }
 
+TEST_CASE("percentile pruner: the p-th best of the completed trials at the same step") {
+  // completed trials at step 10: 0.2, 0.4, 0.6, 0.8 (maximizing). The 25th percentile from
+  // the top is numpy's nanpercentile at 75: rank 0.75 · 3 = 2.25, 0.6 + 0.25 · 0.2 = 0.65
+  std::vector<TrialRecord> done;
+  for (double v : {0.2, 0.4, 0.6, 0.8})
+    done.push_back(trial(static_cast<int64_t>(done.size()), TrialState::complete, {{10, v}}, v));
+  const PercentilePruner top_quarter{.n_startup_trials = 0, .percentile = 25};
+  CHECK(should_prune(top_quarter, done, {{10, 0.64}}, Direction::maximize));
+  CHECK_FALSE(should_prune(top_quarter, done, {{10, 0.66}}, Direction::maximize));
+  // the median (0.5) lets 0.64 go on; minimizing, p = 25 is the 25th percentile itself: 0.35
+  CHECK_FALSE(should_prune(MedianPruner{.n_startup_trials = 0}, done, {{10, 0.64}},
+                           Direction::maximize));
+  CHECK(should_prune(top_quarter, done, {{10, 0.36}}, Direction::minimize));
+  CHECK_FALSE(should_prune(top_quarter, done, {{10, 0.34}}, Direction::minimize));
+  CHECK_THROWS_AS((PercentilePruner{.percentile = 101}.validate()), ConfigError);
+}
+
 TEST_CASE("wilcoxon pruner: against the best complete trial on the steps both reported") {
   // the best trial reported 0.9 on instances 0..5; this one is 0.1 lower on each
   const TrialRecord best = trial(0, TrialState::complete,
@@ -149,6 +166,12 @@ PrunerConfig config_of(const std::string& kind, const json& s) {
   if (kind == "median")
     return MedianPruner{.n_startup_trials = s["n_startup_trials"].get<int>(),
                         .n_warmup_steps = s["n_warmup_steps"].get<int64_t>()};
+  if (kind == "percentile")
+    return PercentilePruner{.n_startup_trials = s["n_startup_trials"].get<int>(),
+                            .n_warmup_steps = s["n_warmup_steps"].get<int64_t>(),
+                            .interval_steps = s["interval_steps"].get<int64_t>(),
+                            .n_min_trials = s["n_min_trials"].get<int>(),
+                            .percentile = s["percentile"].get<double>()};
   PatientPruner p{s["patience"].get<int64_t>(), s["min_delta"].get<double>(), {}};
   const json& w = s["wrapped"];
   if (w["kind"] != "none") p.wrapped.push_back(config_of(w["kind"].get<std::string>(), w));
@@ -157,10 +180,10 @@ PrunerConfig config_of(const std::string& kind, const json& s) {
 
 }  // namespace
 
-TEST_CASE("judge: threshold, patient and Wilcoxon pruners decide as Optuna 5.0 (fixture)") {
+TEST_CASE("judge: threshold, patient, Wilcoxon, percentile pruners decide as Optuna 5.0") {
   const json fx = fixture();
   MESSAGE("fixture from optuna " << fx["optuna"].get<std::string>());
-  for (const char* kind : {"threshold", "patient", "wilcoxon"}) {
+  for (const char* kind : {"threshold", "patient", "wilcoxon", "percentile"}) {
     int reports = 0, index = 0, pruned = 0;
     for (const json& c : fx[kind]) {
       reports += replay_in_memory(config_of(kind, c["settings"]), c, cat(kind, " study ", index),
@@ -243,6 +266,21 @@ TEST_CASE("pruner_from_flags: threshold, wilcoxon, patient, and patience wrappin
   CHECK_THROWS_WITH_AS(pruner_from_flags({.pruner = "none", .patience = 2}),
                        doctest::Contains("got --pruner none"), ConfigError);
   CHECK_THROWS_AS(pruner_from_flags({.pruner = "wilcoxon", .p_threshold = 1.5}), ConfigError);
+  // percentile: --prune-percentile required, and its own
+  auto q = pruner_from_flags({.pruner = "percentile", .startup_trials = 2, .percentile = 25});
+  REQUIRE(q);
+  CHECK(std::get<PercentilePruner>(*q).percentile == 25);
+  CHECK(std::get<PercentilePruner>(*q).n_startup_trials == 2);
+  CHECK(pruner_name(*q) == "percentile");
+  CHECK(pruner_key(*q, 10)["percentile"] == 25);
+  CHECK_FALSE(pruner_key(*pruner_from_flags({.pruner = "median"}), 10).contains("percentile"));
+  CHECK_THROWS_WITH_AS(pruner_from_flags({.pruner = "percentile"}),
+                       doctest::Contains("expected --prune-percentile P"), ConfigError);
+  CHECK_THROWS_WITH_AS(pruner_from_flags({.pruner = "median", .percentile = 25}),
+                       doctest::Contains("expected no --prune-percentile"), ConfigError);
+  CHECK_THROWS_WITH_AS(pruner_from_flags({.pruner = "halving", .warmup_steps = 5}),
+                       doctest::Contains("(it sets --pruner median, percentile or threshold)"),
+                       ConfigError);
 }
 
 }  // namespace test_more_pruners

@@ -211,8 +211,8 @@ TEST_CASE("Pruning::report: a trial below the median is pruned, keeps its value,
   CHECK_FALSE(s.ask(3));               // it counts towards a budget of 3
   CHECK_THROWS_AS(MedianPruner{.n_startup_trials = -1}.validate(), ConfigError);
   CHECK_THROWS_WITH_AS(parse_pruner({.pruner = "asha"}, 25, 100),
-                       doctest::Contains("none, median, halving, hyperband, threshold, wilcoxon "
-                                         "or patient, got 'asha'"),
+                       doctest::Contains("none, median, percentile, halving, hyperband, "
+                                         "threshold, wilcoxon or patient, got 'asha'"),
                        ConfigError);
   CHECK_FALSE(parse_pruner({}, 25, 100));  // "none"
   const auto median = parse_pruner({.pruner = "median", .startup_trials = 3, .warmup_steps = 20},
