@@ -75,8 +75,8 @@ double draw_uniform(const Param& p, double u) {
 
 void Sampler::set_directions(const std::vector<Direction>& directions) {
   MASE_CHECK(directions.size() == 1, ConfigError, "[sampler] ", name(), " ranks one objective, got ",
-             directions.size(), " (for several objectives use tpe, tpe-independent, nsga2, random "
-             "or grid)");
+             directions.size(), " (for several objectives use tpe, tpe-independent, tpe-multivariate, "
+             "nsga2, random or grid)");
 }
 
 std::vector<std::pair<std::string, std::string>> Sampler::trial_attrs(const std::vector<Trial>&,
@@ -184,6 +184,11 @@ std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed) {
     independent.multivariate = false;
     return std::make_unique<TpeSampler>(seed, independent);
   }
+  if (name == "tpe-multivariate") {  // joint for several objectives too: multivariate=True
+    TpeOptions joint;
+    joint.multivariate_several = true;
+    return std::make_unique<TpeSampler>(seed, joint);
+  }
   if (name == "nsga2") return std::make_unique<Nsga2Sampler>(seed);
   if (name.rfind("nsga2:", 0) == 0) {  // nsga2:N, a population of N
     const std::string n = name.substr(6);
@@ -196,8 +201,8 @@ std::unique_ptr<Sampler> make_sampler(const std::string& name, uint64_t seed) {
     options.population_size = size;
     return std::make_unique<Nsga2Sampler>(seed, options);
   }
-  throw ConfigError(cat("[sampler] expected random, grid, tpe, tpe-independent, nsga2 or nsga2:N, "
-                        "got '", name, "'"));
+  throw ConfigError(cat("[sampler] expected random, grid, tpe, tpe-independent, tpe-multivariate, "
+                        "nsga2 or nsga2:N, got '", name, "'"));
 }
 
 }  // namespace mase::search

@@ -377,7 +377,7 @@ std::optional<Values> TpeSampler::sample(const Space& space, const std::vector<T
   Values out;
   for (const Param& p : space.params())
     if (single_valued(p)) out[p.name] = p.kind == Param::Kind::categorical ? 0.0 : p.low;
-  if (opt_.multivariate && !several) {
+  if (opt_.multivariate && (!several || opt_.multivariate_several)) {
     sample_joint(space, split, number, out);
     return out;
   }

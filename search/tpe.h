@@ -61,6 +61,9 @@ struct TpeOptions {
   // true: Optuna's default (multivariate=None) — multivariate for one objective, independent
   // for several; false: independent always (Optuna's multivariate=False, "tpe-independent").
   bool multivariate = true;
+  // with multivariate: joint for several objectives too (Optuna's multivariate=True,
+  // "tpe-multivariate"; the good group's kernels then weigh 1 each, as independent MOTPE's do)
+  bool multivariate_several = false;
   bool constant_liar = true;  // running trials count as bad ones
 };
 
@@ -119,8 +122,10 @@ class MultivariateParzenEstimator {
  public:
   // params: the parameters modelled together (none single-valued); observations: one point per
   // trial, oldest first, each with a value for every parameter in params.
+  // equal_weights: every observation's kernel weighs 1 (the good group of several objectives).
   MultivariateParzenEstimator(const std::vector<const Param*>& params,
-                              const std::vector<Values>& observations, double prior_weight);
+                              const std::vector<Values>& observations, double prior_weight,
+                              bool equal_weights = false);
   // A point drawn from uniforms u[0] (the component) and u[1 + d] (parameter d's quantile).
   Values sample(const double* u) const;
   double log_pdf(const Values& x) const;
@@ -160,7 +165,10 @@ TpeSplit tpe_split(const std::vector<Trial>& history, bool constant_liar,
 class TpeSampler : public Sampler {
  public:
   explicit TpeSampler(uint64_t seed, TpeOptions options = {}) : seed_(seed), opt_(options) {}
-  std::string name() const override { return opt_.multivariate ? "tpe" : "tpe-independent"; }
+  std::string name() const override {
+    if (!opt_.multivariate) return "tpe-independent";
+    return opt_.multivariate_several ? "tpe-multivariate" : "tpe";
+  }
   // Any number of objectives (one: Trial::value; several: Trial::objectives, tpe_multi.cpp).
   void set_directions(const std::vector<Direction>& directions) override;
   std::optional<Values> sample(const Space& space, const std::vector<Trial>& history,

@@ -1,5 +1,6 @@
 // search/tpe_multivariate.cpp — multivariate TPE: one Parzen estimator over all parameters
-// together, and the sampler step that uses it (Optuna's default, multivariate=True).
+// together, and the sampler step that uses it (Optuna's default for one objective; for several,
+// "tpe-multivariate", Optuna's multivariate=True).
 //
 // Read search/tpe.h first (the algorithm and the settings it matches), then tpe.cpp (the
 // one-parameter kernels this file multiplies together). Why multivariate: independent TPE
@@ -53,13 +54,15 @@ std::vector<Values> points_of(const std::vector<const Trial*>& group,
 
 MultivariateParzenEstimator::MultivariateParzenEstimator(const std::vector<const Param*>& params,
                                                          const std::vector<Values>& observations,
-                                                         double prior_weight)
+                                                         double prior_weight,
+                                                         bool equal_weights)
     : params_(params) {
   MASE_CHECK(!params.empty(), ConfigError,
              "[tpe] expected at least one parameter to model jointly, got none");
   marginals_.reserve(params.size());
   // The same trials, oldest first, for every parameter: the marginals' weights are the same.
-  for (const Param* p : params) marginals_.emplace_back(*p, column(observations, *p), prior_weight);
+  for (const Param* p : params)
+    marginals_.emplace_back(*p, column(observations, *p), prior_weight, equal_weights);
 }
 
 Values MultivariateParzenEstimator::sample(const double* u) const {
@@ -92,7 +95,9 @@ void TpeSampler::sample_joint(const Space& space, const TpeSplit& split, int64_t
   for (const Param& p : space.params())
     if (!single_valued(p)) joint.push_back(&p);
   if (joint.empty()) return;
-  const MultivariateParzenEstimator l(joint, points_of(split.good, joint), opt_.prior_weight);
+  // several objectives (tpe-multivariate): the good trials' kernels weigh 1 each (tpe_multi.cpp)
+  const MultivariateParzenEstimator l(joint, points_of(split.good, joint), opt_.prior_weight,
+                                      /*equal_weights=*/directions_.size() > 1);
   const MultivariateParzenEstimator g(joint, points_of(split.bad, joint), opt_.prior_weight);
 
   // This trial's own Philox stream: the top bit keeps it apart from RandomSampler's (stream =

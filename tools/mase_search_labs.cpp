@@ -323,7 +323,7 @@ int lab_main(int argc, char** argv) {
   t->footer(kTutorialHelp);
   add_common(t, tut, ct);
   t->add_option("--samplers", samplers, "comma-separated: random, grid, tpe, tpe-independent, "
-                "nsga2 (default random,grid,tpe; random,tpe,nsga2 with two --objectives)");
+                "tpe-multivariate, nsga2 (default random,grid,tpe; random,tpe,nsga2 with two --objectives)");
   ArchFlags arch_t, arch_c;
   arch_t.add(t);
   t->add_option("--linear-choice", linear_t, "square Linear or Identity: shared, per-layer, none")
@@ -343,8 +343,8 @@ int lab_main(int argc, char** argv) {
       ->check(cli::existing_file("a compress config (TOML or JSON)"));
   c->add_option("--post-steps", cmp.post_steps, "training steps after compressing")
       ->capture_default_str();
-  c->add_option("--sampler", cmp.sampler, "random, grid, tpe, tpe-independent or nsga2 "
-                "(default tpe)");
+  c->add_option("--sampler", cmp.sampler, "random, grid, tpe, tpe-independent, "
+                "tpe-multivariate or nsga2 (default tpe)");
   c->add_option("--variants", variants, "studies to run: plain, compressed, post-trained")
       ->capture_default_str();
   c->add_option("--linear-choice", linear_c, "shared, per-layer, none")->capture_default_str();
@@ -365,7 +365,7 @@ int lab_main(int argc, char** argv) {
   p->add_option("--qat-steps", pre.qat_steps, "quantized fine-tuning steps after PTQ")
       ->capture_default_str();
   p->add_option("--sampler", pre.sampler,
-                "random, grid, tpe, tpe-independent or nsga2 (default tpe)");
+                "random, grid, tpe, tpe-independent, tpe-multivariate or nsga2 (default tpe)");
   p->add_option("--bits-weight", pre.bits_weight,
                 "two objectives in one: value = accuracy - W * avg weight bits / 32")
       ->capture_default_str();
@@ -393,8 +393,8 @@ int lab_main(int argc, char** argv) {
                 "several objectives: maximize or minimize for each, comma-separated (the last "
                 "stdout line then holds one number each); exclusive with --minimize");
   u->add_option("--metric-names", metric_names, "a name for each objective, comma-separated");
-  u->add_option("--sampler", cus.sampler, "random, grid, tpe, tpe-independent or nsga2 (default "
-                "tpe)");
+  u->add_option("--sampler", cus.sampler, "random, grid, tpe, tpe-independent, tpe-multivariate "
+                "or nsga2 (default tpe)");
   u->add_option("--population", cus.population,
                 "nsga2: trials per generation (Optuna's default is 50)")
       ->capture_default_str();

@@ -244,7 +244,7 @@ TEST_CASE("nsga2: names, make_sampler and refusals") {
   };
   CHECK_THROWS_WITH_AS(OneValue().set_directions(two),
                        "[sampler] one-value ranks one objective, got 2 (for several objectives "
-                       "use tpe, tpe-independent, nsga2, random or grid)",
+                       "use tpe, tpe-independent, tpe-multivariate, nsga2, random or grid)",
                        ConfigError);
 }
 

@@ -122,7 +122,7 @@ TEST_CASE("multi-objective study: refusals and NaN") {
   CHECK(error_of<ConfigError>([&] {
           Study::open(db, "t", xn_space(), kAccBits, std::make_unique<OneValue>(), 0);
         }) == "[sampler] one-value ranks one objective, got 2 (for several objectives use tpe, "
-              "tpe-independent, nsga2, random or grid)");
+              "tpe-independent, tpe-multivariate, nsga2, random or grid)");
   CHECK_FALSE(fs::exists(db));
   Study s = Study::open(db, "r", xn_space(), kAccBits, make_sampler("random", 0), 0);
   auto t = s.ask();

@@ -69,7 +69,8 @@ TEST_CASE("MultivariateParzenEstimator matches Optuna's joint _ParzenEstimator (
     const Space space = space_of(c["params"]);
     std::vector<Values> obs;
     for (const auto& o : c["observations"]) obs.push_back(o.get<Values>());
-    MultivariateParzenEstimator pe(all_params(space), obs, c["prior_weight"]);
+    MultivariateParzenEstimator pe(all_params(space), obs, c["prior_weight"],
+                                   c["equal_weights"].get<bool>());
     check_close(pe.weights(), c["weights"].get<std::vector<double>>(), rel, "weights");
     for (size_t d = 0; d < space.params().size(); ++d) {
       const Param& p = space.params()[d];
@@ -209,5 +210,6 @@ TEST_CASE("make_sampler: tpe is multivariate, tpe-independent is not; both keep 
   } catch (const mase::ConfigError& e) {
     msg = e.what();
   }
-  CHECK(msg == "[sampler] expected random, grid, tpe, tpe-independent, nsga2 or nsga2:N, got 'bayes'");
+  CHECK(msg == "[sampler] expected random, grid, tpe, tpe-independent, tpe-multivariate, nsga2 or "
+               "nsga2:N, got 'bayes'");
 }
