@@ -61,7 +61,7 @@ using MedianPruner = PercentilePruner;
 // Optuna's PercentilePruner.prune: should the running trial that has reported
 // `reported` (step -> value; its last step is the one being decided) stop now, given the
 // study's `trials` (only the complete ones count)?
-bool should_prune(const MedianPruner& pruner, const std::vector<TrialRecord>& trials,
+bool should_prune(const PercentilePruner& pruner, const std::vector<TrialRecord>& trials,
                   const std::map<int64_t, double>& reported, Direction direction);
 
 // numpy.nanpercentile(values, q) with linear interpolation (NaNs dropped; NaN if none left).
@@ -77,7 +77,8 @@ class TrialPruned : public std::runtime_error {
 
 // One of the pruners, with its settings.
 struct PatientPruner;
-using PrunerConfig = std::variant<MedianPruner, SuccessiveHalvingPruner, HyperbandPruner,
+// (std::vector of an incomplete type is allowed: PatientPruner holds the pruner it wraps.)
+using PrunerConfig = std::variant<PercentilePruner, SuccessiveHalvingPruner, HyperbandPruner,
                                   ThresholdPruner, WilcoxonPruner, PatientPruner>;
 
 // Optuna's PatientPruner: once a trial's curve has gone `patience` + 1 reports without
