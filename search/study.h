@@ -59,6 +59,10 @@ struct TrialRecord {
   int64_t trial_id = 0;  // the storage's key of the row
 };
 
+// The complete trial Optuna's study.best_trial returns among `trials`: the best value among the
+// complete, feasible ones, the earliest on ties; null if there is none (Study::best; the
+// Wilcoxon pruner's reference, search/wilcoxon.h).
+const TrialRecord* best_complete(const std::vector<TrialRecord>& trials, Direction direction);
 
 // What an objective returns: its value and any attributes worth keeping with the trial. A
 // study of several objectives reads `values` (one per objective, in the study's order) instead.

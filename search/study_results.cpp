@@ -10,7 +10,6 @@
 #include "search/nsga2.h"
 #include "search/space_json.h"
 #include "search/study.h"
-#include "search/wilcoxon.h"
 #include "search/study_rows.h"
 #include "search/study_store.h"
 
@@ -36,6 +35,17 @@ const std::string& Study::storage() const { return db_->storage(); }
 const std::string& Study::where() const { return db_->where(); }
 
 std::vector<TrialRecord> Study::trials() const { return load_trials(*db_, study_id_, space_); }
+
+const TrialRecord* best_complete(const std::vector<TrialRecord>& trials, Direction direction) {
+  const TrialRecord* best = nullptr;
+  for (const TrialRecord& r : trials) {
+    if (r.trial.state != TrialState::complete || violation(r.trial) > 0) continue;
+    if (!best || (direction == Direction::maximize ? r.trial.value > best->trial.value
+                                                   : r.trial.value < best->trial.value))
+      best = &r;
+  }
+  return best;
+}
 
 std::optional<TrialRecord> Study::best() const {
   MASE_CHECK(directions_.size() == 1, ConfigError, "[study] study '", name_, "' has ",

@@ -135,17 +135,6 @@ double signed_rank_p(const std::vector<double>& d, Alternative alt) {
   return alt == Alternative::less ? normal_cdf(z) : normal_cdf(-z);
 }
 
-const TrialRecord* best_complete(const std::vector<TrialRecord>& trials, Direction direction) {
-  const TrialRecord* best = nullptr;
-  for (const TrialRecord& r : trials) {
-    if (r.trial.state != TrialState::complete || violation(r.trial) > 0) continue;
-    if (!best || (direction == Direction::maximize ? r.trial.value > best->trial.value
-                                                   : r.trial.value < best->trial.value))
-      best = &r;
-  }
-  return best;
-}
-
 bool should_prune(const WilcoxonPruner& pruner, const std::vector<TrialRecord>& trials,
                   const TrialRecord& self, Direction direction) {
   const auto finite = [](const std::map<int64_t, double>& m) {

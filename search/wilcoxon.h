@@ -48,12 +48,8 @@ enum class Alternative { less, greater };
 // to say (every d zero and n > 13).
 double signed_rank_p(const std::vector<double>& d, Alternative alternative);
 
-// The complete trial Optuna's study.best_trial returns: the best value among the complete,
-// feasible trials, the earliest on ties; null if there is none.
-const TrialRecord* best_complete(const std::vector<TrialRecord>& trials, Direction direction);
-
 // Optuna's WilcoxonPruner.prune for running trial `self` (its reports in self.intermediate)
-// against the best complete trial of `trials`.
+// against the best complete trial of `trials` (best_complete, search/study.h).
 bool should_prune(const WilcoxonPruner& pruner, const std::vector<TrialRecord>& trials,
                   const TrialRecord& self, Direction direction);
 
