@@ -358,20 +358,20 @@ LabResult run_compress_aware(CompressAwareOptions o) {
 
 namespace {
 
-// The precision search's pruner: a trial is an evaluation, its reports the test batches (values
-// of instances, not a curve in time), so Wilcoxon's is the pruner that fits — alone or wrapped
-// by --prune-patience; the others judge curves and are refused by name.
+// The precision search's pruner: without QAT a trial is an evaluation, its reports the test
+// batches (values of instances), judged by Wilcoxon's pruner; with --qat-steps its reports are
+// a curve (PTQ at step 0, then every --eval-every QAT steps), judged by the curve pruners.
+// precision_trial_objective refuses the wrong kind by name.
 std::optional<PrunerConfig> precision_pruner(const PrecisionOptions& o) {
-  std::optional<PrunerConfig> p = pruner_from_flags(o.prune);
-  if (!p) return p;
-  const auto* patient = std::get_if<PatientPruner>(&*p);
-  const PrunerConfig& judged = patient && !patient->wrapped.empty() ? patient->wrapped[0] : *p;
-  MASE_CHECK(std::holds_alternative<WilcoxonPruner>(judged), ConfigError, "[search] precision "
-             "--pruner expected wilcoxon (a trial's reports are its test batches, values of "
-             "instances, not a training curve), got ", o.prune.pruner);
-  MASE_CHECK(o.qat_steps == 0 && !o.bits_objective, ConfigError, "[search] precision --pruner "
-             "expected --qat-steps 0 and one objective (it judges the PTQ evaluation), got ",
-             o.qat_steps, " QAT steps", o.bits_objective ? " and --objectives accuracy,bits" : "");
+  MASE_CHECK(o.base.eval_every == 0 || o.qat_steps > 0, ConfigError, "[search] precision "
+             "--eval-every tests during QAT: expected --qat-steps N > 0, got none");
+  std::optional<PrunerConfig> p = o.qat_steps > 0
+                                      ? parse_pruner(o.prune, o.base.eval_every, o.qat_steps,
+                                                     "--qat-steps")
+                                      : pruner_from_flags(o.prune);
+  MASE_CHECK(!p || !o.bits_objective, ConfigError, "[search] precision --pruner expected one "
+             "objective (it judges one value), got --objectives accuracy,bits");
+  if (p) check_precision_pruner(*p, o.qat_steps, o.base.eval_every);
   return p;
 }
 
@@ -417,7 +417,7 @@ LabResult run_precision(PrecisionOptions o) {
   key["qat_steps"] = o.qat_steps;
   if (o.bits_weight != 0) key["bits_weight"] = o.bits_weight;
   if (o.bits_objective) key["objectives"] = {"accuracy", "avg_weight_bits"};
-  if (pruner) key["pruner"] = pruner_key(*pruner, 0);
+  if (pruner) key["pruner"] = pruner_key(*pruner, o.base.eval_every);
   std::vector<LabStudy> specs;
   if (o.per_format)
     for (const FormatChoices& f : formats)
@@ -457,6 +457,9 @@ LabResult run_precision(PrecisionOptions o) {
   LabResult res = finish(studies, specs, objectives, o, title,
                          o.bits_weight > 0 ? "best value so far" : "best test accuracy so far",
                          *workers);
+  // QAT's curves, pruned ones where they stopped (Wilcoxon's reports are batches: no curve)
+  if (pruner && o.qat_steps > 0 && !res.worker_copy)
+    draw_curves(studies, specs, o, o.prune.pruner, res);
   // a copy wrote nothing; finish() drew nothing when no trial is complete (stopped in the first)
   if (res.worker_copy || res.plots.empty()) return res;
   const Series series = draw_pareto(studies, specs, o, title, "avg_weight_bits",

@@ -105,7 +105,9 @@ struct PrecisionOptions : LabOptions {
   bool bits_objective = false;
   int64_t population = 8;  // NSGA-II's generation size (Optuna's default is 50: too many here)
   // --pruner wilcoxon (alone, or wrapped by --prune-patience): each trial's test batches are
-  // its reports, judged against the best trial's on the same batches (search/wilcoxon.h)
+  // its reports, judged against the best trial's on the same batches (search/wilcoxon.h);
+  // with qat_steps, a curve pruner instead: PTQ at step 0, a test every base.eval_every QAT
+  // steps (search/lab_objectives.h)
   PruneOptions prune;
 };
 

@@ -7,6 +7,7 @@
 
 #include "quant/passes.h"
 #include "runtime/error.h"
+#include "runtime/random.h"
 #include "search/lab_spaces.h"
 #include "search/objectives.h"
 #include "train/session.h"
@@ -128,18 +129,33 @@ LayerList linear_layer_list(const fs::path& init) {
   return l;
 }
 
+void check_precision_pruner(const PrunerConfig& pruner, int64_t qat_steps, int64_t eval_every) {
+  MASE_CHECK(qat_steps > 0 || judges_instances(pruner), ConfigError, "[search] precision "
+             "without QAT: expected --pruner wilcoxon (a trial's reports are its test batches), "
+             "got ", pruner_name(pruner), " (it judges curves: add --qat-steps)");
+  MASE_CHECK(qat_steps == 0 || !judges_instances(pruner), ConfigError, "[search] precision "
+             "with --qat-steps: expected a curve pruner (median, percentile, halving, hyperband, "
+             "threshold, patient), got ", pruner_name(pruner), " (it judges the PTQ test's "
+             "batches: drop --qat-steps)");
+  MASE_CHECK(qat_steps == 0 || (eval_every > 0 && eval_every < qat_steps), ConfigError,
+             "[search] a pruner of QAT trials judges the tests during QAT: expected --eval-every "
+             "N in [1, --qat-steps ", qat_steps, "), got ", eval_every);
+}
+
 Objective precision_trial_objective(const Space& space, const LayerList& layers, fs::path init,
                                     train::TrainConfig base, std::shared_ptr<const TrialData> data,
                                     int64_t qat_steps, fs::path trials_dir, std::FILE* log,
                                     double bits_weight, bool bits_objective,
                                     std::shared_ptr<const Pruning> pruning) {
   (void)space;
-  MASE_CHECK(!pruning || (qat_steps == 0 && !bits_objective), ConfigError, "[search] a "
-             "precision pruner judges the PTQ evaluation of one value: expected --qat-steps 0 "
-             "and one objective, got ", qat_steps, " QAT steps and ",
-             bits_objective ? "two objectives" : "one objective");
+  MASE_CHECK(!pruning || !bits_objective, ConfigError, "[search] a precision pruner judges one "
+             "value: expected one objective, got two (accuracy, bits)");
+  if (pruning) check_precision_pruner(pruning->pruner(), qat_steps, base.eval_every);
+  // what a report is (precision_trial_objective in lab_objectives.h)
+  const bool by_batch = pruning && qat_steps == 0;
+  const bool by_curve = pruning && qat_steps > 0;
   return [layers, init, base, data, qat_steps, trials_dir, log, bits_weight, bits_objective,
-          pruning](const Params& p, int64_t number) {
+          pruning, by_batch, by_curve](const Params& p, int64_t number) {
     const auto t0 = std::chrono::steady_clock::now();
     const nlohmann::json cfg = precision_quant_config(p, layers.names);
     train::LoadedModel lm = train::load_model_dir(init);  // a fresh copy: weights only, fast
@@ -148,11 +164,19 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
     o.attrs["quantized_layers"] = cat(report.quantized());
     const double bits = average_weight_bits(cfg, layers.names, layers.sizes);
     o.attrs["avg_weight_bits"] = cat(bits);
-    const double penalty = bits_weight * bits / 32;
-    // with a pruner: each batch's value reported as it is tested, in a per-trial order
+    const double penalty = bits_weight * bits / 32;  // every report is a value: less it too
+    // a pruned trial's value is the last value it reported, as Optuna's
+    auto pruned = [&](const TrialPruned& stop) {
+      o.state = TrialState::pruned;
+      o.value = stop.value;
+      o.attrs["pruned_at_step"] = cat(stop.step);
+      o.attrs["wall_s"] = cat(seconds_since(t0));
+      return o;
+    };
+    // Wilcoxon: each batch's value reported as it is tested, in a per-trial order
     int64_t batches = 0, examples = 0, correct = 0;
     train::BatchHook on_batch;
-    if (pruning)
+    if (by_batch)
       on_batch = [&](int64_t b, const train::BatchScore& s) {
         ++batches;
         examples += s.examples;
@@ -161,17 +185,13 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
       };
     train::EvalResult e;
     try {
-      const uint64_t order_seed = pruning ? static_cast<uint64_t>(number) + 1 : 0;
+      const uint64_t order_seed = by_batch ? static_cast<uint64_t>(number) + 1 : 0;
       e = test_model(*lm.model, *data, base, on_batch, order_seed);
-    } catch (const TrialPruned& stop) {  // its last batch's value is its value, as Optuna's
-      o.state = TrialState::pruned;
-      o.value = stop.value;
-      o.attrs["pruned_at_step"] = cat(stop.step);
+    } catch (const TrialPruned& stop) {
       o.attrs["batches_tested"] = cat(batches);
       o.attrs["accuracy_so_far"] =
           cat(static_cast<double>(correct) / static_cast<double>(examples));
-      o.attrs["wall_s"] = cat(seconds_since(t0));
-      return o;
+      return pruned(stop);
     }
     o.value = e.accuracy;
     o.attrs["accuracy_ptq"] = cat(e.accuracy);
@@ -182,11 +202,26 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
       if (!c.lr) c.lr = 1e-4;  // fine-tuning a trained model: far below the from-scratch rate
       if (!c.warmup) c.warmup = 0.1;
       const fs::path run = trial_dir(trials_dir, number);
-      train::TrainResult r = train_model(c, *lm.model, *data, run, log);
+      o.attrs["run"] = run.string();
+      train::EvalHook on_eval;  // the curve: PTQ at step 0, then every eval_every QAT steps
+      if (by_curve)
+        on_eval = [&](int64_t step, const train::EvalResult& r) {
+          pruning->report(number, step, r.accuracy - penalty);
+        };
+      // the dropout masks a function of the seed, not of the trials this process ran before
+      // (a loaded model, unlike a new one, draws no seed of its own: search/trial_pipeline.h)
+      manual_seed(c.seed);
+      train::TrainResult r;
+      try {
+        if (by_curve) pruning->report(number, 0, e.accuracy - penalty);
+        r = train_model(c, *lm.model, *data, run, log, on_eval);
+      } catch (const TrialPruned& stop) {  // at step 0: no QAT step was spent on it
+        return pruned(stop);
+      }
+      if (by_curve) pruning->record_final(number, r.step, r.eval.accuracy - penalty);
       o.value = r.eval.accuracy;
       o.attrs["accuracy_qat"] = cat(r.eval.accuracy);
       o.attrs["test_loss"] = cat(r.eval.loss);
-      o.attrs["run"] = run.string();
     }
     o.attrs["accuracy"] = cat(o.value);
     if (bits_objective) o.values = {o.value, bits};  // two objectives: accuracy up, bits down

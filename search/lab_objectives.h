@@ -53,11 +53,20 @@ struct LayerList {
 LayerList linear_layer_list(const std::filesystem::path& init);
 
 // A precision trial quantizes --init and tests it (PTQ), then optionally fine-tunes it
-// (qat_steps). With `pruning` (PTQ only), each test batch's value — its accuracy, less the bits
-// penalty when bits_weight is set — is reported at step = the batch's index, the batches
-// visited in an order shuffled per trial, and the pruner (Wilcoxon's: search/wilcoxon.h) may
-// stop the evaluation early: state pruned, attributes pruned_at_step, batches_tested and
-// accuracy_so_far.
+// (qat_steps). With `pruning`, a trial reports values — accuracies less the bits penalty when
+// bits_weight is set — and the pruner may stop it: state pruned, its last value its value,
+// attribute pruned_at_step. What a report is depends on QAT:
+//   - PTQ only: each test batch, at step = the batch's index, the batches visited in an order
+//     shuffled per trial, judged by Wilcoxon's pruner (search/wilcoxon.h; refused otherwise);
+//     a stopped trial also has batches_tested and accuracy_so_far;
+//   - with qat_steps: the trial's curve — the PTQ accuracy at step 0 (a trial can be stopped
+//     before any QAT step is spent on it), the test every base.eval_every QAT steps, the final
+//     one recorded at the end — judged by a curve pruner (median, halving, ...; Wilcoxon's is
+//     refused, as is eval_every outside [1, qat_steps)).
+// Two objectives (bits_objective) take no pruner.
+// ConfigError unless `pruner` fits the reports above: Wilcoxon's without QAT, a curve pruner
+// with it and then tests during QAT (eval_every in [1, qat_steps)).
+void check_precision_pruner(const PrunerConfig& pruner, int64_t qat_steps, int64_t eval_every);
 Objective precision_trial_objective(const Space& space, const LayerList& layers,
                                     std::filesystem::path init, train::TrainConfig base,
                                     std::shared_ptr<const TrialData> data, int64_t qat_steps,

@@ -92,6 +92,12 @@ std::string pruner_name(const PrunerConfig& pruner) {
   return names[pruner.index()];
 }
 
+bool judges_instances(const PrunerConfig& pruner) {
+  if (const auto* p = std::get_if<PatientPruner>(&pruner); p && !p->wrapped.empty())
+    return judges_instances(p->wrapped[0]);
+  return std::holds_alternative<WilcoxonPruner>(pruner);
+}
+
 Pruning::Pruning(Study& study, PrunerConfig pruner) : study_(&study), pruner_(std::move(pruner)) {
   std::visit([](const auto& p) { p.validate(); }, pruner_);
 }
@@ -251,7 +257,7 @@ std::optional<PrunerConfig> pruner_from_flags(const PruneOptions& f) {
 }
 
 std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_every,
-                                         int64_t max_steps) {
+                                         int64_t max_steps, const char* budget_flag) {
   PruneOptions flags = f;
   // rung 0 at the first evaluation unless told otherwise: the steps count training steps,
   // not epochs, so Optuna's defaults (auto, 1) would put several rungs before it
@@ -264,10 +270,10 @@ std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_eve
              "--eval-every N > 0 (the accuracies it judges), got ", eval_every);
   // (max_steps 0: an epoch budget, whose length is known once the data is)
   MASE_CHECK(max_steps <= 0 || eval_every < max_steps, ConfigError, "[search] --pruner ",
-             f.pruner, " expected --eval-every below --max-steps ", max_steps, " (only "
+             f.pruner, " expected --eval-every below ", budget_flag, " ", max_steps, " (only "
              "evaluations before the last step are judged), got ", eval_every);
   MASE_CHECK(max_steps <= 0 || f.warmup_steps < max_steps, ConfigError, "[search] --pruner ",
-             f.pruner, " expected --prune-warmup below --max-steps ", max_steps, ", got ",
+             f.pruner, " expected --prune-warmup below ", budget_flag, " ", max_steps, ", got ",
              f.warmup_steps, " (nothing would be judged)");
   return out;
 }

@@ -96,6 +96,11 @@ struct PatientPruner {
 // --pruner names; "patient(median)" for a patient pruner that wraps one).
 std::string pruner_name(const PrunerConfig& pruner);
 
+// Does this pruner compare values of instances (Wilcoxon's, alone or wrapped by a patient
+// pruner: a step is a test batch, paired with the best trial's same batch), rather than a
+// curve in time (every other pruner: a step is a point of training)?
+bool judges_instances(const PrunerConfig& pruner);
+
 // What Optuna's pruners work out once, from the first completed trial, and keep (per process
 // here, as per pruner object there): "auto" min_resource of successive halving, "auto"
 // max_resource and the brackets of Hyperband. 0 / empty until then.
@@ -165,9 +170,11 @@ std::optional<PrunerConfig> pruner_from_flags(const PruneOptions& flags);
 // otherwise; checked against the evaluation schedule:
 // ConfigError naming the flag for an unknown name, a setting of another pruner, bad values, or
 // a schedule with nothing to judge — eval_every must be > 0 and, for a budget of max_steps > 0,
-// below it, and median's warm-up below it too.
+// below it, and median's warm-up below it too. `budget_flag` names max_steps in the messages
+// (precision's QAT budget is --qat-steps).
 std::optional<PrunerConfig> parse_pruner(const PruneOptions& flags, int64_t eval_every,
-                                         int64_t max_steps);
+                                         int64_t max_steps,
+                                         const char* budget_flag = "--max-steps");
 
 // What a pruner adds to its study's objective key ("pruner": ..., search/lab_runner.h): pruned
 // trials are results of the pruner as much as of the budget, so a --resume with other settings

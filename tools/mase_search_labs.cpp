@@ -103,6 +103,11 @@ Examples:
       each trial's test batches are reported as it is tested (in an order shuffled per
       trial); one significantly worse than the best trial's on the same batches stops
       there (Optuna's WilcoxonPruner; --prune-p 0.1, --prune-startup-steps 2)
+  mase-search precision --init runs/tiny --formats integer --widths 2,4,8 --qat-steps 60 \
+      --eval-every 20 --pruner median
+      QAT trials pruned on their curves: PTQ's accuracy at step 0, a test every 20 QAT steps;
+      one below the completed trials' median there stops (--prune-warmup 1: never at PTQ);
+      any curve pruner (percentile, halving, hyperband, threshold, patient); curves figure
 Formats: integer minifloat_ieee minifloat_denorm log binary binary_scaling binary_residual
   ternary block_fp block_minifloat block_log mxint8 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e3m2
   mxfp6_e2m3 mxfp4_e2m1 (or all))";
@@ -378,6 +383,10 @@ int lab_main(int argc, char** argv) {
                 "want about 8)")
       ->capture_default_str();
   add_prune_flags(p, pre.prune);  // wilcoxon: each test batch's accuracy is a report
+  p->add_option("--eval-every", pre.base.eval_every,
+                "with --qat-steps: test every N QAT steps (the curve a --pruner judges, PTQ at "
+                "step 0; 0 = at the end only)")
+      ->capture_default_str();
 
   CustomOptions cus;
   defaults(cus);

@@ -35,6 +35,23 @@ train::TrainConfig fixture_base(const TrainFixture& fx) {
   return c;
 }
 
+// A trained bert of the fixture and the precision space over its Linears (integer 8/4), with
+// the point that quantizes every one of them.
+struct TrainedForPrecision {
+  TrainFixture fx;
+  LayerList layers;
+  Space space;
+  Values every_layer;
+  TrainedForPrecision() {
+    train::TrainConfig tc = fx.config("trained");
+    tc.epochs = 1;
+    REQUIRE(train::train_new(tc, fx.null).status == train::TrainStatus::completed);
+    layers = linear_layer_list(fx.run("trained"));
+    space = precision_space(layers.names, format_choices({"integer"}, {8}, {4}));
+    for (const Param& p : space.params()) every_layer[p.name] = p.name.ends_with(":format");
+  }
+};
+
 }  // namespace
 
 TEST_CASE("compress-aware trial: train, compress, test, train again, each in the trial folder") {
@@ -100,6 +117,10 @@ TEST_CASE("precision trial: PTQ accuracy is mase-train --eval-only's with the sa
   CHECK(q.value == read_json_file(fx.dir.path / "p" / "trial-0001" / "final.json")["test_accuracy"]
                        .get<double>());
   CHECK(q.attrs.count("accuracy_ptq") == 1);
+  // a trial is a function of its parameters and the seed, not of the trials before it in the
+  // process: the same point again fine-tunes with the same dropout masks to the same loss
+  Outcome again = g(params, 2);
+  CHECK(again.attrs.at("test_loss") == q.attrs.at("test_loss"));
 }
 
 TEST_CASE("precision trial with a Wilcoxon pruner: test batches reported, stopped when worse") {
@@ -107,14 +128,8 @@ TEST_CASE("precision trial with a Wilcoxon pruner: test batches reported, stoppe
   // real trial can reach it), so every paired difference is negative and a trial is pruned at
   // the second batch (2 signs, both negative: p = 1/4 < 0.3); against a trial at -1.0 on every
   // batch it is never worse, tests every batch and gets the accuracy it gets unpruned.
-  TrainFixture fx;
-  train::TrainConfig tc = fx.config("trained");
-  tc.epochs = 1;
-  REQUIRE(train::train_new(tc, fx.null).status == train::TrainStatus::completed);
-  const LayerList layers = linear_layer_list(fx.run("trained"));
-  const Space space = precision_space(layers.names, format_choices({"integer"}, {8}, {4}));
-  Values v;
-  for (const Param& p : space.params()) v[p.name] = p.name.ends_with(":format");  // integer 8/4
+  TrainedForPrecision trained;
+  auto& [fx, layers, space, v] = trained;  // v: every Linear integer 8/4
   train::TrainConfig base = fixture_base(fx);
   auto data = std::make_shared<const TrialData>(load_trial_data(base, fx.null));
   base.eval_batch_size = std::max<int64_t>(1, data->test.size() / 4);  // 4 or 5 batches
@@ -160,6 +175,84 @@ TEST_CASE("precision trial with a Wilcoxon pruner: test batches reported, stoppe
                                             fx.dir.path / "q", fx.null, 0, false,
                                             std::make_shared<const Pruning>(s, WilcoxonPruner{})),
                   ConfigError);
+}
+
+TEST_CASE("precision trial with QAT and a curve pruner: PTQ at step 0, then QAT's tests") {
+  // As the architecture trial's test below: one completed trial set by hand at `bar` on steps
+  // 0, 2 and 4, a median pruner after it. At 2.0 (out of reach) the trial stops at its PTQ
+  // report, before any QAT step; with --prune-warmup 1 at its first QAT test instead; at -1.0
+  // it fine-tunes to the end, its curve the PTQ value and every test, less the bits penalty.
+  TrainedForPrecision trained;
+  auto& [fx, layers, space, v] = trained;  // v: every Linear integer 8/4
+  const Params params(space, v);
+  train::TrainConfig base = fixture_base(fx);
+  base.eval_every = 2;  // QAT tests at steps 2 and 4, the final one at 6
+  auto data = std::make_shared<const TrialData>(load_trial_data(base, fx.null));
+  const double bits_weight = 0.5;
+  struct Case {
+    double bar;
+    int64_t warmup;
+    const char* stops;  // the step it is pruned at, or "" to complete
+  };
+  for (const Case k : {Case{2.0, 0, "0"}, Case{2.0, 1, "2"}, Case{-1.0, 0, ""}}) {
+    INFO("the completed trial's value: " << k.bar << ", warm-up " << k.warmup);
+    const fs::path db = fx.dir.path / cat("qat", k.bar, k.warmup, ".db");
+    Study study = Study::open(db.string(), "q", space, Direction::maximize,
+                              make_sampler("random", 0), 0);
+    auto done = study.ask();
+    REQUIRE(done);
+    for (int64_t step : {0, 2, 4}) study.report(done->number, step, k.bar);
+    study.tell(done->number, TrialState::complete, k.bar);
+    MedianPruner mp;
+    mp.n_startup_trials = 1;
+    mp.n_warmup_steps = k.warmup;
+    auto pruning = std::make_shared<const Pruning>(study, mp);
+    const fs::path dir = fx.dir.path / cat("q", k.bar, k.warmup);
+    Objective f = precision_trial_objective(space, layers, fx.run("trained"), base, data, 6, dir,
+                                            fx.null, bits_weight, false, pruning);
+    auto t = study.ask();
+    REQUIRE(t);
+    const Outcome o = f(params, t->number);
+    const TrialRecord r = study.trials().back();
+    const double penalty = bits_weight * std::stod(o.attrs.at("avg_weight_bits")) / 32;
+    REQUIRE(r.intermediate.count(0) == 1);  // PTQ's accuracy, less the penalty, at step 0
+    CHECK(r.intermediate.at(0) == doctest::Approx(std::stod(o.attrs.at("accuracy_ptq")) - penalty));
+    const fs::path final_json = dir / cat("trial-000", t->number) / "final.json";
+    if (*k.stops) {
+      CHECK(o.state == TrialState::pruned);
+      CHECK(o.attrs.at("pruned_at_step") == k.stops);
+      CHECK(o.value == r.intermediate.at(std::stoll(k.stops)));  // the value it was judged on
+      CHECK(r.intermediate.size() == (k.warmup == 0 ? 1u : 2u));
+      CHECK_FALSE(fs::exists(final_json));  // QAT stopped there (or never started)
+    } else {
+      CHECK(o.state == TrialState::complete);
+      CHECK(r.intermediate.size() == 4);  // 0 (PTQ), 2, 4, and the final test at 6
+      const double qat = read_json_file(final_json)["test_accuracy"].get<double>();
+      CHECK(std::stod(o.attrs.at("accuracy_qat")) == qat);
+      CHECK(o.value == doctest::Approx(qat - penalty));
+      CHECK(r.intermediate.at(6) == doctest::Approx(o.value));
+    }
+  }
+  // the other kind of pruner, or a QAT schedule with nothing to judge, is refused up front
+  Study s = Study::open((fx.dir.path / "r.db").string(), "r", space, Direction::maximize,
+                        make_sampler("random", 0), 0);
+  auto refused = [&](int64_t qat, int64_t every, PrunerConfig pruner) {
+    train::TrainConfig b = base;
+    b.eval_every = every;
+    try {
+      (void)precision_trial_objective(space, layers, fx.run("trained"), b, data, qat,
+                                      fx.dir.path / "r", fx.null, 0, false,
+                                      std::make_shared<const Pruning>(s, std::move(pruner)));
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused(6, 2, WilcoxonPruner{}).find("expected a curve pruner") != std::string::npos);
+  CHECK(refused(0, 0, MedianPruner{}).find("expected --pruner wilcoxon") != std::string::npos);
+  CHECK(refused(6, 0, MedianPruner{}).find("--eval-every") != std::string::npos);
+  CHECK(refused(6, 6, MedianPruner{}).find("--eval-every") != std::string::npos);
+  CHECK(refused(6, 2, MedianPruner{}) == "accepted");
 }
 
 TEST_CASE("lab studies: another objective, another space or no --resume leave the study as it was") {

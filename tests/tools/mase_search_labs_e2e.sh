@@ -83,6 +83,15 @@ case "$lab" in
       "$search" precision --init "$dir/run" $common --plot "$dir/p.svg" > "$dir/log" 2>&1 || fail "exit $?: $(tail -n 3 "$dir/log")"
       check_csv precision-integer
       grep -q 'integer.frac_width' "$dir/s/precision-integer.csv" || fail "no frac_width column"
+      # QAT trials pruned on their curves: PTQ at step 0, tests at QAT steps 2 and 4 (a study of
+      # its own); every trial ends complete or pruned, and each study has its curves figure
+      "$search" precision --init "$dir/run" --trials 3 --dir "$dir/s" $ptq --study pq \
+        --qat-steps 4 --eval-every 2 --pruner median --prune-startup 1 --plot "$dir/q.svg" \
+        > "$dir/logq" 2>&1 ||
+        fail "QAT pruning: exit $?: $(tail -n 3 "$dir/logq")"
+      n=$(grep -c -E ',(complete|pruned),' "$dir/s/pq-integer.csv")
+      [ "$n" -eq 3 ] || fail "QAT pruning: $n finished rows, expected 3: $(cat "$dir/s/pq-integer.csv")"
+      check_plot "$dir/s/pq-integer-curves.svg"
     else
       # 18 studies shared by 2 worker processes (--workers): the parent alone writes the CSVs,
       # the summary and both figures once the other is done
