@@ -137,6 +137,11 @@ void gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda
       amx_bf16_gemm(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias);
       return;
     }
+    // ... and on oneDNN's bf16 matmul (AVX512-BF16 without AMX), its bias argument
+    if (cpu_gemm_precision() == GemmPrecision::bf16 && K > 0 &&
+        double(M) * double(N) * double(K) >= kOnednnMinWork &&
+        onednn_bf16_gemm_bias(tb, M, N, K, A, lda, B, ldb, bias, C, ldc))
+      return;
   }
   fill_rows(C, ldc, bias, M, N);
   if (K > 0) gemm<T>(false, tb, M, N, K, T(1), A, lda, B, ldb, T(1), C, ldc);

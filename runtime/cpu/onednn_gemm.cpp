@@ -320,6 +320,16 @@ bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
                         nullptr, dt::bf16);
 }
 
+bool onednn_bf16_gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                           const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc) {
+  if (!onednn_bf16_active() || K == 0 || M == 0 || N == 0) return false;
+  thread_local std::vector<uint16_t> a16, b16;
+  const uint16_t* a = to_bf16(a16, A, M, K, lda);
+  const uint16_t* b = tb ? to_bf16(b16, B, N, K, ldb) : to_bf16(b16, B, K, N, ldb);
+  return blocked_matmul(false, tb, M, N, K, 1.0f, a, K, b, tb ? K : N, 0.0f, C, ldc, bias,
+                        dt::bf16);
+}
+
 bool onednn_bf16_active() {
   const CpuFeatures& f = cpu_features();
   return onednn_enabled() && (g_bf16_forced || f.amx_bf16 || (f.avx512() && f.avx512_bf16));
@@ -489,6 +499,10 @@ bool onednn_sgemm_bias(bool, int64_t, int64_t, int64_t, const float*, int64_t, c
 }
 bool onednn_bf16_gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                       const float*, int64_t, float, float*, int64_t) {
+  return false;
+}
+bool onednn_bf16_gemm_bias(bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
+                           int64_t, const float*, float*, int64_t) {
   return false;
 }
 bool onednn_bf16_active() { return false; }

@@ -53,6 +53,10 @@ bool onednn_sgemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const float* A,
 bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                       const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                       float* C, int64_t ldc);
+// C = A·op(B) + bias (N) in every row with bf16 operands, the bias added in the store as
+// onednn_sgemm_bias's: one pass over C instead of filling it with the bias and reading it back.
+bool onednn_bf16_gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                           const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc);
 // (onednn_bf16_active, set_onednn_bf16_forced: runtime/kernels/matmul.h)
 
 // int8 × int8 with int32 sums, scaled after the sum: C[i][j] = float(Σ_k A[i][k]·B[j][k])·

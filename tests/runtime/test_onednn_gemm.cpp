@@ -173,6 +173,24 @@ TEST_CASE("oneDNN bf16 gemm (--precision bf16): rounded operands, fp32 sums, vs 
         CHECK(worst < 1e-4);           // the rounded operands' products, summed in fp32
         CHECK(worst_unrounded > 1e-3);  // and not the fp32 product: bf16 rounding happened
       }
+  // the Linear's forward, the bias in the store (onednn_bf16_gemm_bias), both layouts of W
+  const std::vector<float> bias = random_floats(N, 5);
+  for (bool tb : {true, false}) {
+    CAPTURE(tb);
+    const Problem p(false, tb, M, N, K, 6);
+    std::vector<float> C = p.C0;
+    REQUIRE(cpu::onednn_bf16_gemm_bias(tb, M, N, K, p.A.data(), p.lda, p.B.data(), p.ldb,
+                                       bias.data(), C.data(), p.ldc));
+    double worst = 0;
+    const auto bf16 = [](float x) { return cpu::bf16_round(x); };
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        worst = std::max(worst, std::abs(C[i * p.ldc + j] -
+                                          (p.ref(i, j, 1.0f, 0.0f, bf16) + bias[size_t(j)])));
+    CHECK(worst < 1e-4);
+    for (int64_t i = 0; i < M; ++i)  // the spare columns of C are never written
+      for (int64_t j = N; j < p.ldc; ++j) CHECK(C[i * p.ldc + j] == p.C0[i * p.ldc + j]);
+  }
   set_cpu_gemm_precision(GemmPrecision::fp32);
   cpu::set_onednn_bf16_forced(false);
   cpu::set_onednn_enabled(was);
