@@ -215,7 +215,7 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
       try {
         if (by_curve) pruning->report(number, 0, e.accuracy - penalty);
         r = train_model(c, *lm.model, *data, run, log, on_eval);
-      } catch (const TrialPruned& stop) {  // at step 0: no QAT step was spent on it
+      } catch (const TrialPruned& stop) {  // at PTQ (no QAT step spent on it) or a QAT test
         return pruned(stop);
       }
       if (by_curve) pruning->record_final(number, r.step, r.eval.accuracy - penalty);
