@@ -179,8 +179,16 @@ TEST_CASE("oneDNN bf16 gemm (--precision bf16): rounded operands, fp32 sums, vs 
     CAPTURE(tb);
     const Problem p(false, tb, M, N, K, 6);
     std::vector<float> C = p.C0;
-    REQUIRE(cpu::onednn_bf16_gemm_bias(tb, M, N, K, p.A.data(), p.lda, p.B.data(), p.ldb,
-                                       bias.data(), C.data(), p.ldc));
+    if (!cpu::onednn_bf16_gemm_bias(tb, M, N, K, p.A.data(), p.lda, p.B.data(), p.ldb,
+                                    bias.data(), C.data(), p.ldc)) {
+      // forced on a CPU without bf16 units (MASE_MAX_CPU_ISA=avx2 in CI), oneDNN 2.6 has no
+      // bf16 matmul with a bias and it declines, C untouched (cpu::gemm_bias then fills C with
+      // the bias and runs the plain bf16 GEMM); where the units exist it must run
+      CHECK_FALSE(cpu_features().avx512_bf16);
+      CHECK(C == p.C0);
+      test::skip("oneDNN declines a bf16 matmul with a bias without bf16 units: that half");
+      continue;
+    }
     double worst = 0;
     const auto bf16 = [](float x) { return cpu::bf16_round(x); };
     for (int64_t i = 0; i < M; ++i)
