@@ -275,6 +275,11 @@ std::optional<PrunerConfig> parse_pruner(const PruneOptions& f, int64_t eval_eve
   MASE_CHECK(max_steps <= 0 || f.warmup_steps < max_steps, ConfigError, "[search] --pruner ",
              f.pruner, " expected --prune-warmup below ", budget_flag, " ", max_steps, ", got ",
              f.warmup_steps, " (nothing would be judged)");
+  const bool rungs = flags.pruner == "halving" || flags.pruner == "hyperband";
+  MASE_CHECK(!rungs || max_steps <= 0 || flags.min_resource < max_steps, ConfigError,
+             "[search] --pruner ", f.pruner, " expected --prune-min-resource below ", budget_flag,
+             " ", max_steps, " (the first rung), got ", flags.min_resource,
+             " (no trial would reach a rung: nothing would be judged)");
   return out;
 }
 
