@@ -363,7 +363,7 @@ namespace {
 // a curve (PTQ at step 0, then every --eval-every QAT steps), judged by the curve pruners.
 // precision_trial_objective refuses the wrong kind by name.
 std::optional<PrunerConfig> precision_pruner(const PrecisionOptions& o) {
-  MASE_CHECK(o.base.eval_every == 0 || o.qat_steps > 0, ConfigError, "[search] precision "
+  MASE_CHECK(o.base.eval_every <= 0 || o.qat_steps > 0, ConfigError, "[search] precision "
              "--eval-every tests during QAT: expected --qat-steps N > 0, got none");
   std::optional<PrunerConfig> p = o.qat_steps > 0
                                       ? parse_pruner(o.prune, o.base.eval_every, o.qat_steps,
