@@ -369,9 +369,7 @@ std::optional<PrunerConfig> precision_pruner(const PrecisionOptions& o) {
                                       ? parse_pruner(o.prune, o.base.eval_every, o.qat_steps,
                                                      "--qat-steps")
                                       : pruner_from_flags(o.prune);
-  MASE_CHECK(!p || !o.bits_objective, ConfigError, "[search] precision --pruner expected one "
-             "objective (it judges one value), got --objectives accuracy,bits");
-  if (p) check_precision_pruner(*p, o.qat_steps, o.base.eval_every);
+  if (p) check_precision_pruner(*p, o.qat_steps, o.base.eval_every, o.bits_objective);
   return p;
 }
 

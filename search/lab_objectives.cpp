@@ -129,7 +129,10 @@ LayerList linear_layer_list(const fs::path& init) {
   return l;
 }
 
-void check_precision_pruner(const PrunerConfig& pruner, int64_t qat_steps, int64_t eval_every) {
+void check_precision_pruner(const PrunerConfig& pruner, int64_t qat_steps, int64_t eval_every,
+                            bool bits_objective) {
+  MASE_CHECK(!bits_objective, ConfigError, "[search] precision --pruner expected one objective "
+             "(it judges one value), got --objectives accuracy,bits");
   MASE_CHECK(qat_steps > 0 || judges_instances(pruner), ConfigError, "[search] precision "
              "without QAT: expected --pruner wilcoxon (a trial's reports are its test batches), "
              "got ", pruner_name(pruner), " (it judges curves: add --qat-steps)");
@@ -148,9 +151,8 @@ Objective precision_trial_objective(const Space& space, const LayerList& layers,
                                     double bits_weight, bool bits_objective,
                                     std::shared_ptr<const Pruning> pruning) {
   (void)space;
-  MASE_CHECK(!pruning || !bits_objective, ConfigError, "[search] a precision pruner judges one "
-             "value: expected one objective, got two (accuracy, bits)");
-  if (pruning) check_precision_pruner(pruning->pruner(), qat_steps, base.eval_every);
+  if (pruning)
+    check_precision_pruner(pruning->pruner(), qat_steps, base.eval_every, bits_objective);
   // what a report is (precision_trial_objective in lab_objectives.h)
   const bool by_batch = pruning && qat_steps == 0;
   const bool by_curve = pruning && qat_steps > 0;

@@ -65,8 +65,9 @@ LayerList linear_layer_list(const std::filesystem::path& init);
 //     refused, as is eval_every outside [1, qat_steps)).
 // Two objectives (bits_objective) take no pruner.
 // ConfigError unless `pruner` fits the reports above: Wilcoxon's without QAT, a curve pruner
-// with it and then tests during QAT (eval_every in [1, qat_steps)).
-void check_precision_pruner(const PrunerConfig& pruner, int64_t qat_steps, int64_t eval_every);
+// with it and then tests during QAT (eval_every in [1, qat_steps)); one objective either way.
+void check_precision_pruner(const PrunerConfig& pruner, int64_t qat_steps, int64_t eval_every,
+                            bool bits_objective);
 Objective precision_trial_objective(const Space& space, const LayerList& layers,
                                     std::filesystem::path init, train::TrainConfig base,
                                     std::shared_ptr<const TrialData> data, int64_t qat_steps,

@@ -307,9 +307,11 @@ bool onednn_sgemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const float* A,
   return blocked_matmul(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias, dt::f32);
 }
 
-bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                      const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                      float* C, int64_t ldc) {
+namespace {
+// Both bf16 entries: A and B rounded into dense copies, then oneDNN's bf16 matmul (+ bias).
+bool bf16_matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                 const float* bias) {
   if (!onednn_bf16_active() || K == 0 || M == 0 || N == 0) return false;
   // op(A) is M × K, stored K × M when transposed; op(B) is K × N, stored N × K when transposed.
   // The rounded copies are dense: their leading dimension is their stored row length.
@@ -317,17 +319,19 @@ bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
   const uint16_t* a = ta ? to_bf16(a16, A, K, M, lda) : to_bf16(a16, A, M, K, lda);
   const uint16_t* b = tb ? to_bf16(b16, B, N, K, ldb) : to_bf16(b16, B, K, N, ldb);
   return blocked_matmul(ta, tb, M, N, K, alpha, a, ta ? M : K, b, tb ? K : N, beta, C, ldc,
-                        nullptr, dt::bf16);
+                        bias, dt::bf16);
+}
+}  // namespace
+
+bool onednn_bf16_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                      float* C, int64_t ldc) {
+  return bf16_matmul(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
 }
 
 bool onednn_bf16_gemm_bias(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                            const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc) {
-  if (!onednn_bf16_active() || K == 0 || M == 0 || N == 0) return false;
-  thread_local std::vector<uint16_t> a16, b16;
-  const uint16_t* a = to_bf16(a16, A, M, K, lda);
-  const uint16_t* b = tb ? to_bf16(b16, B, N, K, ldb) : to_bf16(b16, B, K, N, ldb);
-  return blocked_matmul(false, tb, M, N, K, 1.0f, a, K, b, tb ? K : N, 0.0f, C, ldc, bias,
-                        dt::bf16);
+  return bf16_matmul(false, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias);
 }
 
 bool onednn_bf16_active() {

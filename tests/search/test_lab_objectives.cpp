@@ -253,6 +253,10 @@ TEST_CASE("precision trial with QAT and a curve pruner: PTQ at step 0, then QAT'
   CHECK(refused(6, 0, MedianPruner{}).find("--eval-every") != std::string::npos);
   CHECK(refused(6, 6, MedianPruner{}).find("--eval-every") != std::string::npos);
   CHECK(refused(6, 2, MedianPruner{}) == "accepted");
+  CHECK_THROWS_WITH_AS(precision_trial_objective(space, layers, fx.run("trained"), base, data, 6,
+                                                 fx.dir.path / "r", fx.null, 0, true,
+                                                 std::make_shared<const Pruning>(s, MedianPruner{})),
+                       doctest::Contains("expected one objective"), ConfigError);
 }
 
 TEST_CASE("lab studies: another objective, another space or no --resume leave the study as it was") {
