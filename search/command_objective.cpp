@@ -136,7 +136,7 @@ std::vector<double> output_values(const std::string& line, size_t count) {
       else if (!word.empty()) words.push_back(word), word.clear();
     }
   }
-  const std::string quoted = "'" + clipped(line) + "'";
+  const std::string quoted = cat("'", clipped(line), "'");
   if (words.size() != count) fail(count == 1 ? quoted : cat(words.size(), " in ", quoted));
   std::vector<double> values;
   for (const std::string& word : words) {

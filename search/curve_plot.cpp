@@ -130,7 +130,7 @@ void plot_bars(const BarChart& chart, const std::string& path) {
   const std::string dat = path + ".dat", gp = path + ".gp", tmp = path + ".tmp";
   // "category" v1 v2 …, '?' where a series has no value (gnuplot's missing-data mark)
   std::string data = "category";
-  for (const BarSeries& b : chart.series) data += " " + gp_string(b.label);
+  for (const BarSeries& b : chart.series) data += cat(" ", gp_string(b.label));
   data += "\n";
   for (size_t c = 0; c < chart.categories.size(); ++c) {
     data += gp_string(chart.categories[c]);

@@ -1,5 +1,5 @@
-// search/lab_commands.cpp — the lab commands: checks, studies, data once, trials, figures.
-// Read lab_commands.h first.
+// search/lab_commands.cpp — the lab commands tutorial, compress-aware and custom, and the steps
+// they share with precision (lab_precision.cpp). Read lab_commands.h, then lab_steps.h.
 #include "search/lab_commands.h"
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "search/lab_objectives.h"
 #include "search/lab_plot.h"
 #include "search/lab_runner.h"
+#include "search/lab_steps.h"
 #include "search/nsga2.h"
 #include "search/objectives.h"
 #include "search/pruner.h"
@@ -28,14 +29,8 @@ namespace mase::search {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
+namespace lab_steps {  // the shared steps, documented in lab_steps.h
 
-std::string budget_text(const train::TrainConfig& c) {
-  return cat(c.model, ", ", c.max_steps, " steps of ", c.batch_size, " on ", c.train_subset,
-             " reviews, max-len ", c.max_len, ", tested on ", c.test_subset);
-}
-
-// What every trial's result depends on besides its parameters (the objective key).
 json budget_key(const train::TrainConfig& c) {
   json key = {{"model", c.model},         {"max_steps", c.max_steps},
               {"batch_size", c.batch_size}, {"train_subset", c.train_subset},
@@ -77,11 +72,6 @@ void check_common(LabOptions& o, const std::string& command) {
     o.base.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.workers);
 }
 
-// --workers: the copies start once the studies are open and checked (an error is then
-// printed once, not by every copy) and before the data is loaded — no thread pool (oneTBB's,
-// OpenBLAS's) may be running when a process forks, and tokenizing runs on one.
-// Then every process takes its --threads (check_common's cores / N by default): the data
-// loading and the precision trials' PTQ evaluations as well as training (train_model sets it).
 std::unique_ptr<Workers> start_workers(const LabOptions& o, std::vector<Study>& studies) {
   std::fflush(o.out);
   auto workers = std::make_unique<Workers>(o.workers, std::span<Study>(studies));
@@ -89,14 +79,10 @@ std::unique_ptr<Workers> start_workers(const LabOptions& o, std::vector<Study>& 
   return workers;
 }
 
-// Where a process's data-loading lines go: only the parent's are printed.
 std::FILE* data_log(const LabOptions& o, const Workers& w) {
   return w.is_copy() ? null_sink() : o.out;
 }
 
-// The trials run; one figure of the studies' best-so-far curves.
-// Every process claims trials of each study in turn; a copy stops there. The parent waits
-// for its copies, then writes a CSV per study run (or holding trials) and the figure.
 LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
                  const std::vector<Objective>& objectives, const LabOptions& o,
                  const std::string& title, const std::string& ylabel, Workers& workers) {
@@ -145,36 +131,13 @@ LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs
   return res;
 }
 
-// --pruner: checked with the other flags; what it is joins the objective key (pruned trials
-// are results of the pruner as much as of the budget).
-std::optional<PrunerConfig> check_pruner(const PruneOptions& p, const train::TrainConfig& base,
-                                         json& key) {
-  std::optional<PrunerConfig> pruner = parse_pruner(p, base.eval_every, base.max_steps);
-  if (pruner) key["pruner"] = pruner_key(*pruner, base.eval_every);
-  return pruner;
-}
-
 std::shared_ptr<const Pruning> pruning_for(Study& study, const std::optional<PrunerConfig>& p) {
   return p ? std::make_shared<const Pruning>(study, *p) : nullptr;
 }
 
-// --max-params N: the trial's constraint "params" = its parameters (attribute) − N.
-Objective within_budget(Objective objective, int64_t max_params) {
-  if (max_params <= 0) return objective;
-  return [objective, max_params](const Params& p, int64_t number) {
-    Outcome o = objective(p, number);
-    if (auto it = o.attrs.find("parameters"); it != o.attrs.end())
-      o.constraints["params"] = std::stod(it->second) - static_cast<double>(max_params);
-    return o;
-  };
-}
-
-// With a pruner: each study's trials' accuracies during training (`trains`; else the values a
-// command reported), one figure per study (<dir>/<study>-curves.<ext of --plot>), printed and
-// added to the result.
 void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs,
                  const LabOptions& o, const std::string& pruner, LabResult& res,
-                 bool trains = true) {
+                 bool trains) {
   const std::string ext = fs::path(o.plot).extension().string();
   for (size_t i = 0; i < studies.size(); ++i) {
     const std::string path = (fs::path(o.dir) / (specs[i].name + "-curves" + ext)).string();
@@ -193,12 +156,6 @@ void draw_curves(std::vector<Study>& studies, const std::vector<LabStudy>& specs
   }
 }
 
-Space arch_space(const ArchChoices& a) {
-  return architecture_space(a.layers, a.heads, a.hidden, a.intermediate);
-}
-
-// The Pareto figure of the studies' trials, accuracy against attribute `x_attr`, at
-// "<plot stem>-pareto<ext>" beside --plot: drawn, printed, added to `res`. Returns the series.
 Series draw_pareto(const std::vector<Study>& studies, const std::vector<LabStudy>& specs,
                    const LabOptions& o, const std::string& title, const std::string& x_attr,
                    const std::string& xlabel, LabResult& res) {
@@ -214,6 +171,45 @@ Series draw_pareto(const std::vector<Study>& studies, const std::vector<LabStudy
   return series;
 }
 
+std::string with_population(const std::string& s, int64_t population) {
+  return s == "nsga2" && population != Nsga2Options{}.population_size ? cat("nsga2:", population)
+                                                                      : s;
+}
+
+}  // namespace lab_steps
+using namespace lab_steps;
+
+namespace {
+
+std::string budget_text(const train::TrainConfig& c) {
+  return cat(c.model, ", ", c.max_steps, " steps of ", c.batch_size, " on ", c.train_subset,
+             " reviews, max-len ", c.max_len, ", tested on ", c.test_subset);
+}
+
+// --pruner: checked with the other flags; what it is joins the objective key (pruned trials
+// are results of the pruner as much as of the budget).
+std::optional<PrunerConfig> check_pruner(const PruneOptions& p, const train::TrainConfig& base,
+                                         json& key) {
+  std::optional<PrunerConfig> pruner = parse_pruner(p, base.eval_every, base.max_steps);
+  if (pruner) key["pruner"] = pruner_key(*pruner, base.eval_every);
+  return pruner;
+}
+
+// --max-params N: the trial's constraint "params" = its parameters (attribute) − N.
+Objective within_budget(Objective objective, int64_t max_params) {
+  if (max_params <= 0) return objective;
+  return [objective, max_params](const Params& p, int64_t number) {
+    Outcome o = objective(p, number);
+    if (auto it = o.attrs.find("parameters"); it != o.attrs.end())
+      o.constraints["params"] = std::stod(it->second) - static_cast<double>(max_params);
+    return o;
+  };
+}
+
+Space arch_space(const ArchChoices& a) {
+  return architecture_space(a.layers, a.heads, a.hidden, a.intermediate);
+}
+
 // ---- tutorial, compress-aware: --objectives accuracy,params ----
 const std::vector<Direction> kAccuracyParams = {Direction::maximize, Direction::minimize};
 
@@ -223,12 +219,6 @@ void check_params_objective(bool two, const PruneOptions& p) {
   MASE_CHECK(!two || p.pruner == "none", ConfigError, "[search] --objectives accuracy,params "
              "expected --pruner none, got --pruner ", p.pruner, " (a pruner judges one value as "
              "a trial trains; a study of two objectives has two)");
-}
-
-// The sampler name the study records: nsga2 with another population is nsga2:N.
-std::string with_population(const std::string& s, int64_t population) {
-  return s == "nsga2" && population != Nsga2Options{}.population_size ? cat("nsga2:", population)
-                                                                      : s;
 }
 
 // with_population's name, told the directions now (a sampler that ranks one value would refuse
@@ -353,122 +343,6 @@ LabResult run_compress_aware(CompressAwareOptions o) {
                          *workers);
   if (pruner && !res.worker_copy) draw_curves(studies, specs, o, o.prune.pruner, res);
   if (o.params_objective) finish_params_pareto(studies, specs, o, title, *data, res);
-  return res;
-}
-
-namespace {
-
-// The precision search's pruner: without QAT a trial is an evaluation, its reports the test
-// batches (values of instances), judged by Wilcoxon's pruner; with --qat-steps its reports are
-// a curve (PTQ at step 0, then every --eval-every QAT steps), judged by the curve pruners.
-// precision_trial_objective refuses the wrong kind by name.
-std::optional<PrunerConfig> precision_pruner(const PrecisionOptions& o) {
-  MASE_CHECK(o.base.eval_every <= 0 || o.qat_steps > 0, ConfigError, "[search] precision "
-             "--eval-every tests during QAT: expected --qat-steps N > 0, got none");
-  std::optional<PrunerConfig> p = o.qat_steps > 0
-                                      ? parse_pruner(o.prune, o.base.eval_every, o.qat_steps,
-                                                     "--qat-steps")
-                                      : pruner_from_flags(o.prune);
-  if (p) check_precision_pruner(*p, o.qat_steps, o.base.eval_every, o.bits_objective);
-  return p;
-}
-
-}  // namespace
-
-LabResult run_precision(PrecisionOptions o) {
-  MASE_CHECK(!o.init.empty(), ConfigError,
-             "[search] expected --init RUN (a trained model to quantize), got none");
-  const std::vector<FormatChoices> formats = format_choices(o.formats, o.widths, o.frac_widths);
-  MASE_CHECK(o.qat_steps >= 0, ConfigError, "[search] expected --qat-steps >= 0, got ",
-             o.qat_steps);
-  MASE_CHECK(o.bits_weight >= 0, ConfigError, "[search] expected --bits-weight >= 0, got ",
-             o.bits_weight);
-  MASE_CHECK(o.per_format || o.mixed, ConfigError,
-             "[search] nothing to search: --mixed-only needs --mixed");
-  const std::optional<PrunerConfig> pruner = precision_pruner(o);
-  MASE_CHECK(!o.bits_objective || o.bits_weight == 0, ConfigError,
-             "[search] --bits-weight folds the bits into one value, --objectives accuracy,bits "
-             "makes them an objective of their own: give one of the two");
-  o.sampler = with_population(o.sampler, o.population);  // the study records its population
-  const std::vector<Direction> directions =
-      o.bits_objective ? std::vector<Direction>{Direction::maximize, Direction::minimize}
-                       : std::vector<Direction>{Direction::maximize};
-  make_sampler(o.sampler, o.seed)->set_directions(directions);  // refused now, if at all
-  MASE_CHECK(o.base.vocab.empty(), ConfigError, "[precision] --vocab: the trials use --init's "
-             "tokenizer (the model was trained with it); drop --vocab");
-  // With --workers the copies fork once the studies are open, and oneTBB's pool must not be
-  // running then (a copy has none of its threads: its kernels would run on one). Loading --init
-  // builds a model, whose random init runs on the pool: before the fork, on this thread alone.
-  std::optional<SerialRegion> before_fork;
-  if (o.workers > 1) before_fork.emplace();
-  train::LoadedModel lm = train::load_model_dir(o.init);  // its tokenizer and max_len
-  o.base.vocab = lm.tokenizer_file.string();
-  o.base.tokenizer = lm.tokenizer_file.extension() == ".model" ? "sentencepiece" : "wordpiece";
-  if (o.base.max_len <= 0) o.base.max_len = lm.max_len;
-  check_common(o, "precision");
-  const LayerList layers = linear_layer_list(o.init);
-
-  json key = budget_key(o.base);
-  key.erase("vocab");  // the tokenizer is --init's: "init" below says it
-  key["objective"] = "precision";
-  key["init"] = fs::absolute(o.init).lexically_normal().string();
-  key["qat_steps"] = o.qat_steps;
-  if (o.bits_weight != 0) key["bits_weight"] = o.bits_weight;
-  if (o.bits_objective) key["objectives"] = {"accuracy", "avg_weight_bits"};
-  if (pruner) key["pruner"] = pruner_key(*pruner, o.base.eval_every);
-  std::vector<LabStudy> specs;
-  if (o.per_format)
-    for (const FormatChoices& f : formats)
-      specs.push_back({o.study + "-" + f.format, f.format, o.sampler,
-                       precision_space(layers.names, {f}), key});
-  if (o.mixed)
-    specs.push_back({o.study + "-mixed", "each layer picks", o.sampler,
-                     precision_space(layers.names, formats), key});
-  if (o.bits_objective)
-    for (LabStudy& s : specs) {
-      s.directions = directions;
-      s.metric_names = {"accuracy", "avg_weight_bits"};
-    }
-  const LabRun run = make_run(o);
-  std::vector<Study> studies = open_lab_studies(specs, run);
-  before_fork.reset();
-  const auto workers = start_workers(o, studies);
-  auto data = std::make_shared<const TrialData>(load_trial_data(o.base, data_log(o, *workers)));
-  std::vector<Objective> objectives;
-  for (size_t i = 0; i < specs.size(); ++i)
-    objectives.push_back(precision_trial_objective(
-        specs[i].space, layers, o.init, o.base, data, o.qat_steps,
-        fs::path(o.dir) / specs[i].name, null_sink(), o.bits_weight, o.bits_objective,
-        pruning_for(studies[i], pruner)));
-  // the reference, for the figure's title: the parent's (a copy only runs trials)
-  const double fp32 = workers->is_copy() ? 0 : test_model(*lm.model, *data, o.base).accuracy;
-  if (!workers->is_copy())
-    std::fprintf(o.out, "fp32      %s: accuracy %.4f on the test subset\n", o.init.c_str(), fp32);
-  std::string what = o.qat_steps > 0 ? cat("PTQ + ", o.qat_steps, " QAT steps") : "PTQ";
-  if (o.bits_weight > 0) what += cat(", value = acc - ", o.bits_weight, " bits/32");
-  if (o.bits_objective) what += ", objectives accuracy and bits";
-  const std::string title =
-      cat("Lab 3: ", fs::path(o.init).filename().string(), " (",
-          lm.model->config().num_hidden_layers, " layers, fp32 ", fp32, "), ", what,
-          ", tested on ", o.base.test_subset, " reviews (max-len ", o.base.max_len, "); ",
-          o.trials, " trials per study");
-  LabResult res = finish(studies, specs, objectives, o, title,
-                         o.bits_weight > 0 ? "best value so far" : "best test accuracy so far",
-                         *workers);
-  // QAT's curves, pruned ones where they stopped (Wilcoxon's reports are batches: no curve)
-  if (pruner && o.qat_steps > 0 && !res.worker_copy)
-    draw_curves(studies, specs, o, o.prune.pruner, res);
-  // a copy wrote nothing; finish() drew nothing when no trial is complete (stopped in the first)
-  if (res.worker_copy || res.plots.empty()) return res;
-  const Series series = draw_pareto(studies, specs, o, title, "avg_weight_bits",
-                                    "average bits per weight (fp32 = 32)", res);
-  if (o.bits_objective)  // the reference: chance on a label-balanced test set, fp32's bits
-    print_fronts(studies, " bits", o.out, FrontReference{{0.5, 32}, "accuracy 0.5, 32 bits"});
-  const std::string summary = (fs::path(o.dir) / (o.study + "-summary.csv")).string();
-  write_summary_csv(series, "avg_weight_bits", summary);  // one row per format
-  res.csvs.push_back(summary);
-  std::fprintf(o.out, "summary   %s (one row per study: best, worst, fewest bits)\n",
-               summary.c_str());
   return res;
 }
 
