@@ -207,6 +207,10 @@ void Compiled::make_arena(CompiledGraph& cg, Device device) {
     held -= c->arena->bytes();
     c->arena.reset();
   }
+  // The recording run's blocks wait in the allocator's cache, and from now on the arena serves
+  // every request they served: given back before the arena takes its own block, or the process
+  // would hold both (bert-tiny's compiled eval: 229 MB held for a 48 MB plan).
+  empty_cache(device);
   cg.arena = std::make_unique<Arena>(device, a.sizes, a.offsets, a.arena_bytes);
 }
 

@@ -45,6 +45,25 @@ TEST_CASE("compile arena: eval replays run out of one arena and equal eager") {
   CHECK(compiled.arena_runs() == 3);
 }
 
+// The recording run's blocks would wait in the allocator's cache for requests the arena now
+// serves: make_arena gives the cache back first, so the process holds the arena, not both.
+TEST_CASE("compile arena: the recording run's cached blocks are given back when the arena is made") {
+  auto model = tiny_bert();
+  model->eval();
+  Compiled compiled = compile_bert(model, {{"narrow_cls"}});
+  NoGradGuard ng;
+  const data::Batch b = tiny_batch();
+  auto cached = [] { return allocator_stats().os_bytes - allocator_stats().in_use_bytes; };
+  compiled(bert_inputs(eval_inputs(), b));  // compiles
+  compiled(bert_inputs(eval_inputs(), b));  // records: its blocks go back to the cache
+  const size_t recorded = compiled.last().allocations.total_bytes;
+  REQUIRE(cached() >= recorded / 2);        // (blocks are reused within the run)
+  for (int i = 0; i < 3; ++i) compiled(bert_inputs(eval_inputs(), b));  // the arena serves
+  REQUIRE(compiled.last().arena != nullptr);
+  // what stays cached is the eager part around the plan (inputs, outputs), not the plan's blocks
+  CHECK(cached() < compiled.last().allocations.arena_bytes / 2);
+}
+
 TEST_CASE("compile arena: training replays (autograd on) allocate as eager and keep its bits") {
   auto model = tiny_bert();
   model->train();
