@@ -6,7 +6,10 @@
 // step asks the OS for nothing — `allocator_stats().os_allocs` stops growing (tested).
 //
 // Size classes: sizes are rounded up to m·2^e with m in 8..15 (at most 12.5% waste), at least
-// 512 bytes, so tensors whose sizes differ a little (dynamic padding) still share blocks.
+// 512 bytes, so tensors whose sizes differ a little (dynamic padding) still share blocks. A
+// request of 1 MiB or more whose class has no cached block takes a cached block of a larger
+// class, up to 1.5x its own, before asking the OS (CPU, outside pools and recordings): varying
+// batch lengths then reuse the longest batch's blocks instead of faulting in new pages.
 //
 // Planned arenas (the second half of this header): a piece of code that makes the same
 // allocations every time it runs — a compiled plan (graph/compile.h) — can be recorded once
