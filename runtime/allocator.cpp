@@ -358,8 +358,9 @@ class CachingAllocator {
       auto it = free_.find(c);
       if (it == free_.end() || it->second.empty()) continue;
       void* p = it->second.back();
+      insert_fault_locked();
+      bigger_.emplace(p, c);  // first: if it throws, the block is still listed
       it->second.pop_back();
-      bigger_[p] = c;
       return p;
     }
     return nullptr;

@@ -141,4 +141,21 @@ TEST_CASE("allocator faults: a recording that cannot grow fails the request whol
   CHECK(allocator_stats(cpu).in_use_bytes == s0.in_use_bytes);
 }
 
+TEST_CASE("allocator faults: a larger cached block that cannot be noted stays cached") {
+  NoFaultsAfter guard;
+  empty_cache(cpu);
+  void* big = allocate(cpu, 24u << 20);
+  deallocate(cpu, big, 24u << 20);  // cached in class 24 MiB
+  const AllocatorStats s0 = allocator_stats(cpu);
+  inject_allocator_faults(cpu, {.bookkeeping = 1});  // noting that it serves 18 MiB fails
+  CHECK_THROWS_AS(allocate(cpu, 18u << 20), std::bad_alloc);
+  inject_allocator_faults(cpu, {});
+  CHECK(allocator_stats(cpu).in_use_bytes == s0.in_use_bytes);
+  void* again = allocate(cpu, 24u << 20);  // still listed: handed out, nothing from the OS
+  CHECK(again == big);
+  CHECK(allocator_stats(cpu).os_allocs == s0.os_allocs);
+  deallocate(cpu, again, 24u << 20);
+  empty_cache(cpu);
+}
+
 }  // namespace test_allocator_faults
