@@ -56,12 +56,27 @@ TEST_CASE("compile arena: the recording run's cached blocks are given back when 
   auto cached = [] { return allocator_stats().os_bytes - allocator_stats().in_use_bytes; };
   compiled(bert_inputs(eval_inputs(), b));  // compiles
   compiled(bert_inputs(eval_inputs(), b));  // records: its blocks go back to the cache
-  const size_t recorded = compiled.last().allocations.total_bytes;
-  REQUIRE(cached() >= recorded / 2);        // (blocks are reused within the run)
+  // (at least an arena's worth: the plan's blocks, reused within the run as the arena will)
+  REQUIRE(cached() >= compiled.last().allocations.arena_bytes);
   for (int i = 0; i < 3; ++i) compiled(bert_inputs(eval_inputs(), b));  // the arena serves
   REQUIRE(compiled.last().arena != nullptr);
   // what stays cached is the eager part around the plan (inputs, outputs), not the plan's blocks
   CHECK(cached() < compiled.last().allocations.arena_bytes / 2);
+}
+
+// The first call traces the model op by op (eager's sizes); the plan then asks for other ones
+// (fused, narrowed, recomputed). compile_and_run gives the cache back before it returns.
+TEST_CASE("compile arena: the trace's cached blocks are given back after the first call") {
+  auto model = tiny_bert();
+  model->train();
+  Compiled compiled = compile_bert(model, {{"narrow_cls"}});
+  const data::Batch b = tiny_batch();
+  empty_cache();
+  Tensor loss = compiled(bert_inputs(train_inputs(), b)).at("loss");  // traces and compiles
+  const AllocatorStats s = allocator_stats();
+  // nothing cached: every block held is in use (the model, the loss and what backward keeps);
+  // without the give-back the trace's blocks stay (352 KB here, 136 MB for bert-tiny at B 32)
+  CHECK(s.os_bytes == s.in_use_bytes);
 }
 
 TEST_CASE("compile arena: training replays (autograd on) allocate as eager and keep its bits") {
