@@ -73,9 +73,8 @@ class CachingAllocator {
     if (!list.empty()) {
       p = list.back();
       list.pop_back();
-    } else if (void* q = larger_cached_locked(sz)) {
+    } else if (void* q = larger_cached_locked(sz)) {  // sz becomes the block's own class
       p = q;
-      sz = bigger_.at(q);
     } else {
       p = os_alloc(sz);
       if (!p) {  // out of memory: give back the shared cache (a pool's blocks stay its own)
@@ -352,7 +351,7 @@ class CachingAllocator {
   // before (faults 1.0 M -> 0.6 M, RSS 2.65 -> 2.0 GB). docs/performance.md has the runs.
   // The block keeps its own class (bigger_): freed, it goes back to that list. Not in a pool
   // or a recording (their plans replay exact sizes), and CPU only (not yet measured on a GPU).
-  void* larger_cached_locked(size_t sz) {
+  void* larger_cached_locked(size_t& sz) {
     if (sz < kSlackMin || active_pool_ != 0 || recording_ || !device_.is_cpu()) return nullptr;
     for (size_t c = size_class(sz + 1); c <= sz + sz / 2; c = size_class(c + 1)) {
       auto it = free_.find(c);
@@ -361,6 +360,7 @@ class CachingAllocator {
       insert_fault_locked();
       bigger_.emplace(p, c);  // first: if it throws, the block is still listed
       it->second.pop_back();
+      sz = c;
       return p;
     }
     return nullptr;
