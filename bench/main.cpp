@@ -30,6 +30,7 @@
 #include "bench/gpu_common.h"
 #include "bench/report.h"
 #include "runtime/cpu/blas.h"
+#include "runtime/cpu/sdpa_amx.h"
 #include "runtime/cpu_features.h"
 #include "runtime/gpu_math.h"
 #include "runtime/kernels/bf16.h"
@@ -258,6 +259,11 @@ int main(int argc, char** argv) {
                  "on oneDNN's bf16 matmul and the AVX512-BF16 kernel (off): A/B of "
                  "runtime/cpu/bf16_amx.cpp")
       ->check(CLI::IsMember({"on", "off"}));
+  std::string bf16_attention = "on";
+  app.add_option("--bf16-attention", bf16_attention,
+                 "--precision bf16: the attention's products on bf16 operands where the CPU has "
+                 "AMX-BF16 or AVX512-BF16 (on), or in fp32 (off): A/B of runtime/cpu/sdpa_amx.h")
+      ->check(CLI::IsMember({"on", "off"}));
   std::string packed = "on";
   app.add_option("--packed-gemm", packed,
                  "inference Linears on our packed GEMM where it beats OpenBLAS and oneDNN is off or "
@@ -331,6 +337,7 @@ int main(int argc, char** argv) {
     mase::cpu::set_sgemm_packed_enabled(packed == "on");
     mase::cpu::set_onednn_enabled(onednn == "on");
     mase::cpu::set_amx_bf16_enabled(amx == "on");
+    mase::cpu::set_bf16_attention_enabled(bf16_attention == "on");
     // the CPU has no tf32 (refused above for CPU suites)
     mase::set_cpu_gemm_precision(precision == "bf16" ? mase::GemmPrecision::bf16
                                                      : mase::GemmPrecision::fp32);

@@ -11,6 +11,7 @@
 
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/onednn_gemm.h"
+#include "runtime/cpu/sdpa_amx.h"
 #include "runtime/kernels/bf16.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -102,6 +103,12 @@ std::string cpu_bf16_gemm_path() {
                " for the large ones, ", vdpbf16 ? "AVX512-BF16 for x·Wᵀ, " : "",
                "emulated elsewhere");
   return vdpbf16 ? "AVX512-BF16 for x·Wᵀ, emulated elsewhere" : "emulated: no AVX512-BF16 here";
+}
+
+std::string cpu_bf16_attention_path() {
+  if (!cpu::bf16_attention_units()) return "fp32 products (no bf16 units here, or switched off)";
+  return cpu::amx_bf16_active() ? "bf16 products on AMX-BF16 tiles"
+                                : "bf16 products with vdpbf16ps";
 }
 
 }  // namespace mase

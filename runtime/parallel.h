@@ -29,6 +29,10 @@ std::string gemm_library();
 // What --precision bf16 runs its CPU GEMMs on, as one phrase: "oneDNN on AMX-BF16 for the
 // large ones, …", "AVX512-BF16 for x·Wᵀ, emulated elsewhere" or "emulated: no AVX512-BF16 here".
 std::string cpu_bf16_gemm_path();
+// What --precision bf16 runs the fused attention's products on (runtime/cpu/sdpa_amx.h): "bf16
+// products on AMX-BF16 tiles", "bf16 products with vdpbf16ps" or "fp32 products (no bf16 units
+// here, or switched off)".
+std::string cpu_bf16_attention_path();
 
 // The precision of every CPU fp32 GEMM (mase-train --precision; runtime/cpu/matmul.cpp): fp32,
 // or bf16 — both operands rounded to bfloat16 (round to nearest even, runtime/kernels/bf16.h),

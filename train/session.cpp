@@ -218,8 +218,10 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
       : c.precision == "tf32" ? "tf32 GEMMs (tensor cores, fp32 accumulation)"
       : on_gpu ? "bf16 GEMMs with fp32 accumulation (bf16 tensor cores)"
       : cat("bf16 GEMMs with fp32 accumulation (", cpu_bf16_gemm_path(), ")");
-  // on a GPU the attention's arithmetic follows the precision (runtime/gpu_math.h)
-  const std::string attention = on_gpu ? cat("; attention ", gpu_attention_math()) : "";
+  // the attention's arithmetic follows the precision (runtime/gpu_math.h, runtime/cpu/sdpa_amx.h)
+  const std::string attention = on_gpu                  ? cat("; attention ", gpu_attention_math())
+                                : c.precision == "bf16" ? cat("; attention ", cpu_bf16_attention_path())
+                                                        : "";
   std::fprintf(out, "device    %s, %d thread%s, precision %s%s\n", c.device.c_str(), num_threads(),
                num_threads() == 1 ? "" : "s", precision.c_str(), attention.c_str());
   if (dp)

@@ -1,7 +1,8 @@
-// runtime/cpu/bf16_amx_tile.h — what the AMX-BF16 GEMM driver (bf16_amx.cpp) hands the code
-// compiled for AMX (bf16_gemm_amx.cpp): the packers that round fp32 into the tiles' layouts, and
-// the kernel that runs one chunk of rows. Plain structs and functions, nothing shared with the
-// rest of the build (why: runtime/cpu/int8_tile.h).
+// runtime/cpu/bf16_amx_tile.h — what the AMX-BF16 GEMM driver (bf16_amx.cpp) and the bf16
+// attention (sdpa_amx.cpp) hand the code compiled for AVX512-BF16 and AMX: the packers that round
+// fp32 into the tiles' layouts (bf16_pack_avx512.cpp), and the kernels that run one chunk of
+// rows (AMX's in bf16_gemm_amx.cpp, a vdpbf16ps twin in bf16_gemm_avx512.cpp). Plain structs and
+// functions, nothing shared with the rest of the build (why: runtime/cpu/int8_tile.h).
 //
 // The layouts (K padded with zeros to kp, a multiple of 32 — one tile's depth):
 //   A  per 16 rows, kp / 32 tiles of 1 KB, each 16 rows × 32 k row-major (so a tile loads with
@@ -45,6 +46,9 @@ struct AmxChunk {
   bool gelu = false;  // C = gelu(alpha · A·B + beta · C + bias): BERT's FFN in the store
 };
 void amx_bf16_chunk(const AmxChunk& t);
+// The same chunk with AVX512-BF16's vdpbf16ps on the same packed operands (bf16_gemm_avx512.cpp),
+// for a CPU without AMX: the same rounded operands, fp32 sums in another order.
+void avx512_bf16_chunk(const AmxChunk& t);
 
 // y[i] = gelu(x[i]) for n floats, one thread, the bits of cpu::bias_gelu_forward (defined in
 // runtime/cpu/gelu.cpp, compiled for the build's ISA and dispatched there: calling it from the

@@ -93,9 +93,10 @@ inline TilePath tile_path() {
 
 // C (M × N) = alpha·op(A)·B + beta·C with beta 0 or 1, B never transposed: every tile product
 // of this file. op(A) = Aᵀ reads A down its columns (our tiles take any two strides for A).
-// --precision bf16 reaches the products only on a CPU with AMX-BF16 (sdpa_amx.h, forward and
-// backward: operands rounded to bf16, as PyTorch's flash attention under autocast); elsewhere
-// our tiles compute in fp32 (the BLAS path, which would round, runs only for f64).
+// --precision bf16 reaches the products only on a CPU with bf16 units (sdpa_amx.h, forward and
+// backward: operands rounded to bf16, as PyTorch's flash attention under autocast; AMX-BF16
+// tiles, or AVX512-BF16's vdpbf16ps); elsewhere our tiles compute in fp32 (the BLAS path, which
+// would round, runs only for f64).
 template <class T>
 void product(TilePath path, bool trans_a, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
              int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
@@ -315,9 +316,8 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
   const TilePath path = std::is_same_v<T, float> ? tile_path() : TilePath::blas;
   const bool x512 = path == TilePath::avx512, own = path != TilePath::blas;
   const int64_t ldt = transposed_ld(n.Tk);
-  // --precision bf16 on a CPU with AMX-BF16: both products on tiles (sdpa_amx.h)
-  const bool amx = std::is_same_v<T, float> && cpu_gemm_precision() == GemmPrecision::bf16 &&
-                   amx_bf16_active();
+  // --precision bf16 on a CPU with bf16 units: both products on bf16 operands (sdpa_amx.h)
+  const bool amx = std::is_same_v<T, float> && bf16_attention_tiles();
   SerialBlas serial;
   parallel_for(0, n.B * n.NH * q_tiles, 1, [&](int64_t lo, int64_t hi) {
     thread_local AmxAttention tiles;
@@ -403,10 +403,9 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
   const TilePath path = std::is_same_v<T, float> ? tile_path() : TilePath::blas;
   const bool x512 = path == TilePath::avx512, own = path != TilePath::blas;
   const int64_t ldt = transposed_ld(n.Tk);
-  // --precision bf16 on a CPU with AMX-BF16: all five products on tiles (sdpa_amx.h), S
-  // recomputed with the forward's very rounding
-  const bool amx = std::is_same_v<T, float> && cpu_gemm_precision() == GemmPrecision::bf16 &&
-                   amx_bf16_active();
+  // --precision bf16 on a CPU with bf16 units: all five products on bf16 operands
+  // (sdpa_amx.h), S recomputed with the forward's very rounding
+  const bool amx = std::is_same_v<T, float> && bf16_attention_tiles();
   SerialBlas serial;
   parallel_for(0, n.B * n.NH, 1, [&](int64_t lo, int64_t hi) {
     thread_local AmxAttentionGrad tiles;

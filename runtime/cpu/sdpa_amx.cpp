@@ -1,16 +1,42 @@
 // runtime/cpu/sdpa_amx.cpp — AmxAttention and AmxAttentionGrad (sdpa_amx.h): packing a head once,
-// then each tile product as one AMX chunk (runtime/cpu/bf16_gemm_amx.cpp). Single-threaded:
-// sdpa.cpp calls it from inside its own tasks, one of each per thread.
+// then each tile product as one chunk — on AMX tiles (runtime/cpu/bf16_gemm_amx.cpp), or with
+// vdpbf16ps on the same packed operands where the CPU has AVX512-BF16 and no AMX
+// (bf16_gemm_avx512.cpp). Single-threaded: sdpa.cpp calls it from inside its own tasks, one of
+// each per thread.
 #include "runtime/cpu/sdpa_amx.h"
+
+#include <atomic>
 
 #include "runtime/cpu/amx_buffer.h"
 #include "runtime/cpu/bf16_amx_tile.h"
+#include "runtime/kernels/bf16.h"
+#include "runtime/parallel.h"
 
 namespace mase::cpu {
 namespace {
 int64_t padded(int64_t k) { return (k + kAmxK - 1) / kAmxK * kAmxK; }
 int64_t blocks16(int64_t n) { return (n + 15) / 16; }
+
+std::atomic<bool> g_bf16_attention{true};
+
+// one tile product: on AMX where it is active, else with vdpbf16ps (bf16_attention_tiles()
+// found one of the two)
+void product(const AmxChunk& c) {
+  if (amx_bf16_active()) amx_bf16_chunk(c);
+  else avx512_bf16_chunk(c);
+}
 }  // namespace
+
+void set_bf16_attention_enabled(bool on) { g_bf16_attention.store(on, std::memory_order_relaxed); }
+
+bool bf16_attention_units() {
+  return g_bf16_attention.load(std::memory_order_relaxed) &&
+         (amx_bf16_active() || bf16_isa_supported(Bf16Isa::avx512_bf16));
+}
+
+bool bf16_attention_tiles() {
+  return cpu_gemm_precision() == GemmPrecision::bf16 && bf16_attention_units();
+}
 
 void AmxAttention::pack_head(const float* k, int64_t kst, const float* vv, int64_t vst, int64_t tk,
                              int64_t hs, int64_t hsv) {
@@ -33,7 +59,7 @@ void AmxAttention::scores(float* S, int64_t lds, int64_t j0, int64_t cols, float
   // B from key j0 on: its 16-column blocks start there (j0 is a multiple of 32)
   const AmxChunk c{q, rows, kp_hs, kt + (j0 / 16) * kp_hs * 16, kp_hs, 0,
                    0, cols, cols, S, lds, scale, 0.0f, nullptr, false};
-  amx_bf16_chunk(c);
+  product(c);
 }
 
 void AmxAttention::values(float* O, int64_t ldo, const float* P, int64_t ldp, int64_t j0,
@@ -44,7 +70,7 @@ void AmxAttention::values(float* O, int64_t ldo, const float* P, int64_t ldp, in
   // A holds keys j0 .. j0 + cols: B's k tiles from j0 / 32 (j0 is a multiple of 32)
   const AmxChunk c{p, rows, kp, v, kp_tk, j0 / kAmxK, 0, HSv, HSv, O, ldo, 1.0f,
                    accumulate ? 1.0f : 0.0f, nullptr, false};
-  amx_bf16_chunk(c);
+  product(c);
 }
 
 void AmxAttentionGrad::pack_head(const float* q, int64_t qst, const float* k, int64_t kst,
@@ -76,10 +102,10 @@ void AmxAttentionGrad::scores(float* S, float* dP, int64_t ld, int64_t i0, int64
   // B: from key j0's 16-column block
   const AmxChunk s{q_a + i0 * kp_hs, rows, kp_hs, kt + (j0 / 16) * kp_hs * 16, kp_hs, 0,
                    0, cols, cols, S, ld, scale, 0.0f, nullptr, false};
-  amx_bf16_chunk(s);
+  product(s);
   const AmxChunk p{g_a + i0 * kp_hsv, rows, kp_hsv, vt + (j0 / 16) * kp_hsv * 16, kp_hsv, 0,
                    0, cols, cols, dP, ld, 1.0f, 0.0f, nullptr, false};
-  amx_bf16_chunk(p);
+  product(p);
 }
 
 void AmxAttentionGrad::grads(const float* Pd, const float* dS, int64_t ld, int64_t i0,
@@ -94,16 +120,16 @@ void AmxAttentionGrad::grads(const float* Pd, const float* dS, int64_t ld, int64
   amx_pack_a(dS, ld, true, 0, cols, rows, kp_rows, dst);
   const AmxChunk v{pdt, cols, kp_rows, g_b, kp_tq, i0 / kAmxK, 0, HSv, HSv, dv, dvst, 1.0f,
                    add_i ? 1.0f : 0.0f, nullptr, false};
-  amx_bf16_chunk(v);
+  product(v);
   const AmxChunk k{dst, cols, kp_rows, q_b, kp_tq, i0 / kAmxK, 0, HS, HS, dk, dkst, scale,
                    add_i ? 1.0f : 0.0f, nullptr, false};
-  amx_bf16_chunk(k);
+  product(k);
   // dS: rows × cols, summed over this tile's keys (B's k tiles from j0 / 32)
   ds = aligned_tiles(buf[9], padded(rows) * kp_cols);
   amx_pack_a(dS, ld, false, 0, rows, cols, kp_cols, ds);
   const AmxChunk q{ds, rows, kp_cols, k_b, kp_tk, j0 / kAmxK, 0, HS, HS, dq, dqst, scale,
                    add_j ? 1.0f : 0.0f, nullptr, false};
-  amx_bf16_chunk(q);
+  product(q);
 }
 
 }  // namespace mase::cpu

@@ -1,16 +1,26 @@
-// runtime/cpu/sdpa_amx.h — the fused attention's two tile products on AMX-BF16 tiles, for
-// --precision bf16 on CPUs that have them (sdpa.cpp's forward takes this path there, and its
-// backward the five products of AmxAttentionGrad; elsewhere the products stay fp32 on our
-// AVX-512 / AVX2 register tiles). The products of a head reuse
-// its operands across every tile, so each is packed into the tiles' layout once
-// (runtime/cpu/bf16_amx_tile.h): K and V once per head, a query tile once for all its key
-// tiles; only P, new for every key tile, is packed per product. Operands rounded to bf16,
-// products and sums in fp32 — what PyTorch's flash attention does under torch.autocast.
+// runtime/cpu/sdpa_amx.h — the fused attention's tile products on bf16 operands, for
+// --precision bf16 on CPUs that have bf16 units (sdpa.cpp's forward takes this path there, and
+// its backward the five products of AmxAttentionGrad; elsewhere the products stay fp32 on our
+// AVX-512 / AVX2 register tiles). The operands are packed into AMX's tile layouts
+// (runtime/cpu/bf16_amx_tile.h) and each product runs on AMX-BF16 tiles where the CPU has them,
+// else with AVX512-BF16's vdpbf16ps on the same packs (AMD Zen 4/5). The products of a head
+// reuse its operands across every tile, so each is packed once: K and V once per head, a query
+// tile once for all its key tiles; only P, new for every key tile, is packed per product.
+// Operands rounded to bf16, products and sums in fp32 — what PyTorch's flash attention does
+// under torch.autocast.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 namespace mase::cpu {
+
+// Whether the attention runs its products on bf16 operands here: --precision bf16 and
+// bf16_attention_units() — the switch below on, and AMX-BF16 (active) or AVX512-BF16 on this
+// CPU (after MASE_MAX_CPU_ISA's cap).
+bool bf16_attention_tiles();
+bool bf16_attention_units();
+// on by default; off keeps the products fp32 under bf16 (mase-bench --bf16-attention off: A/B)
+void set_bf16_attention_enabled(bool on);
 
 // One thread's packed operands: a head's Kᵀ and V, a query tile, a probability tile.
 struct AmxAttention {

@@ -119,7 +119,8 @@ TEST_CASE("amx bf16 gemm: operands rounded bit for bit as bf16_from_f32, midpoin
 }
 
 TEST_CASE("amx bf16 packers: every layout bit for bit bf16_from_f32, subnormals and NaNs too") {
-  if (!amx_bf16_available()) return test::skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  // (the packers need AVX512-BF16 only: the attention packs for vdpbf16ps where AMX is absent)
+  if (!bf16_isa_supported(Bf16Isa::avx512_bf16)) return test::skip("this CPU has no AVX512-BF16");
   // The packers round 32 floats at a time with vcvtne2ps2bf16, which reads a subnormal as zero:
   // a group holding one must take the integer rule. Specials every 37th value, so some groups
   // hold a subnormal and most hold NaNs, infinities or overflow on the instruction's path.

@@ -12,6 +12,7 @@
 #include "helpers.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/onednn_gemm.h"
+#include "runtime/cpu_features.h"
 #include "runtime/kernels/bf16.h"
 #include "runtime/parallel.h"
 
