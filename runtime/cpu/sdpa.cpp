@@ -317,7 +317,7 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
   const bool x512 = path == TilePath::avx512, own = path != TilePath::blas;
   const int64_t ldt = transposed_ld(n.Tk);
   // --precision bf16 on a CPU with bf16 units: both products on bf16 operands (sdpa_amx.h)
-  const bool amx = std::is_same_v<T, float> && bf16_attention_tiles();
+  const bool bf16 = std::is_same_v<T, float> && bf16_attention_tiles();
   SerialBlas serial;
   parallel_for(0, n.B * n.NH * q_tiles, 1, [&](int64_t lo, int64_t hi) {
     thread_local AmxAttention tiles;
@@ -333,16 +333,16 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
       const int64_t i0 = (u % q_tiles) * kBr, rows = std::min(kBr, n.Tq - i0);
       if (bh != bh_t) {  // a task's units are consecutive: each head is transposed once per task
         if constexpr (std::is_same_v<T, float>) {
-          if (amx) tiles.pack_head(k.row(b, h, 0), k.st, v.row(b, h, 0), v.st, n.Tk, n.HS, n.HSv);
+          if (bf16) tiles.pack_head(k.row(b, h, 0), k.st, v.row(b, h, 0), v.st, n.Tk, n.HS, n.HSv);
         }
-        if (!amx) {
+        if (!bf16) {
           transpose_head(KT, ldt, k.row(b, h, 0), k.st, n.Tk, n.HS);
           V = head_rows(own, Vbuf, v, b, h, n.Tk, n.HSv);
         }
         bh_t = bh;
       }
       if constexpr (std::is_same_v<T, float>) {
-        if (amx) tiles.pack_queries(q.row(b, h, i0), q.st, rows);
+        if (bf16) tiles.pack_queries(q.row(b, h, i0), q.st, rows);
       }
       T* o = out.row(b, h, i0);  // O accumulates in place in the output
       std::fill(m, m + rows, kNegInf<T>);
@@ -351,9 +351,9 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
         const int64_t cols = std::min(kBc, n.Tk - j0);
         // S = scale·Q_i·K_jᵀ (columns j0 .. j0 + cols of Kᵀ)
         if constexpr (std::is_same_v<T, float>) {
-          if (amx) tiles.scores(S, kBc, j0, cols, scale);
+          if (bf16) tiles.scores(S, kBc, j0, cols, scale);
         }
-        if (!amx)
+        if (!bf16)
           product<T>(path, false, rows, cols, n.HS, scale, q.row(b, h, i0), q.st, KT + j0, ldt,
                      T(0), S, kBc);
         // The online softmax: each row's max, then its exps and their sum (two sweeps of the
@@ -378,9 +378,9 @@ void sdpa_forward(HeadsView<T> out, T* stats, HeadsView<const T> q, HeadsView<co
         }
         // O = O·c + P·V_j (the first tile overwrites: beta = 0)
         if constexpr (std::is_same_v<T, float>) {
-          if (amx) tiles.values(o, out.st, S, kBc, j0, cols, j0 > 0);
+          if (bf16) tiles.values(o, out.st, S, kBc, j0, cols, j0 > 0);
         }
-        if (!amx)
+        if (!bf16)
           product<T>(path, false, rows, n.HSv, cols, T(1), S, kBc, V.row(j0), V.ld,
                      j0 == 0 ? T(0) : T(1), o, out.st);
       }
@@ -405,7 +405,7 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
   const int64_t ldt = transposed_ld(n.Tk);
   // --precision bf16 on a CPU with bf16 units: all five products on bf16 operands
   // (sdpa_amx.h), S recomputed with the forward's very rounding
-  const bool amx = std::is_same_v<T, float> && bf16_attention_tiles();
+  const bool bf16 = std::is_same_v<T, float> && bf16_attention_tiles();
   SerialBlas serial;
   parallel_for(0, n.B * n.NH, 1, [&](int64_t lo, int64_t hi) {
     thread_local AmxAttentionGrad tiles;
@@ -423,11 +423,11 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
       const int64_t b = bh / n.NH, h = bh % n.NH;
       HeadRows<T> K{}, Q{}, G{};  // G: dO
       if constexpr (std::is_same_v<T, float>) {
-        if (amx)
+        if (bf16)
           tiles.pack_head(q.row(b, h, 0), q.st, k.row(b, h, 0), k.st, v.row(b, h, 0), v.st,
                           dout.row(b, h, 0), dout.st, n.Tq, n.Tk, n.HS, n.HSv);
       }
-      if (!amx) {
+      if (!bf16) {
         transpose_head(KT, ldt, k.row(b, h, 0), k.st, n.Tk, n.HS);
         transpose_head(VT, ldt, v.row(b, h, 0), v.st, n.Tk, n.HSv);
         K = head_rows(own, Kbuf, k, b, h, n.Tk, n.HS);
@@ -450,9 +450,9 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
           const int64_t rows = std::min(kBr, n.Tq - i0);
           // S = scale·Q_i·K_jᵀ and dP = dO_i·V_jᵀ
           if constexpr (std::is_same_v<T, float>) {
-            if (amx) tiles.scores(P, dP, kBc, i0, rows, j0, cols, scale);
+            if (bf16) tiles.scores(P, dP, kBc, i0, rows, j0, cols, scale);
           }
-          if (!amx) {
+          if (!bf16) {
             product<T>(path, false, rows, cols, n.HS, scale, Q.row(i0), Q.ld, KT + j0, ldt, T(0),
                        P, kBc);
             product<T>(path, false, rows, cols, n.HSv, T(1), G.row(i0), G.ld, VT + j0, ldt,
@@ -462,7 +462,7 @@ void sdpa_backward(HeadsView<T> dq, HeadsView<T> dk, HeadsView<T> dv, HeadsView<
                     bh * n.Tq + i0, n.Tk, drop);
           // dV_j += (z∘P)ᵀ·dO_i, dQ_i += scale·dS·K_j, dK_j += scale·dSᵀ·Q_i (first: overwrite)
           if constexpr (std::is_same_v<T, float>) {
-            if (amx) {
+            if (bf16) {
               tiles.grads(Pd, dP, kBc, i0, rows, j0, cols, scale, dv.row(b, h, j0), dv.st,
                           dk.row(b, h, j0), dk.st, dq.row(b, h, i0), dq.st, i0 > 0, j0 > 0);
               continue;
