@@ -21,9 +21,13 @@
 //
 // Which layout: the one the GEMM that linear() runs the weight on reads. In fp32, oneDNN's
 // blocked layout; under --precision bf16 on a CPU with AMX-BF16, our AMX tiles of pairs of k
-// (runtime/kernels/bf16.h, amx_bf16_pack) — the rounding to bf16 done once, too. The
-// precision is read when the weight is added: a table built under one precision and used
-// under the other has nothing linear() looks up there, and runs as eager code does.
+// (runtime/kernels/bf16.h, amx_bf16_pack); under bf16 on AVX512-BF16 without AMX (AMD Zen
+// 4/5, or --amx off), oneDNN's blocked layout in bf16 (onednn_bf16_pack) — the rounding to
+// bf16 done once, too, in both. Where bf16 is emulated (rounded copies into an fp32 GEMM at
+// every call) nothing is packed: an fp32 copy would change the arithmetic. The precision is
+// read when the weight is added, and the lookups return only a copy of the precision running
+// now: a table built under one precision and used under the other has nothing for linear(),
+// which runs as eager code does.
 // Read next: graph/passes/freeze_weights.h, runtime/cpu/onednn_gemm.h.
 #pragma once
 #include <memory>
@@ -33,28 +37,29 @@
 
 namespace mase {
 namespace cpu {
-struct OnednnF32Weights;
+struct OnednnWeights;
 struct AmxBf16Weights;
 }
 
 class FrozenWeights {
  public:
   // Packs `weight` (CPU f32, (out, in), rows contiguous) for the run's precision; false
-  // when it cannot be (another dtype, device or layout; in fp32, no oneDNN in this build):
-  // linear() then runs it as before.
+  // when it cannot be (another dtype, device or layout; no oneDNN in this build; bf16 with
+  // neither AMX nor oneDNN's bf16): linear() then runs it as before.
   bool add(const Tensor& weight);
-  // The packed copy of `weight` in fp32 (oneDNN) or in bf16 (AMX tiles), or null when the
-  // table does not hold it in that layout.
-  const cpu::OnednnF32Weights* find(const Tensor& weight) const;
+  // The packed copy of `weight` on oneDNN (fp32, or bf16) or in AMX tiles (bf16), or null when
+  // the table does not hold it in that layout for the precision running now.
+  const cpu::OnednnWeights* find(const Tensor& weight) const;
   const cpu::AmxBf16Weights* find_amx(const Tensor& weight) const;
   size_t size() const { return table_.size(); }
-  size_t amx_size() const;  // how many are in the AMX layout
-  size_t bytes() const;     // the packed copies
+  size_t amx_size() const;   // how many are in the AMX layout
+  size_t bf16_size() const;  // how many are in oneDNN's layout in bf16
+  size_t bytes() const;      // the packed copies
 
  private:
   struct Entry {
     Tensor weight;  // keeps the storage alive, so its address cannot be reused for another
-    std::shared_ptr<const cpu::OnednnF32Weights> packed;  // one of the two
+    std::shared_ptr<const cpu::OnednnWeights> packed;  // one of the two
     std::shared_ptr<const cpu::AmxBf16Weights> amx;
   };
   const Entry* entry(const Tensor& weight) const;

@@ -10,12 +10,16 @@ torch.no_grad() in eval mode, logits only. Per shape, three ways PyTorch users r
                         constants and Inductor prepacks them for its CPU GEMMs (oneDNN / MKL) —
                         what `mase-graph compile --freeze` does with graph/passes/freeze_weights.h
 Each line: the first call (compiling included) and the median of the steady calls, in ms.
+--bf16 runs every variant under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's side of
+`mase-graph compile --precision bf16 [--freeze]`.
 
     python3 bench/torch_infer.py --threads 2 --shapes bert-small:8:128 bert-base:1:128 --steps 15
+    python3 bench/torch_infer.py --threads 2 --shapes bert-small:1:128 --bf16
 
 Not a test and not part of the build: a comparison printed for docs/lab4.md.
 """
 import argparse
+import contextlib
 import time
 
 import torch
@@ -54,9 +58,11 @@ def main():
                     help="model:batch:seq")
     ap.add_argument("--steps", type=int, default=15, help="timed calls per figure")
     ap.add_argument("--no-compile", action="store_true", help="eager only (compiling takes minutes)")
+    ap.add_argument("--bf16", action="store_true", help="under torch.autocast(bfloat16)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
+    precision = "bf16 autocast" if args.bf16 else "fp32"
+    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, CPU, {precision}")
     for shape in args.shapes:
         name, b, t = shape.split(":")
         b, t = int(b), int(t)
@@ -69,7 +75,9 @@ def main():
             torch._inductor.config.freezing = freezing
             model = model_of(name)
             run = model if label == "eager" else torch.compile(model)
-            with torch.no_grad():
+            autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if args.bf16
+                        else contextlib.nullcontext())
+            with torch.no_grad(), autocast:
                 first, steady = timed(lambda: run(input_ids=ids, attention_mask=mask).logits, args.steps)
             print(f"{name} {b}x{t} eval  {label:17s} first call {first:9.1f} ms  steady {steady:8.2f} ms")
 

@@ -21,10 +21,14 @@ bool FrozenWeights::add(const Tensor& weight) {
     return it->second.weight.shape() == weight.shape() &&
            it->second.weight.strides() == weight.strides();
   Entry e{weight, nullptr, nullptr};
-  if (cpu_gemm_precision() == GemmPrecision::bf16 && cpu::amx_bf16_active())
-    e.amx = cpu::amx_bf16_pack(weight.data<float>(), weight.strides()[0], weight.size(0), weight.size(1));
-  else
-    e.packed = cpu::onednn_f32_pack(weight.data<float>(), weight.strides()[0], weight.size(0), weight.size(1));
+  const float* w = weight.data<float>();
+  const int64_t ld = weight.strides()[0], out = weight.size(0), in = weight.size(1);
+  if (cpu_gemm_precision() == GemmPrecision::fp32)
+    e.packed = cpu::onednn_f32_pack(w, ld, out, in);
+  else if (cpu::amx_bf16_active())
+    e.amx = cpu::amx_bf16_pack(w, ld, out, in);
+  else  // null where oneDNN does not run bf16 (emulated bf16 packs nothing)
+    e.packed = cpu::onednn_bf16_pack(w, ld, out, in);
   if (!e.packed && !e.amx) return false;
   table_.emplace(weight.raw_data(), std::move(e));
   return true;
@@ -38,14 +42,16 @@ const FrozenWeights::Entry* FrozenWeights::entry(const Tensor& weight) const {
   return &it->second;
 }
 
-const cpu::OnednnF32Weights* FrozenWeights::find(const Tensor& weight) const {
+const cpu::OnednnWeights* FrozenWeights::find(const Tensor& weight) const {
   const Entry* e = entry(weight);
-  return e ? e->packed.get() : nullptr;
+  if (!e || !e->packed) return nullptr;
+  const bool bf16 = cpu_gemm_precision() == GemmPrecision::bf16;
+  return cpu::onednn_packed_bf16(*e->packed) == bf16 ? e->packed.get() : nullptr;
 }
 
 const cpu::AmxBf16Weights* FrozenWeights::find_amx(const Tensor& weight) const {
   const Entry* e = entry(weight);
-  return e ? e->amx.get() : nullptr;
+  return e && cpu_gemm_precision() == GemmPrecision::bf16 ? e->amx.get() : nullptr;
 }
 
 size_t FrozenWeights::amx_size() const {
@@ -54,10 +60,16 @@ size_t FrozenWeights::amx_size() const {
   return n;
 }
 
+size_t FrozenWeights::bf16_size() const {
+  size_t n = 0;
+  for (const auto& [ptr, e] : table_) n += e.packed && cpu::onednn_packed_bf16(*e.packed);
+  return n;
+}
+
 size_t FrozenWeights::bytes() const {
   size_t n = 0;
   for (const auto& [ptr, e] : table_)
-    n += e.packed ? cpu::onednn_f32_bytes(*e.packed) : cpu::amx_bf16_bytes(*e.amx);
+    n += e.packed ? cpu::onednn_packed_bytes(*e.packed) : cpu::amx_bf16_bytes(*e.amx);
   return n;
 }
 

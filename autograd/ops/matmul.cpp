@@ -187,34 +187,28 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (bias.defined()) inputs.push_back(bias);
     return record("linear", inputs, y, nullptr);
   };
-  // Inference (no autograd, CPU fp32) on a packed weight: packed beforehand when the weight is
-  // frozen (autograd/frozen.h: oneDNN's blocked layout), or per call for our packed GEMM where
-  // it beats the libraries (packed_linear_wins). Nothing to differentiate.
-  if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && in > 0 &&
-      cpu_gemm_precision() == GemmPrecision::fp32) {
+  // Inference (no autograd, CPU f32) on a packed weight: packed beforehand when the weight is
+  // frozen (autograd/frozen.h: oneDNN's blocked layout, in fp32 or bf16, or AMX tiles under
+  // bf16; the table answers only for the precision running now), or, in fp32, per call for our
+  // packed GEMM where it beats the libraries (packed_linear_wins). Nothing to differentiate.
+  if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && in > 0) {
     const FrozenWeights* table = frozen_weights();
-    const cpu::OnednnF32Weights* frozen = table ? table->find(weight) : nullptr;
-    if (frozen || (!W.trans && cpu::sgemm_packed_enabled() && packed_linear_wins(rows, out, in))) {
+    const cpu::OnednnWeights* frozen = table ? table->find(weight) : nullptr;
+    const cpu::AmxBf16Weights* amx = table ? table->find_amx(weight) : nullptr;
+    const bool ours = cpu_gemm_precision() == GemmPrecision::fp32 && !W.trans &&
+                      cpu::sgemm_packed_enabled() && packed_linear_wins(rows, out, in);
+    if (frozen || amx || ours) {
       const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
       const float* bp = bias.defined() ? b.data<float>() : nullptr;
       if (frozen) {
-        cpu::onednn_f32_packed_linear(y.data<float>(), out, x2.data<float>(), in, rows, *frozen, bp);
+        cpu::onednn_packed_linear(y.data<float>(), out, x2.data<float>(), in, rows, *frozen, bp);
+      } else if (amx) {
+        cpu::amx_bf16_linear(y.data<float>(), out, x2.data<float>(), in, rows, *amx, bp);
       } else {
         const cpu::F32PackedB pw =
             cpu::sgemm_pack_b(W.t.data<float>(), W.ld, out, in, cpu::f32_isa_best());
         cpu::sgemm_packed(y.data<float>(), out, x2.data<float>(), in, rows, pw, bp);
       }
-      return inference();
-    }
-  }
-  // The same under --precision bf16, on AMX tiles packed once (FrozenWeights under bf16)
-  if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && in > 0 &&
-      cpu_gemm_precision() == GemmPrecision::bf16) {
-    const FrozenWeights* table = frozen_weights();
-    if (const cpu::AmxBf16Weights* amx = table ? table->find_amx(weight) : nullptr) {
-      const Tensor b = bias.defined() ? ops::packed(bias) : Tensor();
-      cpu::amx_bf16_linear(y.data<float>(), out, x2.data<float>(), in, rows, *amx,
-                           bias.defined() ? b.data<float>() : nullptr);
       return inference();
     }
   }

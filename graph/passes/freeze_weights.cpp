@@ -29,18 +29,25 @@ FreezeWeightsReport freeze_weights(const Graph& g, FrozenWeights& table) {
   }
   report.packed = static_cast<int64_t>(report.names.size());
   report.amx = static_cast<int64_t>(table.amx_size());
+  report.bf16 = static_cast<int64_t>(table.bf16_size());
   report.bytes = table.bytes();
   return report;
 }
 
 std::string FreezeWeightsReport::str() const {
+  // the layouts: "AMX bf16 tiles", or "12 in AMX bf16 tiles, 2 in oneDNN's blocked layout"
+  const int64_t f32 = packed - amx - bf16;
+  std::vector<std::pair<int64_t, std::string>> kinds;
+  for (auto [n, name] : {std::pair{amx, "AMX bf16 tiles"}, {bf16, "oneDNN's blocked layout in bf16"},
+                         {f32, "oneDNN's blocked layout"}})
+    if (n > 0) kinds.emplace_back(n, name);
+  std::string layout = kinds.empty() ? "nothing packed" : kinds[0].second;
+  if (kinds.size() > 1) {
+    layout.clear();
+    for (const auto& [n, name] : kinds) layout += cat(layout.empty() ? "" : ", ", n, " in ", name);
+  }
   std::string s = cat("freeze_weights: packed ", packed, " Linear weight", packed == 1 ? "" : "s",
-                      " (", megabytes(bytes), ", ",
-                      amx == 0         ? "oneDNN's blocked layout"
-                      : amx == packed ? "AMX bf16 tiles"
-                                       : cat(amx, " in AMX bf16 tiles, the rest in oneDNN's blocked layout"),
-                      "), ", skipped,
-                      " left as they are\n");
+                      " (", megabytes(bytes), ", ", layout, "), ", skipped, " left as they are\n");
   for (const auto& n : names) s += "  " + n + "\n";
   return s;
 }

@@ -24,7 +24,10 @@
 // --precision bf16 on a CPU with AMX-BF16 the table packs our AMX tiles instead (rounded to
 // bf16 once); a frozen Linear then equals eager bf16's bit for bit wherever eager bf16 also
 // runs it on AMX (from kAmxMinWork multiply-adds: the same tiles and kernel), and within bf16's
-// reassociation below that, where eager sums the same rounded operands elsewhere.
+// reassociation below that, where eager sums the same rounded operands elsewhere. Under bf16
+// without AMX (AVX512-BF16: AMD Zen 4/5) it packs oneDNN's layout in bf16, eager's rounded
+// operands summed in another order; where bf16 is emulated it packs nothing (all "left as
+// they are"): packing fp32 copies would run those Linears in fp32.
 // The price: a second copy of each weight (bert-small: 51 MB), kept with the plan.
 // Read next: autograd/frozen.h, graph/passes/memory_plan.h.
 #pragma once
@@ -40,6 +43,7 @@ namespace mase::graph {
 struct FreezeWeightsReport {
   int64_t packed = 0, skipped = 0;  // skipped: a weight the table could not take
   int64_t amx = 0;                  // of the packed, those in AMX bf16 tiles (--precision bf16)
+  int64_t bf16 = 0;                 // ... and those in oneDNN's layout in bf16 (bf16 without AMX)
   size_t bytes = 0;                 // the packed copies
   std::vector<std::string> names;   // the Linear nodes whose weight was packed
   // "freeze_weights: packed 26 Linear weights (51.38 MB, oneDNN's blocked layout), 0 left as they are"

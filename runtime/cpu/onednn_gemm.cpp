@@ -1,7 +1,8 @@
-// runtime/cpu/onednn_gemm.cpp — GEMMs through oneDNN's matmul primitive (see onednn_gemm.h):
-// fp32, bf16 operands on CPUs with bf16 units, and int8 weights of the integer Linear.
-// Compiled with MASE_HAS_DNNL when CMake found libdnnl; otherwise every entry says "not here"
-// and our own kernels and OpenBLAS run everything.
+// runtime/cpu/onednn_gemm.cpp — GEMMs through oneDNN's matmul primitive (see onednn_gemm.h) on
+// operands as they lie: fp32, and bf16 operands on CPUs with bf16 units; and what every oneDNN
+// call shares (onednn_detail.h). Weights reordered once are in onednn_packed.cpp. Compiled
+// with MASE_HAS_DNNL when CMake found libdnnl; otherwise every entry says "not here" and our
+// own kernels and OpenBLAS run everything.
 #include "runtime/cpu/onednn_gemm.h"
 
 #include <cstdlib>
@@ -10,25 +11,20 @@
 #ifdef MASE_HAS_DNNL
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <atomic>
-#include <map>
-#include <mutex>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
-#include <vector>
 
+#include "runtime/cpu/onednn_detail.h"
 #include "runtime/cpu_features.h"
 #include "runtime/kernels/bf16.h"
-#include "runtime/parallel.h"
 #endif
 
 namespace mase::cpu {
 
 #ifdef MASE_HAS_DNNL
+using namespace onednn_detail;
 namespace {
 
 bool turned_off() {
@@ -60,6 +56,7 @@ Cache& cache() {
   }();
   return *c;
 }
+}  // namespace
 
 // ---- one pool owns the cores ----
 // Two thread pools on the same cores fight: oneTBB's (every kernel of ours) and OpenMP's
@@ -73,6 +70,9 @@ Cache& cache() {
 // one OpenMP thread (the thread's own ICV: libgomp keeps one per thread). A row's sums run
 // along K inside one block; oneDNN may block K differently for another number of rows, so
 // another thread count can move the last bits (as with OpenBLAS), the same count never does.
+namespace onednn_detail {
+const dnnl::engine& engine() { return cache().engine; }
+
 void one_omp_thread() {
   // libgomp came in with libdnnl; found by name so that nothing here links OpenMP itself
   using SetFn = void (*)(int);
@@ -80,49 +80,22 @@ void one_omp_thread() {
   if (set) set(1);
 }
 
-constexpr int64_t kMinBlockRows = 16;  // fewer rows a thread: one block on the calling thread
-constexpr int64_t kMinBlockCols = 64;  // (or blocks of columns, where the matrix allows)
-
-// The blocks of M rows: `step` rows each, the last one shorter.
 int64_t block_rows(int64_t M) {
   const int64_t n = std::clamp<int64_t>(M / kMinBlockRows, 1, num_threads());
   const int64_t step = std::max<int64_t>((M + n - 1) / n, 1);
   return (step + 7) / 8 * 8;  // whole cache lines of C where ldc allows
 }
 
-// The size of the last of the blocks of `step` that cover `extent` (≥ 1)
-int64_t last_block(int64_t extent, int64_t step) { return extent - (extent - 1) / step * step; }
-
-// The blocks of N columns, for a matrix with too few rows: whole 64-column panels each.
-int64_t block_cols(int64_t N) {
-  const int64_t n = std::clamp<int64_t>(N / kMinBlockCols, 1, num_threads());
-  return ((N + n - 1) / n + kMinBlockCols - 1) / kMinBlockCols * kMinBlockCols;
-}
-
-// f(start, size) for each block of `step` rows (or columns) of M, in parallel; make primitives
-// first.
-template <class F>
-void for_blocks(int64_t M, int64_t step, F&& f) {
-  const int64_t n = (M + step - 1) / step;
-  if (n <= 1) {
-    one_omp_thread();
-    f(int64_t{0}, M);
-    return;
-  }
-  parallel_for(0, n, 1, [&](int64_t i0, int64_t i1) {
-    one_omp_thread();
-    for (int64_t i = i0; i < i1; ++i) f(i * step, std::min(step, M - i * step));
-  });
-}
-
 // A primitive's scratch memory (its packed copies of operand panels) belongs by default to the
 // primitive, so two blocks running one primitive at once would share it. Each thread brings
-// its own instead (scratchpad mode "user").
+// its own instead (scratchpad mode "user", thread_scratchpad below).
 dnnl::primitive_attr own_scratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }
+
+namespace {
 dnnl::memory thread_scratchpad(const dnnl::primitive& prim, const dnnl::engine& engine) {
   const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(prim.get_primitive_desc(),
                                                               dnnl_query_scratchpad_md, 0);
@@ -134,7 +107,6 @@ dnnl::memory thread_scratchpad(const dnnl::primitive& prim, const dnnl::engine& 
   return dnnl::memory(d, engine, reinterpret_cast<void*>((p + 63) / 64 * 64));
 }
 
-using dt = dnnl::memory::data_type;
 // A rows × cols matrix stored row-major with leading dimension ld, or transposed (stored
 // cols × rows): the strides say which, so no copy is ever made.
 dnnl::memory::desc matrix(int64_t rows, int64_t cols, bool trans, int64_t ld, dt type = dt::f32) {
@@ -170,7 +142,13 @@ std::optional<dnnl::matmul> primitive(const Key& key, const dnnl::memory::desc& 
   }
 }
 
-// Runs prim on this thread's stream, with this thread's scratchpad, and waits for it.
+// The blocks of N columns, for a matrix with too few rows: whole 64-column panels each.
+int64_t block_cols(int64_t N) {
+  const int64_t n = std::clamp<int64_t>(N / kMinBlockCols, 1, num_threads());
+  return ((N + n - 1) / n + kMinBlockCols - 1) / kMinBlockCols * kMinBlockCols;
+}
+}  // namespace
+
 void execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args) {
   Cache& c = cache();
   thread_local dnnl::stream stream(c.engine);
@@ -179,25 +157,11 @@ void execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> 
   stream.wait();
 }
 
-// A (1, N) f32 vector (a bias, or a post-op's operand) as oneDNN memory.
 dnnl::memory row_vector(const float* v, int64_t N) {
   return dnnl::memory({{1, N}, dt::f32, dnnl::memory::dims{N, 1}}, cache().engine,
                       const_cast<float*>(v));
 }
 
-void run(const dnnl::matmul& prim, const dnnl::memory::desc& ad, const void* A,
-         const dnnl::memory::desc& bd, const void* B, const dnnl::memory::desc& cd, float* C,
-         const float* bias = nullptr) {
-  const dnnl::engine& e = cache().engine;
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(ad, e, const_cast<void*>(A))},
-                                             {DNNL_ARG_WEIGHTS, dnnl::memory(bd, e, const_cast<void*>(B))},
-                                             {DNNL_ARG_DST, dnnl::memory(cd, e, C)}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, row_vector(bias, cd.dims()[1]));
-  execute(prim, std::move(args));
-}
-
-// One block of a matmul on a weight packed once (w): A's m rows (elements of a_type) and C's,
-// and a (1, N) f32 vector bound to vec_arg when given (the bias, or a post-op's operand).
 void run_packed(const dnnl::matmul& prim, dt a_type, const void* A, int64_t lda, int64_t m,
                 int64_t K, const dnnl::memory& w, float* C, int64_t ldc, int64_t N, int vec_arg,
                 const float* vec) {
@@ -209,8 +173,6 @@ void run_packed(const dnnl::matmul& prim, dt a_type, const void* A, int64_t lda,
   if (vec) args.emplace(vec_arg, row_vector(vec, N));
   execute(prim, std::move(args));
 }
-
-// rows × cols stored with leading dimension ld, rounded to bf16 into buf (leading dimension cols)
 const uint16_t* to_bf16(std::vector<uint16_t>& buf, const float* X, int64_t rows, int64_t cols,
                         int64_t ld) {
   buf.resize(size_t(rows * cols));
@@ -222,8 +184,6 @@ const uint16_t* to_bf16(std::vector<uint16_t>& buf, const float* X, int64_t rows
   return buf.data();
 }
 
-// A weight matrix as it lies (`plain`: Wᵀ (K, N) by strides over W (N, K)) copied once into
-// `layout`, the blocked layout a primitive made with format_tag::any chose for it.
 dnnl::memory reordered(const dnnl::memory::desc& plain, const void* data,
                        const dnnl::memory::desc& layout) {
   Cache& c = cache();
@@ -234,17 +194,18 @@ dnnl::memory reordered(const dnnl::memory::desc& plain, const void* data,
   return dst;
 }
 
-// A packed weight's primitive for this call's key (M, strides, ...), made by `make` (a
-// primitive_desc) on first use and kept with the weight.
-template <class Map, class Key, class Make>
-dnnl::matmul cached(std::mutex& mu, Map& prims, const Key& key, Make&& make) {
-  std::lock_guard lock(mu);
-  auto it = prims.find(key);
-  if (it == prims.end()) {
-    if (prims.size() > 64) prims.clear();  // many batch shapes: start over
-    it = prims.emplace(key, dnnl::matmul(make())).first;
-  }
-  return it->second;
+}  // namespace onednn_detail
+
+namespace {
+void run(const dnnl::matmul& prim, const dnnl::memory::desc& ad, const void* A,
+         const dnnl::memory::desc& bd, const void* B, const dnnl::memory::desc& cd, float* C,
+         const float* bias = nullptr) {
+  const dnnl::engine& e = cache().engine;
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(ad, e, const_cast<void*>(A))},
+                                             {DNNL_ARG_WEIGHTS, dnnl::memory(bd, e, const_cast<void*>(B))},
+                                             {DNNL_ARG_DST, dnnl::memory(cd, e, C)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, row_vector(bias, cd.dims()[1]));
+  execute(prim, std::move(args));
 }
 
 std::atomic<bool> g_bf16_forced{false};
@@ -340,149 +301,6 @@ bool onednn_bf16_active() {
 }
 void set_onednn_bf16_forced(bool on) { g_bf16_forced = on; }
 
-// ---- int8 ----
-
-struct OnednnInt8Weights {
-  int64_t N = 0, K = 0;
-  std::vector<float> b_scale;  // (N)
-  std::vector<float> zeros;    // (N): the bias when there is none (see onednn_int8_gemm)
-  dnnl::memory w;              // B in the layout of the kernel oneDNN chose
-  mutable std::mutex mu;
-  // per (M, lda, ldc, a_scale): the primitive, its scales baked in
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t, float>, dnnl::matmul> prims;
-};
-
-namespace {
-
-// the matmul (M, K) s8 × (K, N) s8 → (M, N) f32, output scales per column, the bias as a
-// binary add after them; weights in `wd` (format any: oneDNN chooses)
-dnnl::matmul::primitive_desc int8_pd(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc,
-                                     const dnnl::memory::desc& wd, const std::vector<float>& scales) {
-  dnnl::primitive_attr attr = own_scratchpad();
-  attr.set_output_scales(1 << 1, scales);
-  dnnl::post_ops po;
-  po.append_binary(dnnl::algorithm::binary_add,
-                   dnnl::memory::desc({1, N}, dt::f32, dnnl::memory::dims{N, 1}));
-  attr.set_post_ops(po);
-  const dnnl::memory::desc ad({M, K}, dt::s8, dnnl::memory::dims{lda, 1});
-  const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, wd, cd), attr, cache().engine);
-}
-
-}  // namespace
-
-bool onednn_int8_available() {
-  const CpuFeatures& f = cpu_features();
-  return onednn_enabled() && ((f.avx512() && f.avx512_vnni) || f.amx_int8);
-}
-
-std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64_t ldb,
-                                                          const float* b_scale, int64_t N,
-                                                          int64_t K) {
-  if (!onednn_int8_available() || N == 0 || K == 0) return nullptr;
-  one_omp_thread();
-  auto W = std::make_shared<OnednnInt8Weights>();
-  W->N = N;
-  W->K = K;
-  W->b_scale.assign(b_scale, b_scale + N);
-  W->zeros.assign(size_t(N), 0.0f);
-  try {
-    // the layout the kernel for a large batch wants; smaller M reuse it (tested)
-    const dnnl::memory::desc any({K, N}, dt::s8, dnnl::memory::format_tag::any);
-    const auto pd = int8_pd(4096, N, K, K, N, any, W->b_scale);
-    W->w = reordered({{K, N}, dt::s8, dnnl::memory::dims{1, ldb}}, B, pd.weights_desc());
-  } catch (const dnnl::error&) {
-    return nullptr;
-  }
-  return W;
-}
-
-void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
-                      const OnednnInt8Weights& W, float a_scale, const float* bias) {
-  const int64_t N = W.N, K = W.K;
-  if (M <= 0) return;
-  const int64_t step = block_rows(M), tail = last_block(M, step);
-  one_omp_thread();
-  auto make = [&](int64_t m) {
-    return cached(W.mu, W.prims, std::make_tuple(m, lda, ldc, a_scale), [&] {
-      std::vector<float> scales(static_cast<size_t>(N));
-      for (int64_t j = 0; j < N; ++j) scales[size_t(j)] = a_scale * W.b_scale[size_t(j)];
-      return int8_pd(m, N, K, lda, ldc, W.w.get_desc(), scales);
-    });
-  };
-  const dnnl::matmul full = make(std::min(step, M)), last = make(tail);
-  // a bias of zeros when there is none: x·0 = −0 for a negative sum, and the reference's
-  // fma(s, scale, +0) gives +0 — the add keeps the bits the same (and costs nothing: fused)
-  const float* b = bias ? bias : W.zeros.data();
-  for_blocks(M, step, [&](int64_t r0, int64_t m) {
-    run_packed(m == tail ? last : full, dt::s8, A + r0 * lda, lda, m, K, W.w, C + r0 * ldc, ldc, N,
-               DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, b);
-  });
-}
-
-size_t onednn_int8_bytes(const OnednnInt8Weights& W) {
-  return W.w.get_desc().get_size() + 4 * (W.b_scale.size() + W.zeros.size());
-}
-
-// ---- fp32 weights reordered once (frozen inference) ----
-
-struct OnednnF32Weights {
-  int64_t N = 0, K = 0;
-  dnnl::memory w;  // W in the layout of the kernel oneDNN chose
-  mutable std::mutex mu;
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t, bool>, dnnl::matmul> prims;
-};
-
-namespace {
-// (M, K) f32 × (K, N) f32 (+ bias (1, N)) → (M, N) f32; weights in `wd`
-dnnl::matmul::primitive_desc f32_pd(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc,
-                                    const dnnl::memory::desc& wd, bool bias) {
-  const dnnl::memory::desc ad({M, K}, dt::f32, dnnl::memory::dims{lda, 1});
-  const dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
-  const dnnl::memory::desc bd =
-      bias ? dnnl::memory::desc({1, N}, dt::f32, dnnl::memory::dims{N, 1}) : dnnl::memory::desc();
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, wd, bd, cd), own_scratchpad(),
-                                      cache().engine);
-}
-}  // namespace
-
-std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float* W, int64_t ldw, int64_t N,
-                                                        int64_t K) {
-  if (!onednn_enabled() || N == 0 || K == 0) return nullptr;
-  one_omp_thread();
-  auto P = std::make_shared<OnednnF32Weights>();
-  P->N = N;
-  P->K = K;
-  try {
-    // the layout the kernel for a large batch wants; other M reuse it (as for int8, tested)
-    const dnnl::memory::desc any({K, N}, dt::f32, dnnl::memory::format_tag::any);
-    const auto pd = f32_pd(4096, N, K, K, N, any, true);
-    P->w = reordered({{K, N}, dt::f32, dnnl::memory::dims{1, ldw}}, W, pd.weights_desc());
-  } catch (const dnnl::error&) {
-    return nullptr;
-  }
-  return P;
-}
-
-void onednn_f32_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
-                              const OnednnF32Weights& W, const float* bias) {
-  const int64_t N = W.N, K = W.K;
-  if (M <= 0) return;
-  const int64_t step = block_rows(M), tail = last_block(M, step);
-  one_omp_thread();
-  auto make = [&](int64_t m) {
-    return cached(W.mu, W.prims, std::make_tuple(m, lda, ldc, bias != nullptr),
-                  [&] { return f32_pd(m, N, K, lda, ldc, W.w.get_desc(), bias != nullptr); });
-  };
-  const dnnl::matmul full = make(std::min(step, M)), last = make(tail);
-  for_blocks(M, step, [&](int64_t r0, int64_t m) {
-    run_packed(m == tail ? last : full, dt::f32, A + r0 * lda, lda, m, K, W.w, C + r0 * ldc, ldc, N,
-               DNNL_ARG_BIAS, bias);
-  });
-}
-
-size_t onednn_f32_bytes(const OnednnF32Weights& W) { return W.w.get_desc().get_size(); }
-
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
@@ -510,22 +328,6 @@ bool onednn_bf16_gemm_bias(bool, int64_t, int64_t, int64_t, const float*, int64_
   return false;
 }
 bool onednn_bf16_active() { return false; }
-struct OnednnInt8Weights {};
-bool onednn_int8_available() { return false; }
-std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t*, int64_t, const float*,
-                                                          int64_t, int64_t) {
-  return nullptr;
-}
-void onednn_int8_gemm(float*, int64_t, const int8_t*, int64_t, int64_t, const OnednnInt8Weights&,
-                      float, const float*) {}
-size_t onednn_int8_bytes(const OnednnInt8Weights&) { return 0; }
-struct OnednnF32Weights {};
-std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float*, int64_t, int64_t, int64_t) {
-  return nullptr;
-}
-void onednn_f32_packed_linear(float*, int64_t, const float*, int64_t, int64_t,
-                              const OnednnF32Weights&, const float*) {}
-size_t onednn_f32_bytes(const OnednnF32Weights&) { return 0; }
 void set_onednn_bf16_forced(bool) {}
 std::string onednn_version() { return ""; }
 

@@ -79,7 +79,8 @@ std::shared_ptr<const OnednnInt8Weights> onednn_int8_pack(const int8_t* B, int64
 void onednn_int8_gemm(float* C, int64_t ldc, const int8_t* A, int64_t lda, int64_t M,
                       const OnednnInt8Weights& W, float a_scale, const float* bias);
 size_t onednn_int8_bytes(const OnednnInt8Weights& W);  // its copy of B and its scales
-// fp32 weights packed once (onednn_f32_pack, onednn_f32_packed_linear): runtime/kernels/matmul.h
+// fp32 or bf16 weights packed once (onednn_f32_pack, onednn_bf16_pack, onednn_packed_linear):
+// runtime/kernels/matmul.h. The int8 and packed entries live in runtime/cpu/onednn_packed.cpp.
 // Threads: every call above runs in blocks of rows on oneTBB's threads (mase::set_num_threads),
 // each block a primitive with one OpenMP thread, so that libgomp never starts a team of its own
 // (onednn_gemm.cpp, "one pool owns the cores", says why).

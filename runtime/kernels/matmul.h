@@ -80,23 +80,30 @@ void set_onednn_enabled(bool on);
 bool onednn_bf16_active();
 void set_onednn_bf16_forced(bool on);
 
-// fp32 weights reordered once, for inference on weights that no longer change ("frozen":
+// Weights reordered once, for inference on weights that no longer change ("frozen":
 // graph::compile's freeze_weights pass, graph/passes/freeze_weights.h). The plain-layout
 // matmul above reads W (N, K) as it lies, at every call; oneDNN's kernels want it in blocks
 // of their own (for AVX-512, panels of 64 output columns with K innermost in groups), and
 // rearranging it once saves that work at every call: most at a small batch, where it is a large
 // part of each GEMM (docs/lab4.md, "A promise eager cannot make: freezing the weights").
-// In runtime/cpu/onednn_gemm.cpp.
+// In runtime/cpu/onednn_packed.cpp.
 // The bias goes in as oneDNN's bias argument (added to the sums before the store). Not
 // bitwise eager's: oneDNN's blocked kernel sums K in another order than its plain one.
 // Each weight caches a primitive per (M, lda, ldc, bias or not).
-struct OnednnF32Weights;
-std::shared_ptr<const OnednnF32Weights> onednn_f32_pack(const float* W, int64_t ldw, int64_t N,
-                                                        int64_t K);  // null: oneDNN can't
-// C (M, N) = A (M, K)·Wᵀ (+ bias (N))
-void onednn_f32_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
-                              const OnednnF32Weights& W, const float* bias);
-size_t onednn_f32_bytes(const OnednnF32Weights& W);  // its copy of W
+// Under --precision bf16 where oneDNN runs bf16 (onednn_bf16_active(): AVX512-BF16 without
+// AMX, e.g. AMD Zen 4/5; with AMX, frozen weights go to our tiles instead, bf16.h), W is
+// rounded to bf16 once and packed as bf16 (half the bytes), and each call rounds A to bf16 —
+// the operands eager bf16 multiplies, summed in fp32 in another order.
+struct OnednnWeights;
+std::shared_ptr<const OnednnWeights> onednn_f32_pack(const float* W, int64_t ldw, int64_t N,
+                                                     int64_t K);  // null: oneDNN can't
+std::shared_ptr<const OnednnWeights> onednn_bf16_pack(const float* W, int64_t ldw, int64_t N,
+                                                      int64_t K);  // null: no oneDNN bf16 here
+// C (M, N) = A (M, K)·Wᵀ (+ bias (N)); A fp32 (rounded to bf16 first when W is bf16)
+void onednn_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda, int64_t M,
+                          const OnednnWeights& W, const float* bias);
+bool onednn_packed_bf16(const OnednnWeights& W);     // packed by onednn_bf16_pack
+size_t onednn_packed_bytes(const OnednnWeights& W);  // its copy of W
 
 }  // namespace mase::cpu
 

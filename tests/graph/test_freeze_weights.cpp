@@ -6,7 +6,9 @@
 // eval plan's 14 Linear weights and leaves training plans and unfrozen compiles untouched.
 // *Skipped* in a build without oneDNN (nothing can be packed there). Under --precision bf16 on
 // a CPU with AMX-BF16 the table holds our AMX tiles, and a frozen Linear gives eager bf16's
-// bits (*skipped* without AMX).
+// bits (*skipped* without AMX); without AMX it holds oneDNN's layout in bf16 (checked on every
+// CPU, oneDNN's bf16 forced), within bf16 reassociation of eager bf16; where bf16 is emulated
+// it packs nothing.
 #include "autograd/frozen.h"
 #include "compile_helpers.h"
 #include "graph/compile.h"
@@ -167,10 +169,31 @@ TEST_CASE("freeze_weights: a training plan is not frozen (its backward needs W a
   check_all_bitwise(got, want);
 }
 
-TEST_CASE("frozen weights: under --precision bf16 on AMX, packed tiles give eager bf16's bits") {
-  if (!cpu::amx_bf16_available()) return skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
-  // 300 × 192 × 256 multiply-adds: eager bf16 runs them on AMX too (≥ kAmxMinWork), packing W
-  // on every call; the frozen Linear packed it once, into the same tiles
+namespace {
+// --precision bf16 on oneDNN's bf16 matmul, not on AMX: what a CPU with AVX512-BF16 and no
+// AMX runs (AMD Zen 4/5); forced, so that every CPU with oneDNN checks it (oneDNN emulates
+// bf16 where the CPU has no bf16 unit: slower, the same rounded operands)
+struct OnednnBf16Scope {
+  OnednnBf16Scope() : amx(cpu::amx_bf16_active()) {
+    cpu::set_amx_bf16_enabled(false);
+    cpu::set_onednn_bf16_forced(true);
+    set_cpu_gemm_precision(GemmPrecision::bf16);
+  }
+  ~OnednnBf16Scope() {
+    set_cpu_gemm_precision(GemmPrecision::fp32);
+    cpu::set_onednn_bf16_forced(false);
+    cpu::set_amx_bf16_enabled(amx);
+  }
+  bool amx;
+};
+// A Linear (300 × 192 × 256 multiply-adds) frozen under the bf16 setting `Scope` makes: held in
+// AMX tiles (`amx`: eager bf16 runs it on AMX too, packing W at every call, so the same tiles
+// give eager's bits) or in oneDNN's layout in bf16 (eager's rounded operands, summed in another
+// order); half an fp32 copy's bytes; nothing for linear() under fp32; and under bf16 really
+// read: W changed behind the table's back (what the contract forbids) still gives the old W's
+// product, where eager sees the new one.
+template <class Scope>
+void check_frozen_bf16_linear(bool amx) {
   const Tensor x = random_tensor({300, 256}, 1, -1, 1, DType::f32);
   const Tensor w = random_tensor({192, 256}, 2, -1, 1, DType::f32);
   const Tensor b = random_tensor({192}, 3, -1, 1, DType::f32);
@@ -181,41 +204,51 @@ TEST_CASE("frozen weights: under --precision bf16 on AMX, packed tiles give eage
   }
   FrozenWeights table;
   {
-    Bf16Scope bf16;
+    Scope bf16;
     REQUIRE(table.add(w));
-    CHECK(table.find_amx(w) != nullptr);
-    CHECK(table.find(w) == nullptr);  // no fp32 copy: the layout follows the precision
-    CHECK(table.amx_size() == 1);
+    CHECK((table.find_amx(w) != nullptr) == amx);
+    CHECK((table.find(w) != nullptr) == !amx);  // the layout follows the precision and the CPU
+    CHECK(table.amx_size() == (amx ? 1 : 0));
+    CHECK(table.bf16_size() == (amx ? 0 : 1));
     CHECK(table.bytes() >= size_t(192 * 256) * 2);
     CHECK(table.bytes() < size_t(192 * 256) * 4);  // bf16: half an fp32 copy (and padding)
     NoGradGuard ng;
     for (const Tensor& bias : {b, Tensor()}) {
       const Tensor eager = linear(x, w, bias);
       FrozenScope scope(&table);
-      CHECK(bitwise_equal(linear(x, w, bias), eager));
+      if (amx) CHECK(bitwise_equal(linear(x, w, bias), eager));
+      else CHECK(max_abs_diff(linear(x, w, bias), eager) <= 1e-4);
       if (bias.defined()) CHECK(max_abs_diff(eager, fp32) > 1e-4);  // it is bf16, not fp32
     }
   }
-  // under fp32 the table has nothing for linear(): eager fp32's bits
   NoGradGuard ng;
   FrozenScope scope(&table);
+  CHECK(table.find(w) == nullptr);
+  CHECK(table.find_amx(w) == nullptr);
   CHECK(bitwise_equal(linear(x, w, b), fp32));
-  // and under bf16 linear() really reads the packed copy: W changed behind the table's back
-  // (what the contract forbids) still gives the old W's product, where eager sees the new one
-  Bf16Scope bf16;
+  Scope bf16;
   const Tensor before = linear(x, w, b);
   fill_(w, 0.0);
   CHECK(bitwise_equal(linear(x, w, b), before));
   FrozenScope none(nullptr);
   CHECK(max_abs_diff(linear(x, w, b), before) > 0.1);
 }
+}  // namespace
 
-TEST_CASE("freeze_weights: under --precision bf16 on AMX an eval plan runs its Linears on tiles") {
+TEST_CASE("frozen weights: under --precision bf16 on AMX, packed tiles give eager bf16's bits") {
   if (!cpu::amx_bf16_available()) return skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  check_frozen_bf16_linear<Bf16Scope>(/*amx=*/true);
+}
+
+namespace {
+// An eval plan of small_bert compiled with freeze under the bf16 setting in force: its 14
+// Linear weights packed, `count` of them in `layout`; the logits within bf16 reassociation of
+// eager bf16's (the same rounded operands, summed elsewhere: below kAmxMinWork eager runs
+// oneDNN or rounded copies) and not fp32's.
+void check_frozen_bf16_plan(const std::string& layout, size_t (FrozenWeights::*count)() const) {
   auto model = small_bert();
   model->eval();
   const data::Batch b = small_batch();
-  Bf16Scope bf16;
   CompileOptions options;
   options.freeze = true;
   Compiled frozen = compile_bert(model, options);
@@ -224,14 +257,45 @@ TEST_CASE("freeze_weights: under --precision bf16 on AMX an eval plan runs its L
   const CompiledGraph& cg = frozen.last();
   REQUIRE(cg.frozen != nullptr);
   CHECK(cg.frozen->size() == 14);
-  CHECK(cg.frozen->amx_size() == 14);
+  CHECK(((*cg.frozen).*count)() == 14);
   CHECK(cg.passes.back().report.find("packed 14 Linear weights") != std::string::npos);
-  CHECK(cg.passes.back().report.find("AMX bf16 tiles") != std::string::npos);
-  // eager bf16 sums these small products elsewhere (below kAmxMinWork: oneDNN or rounded
-  // copies), the same rounded operands in another order
+  CHECK(cg.passes.back().report.find(layout) != std::string::npos);
   nn::fuse_kernels(*model);
-  const Tensor eager = eager_outputs(*model, b, false).at("logits");
-  CHECK(max_abs_diff(got, eager) <= 1e-4);
+  CHECK(max_abs_diff(got, eager_outputs(*model, b, false).at("logits")) <= 1e-4);
   set_cpu_gemm_precision(GemmPrecision::fp32);
   CHECK(max_abs_diff(got, eager_outputs(*model, b, false).at("logits")) > 0);  // not fp32's
+  set_cpu_gemm_precision(GemmPrecision::bf16);
+}
+}  // namespace
+
+TEST_CASE("freeze_weights: under --precision bf16 on AMX an eval plan runs its Linears on tiles") {
+  if (!cpu::amx_bf16_available()) return skip("this CPU has no AMX-BF16 (or Linux did not grant it)");
+  Bf16Scope bf16;
+  check_frozen_bf16_plan("AMX bf16 tiles", &FrozenWeights::amx_size);
+}
+
+
+TEST_CASE("frozen weights: under --precision bf16 without AMX, oneDNN's layout in bf16") {
+  if (!can_freeze()) return;
+  check_frozen_bf16_linear<OnednnBf16Scope>(/*amx=*/false);
+}
+
+TEST_CASE("frozen weights: bf16 with neither AMX nor oneDNN's bf16 packs nothing") {
+  if (!can_freeze()) return;
+  const Tensor w = random_tensor({64, 32}, 2, -1, 1, DType::f32);
+  const bool amx = cpu::amx_bf16_active();
+  cpu::set_amx_bf16_enabled(false);
+  cpu::set_onednn_enabled(false);  // bf16 emulated: rounded copies into an fp32 GEMM per call
+  FrozenWeights table;
+  Bf16Scope bf16;
+  CHECK_FALSE(table.add(w));  // an fp32 copy would run the Linear in fp32
+  CHECK(table.size() == 0);
+  cpu::set_onednn_enabled(true);
+  cpu::set_amx_bf16_enabled(amx);
+}
+
+TEST_CASE("freeze_weights: under --precision bf16 without AMX an eval plan packs bf16 weights") {
+  if (!can_freeze()) return;
+  OnednnBf16Scope bf16;
+  check_frozen_bf16_plan("oneDNN's blocked layout in bf16", &FrozenWeights::bf16_size);
 }

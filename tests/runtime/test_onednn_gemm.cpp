@@ -291,7 +291,7 @@ TEST_CASE("oneDNN packed weights: batches of 0 to 301 rows, one block or several
     CAPTURE(M);
     const std::vector<float> A = random_floats(std::max<int64_t>(M, 1) * K, 23);
     std::vector<float> C(size_t(std::max<int64_t>(M, 1) * N), -7.0f);
-    cpu::onednn_f32_packed_linear(C.data(), N, A.data(), K, M, *packed, bias.data());
+    cpu::onednn_packed_linear(C.data(), N, A.data(), K, M, *packed, bias.data());
     if (M == 0) CHECK(C[0] == -7.0f);
     double worst = 0;
     for (int64_t i = 0; i < M; ++i)
@@ -302,6 +302,52 @@ TEST_CASE("oneDNN packed weights: batches of 0 to 301 rows, one block or several
       }
     CHECK(worst < 1e-4);
   }
+  cpu::set_onednn_enabled(was);
+}
+
+// The same weights rounded to bf16 once and packed as bf16 (frozen eval under --precision bf16
+// without AMX): each call rounds A; the sums are of the rounded operands (checked against
+// double on them), which are not fp32's (checked against double on the fp32 operands), and
+// the copy is smaller than an fp32 one. oneDNN's bf16 forced on, so any CPU checks the numbers.
+TEST_CASE("oneDNN packed bf16 weights: rounded once, A rounded per call, batches of 0 to 301 rows") {
+  if (cpu::onednn_version().empty()) return test::skip("this build has no oneDNN (libdnnl-dev)");
+  const bool was = cpu::onednn_enabled();
+  cpu::set_onednn_enabled(true);
+  cpu::set_onednn_bf16_forced(true);
+  const int64_t N = 129, K = 257, ldw = K + 3;  // W as rows of a wider matrix
+  const std::vector<float> W = random_floats(N * ldw, 31), bias = random_floats(N, 32);
+  const auto packed = cpu::onednn_bf16_pack(W.data(), ldw, N, K);
+  const auto f32 = cpu::onednn_f32_pack(W.data(), ldw, N, K);
+  REQUIRE(packed);
+  REQUIRE(f32);
+  CHECK(cpu::onednn_packed_bf16(*packed));
+  CHECK_FALSE(cpu::onednn_packed_bf16(*f32));
+  // smaller than the fp32 copy (half of it for BERT's sizes; here both are padded to blocks)
+  CHECK(cpu::onednn_packed_bytes(*packed) < cpu::onednn_packed_bytes(*f32));
+  const auto r = [](float x) { return double(cpu::bf16_round(x)); };
+  for (int64_t M : {0, 1, 17, 301}) {
+    CAPTURE(M);
+    const int64_t lda = K + 1;
+    const std::vector<float> A = random_floats(std::max<int64_t>(M, 1) * lda, 33);
+    std::vector<float> C(size_t(std::max<int64_t>(M, 1) * N), -7.0f);
+    cpu::onednn_packed_linear(C.data(), N, A.data(), lda, M, *packed, bias.data());
+    if (M == 0) CHECK(C[0] == -7.0f);
+    double worst = 0, from_f32 = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double ref = bias[size_t(j)], exact = ref;
+        for (int64_t k = 0; k < K; ++k) {
+          const float a = A[size_t(i * lda + k)], w = W[size_t(j * ldw + k)];
+          ref += r(a) * r(w);
+          exact += double(a) * w;
+        }
+        worst = std::max(worst, std::abs(C[size_t(i * N + j)] - ref));
+        from_f32 = std::max(from_f32, std::abs(C[size_t(i * N + j)] - exact));
+      }
+    CHECK(worst < 1e-4);
+    if (M > 0) CHECK(from_f32 > 1e-3);  // bf16 operands, really
+  }
+  cpu::set_onednn_bf16_forced(false);
   cpu::set_onednn_enabled(was);
 }
 
