@@ -15,8 +15,9 @@
 //    ops) are removed at the end (dead-code elimination), except, in training mode, those
 //    that draw random numbers: an unread dropout still moves the generator on, as eager's
 //    does (graph/passes/dce.h).
-// Values are followed by tensor identity (TensorImpl), so the trace keeps every tensor it saw
-// alive until it ends (no address is reused while tracing).
+// Values are followed by tensor identity (TensorImpl) without being kept alive: intermediates
+// are freed when the model lets go of them, as in eager, so a trace costs about one eager
+// forward (a tensor that died is told from a new one at its address by a weak reference).
 //
 // Like torch.fx's symbolic trace, this captures ONE path through the forward: the one the
 // example takes (with or without labels, with or without a mask). Unlike it, the trace is

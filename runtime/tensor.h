@@ -103,6 +103,9 @@ class Tensor {
   // Same TensorImpl (the same handle target), not equal values.
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   TensorImpl* impl() const { return impl_.get(); }
+  // A reference that does not keep the tensor alive, expired once every handle is gone (the
+  // tracer, graph/trace.cpp, follows values by impl() and must not keep them alive).
+  std::weak_ptr<const TensorImpl> weak() const { return impl_; }
 
   std::string str() const;  // "tensor((2, 2), f32, cpu)\n[[1, 2],\n [3, 4]]"
 

@@ -190,6 +190,29 @@ TEST_CASE("trace: parameters read outside leaves are get_attr and raw tensors ar
   CHECK(test::bitwise_equal(g.run({{"x", x}}).at("y"), (*m)(x)));
 }
 
+// The tracer follows values without keeping them alive: an intermediate is freed when the
+// forward lets go of it, as in eager (it kept all of them until 2026-12-01, and a trace then
+// held every intermediate of the forward at once: 1.6x an eager forward's time at bert-tiny's
+// B 64 x T 256, in fresh pages). A chain of 32 steps of 4 MB each holds about two at a time.
+TEST_CASE("trace: intermediates are freed as the forward goes, the chain still recorded") {
+  auto m = std::make_shared<test::Scaled>();  // any root; the forward below reads none of it
+  const Tensor x = test::random_tensor({1024, 1024}, 3, -1, 1, DType::f32);  // 4 MB
+  auto forward = [](const TensorMap& in) {
+    Tensor y = in.at("x");
+    for (int i = 0; i < 32; ++i) y = add(mul(y, 0.5), 1.0);  // each step's tensors die
+    return NamedTensors{{"y", y}};
+  };
+  const size_t before = allocator_stats().in_use_bytes;
+  reset_peak_stats();
+  Graph g = trace(m, {{"x", x}}, forward);
+  const size_t held = allocator_stats().peak_in_use_bytes - before;
+  CHECK(held <= size_t(4) * x.nbytes());  // 32 steps x 2 tensors if they were kept: 256 MB
+  int64_t calls = 0;
+  for (const Node* n : g.nodes()) calls += n->op == OpKind::call_function;
+  CHECK(calls == 64);  // every mul and add, each reading the one before
+  CHECK(test::bitwise_equal(g.run({{"x", x}}).at("y"), forward({{"x", x}})[0].second));
+}
+
 TEST_CASE("trace: bad input names and inputs are refused") {
   auto model = test::tiny_bert(1, 2000);
   const data::Batch b = test::tiny_batch(3, 2000);
