@@ -37,6 +37,8 @@ Batcher::Batcher(const TokenizedSplit& data, BatchOptions opt) : data_(data), op
              opt_.batch_size);
   MASE_CHECK(opt_.max_len >= 2, ConfigError,
              "[batch] expected max_len >= 2 (room for [CLS] and [SEP]), got ", opt_.max_len);
+  MASE_CHECK(opt_.pad_multiple >= 1, ConfigError, "[batch] expected pad_multiple >= 1, got ",
+             opt_.pad_multiple);
   MASE_CHECK(opt_.bucket_batches >= 0, ConfigError, "[batch] expected bucket_batches >= 0, got ",
              opt_.bucket_batches);
   set_epoch(0);
@@ -47,9 +49,11 @@ int64_t Batcher::length(int64_t i) const { return std::min(data_.length(i), opt_
 int64_t Batcher::width(int64_t b) const {
   MASE_CHECK(b >= 0 && b < num_batches(), ShapeError, "[batch] expected a batch index in [0, ",
              num_batches(), "), got ", b);
-  int64_t T = opt_.fixed_length ? opt_.max_len : 0;
+  if (opt_.fixed_length) return opt_.max_len;
+  int64_t T = 0;
   for (int64_t i : plan_[static_cast<size_t>(b)]) T = std::max(T, length(i));
-  return T;
+  const int64_t m = opt_.pad_multiple;
+  return std::min((T + m - 1) / m * m, opt_.max_len);
 }
 
 void Batcher::set_epoch(int64_t epoch) {

@@ -7,8 +7,10 @@
 //   labels          (B)     1 = pos, 0 = neg
 // Truncation keeps the start: a sequence longer than max_len keeps its first max_len - 1
 // ids and its last id ([SEP]), as HF's truncation does for a single text.
-// Padding is dynamic (T = the longest sequence of the batch, at most max_len) or fixed
-// (T = max_len always, for static shapes).
+// Padding is dynamic (T = the longest sequence of the batch, at most max_len), optionally
+// rounded up to a multiple of pad_multiple (HF's pad_to_multiple_of: fewer distinct shapes, for
+// a compiler that specialises on them: graph::compile, CUDA graphs), or fixed (T = max_len
+// always, for static shapes). The extra positions are padding like any other (mask 0).
 //
 // Order, a function of (seed, epoch) only:
 //   no shuffle:  0, 1, 2, … cut into batches;
@@ -46,6 +48,7 @@ struct BatchOptions {
   int64_t batch_size = 32;
   int64_t max_len = 256;
   bool fixed_length = false;  // pad to max_len instead of the batch's longest sequence
+  int64_t pad_multiple = 1;   // dynamic T rounded up to a multiple of this (at most max_len)
   bool shuffle = true;
   uint64_t seed = 0;
   int64_t bucket_batches = 0;  // > 0: length bucketing with windows of this many batches
@@ -66,7 +69,8 @@ class Batcher {
   const std::vector<std::vector<int64_t>>& plan() const { return plan_; }
   // Length of sequence i after truncation to max_len.
   int64_t length(int64_t i) const;
-  // T of batch b: max_len when fixed_length, else its longest (truncated) sequence.
+  // T of batch b: max_len when fixed_length, else its longest (truncated) sequence rounded up
+  // to a multiple of pad_multiple, at most max_len.
   int64_t width(int64_t b) const;
 
  private:

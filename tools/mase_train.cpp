@@ -54,7 +54,8 @@ const char* kFooter = R"(Examples:
       all-reduced with MPI (--dist nccl --device cuda: one GPU per process; docs/scaling.md)
   mase-train --model bert-tiny --train-subset 2000 --test-subset 1000 --max-steps 20 --compile
       train and evaluate through graph::compile (docs/lab4.md): one plan per batch shape and
-      mode, the same losses as without --compile up to fp32 rounding (narrow_cls)
+      mode, batches padded to multiples of 16 tokens (--pad-multiple); with --pad-multiple 1
+      the losses of the run without --compile up to fp32 rounding (narrow_cls)
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --eval-only --quant int8.toml
       post-training quantization (PTQ): quantize the trained model, evaluate it
   mase-train --init runs/bert-tiny-imdb-20250101-120000 --quant int8.toml --epochs 1
@@ -74,7 +75,7 @@ const std::vector<std::string> kResumeFlags = {"--resume", "--threads", "--devic
 // unused: nothing is trained or saved.
 const std::vector<std::string> kEvalOnlyFlags = {
     "--eval-only", "--init",  "--data",     "--data-dir",      "--cache-dir",    "--vocab",
-    "--test-subset", "--max-len", "--eval-batch-size", "--threads", "--device", "--precision",
+    "--test-subset", "--max-len", "--pad-multiple", "--eval-batch-size", "--threads", "--device", "--precision",
     "--deterministic", "--compile", "--quant", "--prune", "--compress", "--mxint8-weights",
     "--int8-kernels", "--seed"};
 
@@ -198,6 +199,10 @@ int main(int argc, char** argv) {
   app.add_option("--pooling", pooling, "cls or mean (default: cls from scratch, as HF; the model's with --init). mean is ours: HF transformers would pool [CLS] and predict differently");
   app.add_option("--bucketing", bucketing, "on|off: batch reviews of similar length")
       ->capture_default_str();
+  app.add_option("--pad-multiple", c.pad_multiple,
+                 "pad each batch to a multiple of N tokens (HF's pad_to_multiple_of): fewer "
+                 "shapes to compile (default 1, the longest review; 16 with --compile)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--seed", c.seed, "seed of weights, dropout and data order")
       ->capture_default_str()
       ->check(cli::seed_check());
@@ -341,6 +346,10 @@ int main(int argc, char** argv) {
     MASE_CHECK(bucketing == "on" || bucketing == "off", ConfigError,
                "expected --bucketing on or off, got '", bucketing, "'");
     c.bucketing = bucketing == "on";
+    // a compiled step is specialised to its batch's shape: each new length costs a trace, so
+    // --compile pads lengths to multiples of 16 (at most 16 shapes per mode at max_len 256;
+    // docs/lab4.md "mase-train --compile"); eager keeps exact lengths, and its numbers
+    if (compile && !given("--pad-multiple")) c.pad_multiple = 16;
     if (given("--epochs")) c.epochs = epochs;
     if (given("--lr")) c.lr = lr;
     if (given("--warmup")) c.warmup = warmup;

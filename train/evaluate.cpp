@@ -23,6 +23,7 @@ EvalResult evaluate(nn::BertForSequenceClassification& model, const data::Tokeni
   data::BatchOptions bo;
   bo.batch_size = opt.batch_size;
   bo.max_len = opt.max_len;
+  bo.pad_multiple = opt.pad_multiple;
   bo.pad_id = opt.pad_id;
   bo.shuffle = false;
   // one window over the whole split: every batch holds reviews of neighbouring lengths

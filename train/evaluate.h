@@ -38,6 +38,7 @@ using BatchHook = std::function<void(int64_t batch, const BatchScore& score)>;
 struct EvalOptions {
   int64_t batch_size = 64;
   int64_t max_len = 256;
+  int64_t pad_multiple = 1;  // each batch's length rounded up to a multiple of this (batch.h)
   int32_t pad_id = 0;
   Device device = Device::cpu();
   Forward forward;  // the model call (train/forward.h); empty: the eager model.forward

@@ -33,6 +33,11 @@ using nn::with_commas;  // 1234567 -> "1,234,567" (models/parameters.h)
 
 json read_json(const fs::path& p, const char* op) { return nn::parse_json_file(p.string(), op); }
 
+// ", padded to a multiple of 16" for the data and eval lines ("" for the default, 1)
+std::string padding(const TrainConfig& c) {
+  return c.pad_multiple > 1 ? cat(", padded to a multiple of ", c.pad_multiple) : "";
+}
+
 // The folder holding config.json + model.safetensors for `dir`: itself, or, for a run still
 // in progress, its latest checkpoint. Reads only: RunDir::open would tidy the checkpoints
 // folder, deleting the temporary folder of a save that the training process is writing.
@@ -200,9 +205,10 @@ void print_summary(const TrainConfig& c, const Data& d, const nn::BertForSequenc
     std::fprintf(out, "note      pooling %s is not HF's: transformers would load this model but pool "
                       "[CLS] and predict differently (--pooling cls for HF parity)\n",
                  mc.pooling.c_str());
-  std::fprintf(out, "data      %s: %s train / %s test reviews, max_len %lld, bucketing %s\n",
+  std::fprintf(out, "data      %s: %s train / %s test reviews, max_len %lld, bucketing %s%s\n",
                d.source.string().c_str(), with_commas(d.train.size()).c_str(),
-               with_commas(d.test.size()).c_str(), (long long)c.max_len, c.bucketing ? "on" : "off");
+               with_commas(d.test.size()).c_str(), (long long)c.max_len, c.bucketing ? "on" : "off",
+               padding(c).c_str());
   std::fprintf(out, "tokenizer %s, vocab %s (%s)\n", d.tokenizer->name().c_str(),
                with_commas(d.tokenizer->vocab_size()).c_str(), d.tokenizer_path.string().c_str());
   std::fprintf(out,
@@ -450,12 +456,13 @@ EvalResult eval_only(TrainConfig c, std::FILE* out, const ForwardFactory& forwar
   if (forward) eo.forward = forward(lm.model);
   eo.batch_size = c.eval_batch_size;
   eo.max_len = c.max_len;
+  eo.pad_multiple = c.pad_multiple;
   eo.pad_id = d.tokenizer->special().pad;
   eo.device = Device::parse(c.device);
   EvalResult e = evaluate(*lm.model, d.test, eo);
-  std::fprintf(out, "eval      %s: test_accuracy %.6f  test_loss %.9g  (%lld reviews, max_len %lld, %s)\n",
+  std::fprintf(out, "eval      %s: test_accuracy %.6f  test_loss %.9g  (%lld reviews, max_len %lld%s, %s)\n",
                lm.weights.string().c_str(), e.accuracy, unsigned_nan(e.loss), (long long)e.examples,
-               (long long)c.max_len, format_duration(e.seconds).c_str());
+               (long long)c.max_len, padding(c).c_str(), format_duration(e.seconds).c_str());
   std::fflush(out);
   return e;
 }

@@ -41,6 +41,7 @@ void for_each_field(C& c, F&& f) {
   f("train_subset", c.train_subset);
   f("test_subset", c.test_subset);
   f("bucketing", c.bucketing);
+  f("pad_multiple", c.pad_multiple);
   f("batch_size", c.batch_size);
   f("epochs", c.epochs);
   f("max_steps", c.max_steps);
@@ -162,6 +163,7 @@ void TrainConfig::validate() const {
              ConfigError, "[train] --layers, --heads, --hidden and --intermediate change a "
              "preset; a model from --init keeps the architecture of its config.json");
   at_least("max-len", static_cast<double>(max_len), 2);
+  at_least("pad-multiple", static_cast<double>(pad_multiple), 1);
   at_least("train-subset", static_cast<double>(train_subset), 0);
   at_least("test-subset", static_cast<double>(test_subset), 0);
   at_least("batch-size", static_cast<double>(batch_size), 1);

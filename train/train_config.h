@@ -43,6 +43,9 @@ struct TrainConfig {
   int64_t train_subset = 0;    // > 0: a label-balanced seeded subset of this many reviews
   int64_t test_subset = 0;     // > 0: the same for the test split (the same subset each time)
   bool bucketing = true;       // batch reviews of similar lengths (data/batch.h)
+  // each batch padded to a multiple of this many tokens (data/batch.h: fewer distinct shapes
+  // for graph::compile and CUDA graphs; mase-train sets 16 with --compile unless told)
+  int64_t pad_multiple = 1;
 
   // ---- optimisation ---------------------------------------------------------------------
   int64_t batch_size = 32;

@@ -56,6 +56,7 @@ data::BatchOptions train_batches(const TrainConfig& c, int32_t pad_id) {
   bo.shuffle = true;
   bo.seed = c.seed;
   bo.bucket_batches = c.bucketing ? 100 : 0;  // windows of 100 batches (data/batch.h)
+  bo.pad_multiple = c.pad_multiple;
   bo.pad_id = pad_id;
   return bo;
 }
@@ -168,6 +169,7 @@ EvalResult Trainer::run_evaluation() {
   EvalOptions eo;
   eo.batch_size = config_.eval_batch_size;
   eo.max_len = config_.max_len;
+  eo.pad_multiple = config_.pad_multiple;
   eo.pad_id = pad_id_;
   eo.device = device_;
   eo.forward = forward_;

@@ -103,6 +103,46 @@ TEST_CASE("batch: fixed length pad id and drop_last") {
   CHECK(x.real_tokens == 8);
 }
 
+// HF's pad_to_multiple_of: each batch's length rounded up to a multiple (for a compiler that
+// specialises on shapes), at most max_len; the extra positions are padding like any other.
+TEST_CASE("batch: pad_multiple rounds each length up, at most max_len, by hand") {
+  TokenizedSplit data = five();  // lengths 5, 3, 8, 2, 6
+  BatchOptions o = in_order(2, 7);
+  o.pad_multiple = 4;
+  Batcher b(data, o);
+  CHECK(b.width(0) == 8 - 1);  // longest 5 -> 8, capped at max_len 7
+  CHECK(b.width(1) == 7);      // 8 truncated to 7 -> 8 -> 7
+  CHECK(b.width(2) == 7);      // 6 -> 8 -> 7
+  o.max_len = 16;
+  Batcher c(data, o);
+  CHECK(c.width(0) == 8);  // 5 -> 8
+  CHECK(c.width(1) == 8);  // 8 stays 8
+  CHECK(c.width(2) == 8);  // 6 -> 8
+  Batch x = c.batch(0);
+  CHECK(x.input_ids.shape() == Shape{2, 8});
+  CHECK(x.input_ids.to_vector<int32_t>() == Ids{2, 10, 11, 12, 3, 0, 0, 0, /**/ 2, 20, 3, 0, 0, 0, 0, 0});
+  CHECK(x.attention_mask.to_vector<int32_t>() == Ids{1, 1, 1, 1, 1, 0, 0, 0, /**/ 1, 1, 1, 0, 0, 0, 0, 0});
+  CHECK(x.real_tokens == 8);
+  // over many lengths: every width a multiple of 16 (or max_len), never below the longest
+  TokenizedSplit many = random_lengths(300);
+  BatchOptions m = in_order(8, 250);
+  m.pad_multiple = 16;
+  Batcher d(many, m);
+  std::set<int64_t> widths;
+  for (int64_t i = 0; i < d.num_batches(); ++i) {
+    int64_t longest = 0;
+    for (int64_t j : d.plan()[size_t(i)]) longest = std::max(longest, d.length(j));
+    const int64_t w = d.width(i);
+    CHECK((w % 16 == 0 || w == 250));
+    CHECK(w >= longest);
+    CHECK(w < longest + 16);
+    widths.insert(w);
+  }
+  CHECK(widths.size() <= 16);  // ceil(250 / 16) lengths at most
+  m.pad_multiple = 0;
+  CHECK(test::error_message([&] { Batcher(many, m); }) == "[batch] expected pad_multiple >= 1, got 0");
+}
+
 TEST_CASE("batch: permutations are seeded uniform and platform independent") {
   std::vector<int64_t> p = permutation(100, 42);
   std::vector<int64_t> sorted = p;

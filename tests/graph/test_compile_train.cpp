@@ -100,6 +100,45 @@ TEST_CASE("mase-train --compile: bert-tiny takes the eager run's losses bit for 
   CHECK(q_eager.loss != ev_eager.loss);  // quantized
 }
 
+// --pad-multiple (mase-train sets 16 with --compile): lengths rounded up to multiples of 16,
+// so the fixture's lengths (up to max_len 32) make at most 2 shapes a mode, and a plan is
+// replayed far more often than compiled; eager with the same padding takes the same losses bit
+// for bit. Padding itself moves an evaluation only by rounding (masked positions add zeros);
+// in training it also moves the dropout masks, drawn per (row, position): another trajectory.
+TEST_CASE("mase-train --compile with --pad-multiple 16: 2 shapes a mode, eager's padded losses") {
+  TrainFixture fx;
+  std::vector<std::shared_ptr<graph::Compiled>> compiled;
+  const graph::CompileOptions bitwise{{"narrow_cls"}};
+  TrainConfig e16 = tiny_run(fx, "eager16"), c16 = tiny_run(fx, "compiled16");
+  e16.pad_multiple = c16.pad_multiple = 16;
+  const TrainResult exact = train_new(tiny_run(fx, "eager"), fx.null);
+  const TrainResult eager = train_new(e16, fx.null);
+  const TrainResult comp = train_new(c16, fx.null, {}, nullptr, compiling(compiled, bitwise));
+  REQUIRE(comp.status == TrainStatus::completed);
+  REQUIRE(comp.losses.size() == 6);
+  REQUIRE(eager.losses.size() == 6);
+  for (size_t i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(std::memcmp(&eager.losses[i], &comp.losses[i], sizeof(double)) == 0);
+  }
+  CHECK(std::memcmp(&eager.eval.loss, &comp.eval.loss, sizeof(double)) == 0);
+  CHECK(eager.losses[0] != exact.losses[0]);  // the dropout masks moved with the positions
+  REQUIRE(compiled.size() == 1);
+  CHECK(compiled[0]->compiles() <= 4);  // lengths 16 and 32, train and eval
+  CHECK(compiled[0]->replays() > compiled[0]->compiles());
+  // one model evaluated with exact and with padded lengths: the same within rounding
+  TrainConfig ev = fx.config("unused");
+  ev.init = fx.run("eager16").string();
+  ev.vocab = "";
+  ev.max_len = 0;
+  const EvalResult at_exact = eval_only(ev, fx.null);
+  ev.pad_multiple = 16;
+  const EvalResult padded = eval_only(ev, fx.null);
+  CHECK(padded.loss == doctest::Approx(at_exact.loss).epsilon(1e-6));
+  CHECK(padded.accuracy == at_exact.accuracy);
+  CHECK(padded.tokens == at_exact.tokens);  // real tokens: padding is not counted
+}
+
 TEST_CASE("mase-train --compile: with narrow_cls the losses stay eager's within fp32 rounding") {
   TrainFixture fx;
   std::vector<std::shared_ptr<graph::Compiled>> compiled;

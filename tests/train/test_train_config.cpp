@@ -23,6 +23,7 @@ TEST_CASE("train config: JSON round trip keeps every field") {
   c.max_len = 128;
   c.train_subset = 1000;
   c.bucketing = false;
+  c.pad_multiple = 16;
   c.lr = 3e-4;
   c.warmup = 100;
   c.schedule = "cosine";
@@ -40,6 +41,11 @@ TEST_CASE("train config: JSON round trip keeps every field") {
   CHECK(d.lr == 3e-4);
   CHECK(d.pooling == "cls");
   CHECK_FALSE(d.bucketing);
+  CHECK(d.pad_multiple == 16);
+  // a run folder written before pad_multiple existed reads as exact lengths (1)
+  nlohmann::json old = TrainConfig{}.to_json();
+  old.erase("pad_multiple");
+  CHECK(TrainConfig::from_json(old, "test").pad_multiple == 1);
   // unset optionals are null and come back unset
   TrainConfig e = TrainConfig::from_json(TrainConfig{}.to_json(), "test");
   CHECK_FALSE(e.lr.has_value());
@@ -63,6 +69,8 @@ TEST_CASE("train config: bad values and keys are ConfigErrors naming the flag") 
   CHECK(bad([](TrainConfig& c) { c.model = "bert-nano"; }).find("bert-tiny") != std::string::npos);
   CHECK(bad([](TrainConfig& c) { c.dropout = 1.0; }).find("--dropout") != std::string::npos);
   CHECK(bad([](TrainConfig& c) { c.num_heads = -2; }) == "[train] expected --heads >= 0, got -2");
+  CHECK(bad([](TrainConfig& c) { c.pad_multiple = 0; }) ==
+        "[train] expected --pad-multiple >= 1, got 0");
   CHECK(bad([](TrainConfig& c) {
           c.init = "runs/x";
           c.num_layers = 2;
