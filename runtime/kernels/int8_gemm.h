@@ -41,7 +41,7 @@
 //                scaled mode only. MXINT8's blocks of 32 (scales inside K) are beyond oneDNN
 //                2.6's int8 matmul, and N or K under 64 gain nothing: packing those for onednn
 //                packs them for our own best kernel instead.
-//                runtime/cpu/onednn_gemm.cpp
+//                runtime/cpu/onednn_packed.cpp
 //   reference    three nested loops, the test oracle.
 // Both SIMD instructions multiply an *unsigned* byte by a signed one, and our codes are signed
 // on both sides; the two kernels solve that differently (the u8 offset trick for VNNI, the sign
