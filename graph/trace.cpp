@@ -68,8 +68,8 @@ class Tracer : public OpObserver, public nn::ModuleObserver {
   std::unordered_map<const TensorImpl*, std::string> param_path_;
   // Values are followed by TensorImpl address, but not kept alive: an intermediate is freed
   // when the model lets go of it, as in eager, so the trace reuses memory as eager does (it
-  // kept every one until 2026-12-01: a trace then cost 1.6x an eager forward, fresh pages for
-  // every tensor). A value that died cannot be read again; a new tensor at its address is
+  // kept every one until 2026-12-01: a trace then cost about 1.5x an eager forward, fresh pages
+  // for every tensor). A value that died cannot be read again; a new tensor at its address is
   // told from it by the weak reference, expired (with make_shared, the address is not even
   // reused while the weak reference holds the block).
   struct Bound {

@@ -75,9 +75,9 @@ const std::vector<std::string> kResumeFlags = {"--resume", "--threads", "--devic
 // unused: nothing is trained or saved.
 const std::vector<std::string> kEvalOnlyFlags = {
     "--eval-only", "--init",  "--data",     "--data-dir",      "--cache-dir",    "--vocab",
-    "--test-subset", "--max-len", "--pad-multiple", "--eval-batch-size", "--threads", "--device", "--precision",
-    "--deterministic", "--compile", "--quant", "--prune", "--compress", "--mxint8-weights",
-    "--int8-kernels", "--seed"};
+    "--test-subset", "--max-len", "--pad-multiple", "--eval-batch-size", "--threads", "--device",
+    "--precision", "--deterministic", "--compile", "--quant", "--prune", "--compress",
+    "--mxint8-weights", "--int8-kernels", "--seed"};
 
 // One line per text: label and probability, then (--logits) every logit with %.9g, enough
 // digits to tell f32 values apart: what to compare with HF transformers' logits.

@@ -460,7 +460,8 @@ EvalResult eval_only(TrainConfig c, std::FILE* out, const ForwardFactory& forwar
   eo.pad_id = d.tokenizer->special().pad;
   eo.device = Device::parse(c.device);
   EvalResult e = evaluate(*lm.model, d.test, eo);
-  std::fprintf(out, "eval      %s: test_accuracy %.6f  test_loss %.9g  (%lld reviews, max_len %lld%s, %s)\n",
+  std::fprintf(out,
+               "eval      %s: test_accuracy %.6f  test_loss %.9g  (%lld reviews, max_len %lld%s, %s)\n",
                lm.weights.string().c_str(), e.accuracy, unsigned_nan(e.loss), (long long)e.examples,
                (long long)c.max_len, padding(c).c_str(), format_duration(e.seconds).c_str());
   std::fflush(out);

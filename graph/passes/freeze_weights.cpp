@@ -38,7 +38,8 @@ std::string FreezeWeightsReport::str() const {
   // the layouts: "AMX bf16 tiles", or "12 in AMX bf16 tiles, 2 in oneDNN's blocked layout"
   const int64_t f32 = packed - amx - bf16;
   std::vector<std::pair<int64_t, std::string>> kinds;
-  for (auto [n, name] : {std::pair{amx, "AMX bf16 tiles"}, {bf16, "oneDNN's blocked layout in bf16"},
+  for (auto [n, name] : {std::pair{amx, "AMX bf16 tiles"},
+                         {bf16, "oneDNN's blocked layout in bf16"},
                          {f32, "oneDNN's blocked layout"}})
     if (n > 0) kinds.emplace_back(n, name);
   std::string layout = kinds.empty() ? "nothing packed" : kinds[0].second;

@@ -172,16 +172,18 @@ void onednn_packed_linear(float* C, int64_t ldc, const float* A, int64_t lda, in
   const int64_t ld = W.bf16 ? K : lda;
   const dt type = W.bf16 ? dt::bf16 : dt::f32;
   const size_t esize = W.bf16 ? 2 : 4;
+  const bool has_bias = bias != nullptr;
   const int64_t step = block_rows(M), tail = last_block(M, step);
   one_omp_thread();
   auto make = [&](int64_t m) {
-    return cached(W.mu, W.prims, std::make_tuple(m, ld, ldc, bias != nullptr),
-                  [&] { return packed_pd(type, m, N, K, ld, ldc, W.w.get_desc(), bias != nullptr); });
+    return cached(W.mu, W.prims, std::make_tuple(m, ld, ldc, has_bias),
+                  [&] { return packed_pd(type, m, N, K, ld, ldc, W.w.get_desc(), has_bias); });
   };
   const dnnl::matmul full = make(std::min(step, M)), last = make(tail);
+  const char* rows = static_cast<const char*>(a);
   for_blocks(M, step, [&](int64_t r0, int64_t m) {
-    run_packed(m == tail ? last : full, type, static_cast<const char*>(a) + size_t(r0 * ld) * esize,
-               ld, m, K, W.w, C + r0 * ldc, ldc, N, DNNL_ARG_BIAS, bias);
+    run_packed(m == tail ? last : full, type, rows + size_t(r0 * ld) * esize, ld, m, K, W.w,
+               C + r0 * ldc, ldc, N, DNNL_ARG_BIAS, bias);
   });
 }
 

@@ -120,8 +120,10 @@ TEST_CASE("batch: pad_multiple rounds each length up, at most max_len, by hand")
   CHECK(c.width(2) == 8);  // 6 -> 8
   Batch x = c.batch(0);
   CHECK(x.input_ids.shape() == Shape{2, 8});
-  CHECK(x.input_ids.to_vector<int32_t>() == Ids{2, 10, 11, 12, 3, 0, 0, 0, /**/ 2, 20, 3, 0, 0, 0, 0, 0});
-  CHECK(x.attention_mask.to_vector<int32_t>() == Ids{1, 1, 1, 1, 1, 0, 0, 0, /**/ 1, 1, 1, 0, 0, 0, 0, 0});
+  CHECK(x.input_ids.to_vector<int32_t>() ==
+        Ids{2, 10, 11, 12, 3, 0, 0, 0, /**/ 2, 20, 3, 0, 0, 0, 0, 0});
+  CHECK(x.attention_mask.to_vector<int32_t>() ==
+        Ids{1, 1, 1, 1, 1, 0, 0, 0, /**/ 1, 1, 1, 0, 0, 0, 0, 0});
   CHECK(x.real_tokens == 8);
   // over many lengths: every width a multiple of 16 (or max_len), never below the longest
   TokenizedSplit many = random_lengths(300);
@@ -140,7 +142,8 @@ TEST_CASE("batch: pad_multiple rounds each length up, at most max_len, by hand")
   }
   CHECK(widths.size() <= 16);  // ceil(250 / 16) lengths at most
   m.pad_multiple = 0;
-  CHECK(test::error_message([&] { Batcher(many, m); }) == "[batch] expected pad_multiple >= 1, got 0");
+  CHECK(test::error_message([&] { Batcher(many, m); }) ==
+        "[batch] expected pad_multiple >= 1, got 0");
 }
 
 TEST_CASE("batch: permutations are seeded uniform and platform independent") {
