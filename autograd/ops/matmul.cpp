@@ -194,7 +194,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (!grad_enabled() && x.is_cpu() && x.dtype() == DType::f32 && in > 0) {
     const FrozenWeights* table = frozen_weights();
     const cpu::OnednnWeights* frozen = table ? table->find(weight) : nullptr;
-    const cpu::AmxBf16Weights* amx = table ? table->find_amx(weight) : nullptr;
+    const cpu::AmxBf16Weights* amx = table && !frozen ? table->find_amx(weight) : nullptr;
     const bool ours = cpu_gemm_precision() == GemmPrecision::fp32 && !W.trans &&
                       cpu::sgemm_packed_enabled() && packed_linear_wins(rows, out, in);
     if (frozen || amx || ours) {

@@ -35,6 +35,16 @@ TrainConfig tiny_run(const TrainFixture& fx, const std::string& name) {
   return c;
 }
 
+// The two runs logged six losses each, equal bit for bit.
+void check_six_losses_bitwise(const TrainResult& a, const TrainResult& b) {
+  REQUIRE(a.losses.size() == 6);
+  REQUIRE(b.losses.size() == 6);
+  for (size_t i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("mase-train --compile: bert-tiny takes the eager run's losses bit for bit") {
@@ -47,12 +57,7 @@ TEST_CASE("mase-train --compile: bert-tiny takes the eager run's losses bit for 
       train_new(tiny_run(fx, "compiled"), fx.null, {}, nullptr, compiling(compiled, bitwise));
   REQUIRE(eager.status == TrainStatus::completed);
   REQUIRE(comp.status == TrainStatus::completed);
-  REQUIRE(eager.losses.size() == 6);
-  REQUIRE(comp.losses.size() == 6);
-  for (size_t i = 0; i < 6; ++i) {
-    CAPTURE(i);
-    CHECK(std::memcmp(&eager.losses[i], &comp.losses[i], sizeof(double)) == 0);
-  }
+  check_six_losses_bitwise(eager, comp);
   CHECK(eager.losses.front() != eager.losses.back());  // it trained: the steps differ
   CHECK(std::memcmp(&eager.eval.loss, &comp.eval.loss, sizeof(double)) == 0);
   CHECK(eager.eval.accuracy == comp.eval.accuracy);
@@ -115,12 +120,7 @@ TEST_CASE("mase-train --compile with --pad-multiple 16: 2 shapes a mode, eager's
   const TrainResult eager = train_new(e16, fx.null);
   const TrainResult comp = train_new(c16, fx.null, {}, nullptr, compiling(compiled, bitwise));
   REQUIRE(comp.status == TrainStatus::completed);
-  REQUIRE(comp.losses.size() == 6);
-  REQUIRE(eager.losses.size() == 6);
-  for (size_t i = 0; i < 6; ++i) {
-    CAPTURE(i);
-    CHECK(std::memcmp(&eager.losses[i], &comp.losses[i], sizeof(double)) == 0);
-  }
+  check_six_losses_bitwise(eager, comp);
   CHECK(std::memcmp(&eager.eval.loss, &comp.eval.loss, sizeof(double)) == 0);
   CHECK(eager.losses[0] != exact.losses[0]);  // the dropout masks moved with the positions
   REQUIRE(compiled.size() == 1);
