@@ -21,6 +21,7 @@
 #include "search/objectives.h"
 #include "search/pruner.h"
 #include "search/sampler.h"
+#include "search/worker_usage.h"
 #include "search/workers.h"
 #include "train/session.h"
 #include "train/trainer.h"
@@ -105,6 +106,8 @@ LabResult finish(std::vector<Study>& studies, const std::vector<LabStudy>& specs
   MASE_CHECK(workers.wait() == 0 || train::stop_requested(), Error,
              "[search] a worker process failed (its error is above); the trials it finished "
              "are kept: continue with --resume");
+  if (o.workers > 1)  // where the workers' time went: trials, their start, the wait at the end
+    std::fprintf(o.out, "workers   %s\n", describe_run(studies, workers).c_str());
   for (size_t i = 0; i < studies.size(); ++i) {
     // a study this process did not reach may hold its copies' trials (Ctrl-C stops each
     // process in the study it is in, and a copy may be a study ahead): its CSV too

@@ -2,6 +2,7 @@
 // times and attribute values. Read search/optuna_format.h first.
 #include "search/optuna_format.h"
 
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -186,6 +187,26 @@ std::string iso_time(const std::string& stored) {
   std::string s = stored.substr(0, 19);
   s[10] = 'T';
   return s + "Z";
+}
+
+double epoch_seconds(const std::string& stored) {
+  std::tm tm{};
+  char sep = 0;
+  int consumed = 0;
+  if (std::sscanf(stored.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+                  &tm.tm_mday, &sep, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 7 ||
+      (sep != ' ' && sep != 'T'))
+    return NAN;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  double fraction = 0, scale = 0.1;  // ".632759": the digits after the point, as many as kept
+  size_t i = static_cast<size_t>(consumed);
+  if (i < stored.size() && stored[i] == '.')
+    for (++i; i < stored.size() && std::isdigit(static_cast<unsigned char>(stored[i])); ++i) {
+      fraction += (stored[i] - '0') * scale;
+      scale /= 10;
+    }
+  return static_cast<double>(timegm(&tm)) + fraction;
 }
 
 std::string attr_json(const std::string& text) { return json(text).dump(); }

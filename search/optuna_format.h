@@ -43,6 +43,9 @@ TrialState state_from_name(const std::string& s);
 
 std::string time_now();                          // "2026-11-25 03:21:53.632759", UTC
 std::string iso_time(const std::string& stored);  // -> "2026-11-25T03:21:53Z"; "" stays ""
+// A stored time as seconds since 1970-01-01 UTC, to the microsecond the column keeps
+// ("2026-11-25 03:21:53.632759" or "2026-11-25T03:21:53Z"); NaN for "" or any other text.
+double epoch_seconds(const std::string& stored);
 
 std::string attr_json(const std::string& text);       // "a" -> "\"a\""
 std::string attr_text(const std::string& value_json);  // "\"a\"" -> "a"; "1234" -> "1234"

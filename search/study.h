@@ -15,6 +15,7 @@
 // host that ran it. The study keeps its sampler, seed and space as system attributes
 // (mase:sampler, ...).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -41,6 +42,9 @@ struct TrialRecord {
   // trial system attributes "completed_rung_<rung>" (Study::record_rung).
   std::map<int, double> rungs;
   std::string started_at, ended_at;  // ISO 8601 UTC; ended_at empty while running
+  // The same two times in seconds since 1970, to the microsecond the storage keeps (NaN when
+  // unknown; end_s while running): what a trial's duration is measured from (worker_usage).
+  double start_s = NAN, end_s = NAN;
   int64_t pid = 0;
   std::string host;
   // Retries (Study::interrupted, Study::resume; search/trial_queue.h): a failed trial that was

@@ -115,6 +115,8 @@ std::vector<TrialRecord> load_trials(Database& db, int64_t study_id, const Space
                                         : (rows.is_null(3) ? 0.0 : rows.real(3));
     r.started_at = optuna::iso_time(rows.text(5));
     r.ended_at = optuna::iso_time(rows.text(6));
+    r.start_s = optuna::epoch_seconds(rows.text(5));
+    r.end_s = optuna::epoch_seconds(rows.text(6));
     index_of_id[rows.int64(0)] = out.size();
     out.push_back(std::move(r));
   }

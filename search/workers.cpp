@@ -11,6 +11,8 @@
 #include <cstring>
 #include <thread>
 
+#include "search/worker_usage.h"
+
 #include "runtime/error.h"
 
 namespace mase::search {
@@ -88,6 +90,8 @@ Workers::Workers(int n, Study& study) : Workers(n, std::span<Study>(&study, 1)) 
 
 Workers::Workers(int n, std::span<Study> studies) {
   MASE_CHECK(n >= 1, ConfigError, "[workers] expected --workers >= 1, got ", n);
+  pids_.push_back(getpid());
+  started_s_ = wall_clock_s();
   if (n == 1) return;
   std::vector<std::pair<std::string, std::string>> where;  // (storage, name) of each study
   for (Study& s : studies) {
@@ -102,6 +106,7 @@ Workers::Workers(int n, std::span<Study> studies) {
     if (pid == 0) {  // a copy: it has no copies of its own to wait for (nor to forward to)
       index_ = i;
       children_.clear();
+      pids_ = {getpid()};
       forward_to_.reset();
       break;
     }
@@ -112,6 +117,7 @@ Workers::Workers(int n, std::span<Study> studies) {
                         " (too many processes? try fewer --workers)"));
     }
     children_.push_back(pid);
+    pids_.push_back(pid);
     if (forward_to_) forward_to_[i - 1] = pid, g_ncopies = i;  // signals reach it from now on
   }
   try {

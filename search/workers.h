@@ -37,6 +37,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -62,10 +63,16 @@ class Workers {
   bool is_copy() const { return index_ > 0; }
   // The parent: waits for every copy; returns how many did not exit with status 0.
   int wait();
+  // The processes of this run, this one first (in a copy: itself only); kept after wait(),
+  // for the report of how busy they were (search/worker_usage.h).
+  const std::vector<int64_t>& pids() const { return pids_; }
+  double started_s() const { return started_s_; }  // when, in seconds since 1970 (wall clock)
 
  private:
   int index_ = 0;
   std::vector<pid_t> children_;
+  std::vector<int64_t> pids_;
+  double started_s_ = 0;
   // the signal handler's view of children_ (0: not forked yet, or reaped); null when this
   // Workers does not forward (n == 1, a copy, or another Workers forwarding already)
   std::unique_ptr<std::atomic<pid_t>[]> forward_to_;

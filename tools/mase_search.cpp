@@ -36,6 +36,7 @@
 #include "search/plot.h"
 #include "search/study.h"
 #include "search/text.h"
+#include "search/worker_usage.h"
 #include "search/workers.h"
 #include "train/trainer.h"
 
@@ -303,6 +304,8 @@ int main(int argc, char** argv) {
     if (copies.is_copy()) return train::stop_requested() ? kExitInterrupted : 0;
     MASE_CHECK(copies.wait() == 0 || train::stop_requested(), Error,
                "[search] a worker process failed (its error is above)");
+    if (workers > 1)  // where the workers' time went: trials, their start, the wait at the end
+      std::printf("workers   %s\n", describe_run(std::span<Study>(&study, 1), copies).c_str());
     const std::string csv = (fs::path(dir) / (study_name + ".csv")).string();
     study.write_csv(csv);
     auto best = study.best();

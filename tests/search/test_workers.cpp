@@ -2,13 +2,15 @@
 // `mase-search --workers N` runs them: a 4-worker grid study evaluates every cell exactly once,
 // and a budget (--trials) is exact however many workers share it, failed trials retried. The
 // objectives are cheap (a few ms of sleep, so that the workers overlap), not training. The
-// oracle is the study file read back afterwards: every trial, its point, state and pid.
+// oracle is the study file read back afterwards: every trial, its point, state and pid; the
+// report of how busy the workers were (search/worker_usage.h), by hand on made-up times.
 #include <doctest/doctest.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +20,9 @@
 
 #include "models/temp_dir.h"
 #include "runtime/error.h"
+#include "search/optuna_format.h"
+#include "search/study_store.h"
+#include "search/worker_usage.h"
 #include "search/workers.h"
 
 using namespace mase;
@@ -76,6 +81,14 @@ TEST_CASE("workers: a 4-worker grid study evaluates every cell exactly once") {
   CHECK(cells.size() == 24);  // no cell twice, none missing
   MESSAGE(per_pid.size() << " processes took part");
   CHECK(per_pid.size() >= 2);
+  // the run's report (mase-search's "workers" line) finds every trial and its process
+  REQUIRE(w.pids().size() == 4);
+  const WorkerUsage u = worker_usage(trials, store::host_name(), w.pids(), w.started_s(),
+                                     wall_clock_s());
+  CHECK(u.trials == 24);
+  CHECK(u.processes == static_cast<int>(per_pid.size()));
+  CHECK(u.busy_s >= 24 * 0.008);  // each trial naps 8 ms
+  CHECK(u.busy_s <= 4 * u.wall_s);
   CHECK_FALSE(s.ask());  // the grid is done
 }
 
@@ -220,4 +233,48 @@ TEST_CASE("workers: a study that cannot be opened again after the fork: the pare
   CHECK(reaped == -1);
   CHECK(errno == ECHILD);
   if (reaped != -1) waitpid(copy, nullptr, 0);  // not waited for: do it now
+}
+
+TEST_CASE("worker_usage: busy and idle time by hand; other processes, running trials left out") {
+  // Three workers (pids 10, 11, 12 on host h) from t = 100 to 120 s: 10 ran [101, 105] and
+  // [105.5, 110], 11 ran [100.5, 118], 12 ran nothing. Left out: pid 99 (another worker of the
+  // study), pid 10 on another host, a trial still running, one that started before the run.
+  auto trial = [](int64_t pid, const char* host, double start, double end) {
+    TrialRecord r;
+    r.pid = pid;
+    r.host = host;
+    r.start_s = start;
+    r.end_s = end;
+    return r;
+  };
+  const std::vector<TrialRecord> trials = {
+      trial(10, "h", 101, 105),   trial(10, "h", 105.5, 110), trial(11, "h", 100.5, 118),
+      trial(99, "h", 101, 102),   trial(10, "g", 101, 103),   trial(11, "h", 118.5, NAN),
+      trial(12, "h", 99, 101)};
+  const std::vector<int64_t> pids = {10, 11, 12};
+  const WorkerUsage u = worker_usage(trials, "h", pids, 100, 120);
+  CHECK(u.workers == 3);
+  CHECK(u.trials == 3);
+  CHECK(u.processes == 2);
+  CHECK(u.wall_s == 20);
+  CHECK(u.busy_s == doctest::Approx(4 + 4.5 + 17.5));
+  CHECK(u.busy_fraction() == doctest::Approx(26.0 / 60));
+  CHECK(u.idle_start_s == doctest::Approx(1 + 0.5 + 20));  // 12 idle the whole run
+  CHECK(u.idle_end_s == doctest::Approx(10 + 2));
+  CHECK(u.idle_between_s == doctest::Approx(0.5));  // 10's gap between its two trials
+  CHECK(describe(u) ==
+        "3 processes ran 3 trials in 20.0 s: busy 43% of 3 × 20.0 s (26.0 s of trials); "
+        "idle 34.0 s: 21.5 starting, 12.0 at the end, 0.5 between trials");
+  CHECK_THROWS_AS(worker_usage(trials, "h", {}, 100, 120), ConfigError);
+}
+
+TEST_CASE("epoch_seconds: the storage's times to the microsecond, NaN for anything else") {
+  CHECK(optuna::epoch_seconds("1970-01-01 00:00:01.5") == 1.5);
+  CHECK(optuna::epoch_seconds("2026-11-25T03:21:53Z") == 1795576913.0);  // calendar.timegm
+  CHECK(optuna::epoch_seconds("2026-11-25 03:21:53.632759") ==
+        doctest::Approx(1795576913.632759).epsilon(1e-15));
+  CHECK(std::abs(optuna::epoch_seconds(optuna::time_now()) - wall_clock_s()) < 1.0);  // one clock
+  CHECK(std::isnan(optuna::epoch_seconds("")));
+  CHECK(std::isnan(optuna::epoch_seconds("yesterday")));
+  CHECK(std::isnan(optuna::epoch_seconds("2026-11-25/03:21:53")));
 }
