@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 
 #include "runtime/error.h"
@@ -59,11 +60,14 @@ double wall_clock_s() {
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
-std::string describe_run(std::span<Study> studies, const Workers& workers) {
+std::string describe_run(std::span<const Study> studies, const Workers& workers) {
   const double until = wall_clock_s();
   std::vector<TrialRecord> all;
-  for (Study& s : studies)
-    for (TrialRecord& r : s.trials()) all.push_back(std::move(r));
+  for (const Study& s : studies) {
+    std::vector<TrialRecord> trials = s.trials();
+    all.insert(all.end(), std::make_move_iterator(trials.begin()),
+               std::make_move_iterator(trials.end()));
+  }
   return describe(
       worker_usage(all, store::host_name(), workers.pids(), workers.started_s(), until));
 }

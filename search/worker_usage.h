@@ -51,6 +51,6 @@ double wall_clock_s();  // now, in seconds since 1970: the clock the trials' tim
 class Workers;
 // describe(worker_usage(...)) for a run's processes over the trials of its studies (the lab
 // commands run several), from when `workers` started (before its fork) to now.
-std::string describe_run(std::span<Study> studies, const Workers& workers);
+std::string describe_run(std::span<const Study> studies, const Workers& workers);
 
 }  // namespace mase::search

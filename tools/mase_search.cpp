@@ -305,7 +305,8 @@ int main(int argc, char** argv) {
     MASE_CHECK(copies.wait() == 0 || train::stop_requested(), Error,
                "[search] a worker process failed (its error is above)");
     if (workers > 1)  // where the workers' time went: trials, their start, the wait at the end
-      std::printf("workers   %s\n", describe_run(std::span<Study>(&study, 1), copies).c_str());
+      std::printf("workers   %s\n",
+                  describe_run(std::span<const Study>(&study, 1), copies).c_str());
     const std::string csv = (fs::path(dir) / (study_name + ".csv")).string();
     study.write_csv(csv);
     auto best = study.best();
