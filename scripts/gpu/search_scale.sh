@@ -61,7 +61,7 @@ for study in uniform arch; do
     dir="/tmp/search-scale-$study-w$w"
     rm -rf "$dir"
     t0=$(date +%s.%N)
-    timeout 230 "$BIN/mase-search" "${args[@]}" "${common[@]}" --trials "$TRIALS" --max-steps 8 \
+    timeout 120 "$BIN/mase-search" "${args[@]}" "${common[@]}" --trials "$TRIALS" --max-steps 8 \
       --workers "$w" --study "scale-w$w" --dir "$dir" > "$LOGS/search-scale-$study-w$w.log" 2>&1
     rc=$?
     wall[$w]=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
