@@ -13,7 +13,7 @@
 # lengths allow (the 1-worker durations dealt in trial order to 4 workers): speed-up ≈
 # 4 × busy ÷ that slowdown. The developers' machines have 2 cores, where 4 CPU-bound
 # workers cannot show the ≥ 3.5× of the issue (docs/scaling.md, "Speed-up of 4 workers"; 2
-# workers there: 1.93× on the uniform study, 1.76× on arch). Run ON the device machine from
+# workers there: 1.96× on the uniform study, 1.78× on arch). Run ON the device machine from
 # the repo root by scripts/gpu_run.sh (scripts/gpu_pack.sh packs mase-search), or by hand with
 # BIN, OUT, LOGS, DATA as scripts/gpu/env.sh sets them (TRIALS, WORKERS, THREADS: the sizes;
 # docs/scaling.md's 2-core figures: TRIALS=16 WORKERS=2 THREADS=1).
