@@ -43,7 +43,8 @@ struct TrialRecord {
   std::map<int, double> rungs;
   std::string started_at, ended_at;  // ISO 8601 UTC; ended_at empty while running
   // The same two times in seconds since 1970, to the microsecond the storage keeps (NaN when
-  // unknown; end_s while running): what a trial's duration is measured from (worker_usage).
+  // unknown, and end_s while the trial runs): what its duration is measured from
+  // (search/worker_usage.h).
   double start_s = NAN, end_s = NAN;
   int64_t pid = 0;
   std::string host;

@@ -8,8 +8,10 @@
 // keeps every trial's start and end to the microsecond and the process that ran it, so the
 // parent can say afterwards where the time went:
 //
-//   workers   2 processes ran 16 trials in 36.1 s: busy 94% of 2 × 36.1 s (67.9 s of
-//             trials); idle 4.3 s: 0.4 starting, 3.6 at the end, 0.3 between trials
+//   workers   2 processes ran 16 trials in 35.6 s: busy 93% of 2 × 35.6 s (66.2 s of
+//             trials); idle 4.9 s: 0.0 starting, 4.8 at the end, 0.0 between trials
+//
+// (one line when printed; Lab 2's whole space on a 2-core Zen 4, docs/scaling.md).
 //
 // speed-up over one worker = N × busy fraction ÷ (how much slower each trial ran beside the
 // others: shared caches, memory bandwidth, turbo), which docs/scaling.md uses to tell a tail
@@ -26,7 +28,7 @@ namespace mase::search {
 struct WorkerUsage {
   int workers = 0;         // processes the run started (--workers): pids.size()
   int trials = 0;          // trials that started and ended within [since, until]
-  int processes = 0;       // distinct (host, pid) among them
+  int processes = 0;       // distinct pids among them
   double wall_s = 0;       // until - since
   double busy_s = 0;       // the sum of those trials' durations
   // workers × wall_s - busy_s, in three parts: before each process's first trial (a process
