@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/torch_gpu.py — PyTorch's GPU figures for mase-bench's gpu-softmax and gpu-sdpa suites.
+"""bench/torch_gpu.py — PyTorch's GPU figures beside mase-bench's gpu-softmax, -sdpa, -fused.
 
 The same shapes and the same timing rule as bench/gpu_common.h: CUDA events around each call,
 the L2 cache flushed before it (a buffer twice the L2's size overwritten), fp32 throughout.
@@ -15,8 +15,15 @@ the L2 cache flushed before it (a buffer twice the L2's size overwritten), fp32 
              without a mask). TFLOP/s counted as mase-bench counts them (4 and 12 B*NH*T^2*HS),
              peak MB = torch.cuda.max_memory_allocated beyond what was allocated before the call.
 
+  fused      the step's memory-bound kernels as mase-bench --suite gpu-fused times them, in
+             PyTorch's eager form at the same shapes (R = B*T = 8192 rows; bert-small's and
+             bert-base's widths): F.layer_norm forward and backward (dx, dweight, dbias),
+             gelu(x + b) forward and backward (dx, dbias), a bias gradient dy.sum(0), the
+             embedding backward (V = 2 and 16000), one AdamW step over 2^25 parameters (foreach
+             and fused=True); bytes counted as mase-bench counts them, so vs_copy compares.
+
     python3 bench/torch_gpu.py                  # everything, ~1 minute on an H100
-    python3 bench/torch_gpu.py --only softmax   # or sdpa; --iters N (default 20)
+    python3 bench/torch_gpu.py --only softmax   # or sdpa, fused, sdpa,fused; --iters N (20)
 
 Not a test and not part of the build: a comparison printed for docs/performance.md.
 """
@@ -92,6 +99,78 @@ def softmax_rows(timer, iters):
         torch.cuda.empty_cache()
 
 
+def fused_rows(timer, iters, device="cuda"):
+    """PyTorch's eager kernels for what mase-bench --suite gpu-fused times, at its shapes."""
+    print("| fused | shape | what | ms | GB/s | vs_copy |")
+    print("|---|---|---|---|---|---|")
+
+    def row(name, shape, what, nbytes, fn, copy_ms):
+        try:
+            ms = timer.ms(fn, iters)
+        except Exception as e:  # a kernel this PyTorch lacks (fused AdamW on an old build)
+            print(f"| {name} | {shape} | {what} | n/a | | ({str(e).splitlines()[0][:60]}) |")
+            return
+        bw = nbytes / ms / 1e6
+        print(f"| {name} | {shape} | {what} | {ms:.4f} | {bw:.0f} | "
+              f"{bw / (nbytes / copy_ms / 1e6):.2f} |")
+
+    def copy_of(nbytes):  # a device-to-device copy moving nbytes (reads half, writes half)
+        buf = torch.empty(max(1, nbytes // 8), device=device)
+        return timer.ms(lambda: buf.clone(), iters)
+
+    R = B * 256  # kTokens: B 32 x T 256
+    for model, c, ffn in (("bert-small", 512, 2048), ("bert-base", 768, 3072)):
+        x = torch.randn(R, c, device=device, requires_grad=True)
+        w = torch.rand(c, device=device, requires_grad=True)
+        b = torch.randn(c, device=device, requires_grad=True)
+        dy = torch.randn(R, c, device=device)
+        y = F.layer_norm(x, (c,), w, b, eps=1e-12)
+        shape = f"{R}x{c}"
+        with torch.no_grad():
+            row("layer_norm fwd", shape, model, 8 * R * c,
+                lambda: F.layer_norm(x, (c,), w, b, eps=1e-12), copy_of(8 * R * c))
+        row("layer_norm bwd (dx, dweight, dbias)", shape, model, 12 * R * c,
+            lambda: torch.autograd.grad(y, (x, w, b), dy, retain_graph=True),
+            copy_of(12 * R * c))
+        row("bias grad: dy.sum(0)", shape, model, 4 * R * c, lambda: dy.sum(0), copy_of(4 * R * c))
+        del x, w, b, dy, y
+        h = torch.randn(R, ffn, device=device, requires_grad=True)
+        hb = torch.randn(ffn, device=device, requires_grad=True)
+        dh = torch.randn(R, ffn, device=device)
+        g = F.gelu(h + hb)
+        shape = f"{R}x{ffn}"
+        with torch.no_grad():
+            row("gelu(x + b) fwd", shape, model, 8 * R * ffn, lambda: F.gelu(h + hb),
+                copy_of(8 * R * ffn))
+        row("gelu(x + b) bwd (dx, dbias)", shape, model, 12 * R * ffn,
+            lambda: torch.autograd.grad(g, (h, hb), dh, retain_graph=True), copy_of(12 * R * ffn))
+        row("bias grad: dy.sum(0)", shape, model, 4 * R * ffn, lambda: dh.sum(0),
+            copy_of(4 * R * ffn))
+        del h, hb, dh, g
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    c = 768
+    for v, what in ((2, "token types"), (16000, "words")):
+        ids = torch.randint(0, v, (R,), device=device)
+        table = torch.randn(v, c, device=device, requires_grad=True)
+        e = F.embedding(ids, table)
+        de = torch.randn(R, c, device=device)
+        touched = int(torch.unique(ids).numel())
+        nbytes = 4 * R * c + 8 * touched * c  # mase-bench's count: dy read, touched rows r+w
+        row("embedding bwd", f"{R}x{c}/V{v}", f"{what}, {touched} rows touched", nbytes,
+            lambda: torch.autograd.grad(e, table, de, retain_graph=True), copy_of(nbytes))
+        del ids, table, e, de
+    n = 1 << 25
+    for fused in (False, True):
+        p = torch.nn.Parameter(torch.rand(n, device=device))
+        p.grad = torch.randn(n, device=device)
+        opt = torch.optim.AdamW([p], lr=1e-4, weight_decay=0.01, fused=fused)
+        opt.step()  # the state (exp_avg, exp_avg_sq) exists from here on
+        row(f"AdamW step ({'fused=True' if fused else 'foreach'})", f"{n}", "one tensor",
+            28 * n, opt.step, copy_of(28 * n))
+        del p, opt
+
+
 BACKENDS = ["MATH", "EFFICIENT_ATTENTION", "FLASH_ATTENTION", "CUDNN_ATTENTION"]
 
 
@@ -145,9 +224,14 @@ def sdpa_rows(timer, iters):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=["softmax", "sdpa"], help="one half of the comparison")
+    ap.add_argument("--only", default="softmax,sdpa,fused",
+                    help="the parts to run, comma-separated (default: all three)")
     ap.add_argument("--iters", type=int, default=20, help="timed calls per figure (median)")
     args = ap.parse_args()
+    parts = args.only.split(",")
+    for part in parts:
+        if part not in ("softmax", "sdpa", "fused"):
+            ap.error(f"--only: expected softmax, sdpa or fused, got '{part}'")
     if not torch.cuda.is_available():
         print("torch_gpu.py: no CUDA device; nothing to time")
         return
@@ -157,11 +241,14 @@ def main():
     print(f"{p.name}, PyTorch {torch.__version__}, CUDA {torch.version.cuda}, "
           f"driver-visible memory {p.total_memory / 2**30:.1f} GiB\n")
     timer = Timer()
-    if args.only in (None, "softmax"):
+    if "softmax" in parts:
         softmax_rows(timer, args.iters)
         print()
-    if args.only in (None, "sdpa"):
+    if "sdpa" in parts:
         sdpa_rows(timer, args.iters)
+        print()
+    if "fused" in parts:
+        fused_rows(timer, args.iters)
 
 
 if __name__ == "__main__":

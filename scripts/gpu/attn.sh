@@ -56,7 +56,7 @@ $((SECONDS - t0)) s"
 
 # 3. PyTorch at the same shapes
 t0=$SECONDS
-timeout 180 python3 -u bench/torch_gpu.py > "$LOGS/torch_gpu.txt" 2>&1
+timeout 180 python3 -u bench/torch_gpu.py --only softmax,sdpa > "$LOGS/torch_gpu.txt" 2>&1
 rc=$?
 row "attn: PyTorch softmax / SDPA backends / torch.compile (bench/torch_gpu.py)" \
   "exit $rc; $((SECONDS - t0)) s"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu/step.sh — issue 23's GPU check, ON the GPU machine, from the repo root (run by the
-# lead's scripts/gpu_run.sh): the CPU == CUDA cases of the training step's kernels, the
+# lead's scripts/gpu_run.sh): the CPU == CUDA cases of the training step's kernels, its
+# memory-bound kernels one by one (gpu-fused) beside PyTorch's (torch_gpu.py --only fused), the
 # gpu-step profile of bert-tiny/small/base (variants before | fp32 | tf32 | bf16, graphs on and
 # off) and PyTorch's same steps (fp32, tf32, bf16 autocast) on the same GPU, and two
 # mase-train --cuda-graphs --deterministic runs. Each step under `timeout` (their sum is ~8
@@ -37,6 +38,13 @@ command -v gnuplot > /dev/null && plot=(--plot "$OUT/gpu-fused.svg")
 timeout 120 "$BIN/mase-bench" --suite gpu-fused "${plot[@]}" > "$LOGS/gpu-fused.txt" 2>&1
 row "mase-bench --suite gpu-fused" "exit $?; $((SECONDS - t0)) s; $(grep -E '^gpu-fused/' "$LOGS/gpu-fused.txt" | sed -E 's/ +/ /g' | awk '{for (i=1;i<=NF;i++) if ($i ~ /^vs_copy=/) v=$i; print $1, v}' | sed 's|/manual_time||' | tr '\n' ';')"
 { echo; echo '```'; grep -E '^gpu-fused/|Benchmark|---' "$LOGS/gpu-fused.txt" | cut -c1-200; echo '```'; } >> "$sum"
+# ... and PyTorch's eager kernels at the same shapes (bench/torch_gpu.py --only fused): each
+# row's vs_copy beside mase's says which of the step's kernels loses to PyTorch's, and by how much
+t0=$SECONDS
+timeout 90 python3 -u bench/torch_gpu.py --only fused > "$LOGS/torch_gpu_fused.txt" 2>&1
+row "PyTorch's LayerNorm, bias + GELU, bias grads, embedding bwd, AdamW (torch_gpu.py --only fused)" \
+  "exit $?; $((SECONDS - t0)) s"
+{ echo; echo '```'; tail -n 24 "$LOGS/torch_gpu_fused.txt"; echo '```'; } >> "$sum"
 
 # 2. the gpu-step profile: per model, variants before | fp32 | tf32 | bf16, tf32 and bf16 with
 #    the attention on the CUDA cores (*-fma-attn: what the tensor-core attention of --precision
