@@ -120,9 +120,16 @@ inline void study_space(std::string_view b) {
     throw IoError(std::string("[study] unreadable mase:space: ") + e.what());
   }
 }
-// One parameter's distribution_json as an Optuna script wrote it (search/optuna_format.h).
+// One parameter's distribution_json as an Optuna script wrote it (search/optuna_format.h), and
+// the same bytes as a trial's datetime_start column, read as text and as seconds (NaN when
+// they are not a time; never infinite).
 inline void optuna_distribution(std::string_view b) {
-  (void)search::optuna::param_from_distribution("x", std::string(b));
+  const std::string text(b);
+  (void)search::optuna::iso_time(text);
+  const double t = search::optuna::epoch_seconds(text);
+  if (!std::isnan(t) && !std::isfinite(t))
+    throw std::logic_error("[optuna_distribution] a stored time read as infinite");
+  (void)search::optuna::param_from_distribution("x", text);
 }
 
 // The --space string of mase-search custom (search/command_objective.h; a command-line
