@@ -24,8 +24,8 @@ source scripts/gpu/env.sh  # BIN OUT LOGS DATA, row, the libraries
 [ -x "$BIN/mase-search" ] || { row "search scaling" "skipped: no mase-search in $BIN (GPU_PACK_EXTRA)"; exit 0; }
 TRIALS="${TRIALS:-16}" WORKERS="${WORKERS:-4}" THREADS="${THREADS:-2}"
 # (--trials and --max-steps are given per run: CLI11 refuses an option given twice)
-common=(--seed 3 --train-subset 256 --test-subset 128 --batch-size 16 --max-len 64 --threads "$THREADS"
-        --data-dir "$DATA" --cache-dir /tmp/mase-cache)
+common=(--seed 3 --train-subset 256 --test-subset 128 --batch-size 16 --max-len 64
+        --threads "$THREADS" --data-dir "$DATA" --cache-dir /tmp/mase-cache)
 uniform=(tutorial --samplers random --num-layers 4 --hidden-sizes 256 --intermediate-sizes 1024
          --num-heads 2,4,8,16 --linear-choice none)
 arch=(--sampler random)
@@ -73,9 +73,10 @@ for study in uniform arch; do
   sumw=$(grep -m1 '^workers ' "$LOGS/search-scale-$study-w$WORKERS.log" |
          sed -n 's/.*(\([0-9.]*\) s of trials).*/\1/p')
   target=""; [ "$WORKERS" = 4 ] && target=" (target >= 3.5x)"
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else printf "?" }'; }
   row "$WORKERS workers vs 1 ($study, $TRIALS trials, each worker --threads $THREADS)" \
-      "speed-up $(awk -v a="${wall[1]}" -v b="${wall[$WORKERS]}" 'BEGIN { printf "%.2f", a / b }')x$target; \
-each trial $(awk -v a="${sumw:-0}" -v b="$sum1" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "?" }')x as long as alone \
-(${sumw:-?} s against $sum1 s); the trials' lengths allow ${bound}x"
+      "speed-up $(ratio "${wall[1]}" "${wall[$WORKERS]}")x$target; \
+each trial $(ratio "${sumw:-0}" "$sum1")x as long as alone (${sumw:-?} s against $sum1 s); \
+the trials' lengths allow ${bound}x"
   unset -n args
 done
